@@ -1,0 +1,21 @@
+// The `vgpu` subcommands. Each lives in its own cmd_<name>.cc and is listed once in kCommands
+// (commands.cc). A command gets argv with argv[0] = "vgpu <name>" and returns the exit code.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+namespace vgpu::cli {
+
+struct Command {
+  std::string_view name;
+  std::string_view summary;
+  int (*run)(int argc, char** argv);
+};
+
+// All commands, in the order `vgpu --help` lists them.
+std::span<const Command> AllCommands();
+
+int RunVersion(int argc, char** argv);
+
+}  // namespace vgpu::cli
