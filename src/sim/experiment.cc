@@ -1,5 +1,6 @@
 #include "sim/experiment.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -25,12 +26,21 @@ Result<std::vector<PolicyRuns>> RunExperiment(const SnapshotInput& input,
                                               const ExperimentOptions& options) {
   if (options.policies.empty()) return Status::InvalidArgument("no policy to run");
   if (options.seeds.empty()) return Status::InvalidArgument("no seed to run");
-  sched::PolicyArgs args = options.args;
-  args.target_workload = input.target_workload;
-  args.models = input.models;
-  for (const std::string& p : options.policies) {
-    auto made = sched::BuiltinPolicies().Create(p, args);
+  std::vector<sched::PolicyArgs> args(options.policies.size());
+  for (size_t i = 0; i < options.policies.size(); ++i) {
+    args[i].target_workload = input.target_workload;
+    args[i].models = input.models;
+    auto it = options.params.find(options.policies[i]);
+    if (it != options.params.end()) args[i].params = it->second;
+    auto made = sched::BuiltinPolicies().Create(options.policies[i], args[i]);
     if (!made) return made.error();
+  }
+  for (const auto& [name, kv] : options.params) {
+    if (std::find(options.policies.begin(), options.policies.end(), name) ==
+        options.policies.end()) {
+      return Status::InvalidArgument("options given for policy '" + name +
+                                     "', which is not being run");
+    }
   }
   const size_t jobs = options.policies.size() * options.seeds.size();
   std::vector<Result<SeedResult>> results(jobs, Status::Internal("not run"));
@@ -56,9 +66,10 @@ Result<std::vector<PolicyRuns>> RunExperiment(const SnapshotInput& input,
     while (true) {
       const size_t j = next.fetch_add(1);
       if (j >= jobs) return;
-      const std::string& policy = options.policies[j / options.seeds.size()];
+      const size_t p = j / options.seeds.size();
       const uint64_t seed = options.seeds[j % options.seeds.size()];
-      results[j] = RunSnapshot(input, policy, args, seed, options.inflate, &progress);
+      results[j] =
+          RunSnapshot(input, options.policies[p], args[p], seed, options.inflate, &progress);
       finished.fetch_add(1);
     }
   };

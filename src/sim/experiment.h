@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,8 @@ struct ExperimentOptions {
   std::vector<uint64_t> seeds;
   double inflate = 1.3;
   int threads = 1;
-  sched::PolicyArgs args;  // target_workload and models are filled in from the input
+  // Options per policy name (as listed in `policies`): key -> value (PolicyArgs::params).
+  std::map<std::string, std::map<std::string, std::string>> params;
   // Called from the calling thread about every 100 ms with (pods done, pods expected).
   std::function<void(int64_t, int64_t)> on_progress;
 };
