@@ -23,6 +23,7 @@ Result<NodeId> Cluster::AddNode(const NodeSpec& spec) {
   s.gpu_begin = static_cast<uint32_t>(gpus_.size());
   s.gpu_count = static_cast<int32_t>(spec.gpus.size());
   s.full_free_gpus = s.gpu_count;
+  s.max_gpu_free = s.gpu_count > 0 ? kGpuMilli : 0;
   for (const GpuSpec& g : spec.gpus) {
     if (g.memory_mib < 0) {
       return Status::InvalidArgument("node '" + spec.name + "' has a GPU with negative memory");
@@ -66,6 +67,14 @@ void Cluster::AddClass(NodeId n, int cls, int delta) {
     return;
   }
   if (delta > 0) v.emplace_back(cls, delta);
+}
+
+void Cluster::UpdateMaxFree(NodeState& s) {
+  s.max_gpu_free = 0;
+  for (int32_t i = 0; i < s.gpu_count; ++i) {
+    s.max_gpu_free =
+        std::max(s.max_gpu_free, gpus_[s.gpu_begin + static_cast<uint32_t>(i)].free_milli);
+  }
 }
 
 int64_t Cluster::ChargedGpuMemory(const PodRequest& r, const GpuState& g) {
@@ -121,6 +130,7 @@ Status Cluster::Reserve(PodKey key, const PodRequest& r, const Placement& p,
     ++g.pods;
   });
   s.gpu_free_milli -= r.TotalGpuMilli();
+  UpdateMaxFree(s);
   allocated_gpu_milli_ += r.TotalGpuMilli();
   AddClass(p.node, GpuClassOf(r), 1);
   ++s.version;
@@ -144,6 +154,7 @@ bool Cluster::Unreserve(PodKey key) {
     --g.pods;
   });
   s.gpu_free_milli += r.TotalGpuMilli();
+  UpdateMaxFree(s);
   allocated_gpu_milli_ -= r.TotalGpuMilli();
   AddClass(p.node, GpuClassOf(r), -1);
   ++s.version;

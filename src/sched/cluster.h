@@ -102,9 +102,22 @@ class Cluster {
     if (!FitsHost(r, n)) return false;
     if (r.num_gpus == 0) return true;
     const NodeState& s = nodes_[n];
-    if (s.gpu_count < r.num_gpus) return false;
-    if (!r.models.IsAny() && (r.models.bits() & s.model_bits) == 0) return false;
-    return CountFittingGpus(r, n, opt) >= r.num_gpus;
+    if (s.gpu_count < r.num_gpus || s.max_gpu_free < r.gpu_milli) return false;
+    if (r.models.IsAny() && r.gpu_memory_mib == 0 && opt.max_pods_per_gpu == 0) {
+      // Only free milli matters: answer from the node's summary.
+      if (r.gpu_milli == kGpuMilli) return s.full_free_gpus >= r.num_gpus;
+      if (r.num_gpus == 1) return true;  // the GPU with max_gpu_free fits
+    } else if (!r.models.IsAny() && (r.models.bits() & s.model_bits) == 0) {
+      return false;
+    }
+    return HasFittingGpus(r, n, opt, r.num_gpus);
+  }
+  // Whether at least `need` GPUs of node n fit one share of r each (stops early).
+  bool HasFittingGpus(const PodRequest& r, NodeId n, const FitOptions& opt, int need) const {
+    for (const GpuState& g : gpus(n)) {
+      if (GpuFits(r, g, opt) && --need <= 0) return true;
+    }
+    return need <= 0;
   }
 
   struct Reservation {
@@ -128,7 +141,9 @@ class Cluster {
     uint32_t version = 1;
     int32_t gpu_count = 0;
     int32_t full_free_gpus = 0;
+    int32_t max_gpu_free = 0;  // most free milli on one GPU
   };
+  void UpdateMaxFree(NodeState& s);
   void AddClass(NodeId n, int cls, int delta);
 
   std::vector<NodeState> nodes_;

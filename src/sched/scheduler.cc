@@ -50,6 +50,8 @@ void Scheduler::SyncNodes() {
       order_.push_back(id);
     }
   }
+  rank_.assign(n, 0);
+  for (size_t i = 0; i < order_.size(); ++i) rank_[order_[i]] = static_cast<uint32_t>(i);
   for (auto& row : cache_) {
     if (!row.empty() && row.size() < n) row.resize(n);
   }
@@ -106,8 +108,10 @@ Result<Placement> Scheduler::Schedule(const PodRequest& r, Rng& rng) {
   VGPU_RETURN_IF_ERROR(ValidateRequest(r));
   if (order_.size() != cluster_->num_nodes()) SyncNodes();
   ++stats_.decisions;
+  // Scan in id order (sequential memory); the node order only breaks ties.
   feasible_.clear();
-  for (NodeId n : order_) {
+  const NodeId num_nodes = static_cast<NodeId>(cluster_->num_nodes());
+  for (NodeId n = 0; n < num_nodes; ++n) {
     if (Feasible(r, n)) feasible_.push_back(n);
   }
   if (feasible_.empty()) return Status::ResourceExhausted("no node fits the pod");
@@ -118,7 +122,7 @@ Result<Placement> Scheduler::Schedule(const PodRequest& r, Rng& rng) {
   int64_t best_score = std::numeric_limits<int64_t>::min();
   for (NodeId n : feasible_) {
     const int64_t s = ScoreOf(r, key_id, n);
-    if (s > best_score) {
+    if (s > best_score || (s == best_score && rank_[n] < rank_[best])) {
       best_score = s;
       best = n;
     }

@@ -70,6 +70,7 @@ class Scheduler {
   Cluster* cluster_;
   std::unique_ptr<Policy> policy_;
   std::vector<NodeId> order_;
+  std::vector<uint32_t> rank_;  // rank_[node] = its position in order_ (lower wins ties)
   std::vector<uint8_t> in_order_;
   std::vector<NodeId> feasible_;
   std::unordered_map<PodRequest, uint32_t, PodRequestHash> key_ids_;
