@@ -64,8 +64,9 @@ Status Run(const SimFlags& f) {
   VGPU_RETURN_IF_ERROR(InputFile("--nodes", f.nodes));
   VGPU_RETURN_IF_ERROR(InputFile("--pods", f.pods));
   if (!(f.inflate > 0 && f.inflate <= 10)) {
-    return Status::InvalidArgument("--inflate: must be in (0, 10], got " +
-                                   std::to_string(f.inflate));
+    char shown[32];
+    std::snprintf(shown, sizeof shown, "%g", f.inflate);
+    return Status::InvalidArgument(std::string("--inflate: must be in (0, 10], got ") + shown);
   }
   if (f.threads < 0 || f.threads > 1024) {
     return Status::InvalidArgument("--threads: must be 0 (one per core) to 1024, got " +
