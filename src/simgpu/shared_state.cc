@@ -116,6 +116,13 @@ uint64_t MonotonicNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+int FindProcessSlot(const SharedStateLayout* layout, int32_t pid) {
+  for (int i = 0; i < kMaxProcesses; ++i) {
+    if (pid != 0 && layout->processes[i].pid == pid) return i;
+  }
+  return -1;
+}
+
 uint64_t ProcessStartTime(int32_t pid) {
   char path[64];
   std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));

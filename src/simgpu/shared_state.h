@@ -106,6 +106,9 @@ static_assert(sizeof(DeviceRecord) == 64 + 24 * kPendingCapacity + 16 * kUtilBuc
 static_assert(sizeof(ProcessRecord) == 16 + 8 * kMaxDevices * 4 + 4 * kMaxDevices);
 static_assert(std::is_trivially_copyable_v<SharedStateLayout>);
 
+// The slot of process `pid`, or -1 (read with the lock held, or accept a racy answer).
+int FindProcessSlot(const SharedStateLayout* layout, int32_t pid);
+
 // CLOCK_MONOTONIC in nanoseconds (the timeline's clock, common to all processes of the machine).
 uint64_t MonotonicNs();
 

@@ -37,6 +37,8 @@ TEST_F(TimelineTest, KernelsRunOneAtATimeInLaunchOrder) {
   // A stream dependency later than the device is honoured.
   KernelTiming c = EnqueueKernel(state_.get(), 0, 0, kT0 + 2 * kMs, kT0 + 20 * kMs, kMs);
   EXPECT_EQ(c.start_ns, kT0 + 20 * kMs);
+  EXPECT_EQ(FindProcessSlot(state_.get(), 200), 1);
+  EXPECT_EQ(FindProcessSlot(state_.get(), 999), -1);
   ProcessTimelineStats pb = GetProcessTimelineStats(state_.get(), 0, 1);
   EXPECT_EQ(pb.busy_ns, 3 * kMs);
   EXPECT_EQ(pb.wait_ns, 4 * kMs);

@@ -72,24 +72,23 @@ CUresult CreateArray(CUarray* out, const CUDA_ARRAY3D_DESCRIPTOR& desc) {
   Context* ctx = nullptr;
   if (CUresult rc = CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
   if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  auto* a = new ArrayObj;
-  a->desc = desc;
-  if (!Shape(a)) {
-    delete a;
-    return CUDA_ERROR_INVALID_VALUE;
-  }
+  ArrayObj shape;
+  shape.desc = desc;
+  if (!Shape(&shape)) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard<std::mutex> lock(D().mu);
+  ArrayObj* a = Recycler<ArrayObj>::Make();
+  *a = shape;
   a->ctx = ctx;
   a->phys = ctx->phys;
   a->charged = a->bytes;
   if (!ChargeLocked(a->phys, a->charged)) {
-    delete a;
+    Recycler<ArrayObj>::Retire(a);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   a->backing = AllocateBacking(a->bytes);
   if (a->backing.ptr == nullptr) {
     UnchargeLocked(a->phys, a->charged);
-    delete a;
+    Recycler<ArrayObj>::Retire(a);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
   a->data = static_cast<uint8_t*>(a->backing.ptr);
@@ -101,7 +100,7 @@ CUresult CreateArray(CUarray* out, const CUDA_ARRAY3D_DESCRIPTOR& desc) {
 void DestroyArrayLocked(ArrayObj* a) {
   UnchargeLocked(a->phys, a->charged);
   FreeBacking(&a->backing);
-  a->tag = Tag::kDead;
+  Recycler<ArrayObj>::Retire(a);
   auto& v = Arrays();
   v.erase(std::remove(v.begin(), v.end(), a), v.end());
 }
@@ -109,8 +108,9 @@ void DestroyArrayLocked(ArrayObj* a) {
 void DestroyMipmapLocked(Mipmap* m) {
   UnchargeLocked(m->phys, m->charged);
   FreeBacking(&m->backing);
-  for (ArrayObj* level : m->levels) level->tag = Tag::kDead;
-  m->tag = Tag::kDead;
+  for (ArrayObj* level : m->levels) Recycler<ArrayObj>::Retire(level);
+  m->levels.clear();
+  Recycler<Mipmap>::Retire(m);
   auto& v = Mipmaps();
   v.erase(std::remove(v.begin(), v.end(), m), v.end());
 }
@@ -317,47 +317,40 @@ SIMGPU_API CUresult cuMipmappedArrayCreate(CUmipmappedArray* pHandle,
     unsigned max_levels = 1;
     while ((largest >> max_levels) > 0) ++max_levels;
     if (numMipmapLevels > max_levels) return CUDA_ERROR_INVALID_VALUE;
-    auto* m = new Mipmap;
-    m->desc = *desc;
+    std::vector<ArrayObj> shapes(numMipmapLevels);
     size_t total = 0;
     for (unsigned l = 0; l < numMipmapLevels; ++l) {
-      auto* a = new ArrayObj;
-      a->desc = *desc;
-      a->desc.Width = std::max<size_t>(desc->Width >> l, 1);
-      if (desc->Height != 0) a->desc.Height = std::max<size_t>(desc->Height >> l, 1);
-      if (desc->Depth != 0 && !layered) a->desc.Depth = std::max<size_t>(desc->Depth >> l, 1);
-      a->level = true;
-      if (!Shape(a)) {
-        delete a;
-        for (ArrayObj* x : m->levels) delete x;
-        delete m;
-        return CUDA_ERROR_INVALID_VALUE;
-      }
-      total += a->bytes;
-      m->levels.push_back(a);
+      ArrayObj& a = shapes[l];
+      a.desc = *desc;
+      a.desc.Width = std::max<size_t>(desc->Width >> l, 1);
+      if (desc->Height != 0) a.desc.Height = std::max<size_t>(desc->Height >> l, 1);
+      if (desc->Depth != 0 && !layered) a.desc.Depth = std::max<size_t>(desc->Depth >> l, 1);
+      a.level = true;
+      if (!Shape(&a)) return CUDA_ERROR_INVALID_VALUE;
+      total += a.bytes;
     }
     std::lock_guard<std::mutex> lock(D().mu);
+    if (!ChargeLocked(ctx->phys, total)) return CUDA_ERROR_OUT_OF_MEMORY;
+    Backing backing = AllocateBacking(total);
+    if (backing.ptr == nullptr) {
+      UnchargeLocked(ctx->phys, total);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    Mipmap* m = Recycler<Mipmap>::Make();
+    m->desc = *desc;
     m->ctx = ctx;
     m->phys = ctx->phys;
     m->charged = total;
-    if (!ChargeLocked(m->phys, total)) {
-      for (ArrayObj* x : m->levels) delete x;
-      delete m;
-      return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    m->backing = AllocateBacking(total);
-    if (m->backing.ptr == nullptr) {
-      UnchargeLocked(m->phys, total);
-      for (ArrayObj* x : m->levels) delete x;
-      delete m;
-      return CUDA_ERROR_OUT_OF_MEMORY;
-    }
+    m->backing = backing;
     size_t offset = 0;
-    for (ArrayObj* a : m->levels) {
-      a->data = static_cast<uint8_t*>(m->backing.ptr) + offset;
+    for (ArrayObj& shape : shapes) {
+      ArrayObj* a = Recycler<ArrayObj>::Make();
+      *a = shape;
+      a->data = static_cast<uint8_t*>(backing.ptr) + offset;
       a->ctx = ctx;
       a->phys = m->phys;
       offset += a->bytes;
+      m->levels.push_back(a);
     }
     Mipmaps().push_back(m);
     *pHandle = reinterpret_cast<CUmipmappedArray>(m);

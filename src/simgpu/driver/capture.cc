@@ -12,7 +12,7 @@ CUresult Begin(CUstream h, CUstreamCaptureMode mode, bool per_thread) {
   if (CUresult rc = ResolveStreamLocked(h, per_thread, &s); rc != CUDA_SUCCESS) return rc;
   if (s->kind == Stream::Kind::kLegacy) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (s->capture != nullptr) return CUDA_ERROR_ILLEGAL_STATE;
-  s->capture = new Graph;
+  s->capture = Recycler<Graph>::Make();
   s->capture_mode = mode;
   s->capture_id = D().next_id++;
   s->capture_deps.clear();

@@ -21,18 +21,18 @@ CUresult CreateContext(CUcontext* pctx, unsigned flags, CUdevice dev) {
   if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Driver& d = D();
   std::lock_guard<std::mutex> lock(d.mu);
-  auto* c = new Context;
+  Context* c = Recycler<Context>::Make();
   c->device = dev;
   c->phys = d.visible[dev];
   c->flags = flags;
   c->id = d.next_id++;
   InitLimits(c);
-  c->legacy = new Stream;
+  c->legacy = Recycler<Stream>::Make();
   c->legacy->kind = Stream::Kind::kLegacy;
   c->legacy->ctx = c;
   if (CUresult rc = ActivateContextLocked(c); rc != CUDA_SUCCESS) {
-    delete c->legacy;
-    delete c;
+    Recycler<Stream>::Retire(c->legacy);
+    Recycler<Context>::Retire(c);
     return rc;
   }
   ThreadContextStack().push_back(c);
@@ -88,7 +88,7 @@ void ReleaseContextResourcesLocked(Context* ctx) {
   }
   for (uintptr_t base : owned) FreeAllocationLocked(RemoveAllocationLocked(base));
   ReleaseContextArraysLocked(ctx);
-  for (Stream* s : ctx->streams) s->tag = Tag::kDead;
+  for (Stream* s : ctx->streams) Recycler<Stream>::Retire(s);
   ctx->streams.clear();
   ctx->legacy->last_end_ns = 0;
   ctx->blocking_end_ns = 0;
@@ -190,8 +190,9 @@ static CUresult DestroyContext(CUcontext ctx) {
   if (c->primary) return CUDA_ERROR_INVALID_CONTEXT;  // primaries are released, not destroyed
   ReleaseContextResourcesLocked(c);
   DeactivateContextLocked(c);
-  c->tag = Tag::kDead;
   RemoveFromThisThread(c);
+  Recycler<Stream>::Retire(c->legacy);
+  Recycler<Context>::Retire(c);
   return CUDA_SUCCESS;
 }
 SIMGPU_API CUresult cuCtxDestroy_v2(CUcontext ctx) { SIMGPU_GUARD({ return DestroyContext(ctx); }); }

@@ -26,6 +26,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "simgpu/config.h"
@@ -66,6 +67,43 @@ enum class Tag : uint32_t {
   kArray,
   kMipmap,
   kLibrary,
+};
+
+// Destroyed objects keep their memory, tagged kDead, so that a stale handle is refused instead of
+// read after free; later objects of the same type reuse that memory. Live objects stay listed
+// too: what a program never destroys is owned by the driver, as on a real one. Needs D().mu.
+template <typename T>
+class Recycler {
+ public:
+  static T* Make() {
+    Lists& l = GetLists();
+    T* t;
+    if (l.free.empty()) {
+      t = new T;
+    } else {
+      t = l.free.back();
+      l.free.pop_back();
+      *t = T();
+    }
+    l.live.insert(t);
+    return t;
+  }
+  static void Retire(T* t) {
+    Lists& l = GetLists();
+    if (l.live.erase(t) == 0) return;  // not made here, or retired already
+    t->tag = Tag::kDead;
+    l.free.push_back(t);
+  }
+
+ private:
+  struct Lists {
+    std::unordered_set<T*> live;
+    std::vector<T*> free;
+  };
+  static Lists& GetLists() {
+    static auto* lists = new Lists;
+    return *lists;
+  }
 };
 
 inline constexpr uint64_t kAllocAlign = 512;           // cuMemAlloc alignment and accounting unit

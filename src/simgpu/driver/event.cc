@@ -30,7 +30,7 @@ CUresult Destroy(CUevent e) {
   std::lock_guard<std::mutex> lock(D().mu);
   Event* ev = AsEvent(e);
   if (ev == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  ev->tag = Tag::kDead;  // kept allocated so a stale handle is rejected
+  Recycler<Event>::Retire(ev);
   return CUDA_SUCCESS;
 }
 
@@ -65,7 +65,8 @@ SIMGPU_API CUresult cuEventCreate(CUevent* phEvent, unsigned int Flags) {
     if ((Flags & CU_EVENT_INTERPROCESS) && !(Flags & CU_EVENT_DISABLE_TIMING)) {
       return CUDA_ERROR_INVALID_VALUE;
     }
-    auto* ev = new Event;
+    std::lock_guard<std::mutex> lock(D().mu);
+    Event* ev = Recycler<Event>::Make();
     ev->ctx = ctx;
     ev->flags = Flags;
     *phEvent = reinterpret_cast<CUevent>(ev);

@@ -120,7 +120,7 @@ CUresult Instantiate(CUgraphExec* out, CUgraph graph, unsigned long long flags) 
   std::lock_guard<std::mutex> lock(D().mu);
   Graph* g = AsGraph(graph);
   if (g == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  auto* x = new GraphExec;
+  GraphExec* x = Recycler<GraphExec>::Make();
   x->flags = flags;
   for (GraphNode* n : g->nodes) x->nodes.push_back(*n);
   *out = reinterpret_cast<CUgraphExec>(x);
@@ -191,7 +191,7 @@ CUresult AddSimple(CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, siz
   if (CUresult rc = AddNodeLocked(g, deps, n, type, &node); rc != CUDA_SUCCESS) return rc;
   if (CUresult rc = fill(node); rc != CUDA_SUCCESS) {
     g->nodes.pop_back();
-    node->tag = Tag::kDead;
+    Recycler<GraphNode>::Retire(node);
     return rc;
   }
   *out = reinterpret_cast<CUgraphNode>(node);
@@ -209,17 +209,14 @@ Graph* AsGraph(CUgraph g) {
 CUresult AddNodeLocked(Graph* g, const CUgraphNode* deps, size_t n, CUgraphNodeType type,
                        GraphNode** out) {
   if (n > 0 && deps == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  auto* node = new GraphNode;
-  node->graph = g;
-  node->type = type;
   for (size_t i = 0; i < n; ++i) {
     GraphNode* d = AsNode(deps[i]);
-    if (d == nullptr || d->graph != g) {
-      delete node;
-      return CUDA_ERROR_INVALID_VALUE;
-    }
-    node->deps.push_back(d);
+    if (d == nullptr || d->graph != g) return CUDA_ERROR_INVALID_VALUE;
   }
+  GraphNode* node = Recycler<GraphNode>::Make();
+  node->graph = g;
+  node->type = type;
+  for (size_t i = 0; i < n; ++i) node->deps.push_back(AsNode(deps[i]));
   g->nodes.push_back(node);
   *out = node;
   return CUDA_SUCCESS;
@@ -234,7 +231,8 @@ SIMGPU_API CUresult cuGraphCreate(CUgraph* phGraph, unsigned int flags) {
   SIMGPU_GUARD({
     if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
     if (phGraph == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
-    *phGraph = reinterpret_cast<CUgraph>(new Graph);
+    std::lock_guard<std::mutex> lock(D().mu);
+    *phGraph = reinterpret_cast<CUgraph>(Recycler<Graph>::Make());
     return CUDA_SUCCESS;
   });
 }
@@ -244,8 +242,9 @@ SIMGPU_API CUresult cuGraphDestroy(CUgraph hGraph) {
     std::lock_guard<std::mutex> lock(D().mu);
     Graph* g = AsGraph(hGraph);
     if (g == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    for (GraphNode* n : g->nodes) n->tag = Tag::kDead;
-    g->tag = Tag::kDead;
+    for (GraphNode* n : g->nodes) Recycler<GraphNode>::Retire(n);
+    g->nodes.clear();
+    Recycler<Graph>::Retire(g);
     return CUDA_SUCCESS;
   });
 }
@@ -492,8 +491,8 @@ SIMGPU_API CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
     std::lock_guard<std::mutex> lock(D().mu);
     GraphExec* x = AsExec(hGraphExec);
     if (x == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-    x->tag = Tag::kDead;
     x->nodes.clear();
+    Recycler<GraphExec>::Retire(x);
     return CUDA_SUCCESS;
   });
 }

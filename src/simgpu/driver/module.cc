@@ -29,7 +29,8 @@ CUresult NewModule(void** out, bool library) {
     Context* ctx = nullptr;
     if (CUresult rc = CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
   }
-  auto* m = new Module;
+  std::lock_guard<std::mutex> lock(D().mu);
+  Module* m = Recycler<Module>::Make();
   m->library = library;
   *out = m;
   return CUDA_SUCCESS;
@@ -48,7 +49,7 @@ CUresult Lookup(Module* m, const char* name, Function** out) {
   std::lock_guard<std::mutex> lock(D().mu);
   Function*& f = m->functions[name];
   if (f == nullptr) {
-    f = new Function;
+    f = Recycler<Function>::Make();
     f->module = m;
     f->name = name;
     f->sleep_convention = f->name.find(kSleepKernelMarker) != std::string::npos;
@@ -68,8 +69,9 @@ CUresult Unload(void* h, bool library) {
   std::lock_guard<std::mutex> lock(D().mu);
   Module* m = AsModule(h, library);
   if (m == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  m->unloaded = true;
-  for (auto& [name, f] : m->functions) f->tag = Tag::kDead;
+  for (auto& [name, f] : m->functions) Recycler<Function>::Retire(f);
+  m->functions.clear();
+  Recycler<Module>::Retire(m);
   return CUDA_SUCCESS;
 }
 

@@ -24,11 +24,13 @@ Stream* PerThreadStreamLocked(Context* ctx) {
   for (auto& [c, s] : streams) {
     if (c == ctx && s->tag == Tag::kStream) return s;
   }
+  static auto* all_per_thread = new std::vector<Stream*>;  // they live as long as the process
   auto* s = new Stream;
   s->kind = Stream::Kind::kPerThread;
   s->ctx = ctx;
   s->id = D().next_id++;
   streams.emplace_back(ctx, s);
+  all_per_thread->push_back(s);
   return s;
 }
 
@@ -124,7 +126,7 @@ CUresult CreateStream(CUstream* ph, unsigned flags, int priority) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   std::lock_guard<std::mutex> lock(D().mu);
-  auto* s = new Stream;
+  Stream* s = Recycler<Stream>::Make();
   s->ctx = ctx;
   s->flags = flags;
   s->priority = std::clamp(priority, -5, 0);
@@ -144,7 +146,7 @@ CUresult DestroyStream(CUstream h) {
   if (s == nullptr || s->kind != Stream::Kind::kUser) return CUDA_ERROR_INVALID_HANDLE;
   auto& list = s->ctx->streams;
   list.erase(std::remove(list.begin(), list.end(), s), list.end());
-  s->tag = Tag::kDead;  // the memory stays: stale handles are rejected, never read after free
+  Recycler<Stream>::Retire(s);
   return CUDA_SUCCESS;
 }
 
