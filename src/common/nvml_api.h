@@ -117,7 +117,10 @@ typedef enum nvmlClockType_enum {
   NVML_CLOCK_VIDEO = 3
 } nvmlClockType_t;
 
-typedef enum nvmlEnableState_enum { NVML_FEATURE_DISABLED = 0, NVML_FEATURE_ENABLED = 1 } nvmlEnableState_t;
+typedef enum nvmlEnableState_enum {
+  NVML_FEATURE_DISABLED = 0,
+  NVML_FEATURE_ENABLED = 1
+} nvmlEnableState_t;
 
 typedef enum nvmlComputeMode_enum {
   NVML_COMPUTEMODE_DEFAULT = 0,

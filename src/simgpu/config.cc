@@ -47,8 +47,9 @@ std::string DefaultName(const DeviceSpec& d) {
   const Preset& p = FindPreset(d.model);
   char buf[96];
   uint64_t gib = (d.memory_bytes + (1ULL << 29)) >> 30;  // rounded to the nearest GiB
-  std::snprintf(buf, sizeof(buf), "vgpu simulated %.*s (%llu GiB)", static_cast<int>(p.label.size()),
-                p.label.data(), static_cast<unsigned long long>(gib));
+  std::snprintf(buf, sizeof(buf), "vgpu simulated %.*s (%llu GiB)",
+                static_cast<int>(p.label.size()), p.label.data(),
+                static_cast<unsigned long long>(gib));
   return buf;
 }
 
@@ -297,14 +298,13 @@ uint64_t Config::Hash() const {
   std::string canonical;
   for (const DeviceSpec& d : devices) {
     char buf[512];
-    std::snprintf(buf, sizeof(buf),
-                  "%s|%s|%llu|%d|%d.%d|%d|%d|%d|%llu|%d|%x|%s|%x:%x:%x|%llu|%llu\n",
-                  d.model.c_str(), d.name.c_str(), static_cast<unsigned long long>(d.memory_bytes),
-                  d.sm_count, d.cc_major, d.cc_minor, d.clock_mhz, d.memory_clock_mhz,
-                  d.bus_width_bits, static_cast<unsigned long long>(d.l2_bytes), d.power_w,
-                  d.pci_device_id, d.uuid.c_str(), d.pci_domain, d.pci_bus, d.pci_device,
-                  static_cast<unsigned long long>(d.kernel_ns),
-                  static_cast<unsigned long long>(d.context_bytes));
+    std::snprintf(
+        buf, sizeof(buf), "%s|%s|%llu|%d|%d.%d|%d|%d|%d|%llu|%d|%x|%s|%x:%x:%x|%llu|%llu\n",
+        d.model.c_str(), d.name.c_str(), static_cast<unsigned long long>(d.memory_bytes),
+        d.sm_count, d.cc_major, d.cc_minor, d.clock_mhz, d.memory_clock_mhz, d.bus_width_bits,
+        static_cast<unsigned long long>(d.l2_bytes), d.power_w, d.pci_device_id, d.uuid.c_str(),
+        d.pci_domain, d.pci_bus, d.pci_device, static_cast<unsigned long long>(d.kernel_ns),
+        static_cast<unsigned long long>(d.context_bytes));
     canonical += buf;
   }
   return Fnv1a(canonical);

@@ -83,7 +83,8 @@ TEST(SimgpuConfig, ErrorsNameFileLineAndColumn) {
       {"pci=18\n", "f.conf:1:5: pci=\"18\": must be DOMAIN:BUS:DEVICE.0"},
       {"kernel_time=5\n", "f.conf:1:13: kernel_time=\"5\": unknown unit"},
       {"# nothing\n", "f.conf: no devices"},
-      {"uuid=GPU-01234567-89ab-cdef-0123-456789abcdef\nuuid=GPU-01234567-89ab-cdef-0123-456789abcdef\n",
+      {"uuid=GPU-01234567-89ab-cdef-0123-456789abcdef\nuuid=GPU-01234567-89ab-cdef-0123-"
+       "456789abcdef\n",
        "same uuid"},
   };
   for (const Case& c : cases) {

@@ -47,8 +47,9 @@ Status Validate(const SharedStateLayout* layout, const Config& config, const std
   }
   if (h.config_hash != config.Hash() || h.device_count != config.devices.size()) {
     return Status::FailedPrecondition(
-        path + ": made for another device configuration (set VGPU_SIMGPU_STATE to another path, "
-               "or remove the file)");
+        path +
+        ": made for another device configuration (set VGPU_SIMGPU_STATE to another path, "
+        "or remove the file)");
   }
   return Status::Ok();
 }

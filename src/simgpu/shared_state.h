@@ -36,9 +36,9 @@ inline constexpr char kStateMagic[8] = {'V', 'G', 'S', 'I', 'M', 'G', 'P', 'U'};
 inline constexpr uint32_t kStateMajor = 1;
 inline constexpr uint32_t kStateMinor = 0;
 inline constexpr int kMaxProcesses = 64;
-inline constexpr int kUtilBuckets = 512;                 // utilization history: 512 x 10 ms
-inline constexpr uint64_t kUtilBucketNs = 10'000'000;    // 10 ms
-inline constexpr int kPendingCapacity = 4096;            // queued kernels per device
+inline constexpr int kUtilBuckets = 512;                   // utilization history: 512 x 10 ms
+inline constexpr uint64_t kUtilBucketNs = 10'000'000;      // 10 ms
+inline constexpr int kPendingCapacity = 4096;              // queued kernels per device
 inline constexpr uint64_t kReclaimPeriodNs = 100'000'000;  // 100 ms
 
 // Busy time of one 10 ms slice of the timeline; `index` is start_ns / kUtilBucketNs.
@@ -56,35 +56,35 @@ struct PendingKernel {
 };
 
 struct DeviceRecord {
-  uint64_t total_bytes;      // physical memory of the device
-  uint64_t used_bytes;       // sum of ProcessRecord::used_bytes[this device]
-  uint64_t busy_until_ns;    // end of the last kernel queued (CLOCK_MONOTONIC)
-  uint64_t settled_until_ns; // buckets hold all busy time before this instant
-  uint64_t kernels_total;    // kernels ever queued
-  uint64_t busy_total_ns;    // kernel time ever queued
-  uint64_t pending_head;     // pending[head % cap] is the oldest unsettled kernel
-  uint64_t pending_tail;     // next free entry; tail - head = queued kernels
+  uint64_t total_bytes;       // physical memory of the device
+  uint64_t used_bytes;        // sum of ProcessRecord::used_bytes[this device]
+  uint64_t busy_until_ns;     // end of the last kernel queued (CLOCK_MONOTONIC)
+  uint64_t settled_until_ns;  // buckets hold all busy time before this instant
+  uint64_t kernels_total;     // kernels ever queued
+  uint64_t busy_total_ns;     // kernel time ever queued
+  uint64_t pending_head;      // pending[head % cap] is the oldest unsettled kernel
+  uint64_t pending_tail;      // next free entry; tail - head = queued kernels
   PendingKernel pending[kPendingCapacity];
   UtilBucket buckets[kUtilBuckets];
 };
 
 struct ProcessRecord {
-  int32_t pid;                          // 0: free slot
-  uint32_t generation;                  // incremented when the slot is freed
-  uint64_t start_time;                  // /proc/<pid>/stat field 22; 0 if unknown
-  uint64_t used_bytes[kMaxDevices];     // device memory this process holds
-  uint32_t contexts[kMaxDevices];       // live contexts on each device
-  uint64_t busy_ns[kMaxDevices];        // kernel time queued by this process
-  uint64_t wait_ns[kMaxDevices];        // launch-to-start waits of its kernels
-  uint64_t kernels[kMaxDevices];        // kernels queued
+  int32_t pid;                       // 0: free slot
+  uint32_t generation;               // incremented when the slot is freed
+  uint64_t start_time;               // /proc/<pid>/stat field 22; 0 if unknown
+  uint64_t used_bytes[kMaxDevices];  // device memory this process holds
+  uint32_t contexts[kMaxDevices];    // live contexts on each device
+  uint64_t busy_ns[kMaxDevices];     // kernel time queued by this process
+  uint64_t wait_ns[kMaxDevices];     // launch-to-start waits of its kernels
+  uint64_t kernels[kMaxDevices];     // kernels queued
 };
 
 struct StateHeader {
   char magic[8];
   uint32_t major;
   uint32_t minor;
-  uint64_t total_size;       // sizeof(SharedStateLayout)
-  uint64_t config_hash;      // Config::Hash() of the creator
+  uint64_t total_size;   // sizeof(SharedStateLayout)
+  uint64_t config_hash;  // Config::Hash() of the creator
   uint32_t device_count;
   uint32_t reserved0;
   uint64_t last_reclaim_ns;  // CLOCK_MONOTONIC of the last dead-process scan

@@ -115,8 +115,7 @@ unsigned UtilizationPercent(SharedStateLayout* state, int device, int slot, uint
   return static_cast<unsigned>(std::min<uint64_t>(pct, 100));
 }
 
-ProcessTimelineStats GetProcessTimelineStats(const SharedStateLayout* state, int device,
-                                             int slot) {
+ProcessTimelineStats GetProcessTimelineStats(const SharedStateLayout* state, int device, int slot) {
   const ProcessRecord& p = state->processes[slot];
   return {p.busy_ns[device], p.wait_ns[device], p.kernels[device]};
 }

@@ -21,7 +21,7 @@
 namespace vgpu::simgpu {
 
 struct KernelTiming {
-  bool queued = false;        // false: the device queue is full; retry at `retry_at_ns`
+  bool queued = false;  // false: the device queue is full; retry at `retry_at_ns`
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
   uint64_t retry_at_ns = 0;
@@ -45,8 +45,8 @@ unsigned UtilizationPercent(SharedStateLayout* state, int device, int slot, uint
 
 // Per-process timeline totals on one device, since the process registered.
 struct ProcessTimelineStats {
-  uint64_t busy_ns = 0;     // kernel time queued
-  uint64_t wait_ns = 0;     // sum of launch-to-start waits
+  uint64_t busy_ns = 0;  // kernel time queued
+  uint64_t wait_ns = 0;  // sum of launch-to-start waits
   uint64_t kernels = 0;
 };
 ProcessTimelineStats GetProcessTimelineStats(const SharedStateLayout* state, int device, int slot);

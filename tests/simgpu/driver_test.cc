@@ -282,7 +282,8 @@ TEST(SimgpuDriver, GetProcAddressPicksTheVersionedVariant) {
   EXPECT_EQ(Proc<void*>("cuMemcpyHtoD", 13000, pt), Sym("cuMemcpyHtoD_v2_ptds"));
   EXPECT_EQ(Proc<void*>("cuMemcpyAsync", 13000, pt), Sym("cuMemcpyAsync_ptsz"));
   EXPECT_EQ(Proc<void*>("cuMemsetD8Async", 13000, pt), Sym("cuMemsetD8Async_ptsz"));
-  EXPECT_EQ(Proc<void*>("cuStreamGetCaptureInfo", 12000, pt), Sym("cuStreamGetCaptureInfo_v2_ptsz"));
+  EXPECT_EQ(Proc<void*>("cuStreamGetCaptureInfo", 12000, pt),
+            Sym("cuStreamGetCaptureInfo_v2_ptsz"));
   // Functions without a per-thread variant come back as they are.
   EXPECT_EQ(Proc<void*>("cuMemAlloc", 13000, pt), Sym("cuMemAlloc_v2"));
 

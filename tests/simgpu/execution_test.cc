@@ -127,8 +127,7 @@ TEST_F(SimgpuExecution, OtherKernelsTakeTheDefaultTimePerWave) {
   ASSERT_CU(cuStreamSynchronize(nullptr));
   ASSERT_CU(cuEventRecord(start, nullptr));
   // 132 SMs x 2048 threads = one wave; 1000 waves of the default 10 us = 10 ms.
-  ASSERT_CU(cuLaunchKernel(plain_, 132 * 2 * 1000, 1, 1, 1024, 1, 1, 0, nullptr, nullptr,
-                           nullptr));
+  ASSERT_CU(cuLaunchKernel(plain_, 132 * 2 * 1000, 1, 1, 1024, 1, 1, 0, nullptr, nullptr, nullptr));
   ASSERT_CU(cuEventRecord(stop, nullptr));
   ASSERT_CU(cuEventSynchronize(stop));
   float ms = 0;
@@ -170,8 +169,8 @@ TEST_F(SimgpuExecution, LaunchVariantsAndValidation) {
   ASSERT_CU(cuLibraryLoadData(&lib, "any", nullptr, nullptr, 0, nullptr, nullptr, 0));
   CUkernel k = nullptr;
   ASSERT_CU(cuLibraryGetKernel(&k, lib, "my_sim_sleep_ns_kernel"));
-  ASSERT_CU(cuLaunchKernel(reinterpret_cast<CUfunction>(k), 1, 1, 1, 1, 1, 1, 0, nullptr, args,
-                           nullptr));
+  ASSERT_CU(
+      cuLaunchKernel(reinterpret_cast<CUfunction>(k), 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr));
   CUfunction f = nullptr;
   ASSERT_CU(cuKernelGetFunction(&f, k));
   ASSERT_CU(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr));
@@ -256,7 +255,8 @@ TEST_F(SimgpuExecution, HostFunctionsRunWhenTheStreamReachesThem) {
   ASSERT_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   double t0 = NowMs();
   ASSERT_CU(Sleep(20 * kMsNs, s));
-  ASSERT_CU(cuLaunchHostFunc(s, [](void*) { ran_at = NowMs(); }, nullptr));
+  ASSERT_CU(cuLaunchHostFunc(
+      s, [](void*) { ran_at = NowMs(); }, nullptr));
   for (int i = 0; i < 200 && ran_at.load() == 0; ++i) usleep(1000);
   ASSERT_GT(ran_at.load(), 0);
   EXPECT_GE(ran_at.load() - t0, 19.0);

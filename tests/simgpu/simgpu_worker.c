@@ -18,15 +18,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK(call)                                                           \
-  do {                                                                        \
-    CUresult rc_ = (call);                                                    \
-    if (rc_ != CUDA_SUCCESS) {                                                \
-      const char* name_ = "?";                                                \
-      cuGetErrorName(rc_, &name_);                                            \
-      fprintf(stderr, "simgpu_worker: %s failed: %s\n", #call, name_);        \
-      return 1;                                                               \
-    }                                                                         \
+#define CHECK(call)                                                    \
+  do {                                                                 \
+    CUresult rc_ = (call);                                             \
+    if (rc_ != CUDA_SUCCESS) {                                         \
+      const char* name_ = "?";                                         \
+      cuGetErrorName(rc_, &name_);                                     \
+      fprintf(stderr, "simgpu_worker: %s failed: %s\n", #call, name_); \
+      return 1;                                                        \
+    }                                                                  \
   } while (0)
 
 static double NowMs(void) {

@@ -152,7 +152,8 @@ size_t FormatBytes(CUarray_format f) {
     case CU_AD_FORMAT_BC6H_UF16:
     case CU_AD_FORMAT_BC6H_SF16:
     case CU_AD_FORMAT_BC7_UNORM:
-    case CU_AD_FORMAT_BC7_UNORM_SRGB: return 1;
+    case CU_AD_FORMAT_BC7_UNORM_SRGB:
+      return 1;
     case CU_AD_FORMAT_UNSIGNED_INT16:
     case CU_AD_FORMAT_SIGNED_INT16:
     case CU_AD_FORMAT_HALF:
@@ -162,7 +163,8 @@ size_t FormatBytes(CUarray_format f) {
     case CU_AD_FORMAT_SNORM_INT16X1:
     case CU_AD_FORMAT_NV12:  // 1.5 bytes a pixel, rounded up
     case CU_AD_FORMAT_NV16:
-    case CU_AD_FORMAT_YUY2: return 2;
+    case CU_AD_FORMAT_YUY2:
+      return 2;
     case CU_AD_FORMAT_UNSIGNED_INT32:
     case CU_AD_FORMAT_SIGNED_INT32:
     case CU_AD_FORMAT_FLOAT:
@@ -180,13 +182,16 @@ size_t FormatBytes(CUarray_format f) {
     case CU_AD_FORMAT_AYUV:
     case CU_AD_FORMAT_Y410:
     case CU_AD_FORMAT_Y444_PLANAR8:  // 3 bytes, rounded up
-    case CU_AD_FORMAT_YUV444_8bit_SemiPlanar: return 4;
+    case CU_AD_FORMAT_YUV444_8bit_SemiPlanar:
+      return 4;
     case CU_AD_FORMAT_UNORM_INT16X4:
     case CU_AD_FORMAT_SNORM_INT16X4:
     case CU_AD_FORMAT_Y416:
     case CU_AD_FORMAT_Y444_PLANAR10:  // 6 bytes, rounded up
-    case CU_AD_FORMAT_YUV444_16bit_SemiPlanar: return 8;
-    default: return 0;
+    case CU_AD_FORMAT_YUV444_16bit_SemiPlanar:
+      return 8;
+    default:
+      return 0;
   }
 }
 
@@ -214,14 +219,16 @@ void ReleaseContextArraysLocked(Context* ctx) {
 using namespace vgpu::simgpu;
 using namespace vgpu::simgpu::driver;
 
-SIMGPU_API CUresult cuArrayCreate_v2(CUarray* pHandle, const CUDA_ARRAY_DESCRIPTOR* pAllocateArray) {
+SIMGPU_API CUresult cuArrayCreate_v2(CUarray* pHandle,
+                                     const CUDA_ARRAY_DESCRIPTOR* pAllocateArray) {
   SIMGPU_GUARD({
     if (pAllocateArray == nullptr) return CUDA_ERROR_INVALID_VALUE;
     return CreateArray(pHandle, From2D(*pAllocateArray));
   });
 }
 
-SIMGPU_API CUresult cuArrayCreate(CUarray* pHandle, const CUDA_ARRAY_DESCRIPTOR_v1* pAllocateArray) {
+SIMGPU_API CUresult cuArrayCreate(CUarray* pHandle,
+                                  const CUDA_ARRAY_DESCRIPTOR_v1* pAllocateArray) {
   SIMGPU_GUARD({
     if (pAllocateArray == nullptr) return CUDA_ERROR_INVALID_VALUE;
     CUDA_ARRAY_DESCRIPTOR d{pAllocateArray->Width, pAllocateArray->Height, pAllocateArray->Format,
@@ -289,8 +296,8 @@ SIMGPU_API CUresult cuArrayGetDescriptor_v2(CUDA_ARRAY_DESCRIPTOR* pArrayDescrip
   });
 }
 
-SIMGPU_API CUresult cuArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS* req,
-                                                 CUarray array, CUdevice device) {
+SIMGPU_API CUresult cuArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS* req, CUarray array,
+                                                 CUdevice device) {
   SIMGPU_GUARD({
     if (CUresult rc = CheckDevice(device); rc != CUDA_SUCCESS) return rc;
     ArrayObj* a = AsArray(array);
@@ -358,8 +365,7 @@ SIMGPU_API CUresult cuMipmappedArrayCreate(CUmipmappedArray* pHandle,
   });
 }
 
-SIMGPU_API CUresult cuMipmappedArrayGetLevel(CUarray* pLevelArray,
-                                             CUmipmappedArray hMipmappedArray,
+SIMGPU_API CUresult cuMipmappedArrayGetLevel(CUarray* pLevelArray, CUmipmappedArray hMipmappedArray,
                                              unsigned int level) {
   SIMGPU_GUARD({
     std::lock_guard<std::mutex> lock(D().mu);

@@ -120,15 +120,13 @@ SIMGPU_API CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph) 
   SIMGPU_GUARD({ return End(hStream, phGraph, true); });
 }
 SIMGPU_API CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus* captureStatus) {
-  SIMGPU_GUARD({
-    return Info(hStream, captureStatus, nullptr, nullptr, nullptr, nullptr, nullptr, false);
-  });
+  SIMGPU_GUARD(
+      { return Info(hStream, captureStatus, nullptr, nullptr, nullptr, nullptr, nullptr, false); });
 }
 SIMGPU_API CUresult cuStreamIsCapturing_ptsz(CUstream hStream,
                                              CUstreamCaptureStatus* captureStatus) {
-  SIMGPU_GUARD({
-    return Info(hStream, captureStatus, nullptr, nullptr, nullptr, nullptr, nullptr, true);
-  });
+  SIMGPU_GUARD(
+      { return Info(hStream, captureStatus, nullptr, nullptr, nullptr, nullptr, nullptr, true); });
 }
 SIMGPU_API CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus* status,
                                            cuuint64_t* id) {
@@ -143,10 +141,9 @@ SIMGPU_API CUresult cuStreamGetCaptureInfo_v2(CUstream hStream, CUstreamCaptureS
                                               const CUgraphNode** deps, size_t* num_deps) {
   SIMGPU_GUARD({ return Info(hStream, status, id, graph, deps, nullptr, num_deps, false); });
 }
-SIMGPU_API CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream,
-                                                   CUstreamCaptureStatus* status, cuuint64_t* id,
-                                                   CUgraph* graph, const CUgraphNode** deps,
-                                                   size_t* num_deps) {
+SIMGPU_API CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream, CUstreamCaptureStatus* status,
+                                                   cuuint64_t* id, CUgraph* graph,
+                                                   const CUgraphNode** deps, size_t* num_deps) {
   SIMGPU_GUARD({ return Info(hStream, status, id, graph, deps, nullptr, num_deps, true); });
 }
 SIMGPU_API CUresult cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptureStatus* status,
@@ -155,9 +152,9 @@ SIMGPU_API CUresult cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptureS
                                               const CUgraphEdgeData** edges, size_t* num_deps) {
   SIMGPU_GUARD({ return Info(hStream, status, id, graph, deps, edges, num_deps, false); });
 }
-SIMGPU_API CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream,
-                                                   CUstreamCaptureStatus* status, cuuint64_t* id,
-                                                   CUgraph* graph, const CUgraphNode** deps,
+SIMGPU_API CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream, CUstreamCaptureStatus* status,
+                                                   cuuint64_t* id, CUgraph* graph,
+                                                   const CUgraphNode** deps,
                                                    const CUgraphEdgeData** edges,
                                                    size_t* num_deps) {
   SIMGPU_GUARD({ return Info(hStream, status, id, graph, deps, edges, num_deps, true); });

@@ -168,8 +168,8 @@ SIMGPU_API CUresult cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* ctxCreate
     return CreateContext(pctx, flags, dev);
   });
 }
-SIMGPU_API CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray,
-                                   int numParams, unsigned int flags, CUdevice dev) {
+SIMGPU_API CUresult cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray, int numParams,
+                                   unsigned int flags, CUdevice dev) {
   (void)paramsArray;
   (void)numParams;
   SIMGPU_GUARD({ return CreateContext(pctx, flags, dev); });
@@ -195,8 +195,12 @@ static CUresult DestroyContext(CUcontext ctx) {
   Recycler<Context>::Retire(c);
   return CUDA_SUCCESS;
 }
-SIMGPU_API CUresult cuCtxDestroy_v2(CUcontext ctx) { SIMGPU_GUARD({ return DestroyContext(ctx); }); }
-SIMGPU_API CUresult cuCtxDestroy(CUcontext ctx) { SIMGPU_GUARD({ return DestroyContext(ctx); }); }
+SIMGPU_API CUresult cuCtxDestroy_v2(CUcontext ctx) {
+  SIMGPU_GUARD({ return DestroyContext(ctx); });
+}
+SIMGPU_API CUresult cuCtxDestroy(CUcontext ctx) {
+  SIMGPU_GUARD({ return DestroyContext(ctx); });
+}
 
 static CUresult PushCurrent(CUcontext ctx) {
   if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
@@ -206,8 +210,12 @@ static CUresult PushCurrent(CUcontext ctx) {
   ThreadContextStack().push_back(c);
   return CUDA_SUCCESS;
 }
-SIMGPU_API CUresult cuCtxPushCurrent_v2(CUcontext ctx) { SIMGPU_GUARD({ return PushCurrent(ctx); }); }
-SIMGPU_API CUresult cuCtxPushCurrent(CUcontext ctx) { SIMGPU_GUARD({ return PushCurrent(ctx); }); }
+SIMGPU_API CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
+  SIMGPU_GUARD({ return PushCurrent(ctx); });
+}
+SIMGPU_API CUresult cuCtxPushCurrent(CUcontext ctx) {
+  SIMGPU_GUARD({ return PushCurrent(ctx); });
+}
 
 static CUresult PopCurrent(CUcontext* pctx) {
   if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
@@ -217,8 +225,12 @@ static CUresult PopCurrent(CUcontext* pctx) {
   stack.pop_back();
   return CUDA_SUCCESS;
 }
-SIMGPU_API CUresult cuCtxPopCurrent_v2(CUcontext* pctx) { SIMGPU_GUARD({ return PopCurrent(pctx); }); }
-SIMGPU_API CUresult cuCtxPopCurrent(CUcontext* pctx) { SIMGPU_GUARD({ return PopCurrent(pctx); }); }
+SIMGPU_API CUresult cuCtxPopCurrent_v2(CUcontext* pctx) {
+  SIMGPU_GUARD({ return PopCurrent(pctx); });
+}
+SIMGPU_API CUresult cuCtxPopCurrent(CUcontext* pctx) {
+  SIMGPU_GUARD({ return PopCurrent(pctx); });
+}
 
 SIMGPU_API CUresult cuCtxSetCurrent(CUcontext ctx) {
   SIMGPU_GUARD({

@@ -50,7 +50,8 @@ CUresult ResolveSide(CUmemorytype type, const void* host, CUdeviceptr device, CU
       check = FindAllocationLocked(p) != nullptr;  // unknown addresses are host memory
       if (p == 0) return CUDA_ERROR_INVALID_VALUE;
       break;
-    default: return CUDA_ERROR_INVALID_VALUE;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
   }
   out->base = reinterpret_cast<uint8_t*>(p);
   if (check && width > 0 && rows > 0 && depth > 0) {
@@ -67,15 +68,15 @@ CUresult Copy3DLocked(const CUDA_MEMCPY3D& c) {
   size_t depth = c.Depth == 0 ? 1 : c.Depth;
   size_t rows = c.Height == 0 ? 1 : c.Height;
   Side src, dst;
-  if (CUresult rc = ResolveSide(c.srcMemoryType, c.srcHost, c.srcDevice, c.srcArray, c.srcPitch,
-                                c.srcHeight, c.srcXInBytes, c.srcY, c.srcZ, c.WidthInBytes, rows,
-                                depth, &src);
+  if (CUresult rc =
+          ResolveSide(c.srcMemoryType, c.srcHost, c.srcDevice, c.srcArray, c.srcPitch, c.srcHeight,
+                      c.srcXInBytes, c.srcY, c.srcZ, c.WidthInBytes, rows, depth, &src);
       rc != CUDA_SUCCESS) {
     return rc;
   }
-  if (CUresult rc = ResolveSide(c.dstMemoryType, c.dstHost, c.dstDevice, c.dstArray, c.dstPitch,
-                                c.dstHeight, c.dstXInBytes, c.dstY, c.dstZ, c.WidthInBytes, rows,
-                                depth, &dst);
+  if (CUresult rc =
+          ResolveSide(c.dstMemoryType, c.dstHost, c.dstDevice, c.dstArray, c.dstPitch, c.dstHeight,
+                      c.dstXInBytes, c.dstY, c.dstZ, c.WidthInBytes, rows, depth, &dst);
       rc != CUDA_SUCCESS) {
     return rc;
   }
@@ -91,8 +92,8 @@ CUresult Copy3DLocked(const CUDA_MEMCPY3D& c) {
   return CUDA_SUCCESS;
 }
 
-CUresult MemsetLocked(uintptr_t dst, size_t pitch, unsigned value, unsigned elem_size,
-                      size_t width, size_t height) {
+CUresult MemsetLocked(uintptr_t dst, size_t pitch, unsigned value, unsigned elem_size, size_t width,
+                      size_t height) {
   if (elem_size != 1 && elem_size != 2 && elem_size != 4) return CUDA_ERROR_INVALID_VALUE;
   if (width == 0 || height == 0) return CUDA_SUCCESS;
   size_t row = width * elem_size;

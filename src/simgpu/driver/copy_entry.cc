@@ -149,37 +149,42 @@ using namespace vgpu::simgpu::driver;
 
 // Synchronous copies: default stream, per-thread stream, legacy 32-bit.
 #define SYNC3(name, ptds_name, legacy_name, params, legacy_params, copy) \
-  SIMGPU_API CUresult name params { SIMGPU_GUARD({ return SyncCopy(copy, false); }); } \
-  SIMGPU_API CUresult ptds_name params { SIMGPU_GUARD({ return SyncCopy(copy, true); }); } \
-  SIMGPU_API CUresult legacy_name legacy_params { SIMGPU_GUARD({ return SyncCopy(copy, false); }); }
+  SIMGPU_API CUresult name params {                                      \
+    SIMGPU_GUARD({ return SyncCopy(copy, false); });                     \
+  }                                                                      \
+  SIMGPU_API CUresult ptds_name params {                                 \
+    SIMGPU_GUARD({ return SyncCopy(copy, true); });                      \
+  }                                                                      \
+  SIMGPU_API CUresult legacy_name legacy_params {                        \
+    SIMGPU_GUARD({ return SyncCopy(copy, false); });                     \
+  }
 
-SYNC3(cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds, cuMemcpyHtoD,
-      (CUdeviceptr d, const void* s, size_t n), (CUdeviceptr_v1 d, const void* s, unsigned int n),
-      HtoD(d, s, n))
-SYNC3(cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds, cuMemcpyDtoH,
-      (void* d, CUdeviceptr s, size_t n), (void* d, CUdeviceptr_v1 s, unsigned int n),
-      DtoH(d, s, n))
-SYNC3(cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds, cuMemcpyDtoD,
-      (CUdeviceptr d, CUdeviceptr s, size_t n), (CUdeviceptr_v1 d, CUdeviceptr_v1 s, unsigned int n),
-      DtoD(d, s, n))
+SYNC3(cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds, cuMemcpyHtoD, (CUdeviceptr d, const void* s, size_t n),
+      (CUdeviceptr_v1 d, const void* s, unsigned int n), HtoD(d, s, n))
+SYNC3(cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds, cuMemcpyDtoH, (void* d, CUdeviceptr s, size_t n),
+      (void* d, CUdeviceptr_v1 s, unsigned int n), DtoH(d, s, n))
+SYNC3(cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds, cuMemcpyDtoD, (CUdeviceptr d, CUdeviceptr s, size_t n),
+      (CUdeviceptr_v1 d, CUdeviceptr_v1 s, unsigned int n), DtoD(d, s, n))
 SYNC3(cuMemcpyHtoA_v2, cuMemcpyHtoA_v2_ptds, cuMemcpyHtoA,
-      (CUarray a, size_t o, const void* s, size_t n), (CUarray a, unsigned o, const void* s, unsigned n),
+      (CUarray a, size_t o, const void* s, size_t n),
+      (CUarray a, unsigned o, const void* s, unsigned n),
       ToArray(a, o, CU_MEMORYTYPE_HOST, U(s), n))
-SYNC3(cuMemcpyAtoH_v2, cuMemcpyAtoH_v2_ptds, cuMemcpyAtoH,
-      (void* d, CUarray a, size_t o, size_t n), (void* d, CUarray a, unsigned o, unsigned n),
-      FromArray(CU_MEMORYTYPE_HOST, U(d), a, o, n))
+SYNC3(cuMemcpyAtoH_v2, cuMemcpyAtoH_v2_ptds, cuMemcpyAtoH, (void* d, CUarray a, size_t o, size_t n),
+      (void* d, CUarray a, unsigned o, unsigned n), FromArray(CU_MEMORYTYPE_HOST, U(d), a, o, n))
 SYNC3(cuMemcpyDtoA_v2, cuMemcpyDtoA_v2_ptds, cuMemcpyDtoA,
-      (CUarray a, size_t o, CUdeviceptr s, size_t n), (CUarray a, unsigned o, CUdeviceptr_v1 s, unsigned n),
+      (CUarray a, size_t o, CUdeviceptr s, size_t n),
+      (CUarray a, unsigned o, CUdeviceptr_v1 s, unsigned n),
       ToArray(a, o, CU_MEMORYTYPE_DEVICE, s, n))
 SYNC3(cuMemcpyAtoD_v2, cuMemcpyAtoD_v2_ptds, cuMemcpyAtoD,
-      (CUdeviceptr d, CUarray a, size_t o, size_t n), (CUdeviceptr_v1 d, CUarray a, unsigned o, unsigned n),
+      (CUdeviceptr d, CUarray a, size_t o, size_t n),
+      (CUdeviceptr_v1 d, CUarray a, unsigned o, unsigned n),
       FromArray(CU_MEMORYTYPE_DEVICE, d, a, o, n))
-SYNC3(cuMemcpy2D_v2, cuMemcpy2D_v2_ptds, cuMemcpy2D,
-      (const CUDA_MEMCPY2D* p), (const CUDA_MEMCPY2D_v1* p), From2D(*p))
+SYNC3(cuMemcpy2D_v2, cuMemcpy2D_v2_ptds, cuMemcpy2D, (const CUDA_MEMCPY2D* p),
+      (const CUDA_MEMCPY2D_v1* p), From2D(*p))
 SYNC3(cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned_v2_ptds, cuMemcpy2DUnaligned,
       (const CUDA_MEMCPY2D* p), (const CUDA_MEMCPY2D_v1* p), From2D(*p))
-SYNC3(cuMemcpy3D_v2, cuMemcpy3D_v2_ptds, cuMemcpy3D,
-      (const CUDA_MEMCPY3D* p), (const CUDA_MEMCPY3D_v1* p), From3D(*p))
+SYNC3(cuMemcpy3D_v2, cuMemcpy3D_v2_ptds, cuMemcpy3D, (const CUDA_MEMCPY3D* p),
+      (const CUDA_MEMCPY3D_v1* p), From3D(*p))
 
 static CUresult AtoA(CUarray d, size_t dof, CUarray s, size_t sof, size_t n, bool pt) {
   CUDA_MEMCPY3D c = FromArray(CU_MEMORYTYPE_HOST, 0, s, sof, n);
@@ -224,11 +229,15 @@ SIMGPU_API CUresult cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER* p) {
 }
 
 // Asynchronous copies: default stream (_v2 and legacy) and per-thread (_ptsz).
-#define ASYNC3(name, ptsz_name, legacy_name, params, legacy_params, copy)                  \
-  SIMGPU_API CUresult name params { SIMGPU_GUARD({ return AsyncCopy(copy, h, false); }); } \
-  SIMGPU_API CUresult ptsz_name params { SIMGPU_GUARD({ return AsyncCopy(copy, h, true); }); } \
-  SIMGPU_API CUresult legacy_name legacy_params {                                          \
-    SIMGPU_GUARD({ return AsyncCopy(copy, h, false); });                                   \
+#define ASYNC3(name, ptsz_name, legacy_name, params, legacy_params, copy) \
+  SIMGPU_API CUresult name params {                                       \
+    SIMGPU_GUARD({ return AsyncCopy(copy, h, false); });                  \
+  }                                                                       \
+  SIMGPU_API CUresult ptsz_name params {                                  \
+    SIMGPU_GUARD({ return AsyncCopy(copy, h, true); });                   \
+  }                                                                       \
+  SIMGPU_API CUresult legacy_name legacy_params {                         \
+    SIMGPU_GUARD({ return AsyncCopy(copy, h, false); });                  \
   }
 
 ASYNC3(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz, cuMemcpyHtoDAsync,
@@ -265,56 +274,57 @@ SIMGPU_API CUresult cuMemcpyPeerAsync(CUdeviceptr d, CUcontext dc, CUdeviceptr s
   (void)sc;
   SIMGPU_GUARD({ return AsyncCopy(Any(d, s, n), h, false); });
 }
-SIMGPU_API CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr d, CUcontext dc, CUdeviceptr s,
-                                           CUcontext sc, size_t n, CUstream h) {
+SIMGPU_API CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc,
+                                           size_t n, CUstream h) {
   (void)dc;
   (void)sc;
   SIMGPU_GUARD({ return AsyncCopy(Any(d, s, n), h, true); });
 }
 SIMGPU_API CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER* p, CUstream h) {
-  SIMGPU_GUARD({ return p == nullptr ? CUDA_ERROR_INVALID_VALUE : AsyncCopy(From3D(*p), h, false); });
+  SIMGPU_GUARD(
+      { return p == nullptr ? CUDA_ERROR_INVALID_VALUE : AsyncCopy(From3D(*p), h, false); });
 }
 SIMGPU_API CUresult cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER* p, CUstream h) {
-  SIMGPU_GUARD({ return p == nullptr ? CUDA_ERROR_INVALID_VALUE : AsyncCopy(From3D(*p), h, true); });
+  SIMGPU_GUARD(
+      { return p == nullptr ? CUDA_ERROR_INVALID_VALUE : AsyncCopy(From3D(*p), h, true); });
 }
 
 // Memsets. Synchronous forms run on the default (or per-thread) stream without waiting.
-#define MEMSET1(bits, elem, vtype)                                                             \
-  SIMGPU_API CUresult cuMemsetD##bits##_v2(CUdeviceptr d, vtype v, size_t n) {                 \
-    SIMGPU_GUARD({ return Memset(d, 0, v, elem, n, 1, nullptr, false); });                     \
-  }                                                                                            \
-  SIMGPU_API CUresult cuMemsetD##bits##_v2_ptds(CUdeviceptr d, vtype v, size_t n) {            \
-    SIMGPU_GUARD({ return Memset(d, 0, v, elem, n, 1, nullptr, true); });                      \
-  }                                                                                            \
-  SIMGPU_API CUresult cuMemsetD##bits(CUdeviceptr_v1 d, vtype v, unsigned int n) {             \
-    SIMGPU_GUARD({ return Memset(d, 0, v, elem, n, 1, nullptr, false); });                     \
-  }                                                                                            \
-  SIMGPU_API CUresult cuMemsetD##bits##Async(CUdeviceptr d, vtype v, size_t n, CUstream h) {   \
-    SIMGPU_GUARD({ return Memset(d, 0, v, elem, n, 1, h, false); });                           \
-  }                                                                                            \
-  SIMGPU_API CUresult cuMemsetD##bits##Async_ptsz(CUdeviceptr d, vtype v, size_t n,            \
-                                                  CUstream h) {                                \
-    SIMGPU_GUARD({ return Memset(d, 0, v, elem, n, 1, h, true); });                            \
-  }                                                                                            \
-  SIMGPU_API CUresult cuMemsetD2D##bits##_v2(CUdeviceptr d, size_t p, vtype v, size_t w,       \
-                                             size_t hgt) {                                     \
-    SIMGPU_GUARD({ return Memset(d, p, v, elem, w, hgt, nullptr, false); });                   \
-  }                                                                                            \
-  SIMGPU_API CUresult cuMemsetD2D##bits##_v2_ptds(CUdeviceptr d, size_t p, vtype v, size_t w,  \
-                                                  size_t hgt) {                                \
-    SIMGPU_GUARD({ return Memset(d, p, v, elem, w, hgt, nullptr, true); });                    \
-  }                                                                                            \
-  SIMGPU_API CUresult cuMemsetD2D##bits(CUdeviceptr_v1 d, unsigned int p, vtype v,             \
-                                        unsigned int w, unsigned int hgt) {                    \
-    SIMGPU_GUARD({ return Memset(d, p, v, elem, w, hgt, nullptr, false); });                   \
-  }                                                                                            \
-  SIMGPU_API CUresult cuMemsetD2D##bits##Async(CUdeviceptr d, size_t p, vtype v, size_t w,     \
-                                               size_t hgt, CUstream h) {                       \
-    SIMGPU_GUARD({ return Memset(d, p, v, elem, w, hgt, h, false); });                         \
-  }                                                                                            \
-  SIMGPU_API CUresult cuMemsetD2D##bits##Async_ptsz(CUdeviceptr d, size_t p, vtype v,          \
-                                                    size_t w, size_t hgt, CUstream h) {        \
-    SIMGPU_GUARD({ return Memset(d, p, v, elem, w, hgt, h, true); });                          \
+#define MEMSET1(bits, elem, vtype)                                                                 \
+  SIMGPU_API CUresult cuMemsetD##bits##_v2(CUdeviceptr d, vtype v, size_t n) {                     \
+    SIMGPU_GUARD({ return Memset(d, 0, v, elem, n, 1, nullptr, false); });                         \
+  }                                                                                                \
+  SIMGPU_API CUresult cuMemsetD##bits##_v2_ptds(CUdeviceptr d, vtype v, size_t n) {                \
+    SIMGPU_GUARD({ return Memset(d, 0, v, elem, n, 1, nullptr, true); });                          \
+  }                                                                                                \
+  SIMGPU_API CUresult cuMemsetD##bits(CUdeviceptr_v1 d, vtype v, unsigned int n) {                 \
+    SIMGPU_GUARD({ return Memset(d, 0, v, elem, n, 1, nullptr, false); });                         \
+  }                                                                                                \
+  SIMGPU_API CUresult cuMemsetD##bits##Async(CUdeviceptr d, vtype v, size_t n, CUstream h) {       \
+    SIMGPU_GUARD({ return Memset(d, 0, v, elem, n, 1, h, false); });                               \
+  }                                                                                                \
+  SIMGPU_API CUresult cuMemsetD##bits##Async_ptsz(CUdeviceptr d, vtype v, size_t n, CUstream h) {  \
+    SIMGPU_GUARD({ return Memset(d, 0, v, elem, n, 1, h, true); });                                \
+  }                                                                                                \
+  SIMGPU_API CUresult cuMemsetD2D##bits##_v2(CUdeviceptr d, size_t p, vtype v, size_t w,           \
+                                             size_t hgt) {                                         \
+    SIMGPU_GUARD({ return Memset(d, p, v, elem, w, hgt, nullptr, false); });                       \
+  }                                                                                                \
+  SIMGPU_API CUresult cuMemsetD2D##bits##_v2_ptds(CUdeviceptr d, size_t p, vtype v, size_t w,      \
+                                                  size_t hgt) {                                    \
+    SIMGPU_GUARD({ return Memset(d, p, v, elem, w, hgt, nullptr, true); });                        \
+  }                                                                                                \
+  SIMGPU_API CUresult cuMemsetD2D##bits(CUdeviceptr_v1 d, unsigned int p, vtype v, unsigned int w, \
+                                        unsigned int hgt) {                                        \
+    SIMGPU_GUARD({ return Memset(d, p, v, elem, w, hgt, nullptr, false); });                       \
+  }                                                                                                \
+  SIMGPU_API CUresult cuMemsetD2D##bits##Async(CUdeviceptr d, size_t p, vtype v, size_t w,         \
+                                               size_t hgt, CUstream h) {                           \
+    SIMGPU_GUARD({ return Memset(d, p, v, elem, w, hgt, h, false); });                             \
+  }                                                                                                \
+  SIMGPU_API CUresult cuMemsetD2D##bits##Async_ptsz(CUdeviceptr d, size_t p, vtype v, size_t w,    \
+                                                    size_t hgt, CUstream h) {                      \
+    SIMGPU_GUARD({ return Memset(d, p, v, elem, w, hgt, h, true); });                              \
   }
 
 MEMSET1(8, 1, unsigned char)

@@ -124,8 +124,8 @@ SIMGPU_API CUresult cuDeviceGetByPCIBusId(CUdevice* dev, const char* pciBusId) {
 }
 
 SIMGPU_API CUresult cuDeviceGetTexture1DLinearMaxWidth(size_t* maxWidthInElements,
-                                                       CUarray_format format,
-                                                       unsigned numChannels, CUdevice dev) {
+                                                       CUarray_format format, unsigned numChannels,
+                                                       CUdevice dev) {
   SIMGPU_GUARD({
     if (CUresult rc = CheckDevice(dev); rc != CUDA_SUCCESS) return rc;
     size_t elem = FormatBytes(format) * numChannels;

@@ -106,9 +106,9 @@ class Recycler {
   }
 };
 
-inline constexpr uint64_t kAllocAlign = 512;           // cuMemAlloc alignment and accounting unit
-inline constexpr uint64_t kGranularity = 2ULL << 20;   // VMM and pool growth granularity
-inline constexpr uint64_t kPitchAlign = 512;           // cuMemAllocPitch row alignment
+inline constexpr uint64_t kAllocAlign = 512;          // cuMemAlloc alignment and accounting unit
+inline constexpr uint64_t kGranularity = 2ULL << 20;  // VMM and pool growth granularity
+inline constexpr uint64_t kPitchAlign = 512;          // cuMemAllocPitch row alignment
 
 inline uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
@@ -136,8 +136,8 @@ struct Context {
   int phys = 0;    // index in the configuration / shared state
   unsigned flags = 0;
   bool primary = false;
-  bool active = false;   // created and not destroyed (primary: retained at least once)
-  int retains = 0;       // primary contexts only
+  bool active = false;  // created and not destroyed (primary: retained at least once)
+  int retains = 0;      // primary contexts only
   uint64_t id = 0;
   Stream* legacy = nullptr;
   uint64_t blocking_end_ns = 0;  // latest end of work in blocking streams
@@ -169,15 +169,15 @@ void FreeBacking(Backing* b);
 
 struct Allocation {
   uintptr_t base = 0;
-  size_t size = 0;          // bytes the caller asked for (pitch * height for pitched)
+  size_t size = 0;  // bytes the caller asked for (pitch * height for pitched)
   AllocKind kind = AllocKind::kDevice;
-  Context* ctx = nullptr;   // owning context (null for VMM mappings, pool allocations)
-  int device = 0;           // ordinal
+  Context* ctx = nullptr;  // owning context (null for VMM mappings, pool allocations)
+  int device = 0;          // ordinal
   int phys = 0;
-  uint64_t charged = 0;     // bytes charged to the device for this allocation itself
-  Backing backing;          // not owned for kVmm mappings
-  Pool* pool = nullptr;     // kPool / kGraph
-  unsigned host_flags = 0;  // cuMemHostAlloc flags
+  uint64_t charged = 0;             // bytes charged to the device for this allocation itself
+  Backing backing;                  // not owned for kVmm mappings
+  Pool* pool = nullptr;             // kPool / kGraph
+  unsigned host_flags = 0;          // cuMemHostAlloc flags
   struct VmmHandle* vmm = nullptr;  // kVmm: the physical allocation mapped here
   unsigned long long access = 0;    // kVmm: CU_MEM_ACCESS_FLAGS_PROT_* set by cuMemSetAccess
 };
@@ -206,11 +206,11 @@ struct Driver {
   Config config;
   std::unique_ptr<SharedState> state;
   int slot = -1;
-  std::vector<int> visible;          // CUDA ordinal -> configuration index
-  std::vector<Context*> primaries;   // per ordinal
-  std::vector<Pool*> default_pools;  // per ordinal
-  std::vector<Pool*> current_pools;  // per ordinal
-  std::vector<Pool*> graph_pools;    // per ordinal
+  std::vector<int> visible;                      // CUDA ordinal -> configuration index
+  std::vector<Context*> primaries;               // per ordinal
+  std::vector<Pool*> default_pools;              // per ordinal
+  std::vector<Pool*> current_pools;              // per ordinal
+  std::vector<Pool*> graph_pools;                // per ordinal
   std::map<uintptr_t, Allocation*> allocations;  // by base address
   uint64_t next_id = 1;
 };
@@ -315,8 +315,8 @@ void PoolFreeLocked(Allocation* a);
 // --- Copies (copy.cc). ---
 // A 3D copy between any two memory kinds; validates device ranges.
 CUresult Copy3DLocked(const CUDA_MEMCPY3D& c);
-CUresult MemsetLocked(uintptr_t dst, size_t pitch, unsigned value, unsigned elem_size,
-                      size_t width, size_t height);
+CUresult MemsetLocked(uintptr_t dst, size_t pitch, unsigned value, unsigned elem_size, size_t width,
+                      size_t height);
 
 // --- Graphs (graph.cc, capture.cc). ---
 struct GraphNode {
@@ -358,15 +358,15 @@ size_t FormatBytes(CUarray_format f);
 struct ArrayObj {
   Tag tag = Tag::kArray;
   CUDA_ARRAY3D_DESCRIPTOR desc{};
-  size_t row_bytes = 0;   // bytes per row
-  size_t rows = 0;        // rows per slice (at least 1)
-  size_t bytes = 0;       // all slices
+  size_t row_bytes = 0;  // bytes per row
+  size_t rows = 0;       // rows per slice (at least 1)
+  size_t bytes = 0;      // all slices
   uint8_t* data = nullptr;
-  Backing backing;        // owned unless the array is a mipmap level
+  Backing backing;  // owned unless the array is a mipmap level
   Context* ctx = nullptr;
   int phys = 0;
   uint64_t charged = 0;
-  bool level = false;     // a level of a mipmapped array (owned by it)
+  bool level = false;  // a level of a mipmapped array (owned by it)
 };
 ArrayObj* AsArray(CUarray a);
 void ReleaseContextArraysLocked(Context* ctx);

@@ -121,8 +121,12 @@ SIMGPU_API CUresult cuEventSynchronize(CUevent hEvent) {
   });
 }
 
-SIMGPU_API CUresult cuEventDestroy_v2(CUevent hEvent) { SIMGPU_GUARD({ return Destroy(hEvent); }); }
-SIMGPU_API CUresult cuEventDestroy(CUevent hEvent) { SIMGPU_GUARD({ return Destroy(hEvent); }); }
+SIMGPU_API CUresult cuEventDestroy_v2(CUevent hEvent) {
+  SIMGPU_GUARD({ return Destroy(hEvent); });
+}
+SIMGPU_API CUresult cuEventDestroy(CUevent hEvent) {
+  SIMGPU_GUARD({ return Destroy(hEvent); });
+}
 
 SIMGPU_API CUresult cuEventElapsedTime_v2(float* pMilliseconds, CUevent hStart, CUevent hEnd) {
   SIMGPU_GUARD({ return Elapsed(pMilliseconds, hStart, hEnd); });

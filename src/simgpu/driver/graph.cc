@@ -70,7 +70,8 @@ CUresult RunAllocLocked(const GraphNode& n) {
 
 CUresult RunNodeLocked(std::unique_lock<std::mutex>& lock, const GraphNode& n, Stream* s) {
   switch (n.type) {
-    case CU_GRAPH_NODE_TYPE_KERNEL: return EnqueueKernelLocked(lock, s, n.duration_ns);
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+      return EnqueueKernelLocked(lock, s, n.duration_ns);
     case CU_GRAPH_NODE_TYPE_MEMSET:
       EnqueueInstantLocked(s);
       return MemsetLocked(static_cast<uintptr_t>(n.memset.dst), n.memset.pitch, n.memset.value,
@@ -101,7 +102,9 @@ CUresult RunNodeLocked(std::unique_lock<std::mutex>& lock, const GraphNode& n, S
       if (ev->recorded) StreamAdvanceLocked(s, ev->time_ns);
       return CUDA_SUCCESS;
     }
-    case CU_GRAPH_NODE_TYPE_MEM_ALLOC: EnqueueInstantLocked(s); return RunAllocLocked(n);
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+      EnqueueInstantLocked(s);
+      return RunAllocLocked(n);
     case CU_GRAPH_NODE_TYPE_MEM_FREE: {
       EnqueueInstantLocked(s);
       Allocation* a = RemoveAllocationLocked(static_cast<uintptr_t>(n.free_ptr));
@@ -109,8 +112,10 @@ CUresult RunNodeLocked(std::unique_lock<std::mutex>& lock, const GraphNode& n, S
       FreeAllocationLocked(a);
       return CUDA_SUCCESS;
     }
-    case CU_GRAPH_NODE_TYPE_EMPTY: return CUDA_SUCCESS;
-    default: return CUDA_ERROR_NOT_SUPPORTED;
+    case CU_GRAPH_NODE_TYPE_EMPTY:
+      return CUDA_SUCCESS;
+    default:
+      return CUDA_ERROR_NOT_SUPPORTED;
   }
 }
 
@@ -269,7 +274,8 @@ SIMGPU_API CUresult cuGraphAddKernelNode(CUgraphNode* ph, CUgraph g, const CUgra
 SIMGPU_API CUresult cuGraphAddEmptyNode(CUgraphNode* ph, CUgraph g, const CUgraphNode* deps,
                                         size_t n) {
   SIMGPU_GUARD({
-    return AddSimple(ph, g, deps, n, CU_GRAPH_NODE_TYPE_EMPTY, [](GraphNode*) { return CUDA_SUCCESS; });
+    return AddSimple(ph, g, deps, n, CU_GRAPH_NODE_TYPE_EMPTY,
+                     [](GraphNode*) { return CUDA_SUCCESS; });
   });
 }
 
@@ -439,12 +445,14 @@ static CUresult InstantiateLegacy(CUgraphExec* exec, CUgraph graph, CUgraphNode*
 SIMGPU_API CUresult cuGraphInstantiate(CUgraphExec* phGraphExec, CUgraph hGraph,
                                        CUgraphNode* phErrorNode, char* logBuffer,
                                        size_t bufferSize) {
-  SIMGPU_GUARD({ return InstantiateLegacy(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize); });
+  SIMGPU_GUARD(
+      { return InstantiateLegacy(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize); });
 }
 SIMGPU_API CUresult cuGraphInstantiate_v2(CUgraphExec* phGraphExec, CUgraph hGraph,
                                           CUgraphNode* phErrorNode, char* logBuffer,
                                           size_t bufferSize) {
-  SIMGPU_GUARD({ return InstantiateLegacy(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize); });
+  SIMGPU_GUARD(
+      { return InstantiateLegacy(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize); });
 }
 
 static CUresult InstantiateWithParams(CUgraphExec* exec, CUgraph graph,
@@ -452,7 +460,8 @@ static CUresult InstantiateWithParams(CUgraphExec* exec, CUgraph graph,
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   CUresult rc = Instantiate(exec, graph, p->flags);
   p->hErrNode_out = nullptr;
-  p->result_out = rc == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
+  p->result_out =
+      rc == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
   return rc;
 }
 SIMGPU_API CUresult cuGraphInstantiateWithParams(CUgraphExec* phGraphExec, CUgraph hGraph,

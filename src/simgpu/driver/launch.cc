@@ -83,8 +83,8 @@ CUresult ValidateLaunch(const LaunchArgs& a, const DeviceSpec& spec) {
     if (a.block[i] == 0 || a.block[i] > kMaxBlock[i]) return CUDA_ERROR_INVALID_VALUE;
   }
   if (uint64_t{a.block[0]} * a.block[1] * a.block[2] > 1024) return CUDA_ERROR_INVALID_VALUE;
-  if (a.shared_bytes > static_cast<unsigned>(
-                           a.f->attributes[CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES])) {
+  if (a.shared_bytes >
+      static_cast<unsigned>(a.f->attributes[CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES])) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;

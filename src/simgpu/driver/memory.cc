@@ -33,8 +33,8 @@ CUresult AllocDevice(CUdeviceptr* dptr, size_t bytes, AllocKind kind, bool low32
   return CUDA_SUCCESS;
 }
 
-CUresult AllocPitch(CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height,
-                    unsigned elem, bool low32) {
+CUresult AllocPitch(CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height, unsigned elem,
+                    bool low32) {
   if (pitch == nullptr || width == 0 || height == 0) return CUDA_ERROR_INVALID_VALUE;
   if (elem != 4 && elem != 8 && elem != 16) return CUDA_ERROR_INVALID_VALUE;
   size_t p = RoundUp(width, kPitchAlign);
@@ -63,8 +63,8 @@ CUresult AllocHost(void** pp, size_t bytes, unsigned flags) {
   Context* ctx = nullptr;
   if (CUresult rc = CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
   if (pp == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  if (flags & ~(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
-                CU_MEMHOSTALLOC_WRITECOMBINED)) {
+  if (flags &
+      ~(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   std::lock_guard<std::mutex> lock(D().mu);
@@ -112,7 +112,9 @@ CUresult PointerAttribute(void* data, CUpointer_attribute attr, CUdeviceptr ptr,
     if (!lenient) return CUDA_ERROR_INVALID_VALUE;
     // cuPointerGetAttributes reports memory the driver does not know as zeros.
     switch (attr) {
-      case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *static_cast<int*>(data) = -2; break;
+      case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+        *static_cast<int*>(data) = -2;
+        break;
       case CU_POINTER_ATTRIBUTE_CONTEXT:
       case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
       case CU_POINTER_ATTRIBUTE_HOST_POINTER:
@@ -122,8 +124,12 @@ CUresult PointerAttribute(void* data, CUpointer_attribute attr, CUdeviceptr ptr,
       case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
       case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
       case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
-      case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: *static_cast<uint64_t*>(data) = 0; break;
-      default: *static_cast<unsigned*>(data) = 0; break;
+      case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
+        *static_cast<uint64_t*>(data) = 0;
+        break;
+      default:
+        *static_cast<unsigned*>(data) = 0;
+        break;
     }
     return CUDA_SUCCESS;
   }
@@ -142,15 +148,21 @@ CUresult PointerAttribute(void* data, CUpointer_attribute attr, CUdeviceptr ptr,
       if (!host && a->kind != AllocKind::kManaged) return CUDA_ERROR_INVALID_VALUE;
       *static_cast<void**>(data) = reinterpret_cast<void*>(ptr);
       break;
-    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: *static_cast<unsigned*>(data) = 0; break;
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+      *static_cast<unsigned*>(data) = 0;
+      break;
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
       *static_cast<unsigned long long*>(data) = a->base;
       break;
     case CU_POINTER_ATTRIBUTE_IS_MANAGED:
       *static_cast<unsigned*>(data) = a->kind == AllocKind::kManaged ? 1 : 0;
       break;
-    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *static_cast<int*>(data) = a->device; break;
-    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: *static_cast<unsigned*>(data) = 0; break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+      *static_cast<int*>(data) = a->device;
+      break;
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+      *static_cast<unsigned*>(data) = 0;
+      break;
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
     case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
       *static_cast<CUdeviceptr*>(data) = a->base;
@@ -159,11 +171,15 @@ CUresult PointerAttribute(void* data, CUpointer_attribute attr, CUdeviceptr ptr,
     case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
       *static_cast<size_t*>(data) = a->size;
       break;
-    case CU_POINTER_ATTRIBUTE_MAPPED: *static_cast<unsigned*>(data) = 1; break;
+    case CU_POINTER_ATTRIBUTE_MAPPED:
+      *static_cast<unsigned*>(data) = 1;
+      break;
     case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
       *static_cast<unsigned long long*>(data) = 0;
       break;
-    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE: *static_cast<unsigned*>(data) = 0; break;
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+      *static_cast<unsigned*>(data) = 0;
+      break;
     case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
       *static_cast<unsigned*>(data) = CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE;
       break;
@@ -173,7 +189,8 @@ CUresult PointerAttribute(void* data, CUpointer_attribute attr, CUdeviceptr ptr,
     case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
       *static_cast<unsigned long long*>(data) = a->base;
       break;
-    default: return CUDA_ERROR_INVALID_VALUE;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;
 }
@@ -236,8 +253,12 @@ SIMGPU_API CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsign
   });
 }
 
-SIMGPU_API CUresult cuMemFree_v2(CUdeviceptr dptr) { SIMGPU_GUARD({ return FreeDevice(dptr); }); }
-SIMGPU_API CUresult cuMemFree(CUdeviceptr_v1 dptr) { SIMGPU_GUARD({ return FreeDevice(dptr); }); }
+SIMGPU_API CUresult cuMemFree_v2(CUdeviceptr dptr) {
+  SIMGPU_GUARD({ return FreeDevice(dptr); });
+}
+SIMGPU_API CUresult cuMemFree(CUdeviceptr_v1 dptr) {
+  SIMGPU_GUARD({ return FreeDevice(dptr); });
+}
 
 SIMGPU_API CUresult cuMemAllocHost_v2(void** pp, size_t bytesize) {
   SIMGPU_GUARD({ return AllocHost(pp, bytesize, 0); });

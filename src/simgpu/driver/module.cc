@@ -131,9 +131,8 @@ SIMGPU_API CUresult cuModuleLoadData(CUmodule* module, const void* image) {
     return NewModule(reinterpret_cast<void**>(module), false);
   });
 }
-SIMGPU_API CUresult cuModuleLoadDataEx(CUmodule* module, const void* image,
-                                       unsigned int numOptions, CUjit_option* options,
-                                       void** optionValues) {
+SIMGPU_API CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int numOptions,
+                                       CUjit_option* options, void** optionValues) {
   (void)numOptions;
   (void)options;
   (void)optionValues;
@@ -142,7 +141,9 @@ SIMGPU_API CUresult cuModuleLoadDataEx(CUmodule* module, const void* image,
 SIMGPU_API CUresult cuModuleLoadFatBinary(CUmodule* module, const void* fatCubin) {
   return cuModuleLoadData(module, fatCubin);
 }
-SIMGPU_API CUresult cuModuleUnload(CUmodule hmod) { SIMGPU_GUARD({ return Unload(hmod, false); }); }
+SIMGPU_API CUresult cuModuleUnload(CUmodule hmod) {
+  SIMGPU_GUARD({ return Unload(hmod, false); });
+}
 
 SIMGPU_API CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode* mode) {
   if (mode == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -304,13 +305,18 @@ static CUresult GetName(const char** name, void* h) {
   *name = f->name.c_str();
   return CUDA_SUCCESS;
 }
-SIMGPU_API CUresult cuKernelGetName(const char** name, CUkernel hfunc) { return GetName(name, hfunc); }
-SIMGPU_API CUresult cuFuncGetName(const char** name, CUfunction hfunc) { return GetName(name, hfunc); }
+SIMGPU_API CUresult cuKernelGetName(const char** name, CUkernel hfunc) {
+  return GetName(name, hfunc);
+}
+SIMGPU_API CUresult cuFuncGetName(const char** name, CUfunction hfunc) {
+  return GetName(name, hfunc);
+}
 
 static CUresult GetAttribute(int* pi, CUfunction_attribute attrib, void* h) {
   Function* f = AsFunction(h);
   if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  if (pi == nullptr || attrib < 0 || attrib >= CU_FUNC_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
+  if (pi == nullptr || attrib < 0 || attrib >= CU_FUNC_ATTRIBUTE_MAX)
+    return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard<std::mutex> lock(D().mu);
   *pi = f->attributes[attrib];
   return CUDA_SUCCESS;

@@ -90,13 +90,20 @@ CUresult GetAttr(Pool* p, CUmemPool_attribute attr, void* value) {
     case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
       *static_cast<cuuint64_t*>(value) = p->release_threshold;
       break;
-    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: *static_cast<cuuint64_t*>(value) = p->reserved; break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+      *static_cast<cuuint64_t*>(value) = p->reserved;
+      break;
     case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
       *static_cast<cuuint64_t*>(value) = p->reserved_high;
       break;
-    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *static_cast<cuuint64_t*>(value) = p->used; break;
-    case CU_MEMPOOL_ATTR_USED_MEM_HIGH: *static_cast<cuuint64_t*>(value) = p->used_high; break;
-    default: return CUDA_ERROR_INVALID_VALUE;
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
+      *static_cast<cuuint64_t*>(value) = p->used;
+      break;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+      *static_cast<cuuint64_t*>(value) = p->used_high;
+      break;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;
 }
@@ -123,7 +130,8 @@ CUresult SetAttr(Pool* p, CUmemPool_attribute attr, void* value) {
       if (*static_cast<cuuint64_t*>(value) != 0) return CUDA_ERROR_INVALID_VALUE;
       p->used_high = p->used;
       break;
-    default: return CUDA_ERROR_INVALID_VALUE;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;
 }
@@ -408,11 +416,20 @@ SIMGPU_API CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_att
     Pool* p = GraphPoolLocked(device);
     auto* out = static_cast<cuuint64_t*>(value);
     switch (attr) {
-      case CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT: *out = p->used; break;
-      case CU_GRAPH_MEM_ATTR_USED_MEM_HIGH: *out = p->used_high; break;
-      case CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT: *out = p->reserved; break;
-      case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH: *out = p->reserved_high; break;
-      default: return CUDA_ERROR_INVALID_VALUE;
+      case CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT:
+        *out = p->used;
+        break;
+      case CU_GRAPH_MEM_ATTR_USED_MEM_HIGH:
+        *out = p->used_high;
+        break;
+      case CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT:
+        *out = p->reserved;
+        break;
+      case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH:
+        *out = p->reserved_high;
+        break;
+      default:
+        return CUDA_ERROR_INVALID_VALUE;
     }
     return CUDA_SUCCESS;
   });

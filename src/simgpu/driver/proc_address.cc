@@ -18,9 +18,10 @@ CUresult GetProc(const char* symbol, void** pfn, int version, cuuint64_t flags,
   ProcLookup lookup;
   *pfn = LookupDriverProc(symbol, version, per_thread, &lookup);
   if (status != nullptr) {
-    *status = lookup == ProcLookup::kFound                  ? CU_GET_PROC_ADDRESS_SUCCESS
-              : lookup == ProcLookup::kVersionNotSufficient ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
-                                                            : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    *status = lookup == ProcLookup::kFound ? CU_GET_PROC_ADDRESS_SUCCESS
+              : lookup == ProcLookup::kVersionNotSufficient
+                  ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+                  : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
   }
   return *pfn != nullptr ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 }

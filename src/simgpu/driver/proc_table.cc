@@ -6,13 +6,13 @@
 #include "common/log.h"
 
 // Weak stubs: one per exported name. Each logs once that the call is not simulated.
-#define SIMGPU_DRIVER_SYMBOL(name, base, version, kind)                                       \
-  extern "C" __attribute__((weak, visibility("default"))) int name() {                        \
-    static std::atomic<bool> logged{false};                                                   \
-    if (!logged.exchange(true)) {                                                             \
-      VGPU_LOG_WARN("%s is not simulated; returning CUDA_ERROR_NOT_SUPPORTED", #name);        \
-    }                                                                                         \
-    return 801; /* CUDA_ERROR_NOT_SUPPORTED */                                                \
+#define SIMGPU_DRIVER_SYMBOL(name, base, version, kind)                                \
+  extern "C" __attribute__((weak, visibility("default"))) int name() {                 \
+    static std::atomic<bool> logged{false};                                            \
+    if (!logged.exchange(true)) {                                                      \
+      VGPU_LOG_WARN("%s is not simulated; returning CUDA_ERROR_NOT_SUPPORTED", #name); \
+    }                                                                                  \
+    return 801; /* CUDA_ERROR_NOT_SUPPORTED */                                         \
   }
 #include "simgpu/gen/driver_symbols.inc"
 #undef SIMGPU_DRIVER_SYMBOL

@@ -21,8 +21,8 @@ void OnForkChild() { g_forked_child = true; }
 void SetUpLogging() {
   SetLogTag("vgpu-simgpu");
   LogLevel level = LogLevel::kInfo;
-  if (const char* v = std::getenv("VGPU_SIMGPU_LOG_LEVEL"); v != nullptr && v[0] >= '0' &&
-                                                              v[0] <= '4' && v[1] == '\0') {
+  if (const char* v = std::getenv("VGPU_SIMGPU_LOG_LEVEL");
+      v != nullptr && v[0] >= '0' && v[0] <= '4' && v[1] == '\0') {
     level = static_cast<LogLevel>(v[0] - '0');
   }
   SetLogLevel(level);

@@ -169,8 +169,10 @@ CUresult ResolveStreamLocked(CUstream h, bool per_thread, Stream** out) {
 uint64_t StreamReadyLocked(const Stream* s) {
   const Context* c = s->ctx;
   switch (s->kind) {
-    case Stream::Kind::kLegacy: return std::max(s->last_end_ns, c->blocking_end_ns);
-    case Stream::Kind::kPerThread: return std::max(s->last_end_ns, c->legacy->last_end_ns);
+    case Stream::Kind::kLegacy:
+      return std::max(s->last_end_ns, c->blocking_end_ns);
+    case Stream::Kind::kPerThread:
+      return std::max(s->last_end_ns, c->legacy->last_end_ns);
     case Stream::Kind::kUser:
       if (s->flags & CU_STREAM_NON_BLOCKING) return s->last_end_ns;
       return std::max(s->last_end_ns, c->legacy->last_end_ns);
@@ -262,7 +264,9 @@ SIMGPU_API CUresult cuStreamSynchronize(CUstream hStream) {
 SIMGPU_API CUresult cuStreamSynchronize_ptsz(CUstream hStream) {
   SIMGPU_GUARD({ return Synchronize(hStream, true); });
 }
-SIMGPU_API CUresult cuStreamQuery(CUstream hStream) { SIMGPU_GUARD({ return Query(hStream, false); }); }
+SIMGPU_API CUresult cuStreamQuery(CUstream hStream) {
+  SIMGPU_GUARD({ return Query(hStream, false); });
+}
 SIMGPU_API CUresult cuStreamQuery_ptsz(CUstream hStream) {
   SIMGPU_GUARD({ return Query(hStream, true); });
 }
@@ -280,8 +284,8 @@ SIMGPU_API CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void* userDa
 SIMGPU_API CUresult cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void* userData) {
   SIMGPU_GUARD({ return HostFunc(hStream, fn, userData, true); });
 }
-SIMGPU_API CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback,
-                                        void* userData, unsigned int flags) {
+SIMGPU_API CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void* userData,
+                                        unsigned int flags) {
   SIMGPU_GUARD({ return Callback(hStream, callback, userData, flags, false); });
 }
 SIMGPU_API CUresult cuStreamAddCallback_ptsz(CUstream hStream, CUstreamCallback callback,
@@ -289,19 +293,19 @@ SIMGPU_API CUresult cuStreamAddCallback_ptsz(CUstream hStream, CUstreamCallback 
   SIMGPU_GUARD({ return Callback(hStream, callback, userData, flags, true); });
 }
 
-#define SIMGPU_STREAM_GETTER(name, type, expr)                                     \
-  static CUresult name##Impl(CUstream h, type* out, bool pt) {                     \
-    if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;                           \
-    return WithStream(h, pt, [&](Stream* s) {                                      \
-      *out = (expr);                                                               \
-      return CUDA_SUCCESS;                                                         \
-    });                                                                            \
-  }                                                                                \
-  SIMGPU_API CUresult name(CUstream h, type* out) {                                \
-    SIMGPU_GUARD({ return name##Impl(h, out, false); });                           \
-  }                                                                                \
-  SIMGPU_API CUresult name##_ptsz(CUstream h, type* out) {                         \
-    SIMGPU_GUARD({ return name##Impl(h, out, true); });                            \
+#define SIMGPU_STREAM_GETTER(name, type, expr)                 \
+  static CUresult name##Impl(CUstream h, type* out, bool pt) { \
+    if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;       \
+    return WithStream(h, pt, [&](Stream* s) {                  \
+      *out = (expr);                                           \
+      return CUDA_SUCCESS;                                     \
+    });                                                        \
+  }                                                            \
+  SIMGPU_API CUresult name(CUstream h, type* out) {            \
+    SIMGPU_GUARD({ return name##Impl(h, out, false); });       \
+  }                                                            \
+  SIMGPU_API CUresult name##_ptsz(CUstream h, type* out) {     \
+    SIMGPU_GUARD({ return name##Impl(h, out, true); });        \
   }
 
 SIMGPU_STREAM_GETTER(cuStreamGetPriority, int, s->priority)

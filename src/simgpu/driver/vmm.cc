@@ -239,8 +239,8 @@ SIMGPU_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
     if (desc == nullptr || count == 0) return CUDA_ERROR_INVALID_VALUE;
     unsigned long long access = 0;
     for (size_t i = 0; i < count; ++i) {
-      if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
-          desc[i].location.id < 0 || desc[i].location.id >= static_cast<int>(D().visible.size())) {
+      if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE || desc[i].location.id < 0 ||
+          desc[i].location.id >= static_cast<int>(D().visible.size())) {
         return CUDA_ERROR_INVALID_DEVICE;
       }
       access |= desc[i].flags;
@@ -255,7 +255,7 @@ SIMGPU_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
     if (covered < size) return CUDA_ERROR_INVALID_VALUE;  // part of the range is not mapped
     int prot = access == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ? PROT_READ | PROT_WRITE
                : access == CU_MEM_ACCESS_FLAGS_PROT_READ    ? PROT_READ
-                                                             : PROT_NONE;
+                                                            : PROT_NONE;
     if (mprotect(reinterpret_cast<void*>(p), size, prot) != 0) return CUDA_ERROR_INVALID_VALUE;
     for (auto& [base, a] : D().allocations) {
       if (a->kind == AllocKind::kVmm && base >= p && base < p + size) a->access = access;

@@ -160,23 +160,40 @@ SIMGPU_NVML_API nvmlReturn_t nvmlShutdown(void) {
 
 SIMGPU_NVML_API const char* nvmlErrorString(nvmlReturn_t result) {
   switch (result) {
-    case NVML_SUCCESS: return "Success";
-    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
-    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
-    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported (by the simulated GPU)";
-    case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
-    case NVML_ERROR_ALREADY_INITIALIZED: return "Already Initialized";
-    case NVML_ERROR_NOT_FOUND: return "Not Found";
-    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
-    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
-    case NVML_ERROR_TIMEOUT: return "Timeout";
-    case NVML_ERROR_LIBRARY_NOT_FOUND: return "NVML Shared Library Not Found";
-    case NVML_ERROR_FUNCTION_NOT_FOUND: return "Function Not Found";
-    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
-    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Argument Version Mismatch";
-    case NVML_ERROR_NO_DATA: return "No Data";
-    case NVML_ERROR_UNKNOWN: return "Unknown Error";
-    default: return "Unknown Error";
+    case NVML_SUCCESS:
+      return "Success";
+    case NVML_ERROR_UNINITIALIZED:
+      return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT:
+      return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED:
+      return "Not Supported (by the simulated GPU)";
+    case NVML_ERROR_NO_PERMISSION:
+      return "Insufficient Permissions";
+    case NVML_ERROR_ALREADY_INITIALIZED:
+      return "Already Initialized";
+    case NVML_ERROR_NOT_FOUND:
+      return "Not Found";
+    case NVML_ERROR_INSUFFICIENT_SIZE:
+      return "Insufficient Size";
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+      return "Driver Not Loaded";
+    case NVML_ERROR_TIMEOUT:
+      return "Timeout";
+    case NVML_ERROR_LIBRARY_NOT_FOUND:
+      return "NVML Shared Library Not Found";
+    case NVML_ERROR_FUNCTION_NOT_FOUND:
+      return "Function Not Found";
+    case NVML_ERROR_GPU_IS_LOST:
+      return "GPU is lost";
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH:
+      return "Argument Version Mismatch";
+    case NVML_ERROR_NO_DATA:
+      return "No Data";
+    case NVML_ERROR_UNKNOWN:
+      return "Unknown Error";
+    default:
+      return "Unknown Error";
   }
 }
 
@@ -327,8 +344,8 @@ SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
 // One sample per process that ran kernels since `lastSeenTimeStamp` (CPU time in microseconds),
 // over at most the last second.
 SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetProcessUtilization(
-    nvmlDevice_t device, nvmlProcessUtilizationSample_t* utilization, unsigned int* processSamplesCount,
-    unsigned long long lastSeenTimeStamp) {
+    nvmlDevice_t device, nvmlProcessUtilizationSample_t* utilization,
+    unsigned int* processSamplesCount, unsigned long long lastSeenTimeStamp) {
   unsigned index = 0;
   if (nvmlReturn_t rc = CheckDevice(device, &index); rc != NVML_SUCCESS) return rc;
   if (processSamplesCount == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
@@ -353,7 +370,8 @@ SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetProcessUtilization(
       nvmlProcessUtilizationSample_t sample{};
       sample.pid = static_cast<unsigned>(s->processes[slot].pid);
       sample.timeStamp = now_us;
-      sample.smUtil = static_cast<unsigned>(std::min<uint64_t>(100, (busy * 100 + window / 2) / window));
+      sample.smUtil =
+          static_cast<unsigned>(std::min<uint64_t>(100, (busy * 100 + window / 2) / window));
       samples.push_back(sample);
     }
   }

@@ -11,8 +11,8 @@ using namespace vgpu::simgpu::nvml;
 
 namespace {
 
-#define SIMGPU_DEVICE_OR_RETURN(device, out) \
-  unsigned index = 0;                        \
+#define SIMGPU_DEVICE_OR_RETURN(device, out)                                        \
+  unsigned index = 0;                                                               \
   if (nvmlReturn_t rc = CheckDevice(device, &index); rc != NVML_SUCCESS) return rc; \
   if ((out) == nullptr) return NVML_ERROR_INVALID_ARGUMENT
 
@@ -70,10 +70,17 @@ static nvmlReturn_t Clock(nvmlDevice_t device, nvmlClockType_t type, unsigned* c
   const DeviceSpec& s = Spec(index);
   switch (type) {
     case NVML_CLOCK_GRAPHICS:
-    case NVML_CLOCK_SM: *clock = static_cast<unsigned>(s.clock_mhz); break;
-    case NVML_CLOCK_MEM: *clock = static_cast<unsigned>(s.memory_clock_mhz); break;
-    case NVML_CLOCK_VIDEO: *clock = static_cast<unsigned>(s.clock_mhz) * 85 / 100; break;
-    default: return NVML_ERROR_INVALID_ARGUMENT;
+    case NVML_CLOCK_SM:
+      *clock = static_cast<unsigned>(s.clock_mhz);
+      break;
+    case NVML_CLOCK_MEM:
+      *clock = static_cast<unsigned>(s.memory_clock_mhz);
+      break;
+    case NVML_CLOCK_VIDEO:
+      *clock = static_cast<unsigned>(s.clock_mhz) * 85 / 100;
+      break;
+    default:
+      return NVML_ERROR_INVALID_ARGUMENT;
   }
   return NVML_SUCCESS;
 }
@@ -99,8 +106,9 @@ SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device,
                                                        nvmlDeviceArchitecture_t* arch) {
   SIMGPU_DEVICE_OR_RETURN(device, arch);
   int cc = Spec(index).cc_major * 10 + Spec(index).cc_minor;
-  *arch = cc >= 90 ? NVML_DEVICE_ARCH_HOPPER : cc >= 89 ? NVML_DEVICE_ARCH_ADA
-                                                        : NVML_DEVICE_ARCH_AMPERE;
+  *arch = cc >= 90   ? NVML_DEVICE_ARCH_HOPPER
+          : cc >= 89 ? NVML_DEVICE_ARCH_ADA
+                     : NVML_DEVICE_ARCH_AMPERE;
   return NVML_SUCCESS;
 }
 
@@ -190,8 +198,9 @@ SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t 
   (void)infos;
   return NoProcesses(device, infoCount);
 }
-SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(
-    nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_v2_t* infos) {
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device,
+                                                                      unsigned int* infoCount,
+                                                                      nvmlProcessInfo_v2_t* infos) {
   (void)infos;
   return NoProcesses(device, infoCount);
 }
@@ -212,8 +221,9 @@ SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v2(
   (void)infos;
   return NoProcesses(device, infoCount);
 }
-SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(
-    nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_t* infos) {
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device,
+                                                                        unsigned int* infoCount,
+                                                                        nvmlProcessInfo_t* infos) {
   (void)infos;
   return NoProcesses(device, infoCount);
 }

@@ -4,13 +4,13 @@
 
 #include "common/log.h"
 
-#define SIMGPU_NVML_SYMBOL(name, status)                                              \
-  extern "C" __attribute__((weak, visibility("default"))) int name() {                \
-    static std::atomic<bool> logged{false};                                           \
-    if (!logged.exchange(true)) {                                                     \
+#define SIMGPU_NVML_SYMBOL(name, status)                                                \
+  extern "C" __attribute__((weak, visibility("default"))) int name() {                  \
+    static std::atomic<bool> logged{false};                                             \
+    if (!logged.exchange(true)) {                                                       \
       VGPU_LOG_DEBUG("%s is not simulated; returning NVML_ERROR_NOT_SUPPORTED", #name); \
-    }                                                                                 \
-    return 3; /* NVML_ERROR_NOT_SUPPORTED */                                          \
+    }                                                                                   \
+    return 3; /* NVML_ERROR_NOT_SUPPORTED */                                            \
   }
 #include "simgpu/gen/nvml_symbols.inc"
 #undef SIMGPU_NVML_SYMBOL
