@@ -288,6 +288,8 @@ TEST(SimgpuMemory, GraphMemoryNodesUseTheGraphPool) {
   EXPECT_EQ(UsedBytes(), before);
   ASSERT_CU(cuGraphLaunch(exec, nullptr));  // runs again now that the memory was freed
   ASSERT_CU(cuMemFreeAsync(ap.dptr, nullptr));
+  ASSERT_CU(cuGraphLaunch(exec, nullptr));
+  ASSERT_CU(cuMemFree(ap.dptr));  // graph memory may be freed like any other
   ASSERT_CU(cuDeviceGraphMemTrim(0));
   EXPECT_EQ(UsedBytes(), before);
   ASSERT_CU(cuGraphExecDestroy(exec));

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -21,6 +22,12 @@ nvmlReturn_t Init() {
     return NVML_SUCCESS;
   }
   SetLogTag("vgpu-simgpu");
+  LogLevel level = LogLevel::kInfo;
+  if (const char* v = std::getenv("VGPU_SIMGPU_LOG_LEVEL");
+      v != nullptr && v[0] >= '0' && v[0] <= '4' && v[1] == '\0') {
+    level = static_cast<LogLevel>(v[0] - '0');
+  }
+  SetLogLevel(level);
   Result<Config> config = LoadConfigFromEnvironment();
   if (!config) {
     VGPU_LOG_ERROR("simulated NVML: %s", config.error().message().c_str());
@@ -36,6 +43,10 @@ nvmlReturn_t Init() {
   l.state = std::move(*state);
   for (unsigned i = 0; i < kMaxDevices; ++i) l.devices[i].index = i;
   l.init_count = 1;
+  VGPU_LOG_INFO(
+      "SIMULATED GPU: this libnvidia-ml is vgpu's simulation, not NVIDIA's (%zu device(s), "
+      "%s, state %s)",
+      l.config.devices.size(), l.config.source.c_str(), l.state->path().c_str());
   return NVML_SUCCESS;
 }
 
