@@ -80,6 +80,16 @@ TEST(SimgpuMemory, HostAllocationsAreNotDeviceMemory) {
   ASSERT_CU(cuMemFreeHost(a));
   ASSERT_CU(cuMemFreeHost(b));
   EXPECT_EQ(cuMemFreeHost(b), CUDA_ERROR_INVALID_VALUE);
+
+  std::vector<char> mine(8192);
+  ASSERT_CU(cuMemHostRegister(mine.data(), mine.size(), CU_MEMHOSTREGISTER_DEVICEMAP));
+  EXPECT_EQ(cuMemHostRegister(mine.data() + 8, 16, 0), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+  ASSERT_CU(cuMemHostGetDevicePointer(&d, mine.data() + 100, 0));
+  EXPECT_EQ(d, reinterpret_cast<CUdeviceptr>(mine.data() + 100));
+  EXPECT_EQ(UsedBytes(), before);
+  EXPECT_EQ(cuMemFreeHost(mine.data()), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_CU(cuMemHostUnregister(mine.data()));
+  EXPECT_EQ(cuMemHostUnregister(mine.data()), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
 }
 
 TEST(SimgpuMemory, VirtualMemoryManagementMapsRealAliasingMemory) {

@@ -402,3 +402,29 @@ SIMGPU_API CUresult cuMipmappedArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQU
     return CUDA_SUCCESS;
   });
 }
+
+SIMGPU_API CUresult cuArrayGetDescriptor(CUDA_ARRAY_DESCRIPTOR_v1* pArrayDescriptor,
+                                         CUarray hArray) {
+  ArrayObj* a = AsArray(hArray);
+  if (a == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (pArrayDescriptor == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  pArrayDescriptor->Width = static_cast<unsigned>(a->desc.Width);
+  pArrayDescriptor->Height = static_cast<unsigned>(a->desc.Height);
+  pArrayDescriptor->Format = a->desc.Format;
+  pArrayDescriptor->NumChannels = a->desc.NumChannels;
+  return CUDA_SUCCESS;
+}
+
+SIMGPU_API CUresult cuArray3DGetDescriptor(CUDA_ARRAY3D_DESCRIPTOR_v1* pArrayDescriptor,
+                                           CUarray hArray) {
+  ArrayObj* a = AsArray(hArray);
+  if (a == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (pArrayDescriptor == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  pArrayDescriptor->Width = static_cast<unsigned>(a->desc.Width);
+  pArrayDescriptor->Height = static_cast<unsigned>(a->desc.Height);
+  pArrayDescriptor->Depth = static_cast<unsigned>(a->desc.Depth);
+  pArrayDescriptor->Format = a->desc.Format;
+  pArrayDescriptor->NumChannels = a->desc.NumChannels;
+  pArrayDescriptor->Flags = a->desc.Flags;
+  return CUDA_SUCCESS;
+}

@@ -273,7 +273,8 @@ SIMGPU_API CUresult cuMemFreeHost(void* p) {
     if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
     std::lock_guard<std::mutex> lock(D().mu);
     auto it = D().allocations.find(reinterpret_cast<uintptr_t>(p));
-    if (it == D().allocations.end() || it->second->kind != AllocKind::kHost) {
+    if (it == D().allocations.end() || it->second->kind != AllocKind::kHost ||
+        it->second->backing.ptr == nullptr) {  // registered memory is unregistered, not freed
       return CUDA_ERROR_INVALID_VALUE;
     }
     Allocation* a = it->second;
@@ -410,4 +411,50 @@ SIMGPU_API CUresult cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevic
 SIMGPU_API CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count, CUdevice dstDevice,
                                             CUstream hStream) {
   return cuMemPrefetchAsync(devPtr, count, dstDevice, hStream);
+}
+
+// Page-locking existing host memory: the range becomes known to the driver (so pointer queries
+// and device-pointer lookups find it); nothing is charged to the device.
+static CUresult HostRegister(void* p, size_t bytes, unsigned flags) {
+  Context* ctx = nullptr;
+  if (CUresult rc = CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
+  if (p == nullptr || bytes == 0 || (flags & ~0xfu) != 0) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(D().mu);
+  uintptr_t base = reinterpret_cast<uintptr_t>(p);
+  if (FindAllocationLocked(base) != nullptr || FindAllocationLocked(base + bytes - 1) != nullptr) {
+    return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+  }
+  auto* a = new Allocation;  // no backing: the memory belongs to the caller
+  a->base = base;
+  a->size = bytes;
+  a->kind = AllocKind::kHost;
+  a->ctx = ctx;
+  a->device = ctx->device;
+  a->phys = ctx->phys;
+  a->host_flags = flags;
+  AddAllocationLocked(a);
+  return CUDA_SUCCESS;
+}
+
+SIMGPU_API CUresult cuMemHostRegister_v2(void* p, size_t bytesize, unsigned int Flags) {
+  SIMGPU_GUARD({ return HostRegister(p, bytesize, Flags); });
+}
+SIMGPU_API CUresult cuMemHostRegister(void* p, size_t bytesize, unsigned int Flags) {
+  SIMGPU_GUARD({ return HostRegister(p, bytesize, Flags); });
+}
+
+SIMGPU_API CUresult cuMemHostUnregister(void* p) {
+  SIMGPU_GUARD({
+    if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
+    std::lock_guard<std::mutex> lock(D().mu);
+    auto it = D().allocations.find(reinterpret_cast<uintptr_t>(p));
+    if (it == D().allocations.end() || it->second->kind != AllocKind::kHost ||
+        it->second->backing.ptr != nullptr) {
+      return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    }
+    Allocation* a = it->second;
+    D().allocations.erase(it);
+    delete a;
+    return CUDA_SUCCESS;
+  });
 }

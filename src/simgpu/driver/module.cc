@@ -190,6 +190,15 @@ SIMGPU_API CUresult cuModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* bytes, CUmod
   return CUDA_ERROR_NOT_FOUND;
 }
 
+SIMGPU_API CUresult cuModuleGetGlobal(CUdeviceptr_v1* dptr, unsigned int* bytes, CUmodule hmod,
+                                      const char* name) {
+  (void)dptr;
+  (void)bytes;
+  (void)name;
+  if (AsModule(hmod, false) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  return CUDA_ERROR_NOT_FOUND;
+}
+
 SIMGPU_API CUresult cuLibraryLoadData(CUlibrary* library, const void* code,
                                       CUjit_option* jitOptions, void** jitOptionsValues,
                                       unsigned int numJitOptions, CUlibraryOption* libraryOptions,
