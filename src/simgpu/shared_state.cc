@@ -124,36 +124,50 @@ int FindProcessSlot(const SharedStateLayout* layout, int32_t pid) {
   return -1;
 }
 
-uint64_t ProcessStartTime(int32_t pid) {
+namespace {
+
+// Reads the state (field 3) and start time (field 22) of /proc/<pid>/stat. False if unreadable.
+bool ReadProcStat(int32_t pid, char* state, uint64_t* start_time) {
   char path[64];
   std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
   int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
+  if (fd < 0) return false;
   char buf[1024];
   ssize_t n = read(fd, buf, sizeof(buf) - 1);
   close(fd);
-  if (n <= 0) return 0;
+  if (n <= 0) return false;
   buf[n] = '\0';
   // The command name (field 2) is in parentheses and may hold spaces: start after the last ')'.
   char* p = std::strrchr(buf, ')');
-  if (p == nullptr) return 0;
+  if (p == nullptr) return false;
   ++p;
-  // Fields 3..22 follow; field 22 is the start time.
-  for (int field = 3; field < 22; ++field) {
-    while (*p == ' ') ++p;
-    while (*p != ' ' && *p != '\0') ++p;
-  }
   while (*p == ' ') ++p;
-  return std::strtoull(p, nullptr, 10);
+  *state = *p;
+  for (int field = 3; field < 22; ++field) {  // skip fields 3..21
+    while (*p != ' ' && *p != '\0') ++p;
+    while (*p == ' ') ++p;
+  }
+  *start_time = std::strtoull(p, nullptr, 10);
+  return true;
+}
+
+}  // namespace
+
+uint64_t ProcessStartTime(int32_t pid) {
+  char state = 0;
+  uint64_t start = 0;
+  return ReadProcStat(pid, &state, &start) ? start : 0;
 }
 
 bool ProcessAlive(int32_t pid, uint64_t start_time) {
   if (pid <= 0) return false;
   if (kill(pid, 0) != 0 && errno != EPERM) return false;
-  if (start_time == 0) return true;
-  uint64_t now_start = ProcessStartTime(pid);
-  // A zombie or an unreadable /proc entry reads as 0: trust kill() then.
-  return now_start == 0 || now_start == start_time;
+  char state = 0;
+  uint64_t now_start = 0;
+  // Unreadable /proc (another pid namespace): trust kill().
+  if (!ReadProcStat(pid, &state, &now_start)) return true;
+  if (state == 'Z' || state == 'X') return false;  // killed, not yet reaped: its memory is free
+  return start_time == 0 || now_start == start_time;
 }
 
 std::string SharedState::DefaultPath(const Config& config) {

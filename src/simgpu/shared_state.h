@@ -165,7 +165,8 @@ class SharedState {
   std::string path_;
 };
 
-// True if `pid` runs and (when start_time is not 0) started at `start_time`.
+// True if `pid` runs (exists and is not a zombie) and, when start_time is not 0, started at
+// `start_time` (so a reused pid is not taken for the old process).
 bool ProcessAlive(int32_t pid, uint64_t start_time);
 // Field 22 of /proc/<pid>/stat (start time in clock ticks since boot), or 0.
 uint64_t ProcessStartTime(int32_t pid);

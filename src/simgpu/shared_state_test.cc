@@ -151,6 +151,14 @@ TEST(SharedStateHelpers, ProcessAliveUsesStartTime) {
   EXPECT_TRUE(ProcessAlive(getpid(), 0));
   EXPECT_FALSE(ProcessAlive(getpid(), start + 1));  // a reused pid
   EXPECT_FALSE(ProcessAlive(0, 0));
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  uint64_t child_start = 0;
+  for (int i = 0; i < 1000 && child_start == 0; ++i) child_start = ProcessStartTime(child);
+  usleep(100000);  // exited, not reaped: a zombie counts as dead
+  EXPECT_FALSE(ProcessAlive(child, child_start));
+  waitpid(child, nullptr, 0);
+  EXPECT_FALSE(ProcessAlive(child, child_start));
 }
 
 }  // namespace
