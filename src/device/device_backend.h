@@ -1,0 +1,101 @@
+// DeviceBackend: what the node daemon knows about the GPUs of one machine, behind one small
+// interface so that everything above it runs against NVML, the simulated GPU or a scripted fake.
+//
+// Contract:
+// - Discover() lists the GPUs once (static facts: identity, memory size, topology). The list is
+//   ordered by NVML index; indices are dense from 0.
+// - Sample(index) reads what changes (memory in use, utilization, sensors, link counters,
+//   processes). Fields a GPU or driver does not report are std::nullopt, never a made-up 0.
+//   An error (kUnavailable) means the GPU did not answer: the health rules treat that as a fault.
+// - WaitForEvents(timeout) blocks up to `timeout_ms` for health events (NVML XID and ECC events
+//   on real hardware; injected ones on the fake) and returns those that arrived, possibly none.
+//   Backends without event support sleep for the timeout and return none.
+// - Thread safety: every method may be called from any thread, concurrently.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace vgpu::device {
+
+// Static facts about one GPU.
+struct DeviceInfo {
+  int index = 0;           // NVML index
+  std::string uuid;        // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+  std::string name;        // product name, e.g. "NVIDIA H100 80GB HBM3"
+  std::string pci_bus_id;  // "0000:18:00.0" (domain:bus:device.function, lower case)
+  uint64_t memory_total_bytes = 0;
+  int sm_count = 0;    // streaming multiprocessors; 0 when unknown
+  int numa_node = -1;  // -1 when the platform does not say
+  // UUIDs of the other GPUs of this node that an active NVLink connects to (each listed once),
+  // and the number of active links.
+  std::vector<std::string> nvlink_peers;
+  int nvlink_active_links = 0;
+};
+
+// One process that holds memory on a GPU, as the driver sees it (host pid namespace).
+struct ProcessUsage {
+  uint32_t pid = 0;
+  uint64_t used_memory_bytes = 0;
+  std::optional<double> sm_utilization;  // 0..1, share of the last sample period
+};
+
+// Counters of one NVLink link.
+struct NvLinkLinkSample {
+  int link = 0;
+  std::optional<uint64_t> replay_errors_total;
+  std::optional<uint64_t> recovery_errors_total;
+  std::optional<uint64_t> crc_errors_total;  // flit + data CRC errors
+};
+
+// What changes on one GPU. Ratios are 0..1.
+struct DeviceSample {
+  uint64_t memory_used_bytes = 0;
+  std::optional<double> sm_utilization;                // share of time a kernel ran
+  std::optional<double> memory_bandwidth_utilization;  // share of time memory was read/written
+  std::optional<double> temperature_celsius;
+  std::optional<double> power_watts;
+  std::optional<double> power_limit_watts;
+  std::optional<double> pcie_transmit_bytes_per_second;
+  std::optional<double> pcie_receive_bytes_per_second;
+  std::optional<uint64_t> pcie_replay_errors_total;
+  std::optional<uint64_t> nvlink_transmit_bytes_total;  // data payload, all links
+  std::optional<uint64_t> nvlink_receive_bytes_total;
+  std::vector<NvLinkLinkSample> nvlink_links;  // active links only
+  std::vector<ProcessUsage> processes;
+};
+
+// A health event reported by the driver (or injected on a fake or simulated GPU).
+struct HealthEvent {
+  enum class Kind {
+    kXid,           // an XID error; `code` is the XID number
+    kDoubleBitEcc,  // uncorrectable memory error
+    kSingleBitEcc,  // corrected memory error (informational)
+    kRecovered,     // injected only: the fault is cleared (a reset, a repaired link)
+  };
+  std::string uuid;  // the GPU; empty: every GPU (e.g. the event set itself failed)
+  Kind kind = Kind::kXid;
+  uint64_t code = 0;
+  std::string description;
+};
+
+// Human-readable name of an event kind: "xid", "ecc-dbe", "ecc-sbe", "recovered".
+const char* HealthEventKindName(HealthEvent::Kind kind);
+
+class DeviceBackend {
+ public:
+  virtual ~DeviceBackend() = default;
+  // One line for logs: "NVML 12.550.54 (driver 550.54.15)", "fake (3 GPUs)".
+  virtual std::string Describe() const = 0;
+  virtual Result<std::vector<DeviceInfo>> Discover() = 0;
+  virtual Result<DeviceSample> Sample(int index) = 0;
+  virtual std::vector<HealthEvent> WaitForEvents(int timeout_ms) = 0;
+  // True when health events come from the driver (false: only sampling failures are seen).
+  virtual bool SupportsEvents() const = 0;
+};
+
+}  // namespace vgpu::device

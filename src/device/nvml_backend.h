@@ -1,0 +1,72 @@
+// NvmlBackend: the DeviceBackend over NVIDIA's NVML, loaded with dlopen at run time (nvml.h is
+// not needed to build, and a machine without the driver still runs the daemon's other parts).
+//
+// This is the only code of the node daemon that calls NVML. Entry points are looked up one by
+// one: the handful without which nothing works (init, device count, handles, UUID) must exist;
+// every other one may be missing or answer NVML_ERROR_NOT_SUPPORTED, and the field it feeds is
+// then left empty (std::nullopt) rather than failing the whole sample. This lets the same code
+// run on datacenter GPUs, consumer GPUs (no NVLink, no ECC events) and the simulated GPU.
+//
+// SM counts are not in NVML for whole GPUs; they are read through the CUDA driver
+// (cuDeviceGetAttribute, matched by PCI bus id) when libcuda.so.1 loads, else left 0.
+// NUMA nodes come from nvmlDeviceGetNumaNodeId or, failing that, sysfs.
+//
+// Thread safety: NVML is thread-safe; the backend's own state (handles, event set) is set up
+// in Open()/Discover() under a mutex, and WaitForEvents() is meant for one health thread.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "device/device_backend.h"
+
+namespace vgpu::device {
+
+struct NvmlBackendOptions {
+  // dlopen name or path of NVML.
+  std::string library_path = "libnvidia-ml.so.1";
+  // dlopen name or path of the CUDA driver, used only for SM counts; empty: do not load it.
+  std::string cuda_library_path = "libcuda.so.1";
+  // Root of sysfs, for the NUMA-node fallback (tests point it elsewhere).
+  std::string sysfs_root = "/sys";
+};
+
+class NvmlBackend final : public DeviceBackend {
+ public:
+  // Loads NVML and initialises it. kUnavailable when the library or the driver is missing.
+  static Result<std::unique_ptr<NvmlBackend>> Open(const NvmlBackendOptions& options);
+  ~NvmlBackend() override;
+
+  std::string Describe() const override;
+  Result<std::vector<DeviceInfo>> Discover() override;
+  Result<DeviceSample> Sample(int index) override;
+  std::vector<HealthEvent> WaitForEvents(int timeout_ms) override;
+  bool SupportsEvents() const override;
+
+  // Names of the optional entry points this NVML lacks (for the startup log).
+  std::vector<std::string> MissingFunctions() const;
+
+  struct Api;  // the loaded entry points (nvml_backend.cc)
+
+ private:
+  NvmlBackend(NvmlBackendOptions options, std::unique_ptr<Api> api);
+  void SetUpEvents();
+
+  NvmlBackendOptions options_;
+  std::unique_ptr<Api> api_;
+  mutable std::mutex mu_;
+  std::vector<void*> handles_;  // nvmlDevice_t per index, filled by Discover()
+  std::vector<std::string> uuids_;
+  std::vector<std::string> bus_ids_;
+  void* event_set_ = nullptr;  // nvmlEventSet_t, or null without event support
+  bool events_set_up_ = false;
+  std::string version_;
+};
+
+// "00000000:18:00.0" or "0000:18:00.0" (any case) to "0000:18:00.0"; unchanged if it does not
+// look like a PCI address.
+std::string NormalizePciBusId(const std::string& bus_id);
+
+}  // namespace vgpu::device

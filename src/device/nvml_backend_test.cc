@@ -1,0 +1,158 @@
+// NvmlBackend against the simulated libnvidia-ml.so.1 and libcuda.so.1 (src/simgpu): discovery,
+// sampling, graceful degradation of what the simulation does not implement, the NUMA fallback
+// through sysfs, and a process that really holds device memory.
+#include "device/nvml_backend.h"
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace vgpu::device {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(NormalizePciBusIdTest, Forms) {
+  EXPECT_EQ(NormalizePciBusId("00000000:18:00.0"), "0000:18:00.0");
+  EXPECT_EQ(NormalizePciBusId("0000:2A:00.0"), "0000:2a:00.0");
+  EXPECT_EQ(NormalizePciBusId("00000001:C3:00.0"), "0001:c3:00.0");
+  EXPECT_EQ(NormalizePciBusId("garbage"), "garbage");
+}
+
+TEST(NvmlBackendOpenTest, MissingLibraryIsUnavailable) {
+  NvmlBackendOptions options;
+  options.library_path = "/nonexistent/libnvidia-ml.so.1";
+  auto backend = NvmlBackend::Open(options);
+  ASSERT_FALSE(backend.has_value());
+  EXPECT_EQ(backend.error().code(), StatusCode::kUnavailable);
+  EXPECT_NE(backend.error().message().find("/nonexistent/libnvidia-ml.so.1"), std::string::npos);
+}
+
+TEST(NvmlBackendOpenTest, NonNvmlLibraryIsRefused) {
+  NvmlBackendOptions options;
+  options.library_path = "libm.so.6";
+  auto backend = NvmlBackend::Open(options);
+  ASSERT_FALSE(backend.has_value());
+  EXPECT_NE(backend.error().message().find("not an NVML library"), std::string::npos);
+}
+
+#ifdef VGPU_SIM_NVML
+class SimNvmlTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ =
+        new fs::path(fs::temp_directory_path() / ("vgpu-device-test-" + std::to_string(getpid())));
+    fs::create_directories(*dir_ / "sys/bus/pci/devices/0000:2a:00.0");
+    std::ofstream(*dir_ / "sys/bus/pci/devices/0000:2a:00.0/numa_node") << "1\n";
+    std::ofstream(*dir_ / "devices.conf") << "model=h100\nmodel=a100 memory=4GiB\n";
+    setenv("VGPU_SIMGPU_CONFIG", (*dir_ / "devices.conf").c_str(), 1);
+    setenv("VGPU_SIMGPU_STATE", (*dir_ / "state").c_str(), 1);
+    setenv("VGPU_SIMGPU_LOG_LEVEL", "1", 1);
+    NvmlBackendOptions options;
+    options.library_path = VGPU_SIM_NVML;
+    options.cuda_library_path = VGPU_SIM_CUDA;
+    options.sysfs_root = (*dir_ / "sys").string();
+    auto opened = NvmlBackend::Open(options);
+    ASSERT_TRUE(opened.has_value()) << opened.error().ToString();
+    backend_ = opened->release();
+  }
+  static void TearDownTestSuite() {
+    delete backend_;
+    std::error_code ec;
+    fs::remove_all(*dir_, ec);
+    delete dir_;
+  }
+  static fs::path* dir_;
+  static NvmlBackend* backend_;
+};
+fs::path* SimNvmlTest::dir_ = nullptr;
+NvmlBackend* SimNvmlTest::backend_ = nullptr;
+
+TEST_F(SimNvmlTest, DiscoversDevices) {
+  auto devices = backend_->Discover();
+  ASSERT_TRUE(devices.has_value()) << devices.error().ToString();
+  ASSERT_EQ(devices->size(), 2u);
+  const DeviceInfo& a = (*devices)[0];
+  const DeviceInfo& b = (*devices)[1];
+  EXPECT_EQ(a.index, 0);
+  EXPECT_EQ(b.index, 1);
+  EXPECT_EQ(a.uuid.substr(0, 4), "GPU-");
+  EXPECT_NE(a.uuid, b.uuid);
+  EXPECT_NE(a.name.find("H100"), std::string::npos) << a.name;
+  EXPECT_EQ(a.memory_total_bytes, 80ULL << 30);
+  EXPECT_EQ(b.memory_total_bytes, 4ULL << 30);
+  EXPECT_EQ(a.pci_bus_id, "0000:18:00.0");
+  EXPECT_EQ(b.pci_bus_id, "0000:2a:00.0");
+  EXPECT_EQ(a.sm_count, 132);  // through the simulated CUDA driver
+  EXPECT_EQ(b.sm_count, 108);
+  EXPECT_EQ(a.numa_node, -1);  // no sysfs entry
+  EXPECT_EQ(b.numa_node, 1);   // from the sysfs fallback
+  EXPECT_TRUE(a.nvlink_peers.empty());
+  EXPECT_NE(backend_->Describe().find("NVML"), std::string::npos);
+}
+
+TEST_F(SimNvmlTest, SamplesDegradeGracefully) {
+  ASSERT_TRUE(backend_->Discover().has_value());
+  auto s = backend_->Sample(0);
+  ASSERT_TRUE(s.has_value()) << s.error().ToString();
+  ASSERT_TRUE(s->sm_utilization.has_value());
+  ASSERT_TRUE(s->temperature_celsius.has_value());
+  ASSERT_TRUE(s->power_watts.has_value());
+  ASSERT_TRUE(s->power_limit_watts.has_value());
+  EXPECT_DOUBLE_EQ(*s->power_limit_watts, 700.0);
+  // Not simulated: absent, not zero.
+  EXPECT_FALSE(s->pcie_transmit_bytes_per_second.has_value());
+  EXPECT_FALSE(s->pcie_replay_errors_total.has_value());
+  EXPECT_FALSE(s->nvlink_transmit_bytes_total.has_value());
+  EXPECT_TRUE(s->nvlink_links.empty());
+  EXPECT_EQ(backend_->Sample(5).error().code(), StatusCode::kNotFound);
+  // The simulated library does not export nvmlDeviceGetNumaNodeId: it is reported missing, and
+  // discovery used the sysfs fallback instead (DiscoversDevices).
+  auto missing = backend_->MissingFunctions();
+  EXPECT_NE(std::find(missing.begin(), missing.end(), "nvmlDeviceGetNumaNodeId"), missing.end());
+}
+
+TEST_F(SimNvmlTest, NoEventsOnTheSimulation) {
+  ASSERT_TRUE(backend_->Discover().has_value());
+  EXPECT_FALSE(backend_->SupportsEvents());
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(backend_->WaitForEvents(30).empty());
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(25));
+}
+
+TEST_F(SimNvmlTest, SeesAProcessThatHoldsMemory) {
+  ASSERT_TRUE(backend_->Discover().has_value());
+  void* cuda = dlopen(VGPU_SIM_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(cuda, nullptr);
+  auto retain = reinterpret_cast<int (*)(void**, int)>(dlsym(cuda, "cuDevicePrimaryCtxRetain"));
+  auto set_current = reinterpret_cast<int (*)(void*)>(dlsym(cuda, "cuCtxSetCurrent"));
+  auto alloc = reinterpret_cast<int (*)(unsigned long long*, size_t)>(dlsym(cuda, "cuMemAlloc_v2"));
+  auto free_mem = reinterpret_cast<int (*)(unsigned long long)>(dlsym(cuda, "cuMemFree_v2"));
+  ASSERT_TRUE(retain && set_current && alloc && free_mem);
+  void* ctx = nullptr;
+  ASSERT_EQ(retain(&ctx, 1), 0);
+  ASSERT_EQ(set_current(ctx), 0);
+  unsigned long long ptr = 0;
+  ASSERT_EQ(alloc(&ptr, 256ULL << 20), 0);
+
+  auto s = backend_->Sample(1);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->memory_used_bytes, 256ULL << 20);
+  ASSERT_EQ(s->processes.size(), 1u);
+  EXPECT_EQ(s->processes[0].pid, static_cast<uint32_t>(getpid()));
+  EXPECT_EQ(s->processes[0].used_memory_bytes, 256ULL << 20);
+  EXPECT_EQ(backend_->Sample(0)->memory_used_bytes, 0u);
+
+  ASSERT_EQ(free_mem(ptr), 0);
+  EXPECT_EQ(backend_->Sample(1)->memory_used_bytes, 0u);
+}
+#endif
+
+}  // namespace
+}  // namespace vgpu::device
