@@ -1,0 +1,134 @@
+#include "node/allocator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <set>
+
+#include "common/log.h"
+#include "node/unit_id.h"
+
+namespace vgpu::node {
+namespace {
+
+int64_t WallClockUnix() { return static_cast<int64_t>(std::time(nullptr)); }
+
+}  // namespace
+
+Allocator::Allocator(const NodeState* state, AssignmentStore* store, PodSync* pods,
+                     SliceManager* slices, int64_t (*now_unix)())
+    : state_(state),
+      store_(store),
+      pods_(pods),
+      slices_(slices),
+      now_unix_(now_unix != nullptr ? now_unix : WallClockUnix),
+      latency_({0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}) {}
+
+Status Allocator::CheckUnits(const std::vector<std::string>& unit_ids) const {
+  if (unit_ids.empty()) return Status::InvalidArgument("the request names no device");
+  for (const std::string& id : unit_ids) {
+    auto ref = ParseUnitId(id);
+    if (!ref) return ref.error();
+    if (state_->FindByUuid(ref->gpu_uuid) == nullptr) {
+      return Status::InvalidArgument("device ID " + id + ": GPU " + ref->gpu_uuid +
+                                     " is not on this node");
+    }
+    if (ref->unit >= state_->units_per_gpu()) {
+      return Status::InvalidArgument("device ID " + id + ": unit " + std::to_string(ref->unit) +
+                                     " is beyond the " + std::to_string(state_->units_per_gpu()) +
+                                     " units per GPU");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<ContainerAllocation> Allocator::AllocateOnce(const std::vector<std::string>& unit_ids) {
+  auto entry = store_->FindByUnits(unit_ids);
+  if (!entry) return entry.error();
+  const AssignmentEntry& e = **entry;
+  SliceSpec spec;
+  spec.pod_ns = e.pod_ns;
+  spec.pod_name = e.pod_name;
+  spec.pod_uid = e.pod_uid;
+  spec.container = e.container.name;
+  spec.priority = e.container.priority;
+  for (const AssignedDevice& d : e.container.devices) {
+    const device::DeviceInfo* info = state_->FindByUuid(d.uuid);
+    if (info == nullptr) {
+      return Status::FailedPrecondition(e.Describe() + " is assigned GPU " + d.uuid +
+                                        ", which is not on this node");
+    }
+    if (d.memory_bytes > info->memory_total_bytes) {
+      return Status::FailedPrecondition(e.Describe() + " is assigned " +
+                                        std::to_string(d.memory_bytes) + " bytes on GPU " + d.uuid +
+                                        ", which has " + std::to_string(info->memory_total_bytes));
+    }
+    spec.devices.push_back({d.uuid, info->index, d.unit, d.memory_bytes, d.cores});
+  }
+  // CUDA index order inside the container follows the node's GPU order.
+  std::sort(spec.devices.begin(), spec.devices.end(),
+            [](const SliceDevice& a, const SliceDevice& b) { return a.node_index < b.node_index; });
+  auto slice = slices_->Create(spec, now_unix_());
+  if (!slice) return slice.error().WithContext("creating the slice of " + e.Describe());
+  store_->MarkAllocated(e);
+  VGPU_LOG_INFO("allocated %s: %zu GPU(s), slice %s", e.Describe().c_str(), spec.devices.size(),
+                slice->name.c_str());
+  return BuildAllocation(*slice, slices_->layout());
+}
+
+Result<ContainerAllocation> Allocator::Allocate(const std::vector<std::string>& unit_ids) {
+  auto start = std::chrono::steady_clock::now();
+  Result<ContainerAllocation> result = Status::Internal("not run");
+  Status checked = CheckUnits(unit_ids);
+  if (!checked.ok()) {
+    result = checked;
+  } else {
+    result = AllocateOnce(unit_ids);
+    if (!result && result.error().code() == StatusCode::kNotFound && pods_ != nullptr) {
+      Status refreshed = pods_->Refresh();
+      if (!refreshed.ok()) {
+        VGPU_LOG_WARN("Allocate: %s", refreshed.ToString().c_str());
+      }
+      result = AllocateOnce(unit_ids);
+    }
+  }
+  latency_.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  if (result) {
+    ok_.fetch_add(1);
+  } else {
+    failed_.fetch_add(1);
+    VGPU_LOG_WARN("Allocate %s%s failed: %s", unit_ids.empty() ? "" : unit_ids.front().c_str(),
+                  unit_ids.size() > 1 ? ",..." : "", result.error().ToString().c_str());
+  }
+  return result;
+}
+
+std::vector<std::string> Allocator::Prefer(const std::vector<std::string>& available,
+                                           const std::vector<std::string>& must_include, int size) {
+  auto chosen = store_->Prefer(available, must_include, size);
+  if (!chosen && pods_ != nullptr) {
+    Status refreshed = pods_->Refresh();
+    if (!refreshed.ok()) VGPU_LOG_WARN("GetPreferredAllocation: %s", refreshed.ToString().c_str());
+    chosen = store_->Prefer(available, must_include, size);
+  }
+  if (chosen) {
+    preferred_.fetch_add(1);
+    return *chosen;
+  }
+  unpreferred_.fetch_add(1);
+  // No pending assignment fits: keep kubelet's own order (must_include first). Allocate will
+  // refuse these units unless they turn out to belong to an assignment.
+  std::vector<std::string> out = must_include;
+  std::set<std::string> seen(out.begin(), out.end());
+  for (const std::string& id : available) {
+    if (static_cast<int>(out.size()) >= size) break;
+    if (seen.insert(id).second) out.push_back(id);
+  }
+  VGPU_LOG_INFO(
+      "GetPreferredAllocation: no pending assignment of %d unit(s) fits the %zu "
+      "available; no preference",
+      size, available.size());
+  return out;
+}
+
+}  // namespace vgpu::node

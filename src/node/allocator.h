@@ -1,0 +1,62 @@
+// Allocator: the device plugin's decisions, independent of gRPC.
+//
+// Allocate(unit IDs) -> what one container gets. The unit IDs name exactly one container
+// assignment (AssignmentStore); its slice directory is created (SliceManager) and the
+// container's environment and mounts are built from it. No lock is shared between calls for
+// different containers: 32 pods starting at once are allocated in parallel.
+//
+// Prefer(available, must_include, size) -> the units kubelet should pick: those the scheduler
+// assigned to the pending container that fits (see AssignmentStore::Prefer).
+//
+// A lookup that finds no assignment refreshes the pod list once (PodSync, shared between
+// concurrent callers) and tries again, since kubelet may learn of a pod before our last list.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "node/assignment_store.h"
+#include "node/metrics_text.h"
+#include "node/node_state.h"
+#include "node/pod_sync.h"
+#include "node/slice.h"
+
+namespace vgpu::node {
+
+class Allocator {
+ public:
+  Allocator(const NodeState* state, AssignmentStore* store, PodSync* pods, SliceManager* slices,
+            int64_t (*now_unix)() = nullptr);
+
+  Result<ContainerAllocation> Allocate(const std::vector<std::string>& unit_ids);
+  std::vector<std::string> Prefer(const std::vector<std::string>& available,
+                                  const std::vector<std::string>& must_include, int size);
+
+  // Counters and latency for /metrics.
+  uint64_t allocations_ok() const { return ok_.load(); }
+  uint64_t allocations_failed() const { return failed_.load(); }
+  uint64_t preferences_matched() const { return preferred_.load(); }
+  uint64_t preferences_unmatched() const { return unpreferred_.load(); }
+  const Histogram& latency() const { return latency_; }
+
+ private:
+  Status CheckUnits(const std::vector<std::string>& unit_ids) const;
+  Result<ContainerAllocation> AllocateOnce(const std::vector<std::string>& unit_ids);
+
+  const NodeState* state_;
+  AssignmentStore* store_;
+  PodSync* pods_;
+  SliceManager* slices_;
+  int64_t (*now_unix_)();
+  std::atomic<uint64_t> ok_{0};
+  std::atomic<uint64_t> failed_{0};
+  std::atomic<uint64_t> preferred_{0};
+  std::atomic<uint64_t> unpreferred_{0};
+  Histogram latency_;
+};
+
+}  // namespace vgpu::node

@@ -1,0 +1,86 @@
+#include "node/node_state.h"
+
+#include <chrono>
+
+#include "node/unit_id.h"
+
+namespace vgpu::node {
+namespace {
+
+std::vector<std::string> Uuids(const std::vector<device::DeviceInfo>& devices) {
+  std::vector<std::string> out;
+  for (const auto& d : devices) out.push_back(d.uuid);
+  return out;
+}
+
+}  // namespace
+
+NodeState::NodeState(std::vector<device::DeviceInfo> devices, int units_per_gpu, HealthRules rules)
+    : devices_(std::move(devices)),
+      units_per_gpu_(units_per_gpu),
+      health_(Uuids(devices_), std::move(rules)),
+      samples_(devices_.size()) {}
+
+const device::DeviceInfo* NodeState::FindByUuid(const std::string& uuid) const {
+  for (const auto& d : devices_) {
+    if (d.uuid == uuid) return &d;
+  }
+  return nullptr;
+}
+
+std::vector<UnitView> NodeState::Units() const {
+  std::vector<UnitView> out;
+  out.reserve(devices_.size() * static_cast<size_t>(units_per_gpu_));
+  for (const auto& d : devices_) {
+    bool healthy = health_.Healthy(d.uuid);
+    for (int u = 0; u < units_per_gpu_; ++u) {
+      out.push_back({MakeUnitId(d.uuid, u), healthy, d.numa_node});
+    }
+  }
+  return out;
+}
+
+uint64_t NodeState::version() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return version_;
+}
+
+void NodeState::NotifyChanged() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++version_;
+  }
+  cv_.notify_all();
+}
+
+uint64_t NodeState::WaitForChange(uint64_t seen, int timeout_ms) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+               [&] { return version_ != seen || stopped_; });
+  return version_;
+}
+
+void NodeState::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = true;
+  }
+  cv_.notify_all();
+}
+
+bool NodeState::stopped() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stopped_;
+}
+
+void NodeState::StoreSample(int index, std::optional<device::DeviceSample> sample) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (index >= 0 && index < static_cast<int>(samples_.size())) samples_[index] = std::move(sample);
+}
+
+std::vector<std::optional<device::DeviceSample>> NodeState::Samples() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return samples_;
+}
+
+}  // namespace vgpu::node

@@ -1,0 +1,68 @@
+// NodeState: what the daemon knows about its GPUs at this moment, shared by the device plugin,
+// the metrics endpoint and the inventory publisher:
+//   - the GPUs found at startup (immutable afterwards) and the units each is split into;
+//   - their health (HealthTracker) and the latest sample of each;
+//   - a version number that changes whenever the unit list kubelet sees changes (health), with
+//     a wait for ListAndWatch streams.
+// Thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "device/device_backend.h"
+#include "node/health.h"
+
+namespace vgpu::node {
+
+struct UnitView {
+  std::string id;
+  bool healthy = true;
+  int numa_node = -1;
+};
+
+class NodeState {
+ public:
+  NodeState(std::vector<device::DeviceInfo> devices, int units_per_gpu, HealthRules rules);
+
+  const std::vector<device::DeviceInfo>& devices() const { return devices_; }
+  int units_per_gpu() const { return units_per_gpu_; }
+  HealthTracker& health() { return health_; }
+  const HealthTracker& health() const { return health_; }
+
+  // nullptr when no GPU of this node has that UUID.
+  const device::DeviceInfo* FindByUuid(const std::string& uuid) const;
+
+  // Every unit of every GPU, in GPU order, with the GPU's health.
+  std::vector<UnitView> Units() const;
+
+  uint64_t version() const;
+  // Increments the version and wakes WaitForChange() callers.
+  void NotifyChanged();
+  // Waits until the version differs from `seen`, Stop() is called, or `timeout_ms` passes.
+  // Returns the current version.
+  uint64_t WaitForChange(uint64_t seen, int timeout_ms) const;
+  void Stop();
+  bool stopped() const;
+
+  void StoreSample(int index, std::optional<device::DeviceSample> sample);
+  // Latest sample per GPU index; std::nullopt where the last sample failed or none was taken.
+  std::vector<std::optional<device::DeviceSample>> Samples() const;
+
+ private:
+  const std::vector<device::DeviceInfo> devices_;
+  const int units_per_gpu_;
+  HealthTracker health_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  uint64_t version_ = 1;
+  bool stopped_ = false;
+  std::vector<std::optional<device::DeviceSample>> samples_;
+};
+
+}  // namespace vgpu::node

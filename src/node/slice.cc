@@ -1,0 +1,266 @@
+#include "node/slice.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/log.h"
+#include "node/slice_region.h"
+
+namespace vgpu::node {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+bool SafeName(const std::string& s) {
+  if (s.empty() || s.size() > 200 || s == "." || s == "..") return false;
+  for (char c : s) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Writes `text` to `path` through a temporary file and rename, with mode `mode`.
+Status WriteFileAtomically(const std::string& path, const std::string& text, mode_t mode) {
+  std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." +
+                    std::to_string(reinterpret_cast<uintptr_t>(&text));
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::IoError("create " + tmp + ": " + std::strerror(errno));
+  size_t off = 0;
+  while (off < text.size()) {
+    ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return Status::IoError("write " + tmp + ": " + std::strerror(e));
+    }
+    off += static_cast<size_t>(n);
+  }
+  if (::fchmod(fd, mode) != 0 || ::fsync(fd) != 0) {
+    int e = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return Status::IoError("finish " + tmp + ": " + std::strerror(e));
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    return Status::IoError("rename to " + path + ": " + std::strerror(e));
+  }
+  return Status::Ok();
+}
+
+json SpecToJson(const SliceSpec& s, int64_t created) {
+  json j;
+  j["version"] = 1;
+  j["namespace"] = s.pod_ns;
+  j["pod"] = s.pod_name;
+  j["podUID"] = s.pod_uid;
+  j["container"] = s.container;
+  j["priority"] = s.priority;
+  j["created"] = created;
+  j["devices"] = json::array();
+  for (const SliceDevice& d : s.devices) {
+    j["devices"].push_back({{"uuid", d.uuid},
+                            {"index", d.node_index},
+                            {"unit", d.unit},
+                            {"memoryBytes", d.memory_bytes},
+                            {"cores", d.cores}});
+  }
+  return j;
+}
+
+bool SpecFromJson(const json& j, SliceSpec* s, int64_t* created) {
+  if (!j.is_object() || j.value("version", 0) != 1) return false;
+  s->pod_ns = j.value("namespace", "");
+  s->pod_name = j.value("pod", "");
+  s->pod_uid = j.value("podUID", "");
+  s->container = j.value("container", "");
+  s->priority = j.value("priority", 1);
+  *created = j.value("created", int64_t{0});
+  if (!j.contains("devices") || !j["devices"].is_array()) return false;
+  for (const json& d : j["devices"]) {
+    if (!d.is_object()) return false;
+    SliceDevice sd;
+    sd.uuid = d.value("uuid", "");
+    sd.node_index = d.value("index", 0);
+    sd.unit = d.value("unit", 0);
+    sd.memory_bytes = d.value("memoryBytes", uint64_t{0});
+    sd.cores = d.value("cores", 100);
+    s->devices.push_back(std::move(sd));
+  }
+  return !s->pod_uid.empty() && !s->container.empty();
+}
+
+std::string MemoryEnv(uint64_t bytes) {
+  // HAMi-core reads "<n>m" as MiB and a plain number as bytes.
+  if (bytes % (1ULL << 20) == 0) return std::to_string(bytes >> 20) + "m";
+  return std::to_string(bytes);
+}
+
+}  // namespace
+
+std::string LimitsFileText(const SliceSpec& spec, const SliceLayout& layout) {
+  std::ostringstream out;
+  out << "# vgpu slice limits for pod " << spec.pod_ns << "/" << spec.pod_name << " container "
+      << spec.container << "\n";
+  out << "# written by vgpu node at Allocate; read-only in the container\n";
+  for (size_t i = 0; i < spec.devices.size(); ++i) {
+    const SliceDevice& d = spec.devices[i];
+    out << "uuid." << i << "=" << d.uuid << "\n";
+    out << "memory." << i << "=" << d.memory_bytes << "\n";
+    out << "cores." << i << "=" << d.cores << "\n";
+  }
+  out << "priority=" << spec.priority << "\n";
+  out << "region=" << layout.container_shared_dir << "/region\n";
+  return out.str();
+}
+
+ContainerAllocation BuildAllocation(const SliceRecord& slice, const SliceLayout& layout) {
+  ContainerAllocation a;
+  const SliceSpec& spec = slice.spec;
+  std::string visible;
+  for (size_t i = 0; i < spec.devices.size(); ++i) {
+    const SliceDevice& d = spec.devices[i];
+    if (i > 0) visible += ",";
+    visible += d.uuid;
+    a.envs["CUDA_DEVICE_MEMORY_LIMIT_" + std::to_string(i)] = MemoryEnv(d.memory_bytes);
+    a.envs["CUDA_DEVICE_SM_LIMIT_" + std::to_string(i)] = std::to_string(d.cores);
+  }
+  a.envs["NVIDIA_VISIBLE_DEVICES"] = visible;
+  if (!spec.devices.empty()) {
+    a.envs["CUDA_DEVICE_SM_LIMIT"] = std::to_string(spec.devices[0].cores);
+  }
+  a.envs["CUDA_DEVICE_MEMORY_SHARED_CACHE"] = layout.container_shared_dir + "/region";
+  a.envs["CUDA_TASK_PRIORITY"] = std::to_string(spec.priority);
+  a.envs["VGPU_LIMITS_FILE"] = layout.container_limits;
+  a.envs["VGPU_SLICE"] = spec.pod_ns + "/" + spec.pod_name + "/" + spec.container;
+
+  a.mounts.push_back({layout.container_libvgpu, layout.host_libvgpu, true});
+  if (layout.preload) {
+    a.mounts.push_back({"/etc/ld.so.preload", layout.root + "/ld.so.preload", true});
+  }
+  a.mounts.push_back({layout.container_limits, slice.limits_path, true});
+  a.mounts.push_back({layout.container_shared_dir, slice.dir + "/shared", false});
+  a.annotations["vgpu.io/slice"] = slice.name;
+  return a;
+}
+
+SliceManager::SliceManager(SliceLayout layout) : layout_(std::move(layout)) {}
+
+Status SliceManager::Init() {
+  std::error_code ec;
+  fs::create_directories(layout_.root, ec);
+  if (ec) return Status::IoError("create " + layout_.root + ": " + ec.message());
+  VGPU_RETURN_IF_ERROR(
+      WriteFileAtomically(layout_.root + "/ld.so.preload", layout_.container_libvgpu + "\n", 0444));
+  if (!fs::exists(layout_.host_libvgpu, ec)) {
+    VGPU_LOG_WARN(
+        "%s does not exist on this host: containers that get GPU units will fail to "
+        "start until it is installed",
+        layout_.host_libvgpu.c_str());
+  }
+  return Status::Ok();
+}
+
+Result<SliceRecord> SliceManager::Create(const SliceSpec& spec, int64_t now_unix) {
+  if (!SafeName(spec.pod_uid)) {
+    return Status::InvalidArgument("pod UID \"" + spec.pod_uid + "\" cannot name a directory");
+  }
+  if (!SafeName(spec.container)) {
+    return Status::InvalidArgument("container name \"" + spec.container +
+                                   "\" cannot name a directory");
+  }
+  if (spec.devices.empty()) return Status::InvalidArgument("a slice needs at least one GPU");
+  SliceRecord r;
+  r.spec = spec;
+  r.name = spec.pod_uid + "_" + spec.container;
+  r.dir = layout_.root + "/" + r.name;
+  r.limits_path = r.dir + "/limits";
+  r.region_path = r.dir + "/shared/region";
+  r.created_unix = now_unix;
+  std::error_code ec;
+  fs::create_directories(r.dir + "/shared", ec);
+  if (ec) return Status::IoError("create " + r.dir + "/shared: " + ec.message());
+  // Processes in the container may run as any user: the shared directory and the region in it
+  // must be writable to them (HAMi's cache file broke for non-root users).
+  if (::chmod((r.dir + "/shared").c_str(), 01777) != 0) {
+    return Status::IoError("chmod " + r.dir + "/shared: " + std::strerror(errno));
+  }
+  // Keep the original creation time when the slice exists (a repeated Allocate).
+  {
+    std::ifstream in(r.dir + "/slice.json");
+    if (in) {
+      json old = json::parse(in, nullptr, false);
+      if (old.is_object() && old.contains("created") && old["created"].is_number_integer()) {
+        r.created_unix = old["created"].get<int64_t>();
+      }
+    }
+  }
+  VGPU_RETURN_IF_ERROR(WriteFileAtomically(r.limits_path, LimitsFileText(spec, layout_), 0444));
+  VGPU_RETURN_IF_ERROR(CreateSliceRegion(r.region_path, spec));
+  VGPU_RETURN_IF_ERROR(
+      WriteFileAtomically(r.dir + "/slice.json", SpecToJson(spec, r.created_unix).dump(2), 0644));
+  return r;
+}
+
+std::vector<SliceRecord> SliceManager::List() const {
+  std::vector<SliceRecord> out;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(layout_.root, ec)) {
+    if (!e.is_directory(ec)) continue;
+    std::ifstream in(e.path() / "slice.json");
+    if (!in) continue;
+    json j = json::parse(in, nullptr, false);
+    SliceRecord r;
+    if (!SpecFromJson(j, &r.spec, &r.created_unix)) continue;
+    r.name = e.path().filename().string();
+    r.dir = e.path().string();
+    r.limits_path = r.dir + "/limits";
+    r.region_path = r.dir + "/shared/region";
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+Status SliceManager::Remove(const std::string& name) {
+  if (!SafeName(name.substr(0, name.find('_'))) || name.find('/') != std::string::npos ||
+      name.find('_') == std::string::npos) {
+    return Status::InvalidArgument("\"" + name + "\" is not a slice name");
+  }
+  std::error_code ec;
+  fs::remove_all(layout_.root + "/" + name, ec);
+  if (ec) return Status::IoError("remove " + layout_.root + "/" + name + ": " + ec.message());
+  return Status::Ok();
+}
+
+std::vector<SliceRecord> SliceManager::CollectGarbage(const std::set<std::string>& live_pod_uids,
+                                                      int64_t now_unix, int64_t grace_seconds) {
+  std::vector<SliceRecord> removed;
+  for (SliceRecord& r : List()) {
+    if (live_pod_uids.count(r.spec.pod_uid)) continue;
+    if (now_unix - r.created_unix < grace_seconds) continue;
+    Status s = Remove(r.name);
+    if (!s.ok()) {
+      VGPU_LOG_WARN("cannot remove slice %s: %s", r.name.c_str(), s.ToString().c_str());
+      continue;
+    }
+    removed.push_back(std::move(r));
+  }
+  return removed;
+}
+
+}  // namespace vgpu::node
