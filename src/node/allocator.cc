@@ -43,7 +43,7 @@ Status Allocator::CheckUnits(const std::vector<std::string>& unit_ids) const {
 }
 
 Result<ContainerAllocation> Allocator::AllocateOnce(const std::vector<std::string>& unit_ids) {
-  auto entry = store_->FindByUnits(unit_ids);
+  auto entry = store_->Resolve(unit_ids);
   if (!entry) return entry.error();
   const AssignmentEntry& e = **entry;
   SliceSpec spec;
@@ -52,25 +52,32 @@ Result<ContainerAllocation> Allocator::AllocateOnce(const std::vector<std::strin
   spec.pod_uid = e.pod_uid;
   spec.container = e.container.name;
   spec.priority = e.container.priority;
-  for (const AssignedDevice& d : e.container.devices) {
-    const device::DeviceInfo* info = state_->FindByUuid(d.uuid);
-    if (info == nullptr) {
-      return Status::FailedPrecondition(e.Describe() + " is assigned GPU " + d.uuid +
-                                        ", which is not on this node");
+  for (const std::string& id : unit_ids) {
+    auto ref = ParseUnitId(id);
+    if (!ref) return ref.error();
+    const device::DeviceInfo* info = state_->FindByUuid(ref->gpu_uuid);
+    const AssignedDevice* assigned = nullptr;
+    for (const AssignedDevice& d : e.container.devices) {
+      if (d.uuid == ref->gpu_uuid) assigned = &d;
     }
-    if (d.memory_bytes > info->memory_total_bytes) {
+    if (info == nullptr || assigned == nullptr) {
+      return Status::Internal("unit " + id + " resolved to " + e.Describe() +
+                              ", which is not assigned its GPU");
+    }
+    if (assigned->memory_bytes > info->memory_total_bytes) {
       return Status::FailedPrecondition(e.Describe() + " is assigned " +
-                                        std::to_string(d.memory_bytes) + " bytes on GPU " + d.uuid +
-                                        ", which has " + std::to_string(info->memory_total_bytes));
+                                        std::to_string(assigned->memory_bytes >> 20) +
+                                        " MiB on GPU " + info->uuid + ", which has " +
+                                        std::to_string(info->memory_total_bytes >> 20) + " MiB");
     }
-    spec.devices.push_back({d.uuid, info->index, d.unit, d.memory_bytes, d.cores});
+    spec.devices.push_back(
+        {info->uuid, info->index, ref->unit, assigned->memory_bytes, assigned->cores});
   }
   // CUDA index order inside the container follows the node's GPU order.
   std::sort(spec.devices.begin(), spec.devices.end(),
             [](const SliceDevice& a, const SliceDevice& b) { return a.node_index < b.node_index; });
   auto slice = slices_->Create(spec, now_unix_());
   if (!slice) return slice.error().WithContext("creating the slice of " + e.Describe());
-  store_->MarkAllocated(e);
   VGPU_LOG_INFO("allocated %s: %zu GPU(s), slice %s", e.Describe().c_str(), spec.devices.size(),
                 slice->name.c_str());
   return BuildAllocation(*slice, slices_->layout());

@@ -95,10 +95,10 @@ Result<PodInfo> PodFromJson(const json& j) {
 
 }  // namespace
 
-std::vector<std::string> ContainerAssignment::UnitIds() const {
+std::vector<std::string> ContainerAssignment::GpuUuids() const {
   std::vector<std::string> ids;
   ids.reserve(devices.size());
-  for (const AssignedDevice& d : devices) ids.push_back(MakeUnitId(d.uuid, d.unit));
+  for (const AssignedDevice& d : devices) ids.push_back(d.uuid);
   std::sort(ids.begin(), ids.end());
   return ids;
 }
@@ -112,13 +112,13 @@ Result<PodAssignment> ParseAssignment(std::string_view text) {
   if (version != 1) {
     return Bad("$.version", "version " + std::to_string(version) + " is not supported (1 is)");
   }
+  PodAssignment out;
+  if (j.contains("node") && j["node"].is_string()) out.node = j["node"].get<std::string>();
   auto cs = j.find("containers");
   if (cs == j.end() || !cs->is_array() || cs->empty()) {
     return Bad("$.containers", "must be a non-empty array");
   }
-  PodAssignment out;
   std::set<std::string> names;
-  std::set<std::string> units;
   for (size_t i = 0; i < cs->size(); ++i) {
     const json& c = (*cs)[i];
     const std::string path = "$.containers[" + std::to_string(i) + "]";
@@ -132,18 +132,26 @@ Result<PodAssignment> ParseAssignment(std::string_view text) {
     if (!names.insert(ca.name).second) {
       return Bad(path + ".name", "container \"" + ca.name + "\" appears twice");
     }
-    uint64_t priority = 1;
-    VGPU_RETURN_IF_ERROR(ReadUint(c, "priority", path, 1, false, &priority));
-    ca.priority = static_cast<int>(priority);
-    auto ds = c.find("devices");
-    if (ds == c.end() || !ds->is_array() || ds->empty()) {
-      return Bad(path + ".devices", "must be a non-empty array");
+    if (c.contains("init")) {
+      if (!c["init"].is_boolean()) return Bad(path + ".init", "must be true or false");
+      ca.init = c["init"].get<bool>();
     }
-    if (ds->size() > 16) return Bad(path + ".devices", "more than 16 GPUs in one container");
+    if (c.contains("priority")) {
+      const json& p = c["priority"];
+      if (!p.is_number_integer() || p.get<int64_t>() < -1 || p.get<int64_t>() > 1) {
+        return Bad(path + ".priority", "must be -1, 0 or 1, got " + p.dump());
+      }
+      ca.priority = static_cast<int>(p.get<int64_t>());
+    }
+    auto ds = c.find("gpus");
+    if (ds == c.end() || !ds->is_array() || ds->empty()) {
+      return Bad(path + ".gpus", "must be a non-empty array");
+    }
+    if (ds->size() > 16) return Bad(path + ".gpus", "more than 16 GPUs in one container");
     std::set<std::string> gpus;
     for (size_t k = 0; k < ds->size(); ++k) {
       const json& d = (*ds)[k];
-      const std::string dpath = path + ".devices[" + std::to_string(k) + "]";
+      const std::string dpath = path + ".gpus[" + std::to_string(k) + "]";
       if (!d.is_object()) return Bad(dpath, "must be an object");
       AssignedDevice ad;
       if (!d.contains("uuid") || !d["uuid"].is_string() || d["uuid"].get<std::string>().empty()) {
@@ -154,18 +162,15 @@ Result<PodAssignment> ParseAssignment(std::string_view text) {
       if (!gpus.insert(ad.uuid).second) {
         return Bad(dpath + ".uuid", "GPU " + ad.uuid + " appears twice in one container");
       }
-      uint64_t unit = 0, mem = 0, cores = 100;
-      VGPU_RETURN_IF_ERROR(ReadUint(d, "unit", dpath, kMaxUnitsPerGpu - 1, true, &unit));
-      VGPU_RETURN_IF_ERROR(ReadUint(d, "memoryBytes", dpath, 1ULL << 50, true, &mem));
+      uint64_t index = 0, mib = 0, cores = 100;
+      VGPU_RETURN_IF_ERROR(ReadUint(d, "index", dpath, 63, false, &index));
+      VGPU_RETURN_IF_ERROR(ReadUint(d, "memory_mib", dpath, 1ULL << 30, true, &mib));
       VGPU_RETURN_IF_ERROR(ReadUint(d, "cores", dpath, 100, false, &cores));
-      if (mem == 0) return Bad(dpath + ".memoryBytes", "must be positive");
+      if (mib == 0) return Bad(dpath + ".memory_mib", "must be positive");
       if (cores == 0) return Bad(dpath + ".cores", "must be 1..100");
-      ad.unit = static_cast<int>(unit);
-      ad.memory_bytes = mem;
+      ad.index = static_cast<int>(index);
+      ad.memory_bytes = mib << 20;
       ad.cores = static_cast<int>(cores);
-      if (!units.insert(MakeUnitId(ad.uuid, ad.unit)).second) {
-        return Bad(dpath + ".unit", "unit " + MakeUnitId(ad.uuid, ad.unit) + " is used twice");
-      }
       ca.devices.push_back(std::move(ad));
     }
     out.containers.push_back(std::move(ca));
@@ -176,21 +181,48 @@ Result<PodAssignment> ParseAssignment(std::string_view text) {
 std::string FormatAssignment(const PodAssignment& assignment) {
   json j;
   j["version"] = 1;
+  j["node"] = assignment.node;
   j["containers"] = json::array();
   for (const ContainerAssignment& c : assignment.containers) {
     json jc;
     jc["name"] = c.name;
+    jc["init"] = c.init;
     jc["priority"] = c.priority;
-    jc["devices"] = json::array();
+    jc["gpus"] = json::array();
     for (const AssignedDevice& d : c.devices) {
-      jc["devices"].push_back({{"uuid", d.uuid},
-                               {"unit", d.unit},
-                               {"memoryBytes", d.memory_bytes},
-                               {"cores", d.cores}});
+      jc["gpus"].push_back({{"uuid", d.uuid},
+                            {"index", d.index},
+                            {"milli", d.cores * 10},
+                            {"memory_mib", d.memory_bytes >> 20},
+                            {"cores", d.cores}});
     }
     j["containers"].push_back(std::move(jc));
   }
   return j.dump();
+}
+
+int64_t ParseTimestampMillis(std::string_view text) {
+  std::string s(text);
+  std::tm tm{};
+  const char* rest = strptime(s.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (rest == nullptr) return 0;
+  int64_t ms = static_cast<int64_t>(timegm(&tm)) * 1000;
+  if (*rest == '.') {
+    int64_t frac = 0;
+    int digits = 0;
+    for (++rest; *rest >= '0' && *rest <= '9'; ++rest) {
+      if (digits < 3) {
+        frac = frac * 10 + (*rest - '0');
+        ++digits;
+      }
+    }
+    while (digits < 3) {
+      frac *= 10;
+      ++digits;
+    }
+    ms += frac;
+  }
+  return ms;
 }
 
 Result<PodInfo> ParsePodJson(std::string_view text) {

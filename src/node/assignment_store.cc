@@ -4,29 +4,46 @@
 #include <mutex>
 #include <tuple>
 
+#include "node/unit_id.h"
+
 namespace vgpu::node {
 namespace {
 
-std::string EntryKey(const std::string& uid, const std::string& container) {
-  return uid + "/" + container;
+bool Older(const AssignmentEntry& a, const AssignmentEntry& b) {
+  return std::tie(a.pod_created_unix, a.assigned_at_ms, a.pod_ns, a.pod_name, a.container.name) <
+         std::tie(b.pod_created_unix, b.assigned_at_ms, b.pod_ns, b.pod_name, b.container.name);
 }
 
 }  // namespace
 
+void AssignmentStore::SetUnitsLocked(const EntryPtr& e, std::vector<std::string> units) {
+  for (const std::string& u : e->units) {
+    auto it = holders_.find(u);
+    if (it == holders_.end()) continue;
+    auto& v = it->second;
+    v.erase(std::remove(v.begin(), v.end(), e), v.end());
+    if (v.empty()) holders_.erase(it);
+  }
+  std::sort(units.begin(), units.end());
+  e->units = std::move(units);
+  for (const std::string& u : e->units) holders_[u].push_back(e);
+}
+
+bool AssignmentStore::HeldByOtherLocked(const std::string& unit, const AssignmentEntry& e) const {
+  auto it = holders_.find(unit);
+  if (it == holders_.end()) return false;
+  for (const EntryPtr& h : it->second) {
+    if (h.get() == &e) continue;
+    if (h->pod_uid == e.pod_uid && (h->container.init || e.container.init)) continue;
+    return true;
+  }
+  return false;
+}
+
 std::vector<std::pair<std::string, std::string>> AssignmentStore::Update(
     const std::vector<PodInfo>& pods) {
   std::vector<std::pair<std::string, std::string>> errors;
-  std::map<std::string, bool> allocated;  // entry key -> mark
-  {
-    std::shared_lock<std::shared_mutex> lock(mu_);
-    for (const auto& [uid, entries] : by_pod_uid_) {
-      for (const EntryPtr& e : entries) {
-        allocated[EntryKey(uid, e->container.name)] = e->allocated.load();
-      }
-    }
-  }
-  std::map<std::string, EntryPtr> by_unit;
-  std::map<std::string, std::vector<EntryPtr>> by_pod;
+  std::vector<EntryPtr> fresh;
   for (const PodInfo& pod : pods) {
     if (pod.Terminated()) continue;
     auto it = pod.annotations.find(kAssignmentAnnotation);
@@ -36,171 +53,209 @@ std::vector<std::pair<std::string, std::string>> AssignmentStore::Update(
       errors.emplace_back(pod.Key(), parsed.error().message());
       continue;
     }
+    int64_t at = 0;
+    auto when = pod.annotations.find(kAssignedAtAnnotation);
+    if (when != pod.annotations.end()) at = ParseTimestampMillis(when->second);
     for (ContainerAssignment& c : parsed->containers) {
       auto e = std::make_shared<AssignmentEntry>();
       e->pod_ns = pod.ns;
       e->pod_name = pod.name;
       e->pod_uid = pod.uid;
       e->pod_created_unix = pod.created_unix;
-      e->unit_ids = c.UnitIds();
+      e->assigned_at_ms = at;
+      e->gpus = c.GpuUuids();
       e->container = std::move(c);
-      auto mark = allocated.find(EntryKey(pod.uid, e->container.name));
-      if (mark != allocated.end()) e->allocated.store(mark->second);
-      for (const std::string& u : e->unit_ids) {
-        auto [slot, inserted] = by_unit.emplace(u, e);
-        if (!inserted) {
-          // Two live containers claim one unit: the scheduler's invariant is broken. Neither
-          // may be allocated through it (a null entry poisons the unit).
-          errors.emplace_back(pod.Key(), "unit " + u + " is also assigned to " +
-                                             (slot->second ? slot->second->Describe()
-                                                           : std::string("another pod")));
-          slot->second = nullptr;
-        }
-      }
-      by_pod[pod.uid].push_back(e);
+      fresh.push_back(std::move(e));
     }
   }
   std::unique_lock<std::shared_mutex> lock(mu_);
-  by_unit_.swap(by_unit);
-  by_pod_uid_.swap(by_pod);
+  std::map<std::string, EntryPtr> entries;
+  std::map<std::string, std::vector<std::string>> keep_units;
+  std::map<std::string, bool> keep_allocated;
+  for (const auto& [key, old] : entries_) {
+    keep_units[key] = old->units;
+    keep_allocated[key] = old->allocated.load();
+  }
+  holders_.clear();
+  for (EntryPtr& e : fresh) {
+    const std::string key = Key(e->pod_uid, e->container.name);
+    if (auto u = keep_units.find(key); u != keep_units.end()) {
+      e->units = u->second;
+      e->allocated.store(keep_allocated[key]);
+    } else if (auto r = restored_.find(key); r != restored_.end()) {
+      e->units = r->second;
+      e->allocated.store(true);
+      restored_.erase(r);
+    }
+    for (const std::string& u : e->units) holders_[u].push_back(e);
+    entries[key] = std::move(e);
+  }
+  entries_.swap(entries);
   return errors;
 }
 
-Status AssignmentStore::Upsert(const PodInfo& pod) {
-  auto it = pod.annotations.find(kAssignmentAnnotation);
-  if (it == pod.annotations.end()) {
-    return Status::NotFound(pod.Key() + " has no " + kAssignmentAnnotation + " annotation");
-  }
-  auto parsed = ParseAssignment(it->second);
-  if (!parsed) return parsed.error().WithContext(pod.Key());
+void AssignmentStore::Restore(const std::string& pod_uid, const std::string& container,
+                              const std::vector<std::string>& units) {
   std::unique_lock<std::shared_mutex> lock(mu_);
-  std::map<std::string, bool> allocated;
-  auto old = by_pod_uid_.find(pod.uid);
-  if (old != by_pod_uid_.end()) {
-    for (const EntryPtr& e : old->second) {
-      allocated[e->container.name] = e->allocated.load();
-      for (const std::string& u : e->unit_ids) {
-        auto slot = by_unit_.find(u);
-        if (slot != by_unit_.end() && slot->second == e) by_unit_.erase(slot);
-      }
-    }
-    by_pod_uid_.erase(old);
+  auto it = entries_.find(Key(pod_uid, container));
+  if (it == entries_.end()) {
+    restored_[Key(pod_uid, container)] = units;
+    return;
   }
-  std::vector<EntryPtr> entries;
-  for (ContainerAssignment& c : parsed->containers) {
-    auto e = std::make_shared<AssignmentEntry>();
-    e->pod_ns = pod.ns;
-    e->pod_name = pod.name;
-    e->pod_uid = pod.uid;
-    e->pod_created_unix = pod.created_unix;
-    e->unit_ids = c.UnitIds();
-    e->container = std::move(c);
-    if (allocated.count(e->container.name)) e->allocated.store(allocated[e->container.name]);
-    for (const std::string& u : e->unit_ids) {
-      auto slot = by_unit_.find(u);
-      if (slot != by_unit_.end()) {
-        return Status::FailedPrecondition(
-            pod.Key() + ": unit " + u + " is also assigned to " +
-            (slot->second ? slot->second->Describe() : std::string("another pod")));
-      }
-    }
-    entries.push_back(std::move(e));
-  }
-  for (const EntryPtr& e : entries) {
-    for (const std::string& u : e->unit_ids) by_unit_[u] = e;
-    by_pod_uid_[pod.uid].push_back(e);
-  }
-  return Status::Ok();
-}
-
-Result<std::shared_ptr<const AssignmentEntry>> AssignmentStore::FindByUnits(
-    std::vector<std::string> unit_ids) const {
-  std::sort(unit_ids.begin(), unit_ids.end());
-  unit_ids.erase(std::unique(unit_ids.begin(), unit_ids.end()), unit_ids.end());
-  if (unit_ids.empty()) return Status::InvalidArgument("no device IDs in the request");
-  std::shared_lock<std::shared_mutex> lock(mu_);
-  EntryPtr found;
-  for (const std::string& u : unit_ids) {
-    auto it = by_unit_.find(u);
-    if (it == by_unit_.end()) continue;
-    if (it->second == nullptr) {
-      return Status::FailedPrecondition("unit " + u + " is assigned to more than one container");
-    }
-    if (found && found != it->second) {
-      return Status::FailedPrecondition("units " + unit_ids.front() + ", ... belong to two " +
-                                        "containers: " + found->Describe() + " and " +
-                                        it->second->Describe());
-    }
-    found = it->second;
-  }
-  if (!found) {
-    return Status::NotFound("no pod on this node is assigned unit " + unit_ids.front() +
-                            (unit_ids.size() > 1 ? " (or the other requested units)" : ""));
-  }
-  if (found->unit_ids != unit_ids) {
-    return Status::FailedPrecondition("kubelet chose units that differ from the assignment of " +
-                                      found->Describe() + " (requested " +
-                                      std::to_string(unit_ids.size()) + ", assigned " +
-                                      std::to_string(found->unit_ids.size()) + "; first assigned " +
-                                      found->unit_ids.front() + ")");
-  }
-  return std::shared_ptr<const AssignmentEntry>(found);
+  SetUnitsLocked(it->second, units);
+  it->second->allocated.store(true);
 }
 
 std::optional<std::vector<std::string>> AssignmentStore::Prefer(
     const std::vector<std::string>& available, const std::vector<std::string>& must_include,
-    int size) const {
-  std::set<std::string> avail(available.begin(), available.end());
-  avail.insert(must_include.begin(), must_include.end());
-  std::shared_lock<std::shared_mutex> lock(mu_);
-  const AssignmentEntry* best = nullptr;
-  for (const auto& [uid, entries] : by_pod_uid_) {
-    for (const EntryPtr& e : entries) {
-      if (e->allocated.load() || static_cast<int>(e->unit_ids.size()) != size) continue;
-      bool fits = std::all_of(e->unit_ids.begin(), e->unit_ids.end(), [&](const std::string& u) {
-        auto owner = by_unit_.find(u);
-        return avail.count(u) > 0 && owner != by_unit_.end() && owner->second == e;
-      });
-      bool includes = std::all_of(must_include.begin(), must_include.end(), [&](const auto& u) {
-        return std::binary_search(e->unit_ids.begin(), e->unit_ids.end(), u);
-      });
-      if (!fits || !includes) continue;
-      if (best == nullptr ||
-          std::tie(e->pod_created_unix, e->pod_ns, e->pod_name, e->container.name) <
-              std::tie(best->pod_created_unix, best->pod_ns, best->pod_name,
-                       best->container.name)) {
-        best = e.get();
+    int size) {
+  // Free units per GPU, in unit order.
+  std::map<std::string, std::vector<std::pair<int, std::string>>> by_gpu;
+  std::set<std::string> seen;
+  for (const auto* list : {&must_include, &available}) {
+    for (const std::string& id : *list) {
+      if (!seen.insert(id).second) continue;
+      auto ref = ParseUnitId(id);
+      if (ref) by_gpu[ref->gpu_uuid].emplace_back(ref->unit, id);
+    }
+  }
+  for (auto& [gpu, units] : by_gpu) std::sort(units.begin(), units.end());
+  std::set<std::string> must(must_include.begin(), must_include.end());
+
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  // Units kubelet must reuse (from an init container) tie the answer to that pod.
+  std::string must_pod;
+  for (const std::string& u : must) {
+    auto it = holders_.find(u);
+    if (it != holders_.end() && !it->second.empty()) must_pod = it->second.front()->pod_uid;
+  }
+  // The units `e` would get, or nullopt when some GPU of `e` has no unit for it.
+  auto pick = [&](const AssignmentEntry& e) -> std::optional<std::vector<std::string>> {
+    std::vector<std::string> out;
+    for (const std::string& gpu : e.gpus) {
+      auto free = by_gpu.find(gpu);
+      if (free == by_gpu.end()) return std::nullopt;
+      const std::string* chosen = nullptr;
+      for (const auto& [index, id] : free->second) {
+        if (std::binary_search(e.units.begin(), e.units.end(), id)) {
+          chosen = &id;  // already promised to e and still available: keep it
+          break;
+        }
+      }
+      if (chosen == nullptr) {
+        for (const auto& [index, id] : free->second) {
+          if (must.count(id)) {
+            chosen = &id;
+            break;
+          }
+        }
+      }
+      if (chosen == nullptr) {
+        for (const auto& [index, id] : free->second) {
+          if (!HeldByOtherLocked(id, e)) {
+            chosen = &id;
+            break;
+          }
+        }
+      }
+      if (chosen == nullptr) return std::nullopt;
+      out.push_back(*chosen);
+    }
+    for (const std::string& m : must) {
+      if (std::find(out.begin(), out.end(), m) == out.end()) return std::nullopt;
+    }
+    return out;
+  };
+  EntryPtr best;
+  std::vector<std::string> best_units;
+  for (const auto& [key, e] : entries_) {
+    if (e->allocated.load() || static_cast<int>(e->gpus.size()) != size) continue;
+    if (!must_pod.empty() && e->pod_uid != must_pod) continue;
+    if (best && !Older(*e, *best)) continue;
+    auto units = pick(*e);
+    if (!units) continue;
+    best = e;
+    best_units = std::move(*units);
+  }
+  if (!best) return std::nullopt;
+  SetUnitsLocked(best, best_units);
+  return best->units;
+}
+
+Result<std::shared_ptr<const AssignmentEntry>> AssignmentStore::Resolve(
+    const std::vector<std::string>& units_in) {
+  std::vector<std::string> units = units_in;
+  std::sort(units.begin(), units.end());
+  units.erase(std::unique(units.begin(), units.end()), units.end());
+  if (units.empty()) return Status::InvalidArgument("the request names no device");
+  std::vector<std::string> gpus;
+  for (const std::string& u : units) {
+    auto ref = ParseUnitId(u);
+    if (!ref) return ref.error();
+    gpus.push_back(ref->gpu_uuid);
+  }
+  std::sort(gpus.begin(), gpus.end());
+  if (std::adjacent_find(gpus.begin(), gpus.end()) != gpus.end()) {
+    return Status::InvalidArgument("two units of one GPU in one container request (" +
+                                   units.front() + ", ...)");
+  }
+  {
+    // The normal path: the units were promised by Prefer() (or allocated before: a retry).
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    auto it = holders_.find(units.front());
+    if (it != holders_.end()) {
+      EntryPtr pending, done;
+      for (const EntryPtr& h : it->second) {
+        if (h->units != units) continue;
+        (h->allocated.load() ? done : pending) = h;
+      }
+      EntryPtr found = pending ? pending : done;
+      if (found) {
+        found->allocated.store(true);
+        return std::shared_ptr<const AssignmentEntry>(found);
+      }
+      // Held, but by a container with another set: kubelet mixed units of two containers.
+      for (const EntryPtr& h : it->second) {
+        return Status::FailedPrecondition("unit " + units.front() + " is held by " + h->Describe() +
+                                          " with " + std::to_string(h->units.size()) +
+                                          " unit(s); the request has " +
+                                          std::to_string(units.size()));
       }
     }
   }
-  if (best == nullptr) return std::nullopt;
-  return best->unit_ids;
-}
-
-void AssignmentStore::MarkAllocated(const AssignmentEntry& entry) const {
-  entry.allocated.store(true);
-}
-
-void AssignmentStore::MarkAllocatedByKey(const std::string& pod_uid, const std::string& container) {
-  std::shared_lock<std::shared_mutex> lock(mu_);
-  auto it = by_pod_uid_.find(pod_uid);
-  if (it == by_pod_uid_.end()) return;
-  for (const EntryPtr& e : it->second) {
-    if (e->container.name == container) e->allocated.store(true);
+  // Units nobody was promised: give them to the oldest pending container on exactly these GPUs.
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  for (const std::string& u : units) {
+    auto it = holders_.find(u);
+    if (it != holders_.end() && !it->second.empty()) {
+      return Status::FailedPrecondition("unit " + u + " is held by " +
+                                        it->second.front()->Describe());
+    }
   }
+  EntryPtr best;
+  for (const auto& [key, e] : entries_) {
+    if (e->allocated.load() || e->gpus != gpus) continue;
+    if (!best || Older(*e, *best)) best = e;
+  }
+  if (!best) {
+    return Status::NotFound("no pod on this node is assigned GPU " + gpus.front() +
+                            (gpus.size() > 1 ? " (and the other requested GPUs)" : "") +
+                            " and still waiting for it");
+  }
+  SetUnitsLocked(best, units);
+  best->allocated.store(true);
+  return std::shared_ptr<const AssignmentEntry>(best);
 }
 
 size_t AssignmentStore::size() const {
   std::shared_lock<std::shared_mutex> lock(mu_);
-  size_t n = 0;
-  for (const auto& [uid, entries] : by_pod_uid_) n += entries.size();
-  return n;
+  return entries_.size();
 }
 
 std::set<std::string> AssignmentStore::PodUids() const {
   std::shared_lock<std::shared_mutex> lock(mu_);
   std::set<std::string> out;
-  for (const auto& [uid, entries] : by_pod_uid_) out.insert(uid);
+  for (const auto& [key, e] : entries_) out.insert(e->pod_uid);
   return out;
 }
 

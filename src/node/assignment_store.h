@@ -1,14 +1,25 @@
-// AssignmentStore: the scheduler's assignments of the pods bound to this node, indexed by unit
-// ID, so that a device-plugin request (which carries only unit IDs) finds its pod and container.
+// AssignmentStore: the scheduler's assignments of the pods bound to this node, and which unit
+// of each GPU every assigned container holds. It answers the two questions kubelet's device
+// plugin calls raise, which carry only unit IDs:
 //
-// Concurrency without a node-wide lock: lookups take a shared (reader) lock on the index for the
-// time of a map search; many Allocate calls run in parallel and never wait for each other. Only
-// Update() (the periodic pod refresh) takes the exclusive lock, for the time of swapping maps.
-// Per-container state (allocated or not) is an atomic in the entry.
+//   Prefer(available, must_include, size)  which units should kubelet give the container it is
+//       admitting? The pending container (assigned, not yet allocated) that needs `size` GPUs,
+//       all with a free unit in `available`, created first (kubelet admits pods in creation
+//       order); it is promised one free unit on each of its GPUs, and those units are returned.
+//   Resolve(units)  which container do these units belong to? The container they were promised
+//       to (exact set match). Units nobody was promised (kubelet did not ask for, or did not
+//       follow, a preference) go to the pending container whose GPU set they cover, oldest
+//       first.
 //
-// Correctness of the mapping rests on one invariant that the scheduler keeps: among the live
-// pods of a node no two containers are assigned the same unit. A set of unit IDs therefore
-// names at most one container; FindByUnits() checks that the set is exactly that container's.
+// Holdings: a unit is held by at most one container (except that an app container may take
+// over units of an init container of the same pod, as kubelet reuses them). Holdings survive
+// Update() for containers that persist; Restore() re-establishes them from the slices on disk
+// after a daemon restart.
+//
+// Concurrency: a reader-writer lock guards the maps; Resolve() for promised units (the normal
+// path) needs only the shared lock, so Allocate calls for different pods run in parallel.
+// Prefer() and the fallback of Resolve() take the exclusive lock for a map update of a few
+// microseconds; no lock is held across I/O, RPCs or the API server.
 #pragma once
 
 #include <atomic>
@@ -30,52 +41,54 @@ struct AssignmentEntry {
   std::string pod_name;
   std::string pod_uid;
   int64_t pod_created_unix = 0;
+  int64_t assigned_at_ms = 0;
   ContainerAssignment container;
-  std::vector<std::string> unit_ids;  // sorted
-  mutable std::atomic<bool> allocated{false};
+  std::vector<std::string> gpus;  // sorted UUIDs
+  // Guarded by the store's lock: the units promised or allocated to this container (sorted).
+  std::vector<std::string> units;
+  std::atomic<bool> allocated{false};
 
   std::string Describe() const { return pod_ns + "/" + pod_name + " container " + container.name; }
 };
 
 class AssignmentStore {
  public:
-  // Replaces the store's content with the assignments found on `pods`. Terminated pods are
-  // skipped; entries that persist keep their allocated mark. Returns the pods whose annotation
-  // did not parse, with the reason (for logs; such pods cannot be allocated).
+  // Replaces the assignments with those found on `pods` (terminated pods are skipped);
+  // containers that persist keep their units. Returns (pod, reason) for annotations that did
+  // not parse (such pods cannot be allocated).
   std::vector<std::pair<std::string, std::string>> Update(const std::vector<PodInfo>& pods);
 
-  // Adds or replaces one pod's assignments (tests; pods seen by an on-demand lookup).
-  Status Upsert(const PodInfo& pod);
+  // Records that `container` of pod `pod_uid` holds `units` and is allocated (a slice on disk).
+  void Restore(const std::string& pod_uid, const std::string& container,
+               const std::vector<std::string>& units);
 
-  // The container whose assigned units are exactly `unit_ids`. Errors:
-  //   kNotFound          no live assignment names any of these units;
-  //   kFailedPrecondition the units belong to an assignment but are not exactly its units, or
-  //                       belong to two different containers (kubelet chose differently from
-  //                       the scheduler).
-  Result<std::shared_ptr<const AssignmentEntry>> FindByUnits(
-      std::vector<std::string> unit_ids) const;
-
-  // The units to prefer for a container that needs `size` units: those of the pending
-  // (not yet allocated) container assignment that fits in `available` and includes
-  // `must_include`; among several, the pod created first (kubelet admits pods in creation
-  // order). std::nullopt when no pending assignment fits.
   std::optional<std::vector<std::string>> Prefer(const std::vector<std::string>& available,
                                                  const std::vector<std::string>& must_include,
-                                                 int size) const;
+                                                 int size);
 
-  // Marks a container's assignment as allocated (excluded from Prefer()).
-  void MarkAllocated(const AssignmentEntry& entry) const;
-  // Marks the containers whose slices already exist (after a daemon restart) as allocated.
-  void MarkAllocatedByKey(const std::string& pod_uid, const std::string& container);
+  // The container `units` belong to, marked allocated. Errors:
+  //   kInvalidArgument    malformed unit IDs, or two units of one GPU;
+  //   kNotFound           no assigned container matches;
+  //   kFailedPrecondition the units are promised to different containers, or only partly.
+  Result<std::shared_ptr<const AssignmentEntry>> Resolve(const std::vector<std::string>& units);
 
   size_t size() const;
   std::set<std::string> PodUids() const;
 
  private:
   using EntryPtr = std::shared_ptr<AssignmentEntry>;
+  static std::string Key(const std::string& uid, const std::string& container) {
+    return uid + "/" + container;
+  }
+  void SetUnitsLocked(const EntryPtr& e, std::vector<std::string> units);
+  // True when `unit` is held by someone other than `e` (an init container of e's own pod does
+  // not count).
+  bool HeldByOtherLocked(const std::string& unit, const AssignmentEntry& e) const;
+
   mutable std::shared_mutex mu_;
-  std::map<std::string, EntryPtr> by_unit_;                  // unit ID -> entry
-  std::map<std::string, std::vector<EntryPtr>> by_pod_uid_;  // pod uid -> its entries
+  std::map<std::string, EntryPtr> entries_;                   // by Key()
+  std::map<std::string, std::vector<EntryPtr>> holders_;      // unit ID -> holders
+  std::map<std::string, std::vector<std::string>> restored_;  // Key() -> units, until seen
 };
 
 }  // namespace vgpu::node

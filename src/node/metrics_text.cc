@@ -85,7 +85,7 @@ void MetricsBuilder::Add(const std::string& name, MetricType type, const std::st
 }
 
 void MetricsBuilder::Alias(const std::string& from, const std::string& to, const std::string& help,
-                           const std::map<std::string, std::string>& rename, const Labels& extra) {
+                           const std::map<std::string, std::string>& rename, double scale) {
   auto it = index_.find(from);
   if (it == index_.end() || families_[it->second].samples.empty()) return;
   MetricFamily copy = families_[it->second];
@@ -96,7 +96,7 @@ void MetricsBuilder::Alias(const std::string& from, const std::string& to, const
       auto r = rename.find(k);
       if (r != rename.end()) k = r->second;
     }
-    s.labels.insert(s.labels.end(), extra.begin(), extra.end());
+    s.value *= scale;
   }
   index_[to] = families_.size();
   families_.push_back(std::move(copy));

@@ -40,9 +40,9 @@ class MetricsBuilder {
   void Add(const std::string& name, MetricType type, const std::string& help, Labels labels,
            double value);
   // Adds a copy of family `from` (if it has samples) named `to`, with label names renamed by
-  // `rename` (names not in the map are kept) and `extra` labels appended.
+  // `rename` (names not in the map are kept) and values multiplied by `scale`.
   void Alias(const std::string& from, const std::string& to, const std::string& help,
-             const std::map<std::string, std::string>& rename, const Labels& extra = {});
+             const std::map<std::string, std::string>& rename, double scale = 1.0);
   bool Has(const std::string& name) const;
   // The exposition text; families in the order they were first added.
   std::string Render() const;

@@ -89,7 +89,7 @@ bool SpecFromJson(const json& j, SliceSpec* s, int64_t* created) {
   s->pod_name = j.value("pod", "");
   s->pod_uid = j.value("podUID", "");
   s->container = j.value("container", "");
-  s->priority = j.value("priority", 1);
+  s->priority = j.value("priority", -1);
   *created = j.value("created", int64_t{0});
   if (!j.contains("devices") || !j["devices"].is_array()) return false;
   for (const json& d : j["devices"]) {
@@ -124,7 +124,7 @@ std::string LimitsFileText(const SliceSpec& spec, const SliceLayout& layout) {
     out << "memory." << i << "=" << d.memory_bytes << "\n";
     out << "cores." << i << "=" << d.cores << "\n";
   }
-  out << "priority=" << spec.priority << "\n";
+  if (spec.priority >= 0) out << "priority=" << spec.priority << "\n";
   out << "region=" << layout.container_shared_dir << "/region\n";
   return out.str();
 }
@@ -145,7 +145,7 @@ ContainerAllocation BuildAllocation(const SliceRecord& slice, const SliceLayout&
     a.envs["CUDA_DEVICE_SM_LIMIT"] = std::to_string(spec.devices[0].cores);
   }
   a.envs["CUDA_DEVICE_MEMORY_SHARED_CACHE"] = layout.container_shared_dir + "/region";
-  a.envs["CUDA_TASK_PRIORITY"] = std::to_string(spec.priority);
+  if (spec.priority >= 0) a.envs["CUDA_TASK_PRIORITY"] = std::to_string(spec.priority);
   a.envs["VGPU_LIMITS_FILE"] = layout.container_limits;
   a.envs["VGPU_SLICE"] = spec.pod_ns + "/" + spec.pod_name + "/" + spec.container;
 

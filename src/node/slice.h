@@ -52,7 +52,7 @@ struct SliceSpec {
   std::string pod_name;
   std::string pod_uid;
   std::string container;
-  int priority = 1;
+  int priority = -1;                 // 0 high, 1 low, -1 not given
   std::vector<SliceDevice> devices;  // in CUDA index order inside the container
 };
 

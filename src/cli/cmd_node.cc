@@ -1,0 +1,331 @@
+// `vgpu node`: the node daemon (device plugin for kubelet, slices, health, GPU inventory,
+// Prometheus metrics). Runs until SIGTERM or SIGINT, then shuts down cleanly: the device plugin
+// socket is removed, ListAndWatch streams end, the metrics server closes.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+#include "common/log.h"
+#include "common/units.h"
+#include "device/injecting_backend.h"
+#include "device/nvml_backend.h"
+#include "node/daemon.h"
+#include "node/file_cluster.h"
+#include "node/unit_id.h"
+#ifdef VGPU_NODE_HAVE_K8S
+#include "node/kube_cluster.h"
+#endif
+
+namespace vgpu::cli {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr std::string_view kCommand = "node";
+
+struct NodeFlags {
+  bool sim = false;
+  std::string sim_config;
+  int sim_devices = 0;
+  std::string nvml_library = "libnvidia-ml.so.1";
+  std::string node_name;
+  std::string kubelet_dir = "/var/lib/kubelet/device-plugins";
+  std::string endpoint = "vgpu.sock";
+  std::string resource_name = "nvidia.com/gpu";
+  int units_per_gpu = 10;
+  std::string slice_dir = "/var/lib/vgpu/slices";
+  std::string libvgpu = "/usr/local/vgpu/libvgpu.so";
+  bool no_preload = false;
+  std::string metrics_listen = ":9394";
+  bool hami_aliases = false;
+  std::string kubeconfig;
+  std::string pods_file;
+  std::string health_recovery = "2m";
+  std::string ignore_xids = "13,31,43,45,68,109";
+  std::string sticky_xids = "48,95";
+  std::string sample_interval = "5s";
+  std::string pod_refresh = "5s";
+  int log_level = 3;
+  bool print_metrics = false;
+};
+
+Status Bad(const std::string& flag, const std::string& why) {
+  return Status::InvalidArgument(flag + ": " + why);
+}
+
+// "<domain>/<name>": a DNS subdomain and a name of letters, digits, '-', '_', '.'.
+Status CheckResourceName(const std::string& name) {
+  size_t slash = name.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == name.size() ||
+      name.find('/', slash + 1) != std::string::npos) {
+    return Bad("--resource-name", "\"" + name + "\" is not <domain>/<name> (e.g. nvidia.com/gpu)");
+  }
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+              c == '/' || (i > slash && ((c >= 'A' && c <= 'Z') || c == '_'));
+    if (!ok) {
+      return Bad("--resource-name", "\"" + name + "\" has the character '" + std::string(1, c) +
+                                        "' at position " + std::to_string(i + 1));
+    }
+  }
+  if (name.size() > 253) return Bad("--resource-name", "longer than 253 characters");
+  return Status::Ok();
+}
+
+Result<int> DurationMs(const std::string& flag, const std::string& text, int64_t min_ms,
+                       int64_t max_ms) {
+  auto ns = ParseDuration(text, flag);
+  if (!ns) return Bad(flag, ns.error().message());
+  int64_t ms = *ns / 1'000'000;
+  if (ms < min_ms || ms > max_ms) {
+    return Bad(flag, "\"" + text + "\" is outside " + std::to_string(min_ms) + " ms .. " +
+                         std::to_string(max_ms / 1000) + " s");
+  }
+  return static_cast<int>(ms);
+}
+
+std::string DefaultNodeName() {
+  if (const char* n = std::getenv("NODE_NAME"); n != nullptr && *n != '\0') return n;
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) == 0 && host[0] != '\0') return host;
+  return "";
+}
+
+Result<node::DaemonOptions> BuildOptions(const NodeFlags& f) {
+  node::DaemonOptions o;
+  o.node_name = f.node_name.empty() ? DefaultNodeName() : f.node_name;
+  if (o.node_name.empty()) return Bad("--node-name", "not given, and $NODE_NAME is not set");
+  if (f.units_per_gpu < 1 || f.units_per_gpu > node::kMaxUnitsPerGpu) {
+    return Bad("--units-per-gpu", "must be 1.." + std::to_string(node::kMaxUnitsPerGpu) + ", got " +
+                                      std::to_string(f.units_per_gpu));
+  }
+  o.units_per_gpu = f.units_per_gpu;
+  VGPU_RETURN_IF_ERROR(CheckResourceName(f.resource_name));
+  if (f.kubelet_dir.empty() || f.kubelet_dir.front() != '/') {
+    return Bad("--kubelet-dir", "must be an absolute path, got \"" + f.kubelet_dir + "\"");
+  }
+  if (f.kubelet_dir.size() + f.endpoint.size() > 100) {
+    return Bad("--kubelet-dir", "the socket path would exceed the 107 characters of a unix socket");
+  }
+  if (f.endpoint.empty() || f.endpoint.find('/') != std::string::npos ||
+      f.endpoint == "kubelet.sock") {
+    return Bad("--endpoint",
+               "must be a plain file name other than kubelet.sock, got \"" + f.endpoint + "\"");
+  }
+  o.plugin.kubelet_dir = f.kubelet_dir;
+  o.plugin.endpoint = f.endpoint;
+  o.plugin.resource_name = f.resource_name;
+  if (f.slice_dir.empty() || f.slice_dir.front() != '/') {
+    return Bad("--slice-dir", "must be an absolute path, got \"" + f.slice_dir + "\"");
+  }
+  o.slices.root = f.slice_dir;
+  if (f.libvgpu.empty() || f.libvgpu.front() != '/') {
+    return Bad("--libvgpu", "must be an absolute path, got \"" + f.libvgpu + "\"");
+  }
+  o.slices.host_libvgpu = f.libvgpu;
+  o.slices.preload = !f.no_preload;
+  o.metrics_listen = f.metrics_listen == "off" ? "" : f.metrics_listen;
+  if (!o.metrics_listen.empty()) {
+    std::string host;
+    int port = 0;
+    Status s = node::ParseListenAddress(o.metrics_listen, &host, &port);
+    if (!s.ok()) return Bad("--metrics-listen", s.message());
+  }
+  o.hami_aliases = f.hami_aliases;
+  auto recovery = DurationMs("--health-recovery", f.health_recovery, 0, 7LL * 24 * 3600 * 1000);
+  if (!recovery) return recovery.error();
+  o.health.recovery_seconds = *recovery / 1000;
+  auto ignored = node::ParseXidList(f.ignore_xids);
+  if (!ignored) return Bad("--health-ignore-xids", ignored.error().message());
+  o.health.ignored_xids = *ignored;
+  auto sticky = node::ParseXidList(f.sticky_xids);
+  if (!sticky) return Bad("--health-sticky-xids", sticky.error().message());
+  o.health.sticky_xids = *sticky;
+  auto sample = DurationMs("--sample-interval", f.sample_interval, 100, 3600 * 1000);
+  if (!sample) return sample.error();
+  o.sample_interval_ms = *sample;
+  auto refresh = DurationMs("--pod-refresh", f.pod_refresh, 100, 3600 * 1000);
+  if (!refresh) return refresh.error();
+  o.pod_refresh_ms = *refresh;
+  o.version = VGPU_VERSION;
+  return o;
+}
+
+Result<std::unique_ptr<device::DeviceBackend>> OpenBackend(const NodeFlags& f) {
+  device::NvmlBackendOptions options;
+  options.library_path = f.nvml_library;
+  if (f.sim) {
+    const fs::path dir = fs::path(LibraryDir()) / "simgpu";
+    std::error_code ec;
+    if (!fs::exists(dir / "libnvidia-ml.so.1", ec)) {
+      return Status::FailedPrecondition("--sim: the simulated GPU is not built (no " +
+                                        (dir / "libnvidia-ml.so.1").string() + ")");
+    }
+    if (!f.sim_config.empty()) {
+      if (!fs::is_regular_file(f.sim_config, ec)) {
+        return Bad("--sim-config", "no such file: " + f.sim_config);
+      }
+      setenv("VGPU_SIMGPU_CONFIG", f.sim_config.c_str(), 1);
+    } else if (f.sim_devices > 0) {
+      setenv("VGPU_SIMGPU_DEVICES", std::to_string(f.sim_devices).c_str(), 1);
+    }
+    options.library_path = (dir / "libnvidia-ml.so.1").string();
+    options.cuda_library_path = (dir / "libcuda.so.1").string();
+  }
+  auto nvml = device::NvmlBackend::Open(options);
+  if (!nvml) return nvml.error();
+  for (const std::string& name : (*nvml)->MissingFunctions()) {
+    VGPU_LOG_DEBUG("NVML lacks %s; the values it gives are not reported", name.c_str());
+  }
+  std::unique_ptr<device::DeviceBackend> backend = std::move(*nvml);
+  if (f.sim) backend = std::make_unique<device::InjectingBackend>(std::move(backend));
+  return backend;
+}
+
+Result<std::unique_ptr<node::ClusterClient>> OpenCluster(const NodeFlags& f) {
+  const bool in_cluster = std::getenv("KUBERNETES_SERVICE_HOST") != nullptr;
+  if (!f.pods_file.empty() || (f.kubeconfig.empty() && !in_cluster)) {
+    if (!f.pods_file.empty()) {
+      std::error_code ec;
+      if (!fs::is_regular_file(f.pods_file, ec)) {
+        return Bad("--pods-file", "no such file: " + f.pods_file);
+      }
+    } else {
+      VGPU_LOG_WARN(
+          "no API server (--kubeconfig not given, not in a cluster) and no "
+          "--pods-file: no pod can be allocated; the inventory is only logged");
+    }
+    return std::unique_ptr<node::ClusterClient>(new node::FileCluster(f.pods_file));
+  }
+#ifdef VGPU_NODE_HAVE_K8S
+  auto cluster = node::KubeCluster::Connect(f.kubeconfig);
+  if (!cluster) {
+    const Status& e = cluster.error();
+    if (!f.kubeconfig.empty() &&
+        (e.code() == StatusCode::kInvalidArgument || e.code() == StatusCode::kNotFound)) {
+      return Bad("--kubeconfig", e.message());
+    }
+    return e;
+  }
+  return std::unique_ptr<node::ClusterClient>(std::move(*cluster));
+#else
+  return Status::FailedPrecondition(
+      "this build has no API-server client (src/k8s); use --pods-file, or build with src/k8s");
+#endif
+}
+
+Status Run(const NodeFlags& f) {
+  if (f.log_level < 0 || f.log_level > 4) {
+    return Bad("--log-level", "must be 0..4, got " + std::to_string(f.log_level));
+  }
+  SetLogLevel(static_cast<LogLevel>(f.log_level));
+  SetLogTag("vgpu node");
+  if (f.sim_devices < 0 || f.sim_devices > 16) {
+    return Bad("--sim-devices", "must be 1..16, got " + std::to_string(f.sim_devices));
+  }
+  if (!f.sim && (!f.sim_config.empty() || f.sim_devices > 0)) {
+    return Bad(f.sim_config.empty() ? "--sim-devices" : "--sim-config", "needs --sim");
+  }
+  auto options = BuildOptions(f);
+  if (!options) return options.error();
+  if (f.print_metrics) options->metrics_listen.clear();
+  auto cluster = OpenCluster(f);
+  if (!cluster) return cluster.error();
+  auto backend = OpenBackend(f);
+  if (!backend) return backend.error();
+  device::InjectingBackend* injector =
+      f.sim ? static_cast<device::InjectingBackend*>(backend->get()) : nullptr;
+
+  // Signals are taken by sigwait below; every thread started from here on blocks them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  node::Daemon daemon(std::move(*options), std::move(*backend), cluster->get(), injector);
+  VGPU_RETURN_IF_ERROR(daemon.Start());
+  if (f.print_metrics) {
+    daemon.HousekeepNow();
+    std::string text = daemon.Metrics();
+    daemon.Stop();
+    std::fputs(text.c_str(), stdout);
+    return Status::Ok();
+  }
+  VGPU_LOG_INFO("running on node %s; metrics on %s",
+                f.node_name.empty() ? DefaultNodeName().c_str() : f.node_name.c_str(),
+                f.metrics_listen.c_str());
+  int signal = 0;
+  sigwait(&signals, &signal);
+  VGPU_LOG_INFO("%s: shutting down", signal == SIGTERM ? "SIGTERM" : "SIGINT");
+  daemon.Stop();
+  return Status::Ok();
+}
+
+}  // namespace
+
+int RunNode(int argc, char** argv) {
+  CLI::App app(
+      "Runs the vgpu node daemon: a Kubernetes device plugin that advertises each GPU as shareable "
+      "units, gives every container its own slice (libvgpu.so preloaded, a read-only limits file, "
+      "an accounting region, its GPUs), reports GPU health to kubelet, publishes the node's GPU "
+      "inventory and serves Prometheus metrics. Stops on SIGTERM.",
+      "vgpu node");
+  NodeFlags f;
+  app.add_flag("--sim", f.sim, "Use the simulated GPU (build/lib/simgpu) instead of the driver");
+  app.add_option("--sim-config", f.sim_config,
+                 "Simulated devices (see docs/simgpu.md); needs --sim");
+  app.add_option("--sim-devices", f.sim_devices, "Number of default simulated GPUs; needs --sim");
+  app.add_option("--nvml-library", f.nvml_library, "NVML library to load")->capture_default_str();
+  app.add_option("--node-name", f.node_name,
+                 "This node's name (default: $NODE_NAME, else the host name)");
+  app.add_option("--kubelet-dir", f.kubelet_dir, "kubelet's device-plugin socket directory")
+      ->capture_default_str();
+  app.add_option("--endpoint", f.endpoint, "File name of the plugin's socket in --kubelet-dir")
+      ->capture_default_str();
+  app.add_option("--resource-name", f.resource_name, "Extended resource advertised to kubelet")
+      ->capture_default_str();
+  app.add_option("--units-per-gpu", f.units_per_gpu,
+                 "Shareable units per GPU (the most containers that may share one GPU)")
+      ->capture_default_str();
+  app.add_option("--slice-dir", f.slice_dir, "Host directory of the per-container slices")
+      ->capture_default_str();
+  app.add_option("--libvgpu", f.libvgpu, "Host path of libvgpu.so, mounted into containers")
+      ->capture_default_str();
+  app.add_flag("--no-preload", f.no_preload,
+               "Do not mount /etc/ld.so.preload (the image preloads libvgpu.so itself)");
+  app.add_option("--metrics-listen", f.metrics_listen, "Address of /metrics, or 'off'")
+      ->capture_default_str();
+  app.add_flag("--hami-metric-aliases", f.hami_aliases,
+               "Also emit HAMi's metric names, for existing dashboards");
+  app.add_option("--kubeconfig", f.kubeconfig,
+                 "kubeconfig file (default: in-cluster service account when in a pod)");
+  app.add_option("--pods-file", f.pods_file,
+                 "Without an API server: read this node's pods from a JSON pod list");
+  app.add_option("--health-recovery", f.health_recovery,
+                 "A faulty GPU is healthy again after this long without a fault")
+      ->capture_default_str();
+  app.add_option("--health-ignore-xids", f.ignore_xids, "XIDs that do not make a GPU unhealthy")
+      ->capture_default_str();
+  app.add_option("--health-sticky-xids", f.sticky_xids,
+                 "XIDs after which a GPU stays unhealthy until a recovery is reported or restart")
+      ->capture_default_str();
+  app.add_option("--sample-interval", f.sample_interval, "How often GPUs are sampled")
+      ->capture_default_str();
+  app.add_option("--pod-refresh", f.pod_refresh, "How often the node's pods are listed")
+      ->capture_default_str();
+  app.add_option("--log-level", f.log_level, "0 silent, 1 errors, 2 warnings, 3 info, 4 debug")
+      ->capture_default_str();
+  app.add_flag("--print-metrics", f.print_metrics,
+               "Start, print one scrape of /metrics to stdout and exit");
+  if (auto code = ParseArgs(app, argc, argv)) return *code;
+  return ReportStatus(kCommand, Run(f));
+}
+
+}  // namespace vgpu::cli

@@ -1,0 +1,106 @@
+// Daemon: the node daemon's parts wired together, with their threads.
+//
+//   discovery   DeviceBackend::Discover() once at Start(); the GPUs do not change while it runs
+//   plugin      PluginRunner: serve the device plugin, register, follow kubelet restarts
+//   health      a thread waiting for driver events; a sampler thread (every sample_interval)
+//               that also feeds failures to the health rules; health changes reach kubelet
+//               through ListAndWatch and the API server through the inventory annotation
+//   pods        a housekeeping thread (every pod_refresh): list the node's pods, update the
+//               assignments, remove the slices of pods that are gone, publish the inventory
+//   metrics     MetricsServer on metrics_listen (empty: none)
+//
+// Start() fails (and starts nothing) when discovery fails or no GPU is found. Stop() ends
+// everything and is safe to call twice.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "device/device_backend.h"
+#include "device/injecting_backend.h"
+#include "node/allocator.h"
+#include "node/assignment_store.h"
+#include "node/cluster.h"
+#include "node/health.h"
+#include "node/inventory.h"
+#include "node/metrics_server.h"
+#include "node/node_state.h"
+#include "node/plugin_runner.h"
+#include "node/pod_sync.h"
+#include "node/slice.h"
+
+namespace vgpu::node {
+
+struct DaemonOptions {
+  std::string node_name;
+  int units_per_gpu = 10;
+  PluginOptions plugin;
+  SliceLayout slices;
+  HealthRules health;
+  std::string metrics_listen = ":9394";
+  bool hami_aliases = false;
+  int sample_interval_ms = 5000;
+  int pod_refresh_ms = 5000;
+  int64_t slice_grace_seconds = 60;
+  std::string proc_root = "/proc";
+  std::string version = "dev";
+};
+
+class Daemon {
+ public:
+  // `backend` is owned. `cluster` is not owned and must outlive the daemon. `injector`, when
+  // not null, is the backend itself seen as an InjectingBackend (enables /sim/health).
+  Daemon(DaemonOptions options, std::unique_ptr<device::DeviceBackend> backend,
+         ClusterClient* cluster, device::InjectingBackend* injector = nullptr);
+  ~Daemon();
+
+  Status Start();
+  void Stop();
+
+  std::string Metrics() const;
+  int metrics_port() const { return metrics_ ? metrics_->port() : 0; }
+  NodeState* state() { return state_.get(); }
+  Allocator* allocator() { return allocator_.get(); }
+  PluginRunner* runner() { return runner_.get(); }
+  AssignmentStore* store() { return &store_; }
+  PodSync* pods() { return pods_.get(); }
+  SliceManager* slices() { return &slices_; }
+  InventoryPublisher* inventory() { return inventory_.get(); }
+  // Runs one sampling round, one health tick and one housekeeping round now (tests).
+  void SampleNow();
+  void HousekeepNow();
+
+ private:
+  void HealthLoop();
+  void SampleLoop();
+  void HousekeepingLoop();
+  void OnHealthChanged();
+  Status Inject(const std::string& gpu, const std::string& event, uint64_t code);
+  bool WaitStop(int ms);
+
+  DaemonOptions options_;
+  std::unique_ptr<device::DeviceBackend> backend_;
+  ClusterClient* cluster_;
+  device::InjectingBackend* injector_;
+  std::unique_ptr<NodeState> state_;
+  AssignmentStore store_;
+  SliceManager slices_;
+  std::unique_ptr<PodSync> pods_;
+  std::unique_ptr<Allocator> allocator_;
+  std::unique_ptr<PluginRunner> runner_;
+  std::unique_ptr<InventoryPublisher> inventory_;
+  std::unique_ptr<MetricsServer> metrics_;
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  bool started_ = false;
+  std::atomic<bool> inventory_dirty_{true};
+};
+
+}  // namespace vgpu::node

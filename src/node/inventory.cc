@@ -1,0 +1,52 @@
+#include "node/inventory.h"
+
+#include <nlohmann/json.hpp>
+
+#include "node/assignment.h"
+
+namespace vgpu::node {
+
+std::string InventoryJson(const NodeState& state, const std::string&) {
+  // The extender's canonical order: GPUs by index, keys in a fixed order (nlohmann::ordered_json
+  // keeps insertion order).
+  nlohmann::ordered_json j;
+  j["version"] = 1;
+  j["gpus"] = nlohmann::ordered_json::array();
+  for (const device::DeviceInfo& d : state.devices()) {
+    nlohmann::ordered_json g;
+    g["uuid"] = d.uuid;
+    g["index"] = d.index;
+    g["model"] = d.name;
+    g["memory_mib"] = d.memory_total_bytes >> 20;
+    g["units"] = state.units_per_gpu();
+    g["health"] = state.health().Healthy(d.uuid) ? "healthy" : "unhealthy";
+    g["numa"] = d.numa_node;
+    g["nvlink_peers"] = d.nvlink_peers;
+    j["gpus"].push_back(std::move(g));
+  }
+  return j.dump();
+}
+
+InventoryPublisher::InventoryPublisher(ClusterClient* cluster, std::string node_name,
+                                       std::string resource_name)
+    : cluster_(cluster),
+      node_name_(std::move(node_name)),
+      resource_name_(std::move(resource_name)) {}
+
+Status InventoryPublisher::Publish(const NodeState& state) {
+  std::string text = InventoryJson(state, resource_name_);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (text == last_published_) return Status::Ok();
+  Status s = cluster_->PatchNodeAnnotations(node_name_, {{kInventoryAnnotation, text}});
+  if (!s.ok()) return s.WithContext("publishing the GPU inventory of node " + node_name_);
+  last_published_ = std::move(text);
+  ++patches_;
+  return Status::Ok();
+}
+
+uint64_t InventoryPublisher::patches() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return patches_;
+}
+
+}  // namespace vgpu::node

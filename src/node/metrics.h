@@ -1,0 +1,38 @@
+// The node daemon's /metrics: per GPU, per slice, and the daemon itself, in the Prometheus
+// text format. Names follow Prometheus conventions (prefix vgpu_, base units, _bytes, _ratio
+// for 0..1 shares, _total for counters); docs/node.md lists them. With `hami_aliases`, the
+// names HAMi's dashboards use are emitted as well (same values, HAMi's label names).
+//
+// Per-slice numbers come from three places: the slice's limits (slice.json), its accounting
+// region (what libvgpu.so charged; when the region exists), and the driver's per-process
+// memory and SM share, attributed to a slice through the process's cgroup (pod UID and
+// container ID).
+#pragma once
+
+#include <string>
+
+#include "node/allocator.h"
+#include "node/inventory.h"
+#include "node/node_state.h"
+#include "node/plugin_runner.h"
+#include "node/pod_sync.h"
+#include "node/slice.h"
+
+namespace vgpu::node {
+
+struct MetricsSources {
+  const NodeState* state = nullptr;
+  const SliceManager* slices = nullptr;
+  const PodSync* pods = nullptr;                  // optional
+  const Allocator* allocator = nullptr;           // optional
+  const PluginRunner* runner = nullptr;           // optional
+  const InventoryPublisher* inventory = nullptr;  // optional
+  std::string node_name;
+  std::string proc_root = "/proc";
+  std::string version;
+  bool hami_aliases = false;
+};
+
+std::string CollectMetrics(const MetricsSources& sources);
+
+}  // namespace vgpu::node

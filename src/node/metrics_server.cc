@@ -1,0 +1,91 @@
+#include "node/metrics_server.h"
+
+#include <httplib.h>
+
+#include <chrono>
+
+namespace vgpu::node {
+
+Status ParseListenAddress(const std::string& listen, std::string* host, int* port) {
+  size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) {
+    return Status::InvalidArgument("\"" + listen + "\" is not host:port or :port");
+  }
+  std::string h = listen.substr(0, colon);
+  std::string p = listen.substr(colon + 1);
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  if (p.empty() || p.size() > 5 || p.find_first_not_of("0123456789") != std::string::npos) {
+    return Status::InvalidArgument("\"" + listen + "\": the port must be a number 0-65535");
+  }
+  int n = std::stoi(p);
+  if (n > 65535) return Status::InvalidArgument("\"" + listen + "\": port above 65535");
+  *host = h.empty() ? "0.0.0.0" : h;
+  *port = n;
+  return Status::Ok();
+}
+
+MetricsServer::MetricsServer(std::function<std::string()> metrics, std::function<bool()> ready)
+    : metrics_(std::move(metrics)), ready_(std::move(ready)) {}
+
+MetricsServer::~MetricsServer() { Stop(); }
+
+void MetricsServer::SetInjector(Injector injector) { injector_ = std::move(injector); }
+
+Status MetricsServer::Start(const std::string& listen) {
+  std::string host;
+  int port = 0;
+  VGPU_RETURN_IF_ERROR(ParseListenAddress(listen, &host, &port));
+  server_ = std::make_unique<httplib::Server>();
+  server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics_(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain");
+  });
+  server_->Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
+    bool ready = ready_ ? ready_() : true;
+    res.status = ready ? 200 : 503;
+    res.set_content(ready ? "ready\n" : "not registered with kubelet\n", "text/plain");
+  });
+  if (injector_) {
+    server_->Post("/sim/health", [this](const httplib::Request& req, httplib::Response& res) {
+      std::string gpu = req.get_param_value("gpu");
+      std::string event = req.get_param_value("event");
+      std::string code_text = req.get_param_value("code");
+      uint64_t code = 0;
+      if (!code_text.empty()) {
+        if (code_text.size() > 9 ||
+            code_text.find_first_not_of("0123456789") != std::string::npos) {
+          res.status = 400;
+          res.set_content("code: \"" + code_text + "\" is not a number\n", "text/plain");
+          return;
+        }
+        code = std::stoull(code_text);
+      }
+      Status s = injector_(gpu, event, code);
+      res.status =
+          s.ok() ? 200
+                 : (s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kNotFound
+                        ? 400
+                        : 500);
+      res.set_content(s.ok() ? "injected\n" : s.message() + "\n", "text/plain");
+    });
+  }
+  if (port == 0) {
+    port = server_->bind_to_any_port(host);
+    if (port < 0) return Status::Unavailable("cannot listen on " + listen);
+  } else if (!server_->bind_to_port(host, port)) {
+    return Status::Unavailable("cannot listen on " + listen + " (in use or not permitted)");
+  }
+  port_ = port;
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  return Status::Ok();
+}
+
+void MetricsServer::Stop() {
+  if (server_) server_->stop();
+  if (thread_.joinable()) thread_.join();
+  server_.reset();
+}
+
+}  // namespace vgpu::node

@@ -1,0 +1,49 @@
+// The daemon's small HTTP server (cpp-httplib):
+//   GET  /metrics   Prometheus text format 0.0.4
+//   GET  /healthz   200 while the daemon runs
+//   GET  /readyz    200 once registered with kubelet, else 503
+//   POST /sim/health?gpu=<uuid or index>&event=<xid|ecc-dbe|recovered|lost|found>[&code=N]
+//                   fault injection; present only when an injector is set (vgpu node --sim)
+// Serves on its own threads; Stop() returns after the listener closed.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "common/result.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace vgpu::node {
+
+class MetricsServer {
+ public:
+  using Injector =
+      std::function<Status(const std::string& gpu, const std::string& event, uint64_t code)>;
+
+  MetricsServer(std::function<std::string()> metrics, std::function<bool()> ready);
+  ~MetricsServer();
+
+  void SetInjector(Injector injector);
+  // `listen` is "host:port" or ":port" (all interfaces); port 0 picks a free port.
+  Status Start(const std::string& listen);
+  int port() const { return port_; }
+  void Stop();
+
+ private:
+  std::function<std::string()> metrics_;
+  std::function<bool()> ready_;
+  Injector injector_;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+// Splits "host:port" / ":port" / "[v6]:port"; kInvalidArgument with the reason.
+Status ParseListenAddress(const std::string& listen, std::string* host, int* port);
+
+}  // namespace vgpu::node
