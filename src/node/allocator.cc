@@ -5,6 +5,7 @@
 #include <ctime>
 #include <set>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "node/unit_id.h"
 
@@ -112,11 +113,12 @@ Result<ContainerAllocation> Allocator::Allocate(const std::vector<std::string>& 
 
 std::vector<std::string> Allocator::Prefer(const std::vector<std::string>& available,
                                            const std::vector<std::string>& must_include, int size) {
-  auto chosen = store_->Prefer(available, must_include, size);
+  const int64_t now_ms = MonotonicClock::Instance().NowNanos() / 1'000'000;
+  auto chosen = store_->Prefer(available, must_include, size, now_ms);
   if (!chosen && pods_ != nullptr) {
     Status refreshed = pods_->Refresh();
     if (!refreshed.ok()) VGPU_LOG_WARN("GetPreferredAllocation: %s", refreshed.ToString().c_str());
-    chosen = store_->Prefer(available, must_include, size);
+    chosen = store_->Prefer(available, must_include, size, now_ms);
   }
   if (chosen) {
     preferred_.fetch_add(1);

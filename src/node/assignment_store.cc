@@ -9,9 +9,13 @@
 namespace vgpu::node {
 namespace {
 
+// Kubelet admits pods in creation order, and a pod's init containers before its app containers.
 bool Older(const AssignmentEntry& a, const AssignmentEntry& b) {
-  return std::tie(a.pod_created_unix, a.assigned_at_ms, a.pod_ns, a.pod_name, a.container.name) <
-         std::tie(b.pod_created_unix, b.assigned_at_ms, b.pod_ns, b.pod_name, b.container.name);
+  const bool a_app = !a.container.init;
+  const bool b_app = !b.container.init;
+  return std::tie(a.pod_created_unix, a.assigned_at_ms, a.pod_ns, a.pod_name, a_app,
+                  a.container.name) < std::tie(b.pod_created_unix, b.assigned_at_ms, b.pod_ns,
+                                               b.pod_name, b_app, b.container.name);
 }
 
 }  // namespace
@@ -72,9 +76,11 @@ std::vector<std::pair<std::string, std::string>> AssignmentStore::Update(
   std::map<std::string, EntryPtr> entries;
   std::map<std::string, std::vector<std::string>> keep_units;
   std::map<std::string, bool> keep_allocated;
+  std::map<std::string, int64_t> keep_promised;
   for (const auto& [key, old] : entries_) {
     keep_units[key] = old->units;
     keep_allocated[key] = old->allocated.load();
+    keep_promised[key] = old->promised_at_ms;
   }
   holders_.clear();
   for (EntryPtr& e : fresh) {
@@ -82,6 +88,7 @@ std::vector<std::pair<std::string, std::string>> AssignmentStore::Update(
     if (auto u = keep_units.find(key); u != keep_units.end()) {
       e->units = u->second;
       e->allocated.store(keep_allocated[key]);
+      e->promised_at_ms = keep_promised[key];
     } else if (auto r = restored_.find(key); r != restored_.end()) {
       e->units = r->second;
       e->allocated.store(true);
@@ -108,7 +115,7 @@ void AssignmentStore::Restore(const std::string& pod_uid, const std::string& con
 
 std::optional<std::vector<std::string>> AssignmentStore::Prefer(
     const std::vector<std::string>& available, const std::vector<std::string>& must_include,
-    int size) {
+    int size, int64_t now_ms) {
   // Free units per GPU, in unit order.
   std::map<std::string, std::vector<std::pair<int, std::string>>> by_gpu;
   std::set<std::string> seen;
@@ -171,6 +178,8 @@ std::optional<std::vector<std::string>> AssignmentStore::Prefer(
   for (const auto& [key, e] : entries_) {
     if (e->allocated.load() || static_cast<int>(e->gpus.size()) != size) continue;
     if (!must_pod.empty() && e->pod_uid != must_pod) continue;
+    // A live promise means kubelet is about to allocate this container: offer the next one.
+    if (e->promised_at_ms != 0 && now_ms - e->promised_at_ms < promise_ttl_ms_) continue;
     if (best && !Older(*e, *best)) continue;
     auto units = pick(*e);
     if (!units) continue;
@@ -179,6 +188,7 @@ std::optional<std::vector<std::string>> AssignmentStore::Prefer(
   }
   if (!best) return std::nullopt;
   SetUnitsLocked(best, best_units);
+  best->promised_at_ms = now_ms;
   return best->units;
 }
 

@@ -3,9 +3,12 @@
 // plugin calls raise, which carry only unit IDs:
 //
 //   Prefer(available, must_include, size)  which units should kubelet give the container it is
-//       admitting? The pending container (assigned, not yet allocated) that needs `size` GPUs,
-//       all with a free unit in `available`, created first (kubelet admits pods in creation
-//       order); it is promised one free unit on each of its GPUs, and those units are returned.
+//       admitting? The pending container (assigned, not yet allocated, no promise younger than
+//       the promise TTL) that needs `size` GPUs, all with a free unit in `available`, created
+//       first (kubelet admits pods in creation order, and calls Allocate right after
+//       GetPreferredAllocation); it is promised one free unit on each of its GPUs, and those
+//       units are returned. A promise that was not followed by an Allocate within the TTL
+//       lapses (the pod's admission failed or kubelet chose otherwise).
 //   Resolve(units)  which container do these units belong to? The container they were promised
 //       to (exact set match). Units nobody was promised (kubelet did not ask for, or did not
 //       follow, a preference) go to the pending container whose GPU set they cover, oldest
@@ -46,6 +49,7 @@ struct AssignmentEntry {
   std::vector<std::string> gpus;  // sorted UUIDs
   // Guarded by the store's lock: the units promised or allocated to this container (sorted).
   std::vector<std::string> units;
+  int64_t promised_at_ms = 0;  // when Prefer() last promised `units`; 0: never
   std::atomic<bool> allocated{false};
 
   std::string Describe() const { return pod_ns + "/" + pod_name + " container " + container.name; }
@@ -53,6 +57,10 @@ struct AssignmentEntry {
 
 class AssignmentStore {
  public:
+  static constexpr int64_t kDefaultPromiseTtlMs = 30'000;
+  explicit AssignmentStore(int64_t promise_ttl_ms = kDefaultPromiseTtlMs)
+      : promise_ttl_ms_(promise_ttl_ms) {}
+
   // Replaces the assignments with those found on `pods` (terminated pods are skipped);
   // containers that persist keep their units. Returns (pod, reason) for annotations that did
   // not parse (such pods cannot be allocated).
@@ -62,9 +70,10 @@ class AssignmentStore {
   void Restore(const std::string& pod_uid, const std::string& container,
                const std::vector<std::string>& units);
 
+  // `now_ms`: a monotonic clock in milliseconds (for promise ages).
   std::optional<std::vector<std::string>> Prefer(const std::vector<std::string>& available,
                                                  const std::vector<std::string>& must_include,
-                                                 int size);
+                                                 int size, int64_t now_ms);
 
   // The container `units` belong to, marked allocated. Errors:
   //   kInvalidArgument    malformed unit IDs, or two units of one GPU;
@@ -85,6 +94,7 @@ class AssignmentStore {
   // not count).
   bool HeldByOtherLocked(const std::string& unit, const AssignmentEntry& e) const;
 
+  const int64_t promise_ttl_ms_;
   mutable std::shared_mutex mu_;
   std::map<std::string, EntryPtr> entries_;                   // by Key()
   std::map<std::string, std::vector<EntryPtr>> holders_;      // unit ID -> holders

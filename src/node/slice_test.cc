@@ -1,0 +1,140 @@
+#include "node/slice.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace vgpu::node {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class SliceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() / ("vgpu-slice-test-" + std::to_string(getpid()));
+    fs::remove_all(root_);
+    layout_.root = (root_ / "slices").string();
+    layout_.host_libvgpu = (root_ / "libvgpu.so").string();
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  SliceSpec Spec(const std::string& uid) {
+    SliceSpec s;
+    s.pod_ns = "ns";
+    s.pod_name = "pod-" + uid;
+    s.pod_uid = uid;
+    s.container = "main";
+    s.priority = 0;
+    s.devices = {{"GPU-a", 0, 3, 8ULL << 30, 30}, {"GPU-b", 1, 0, (1ULL << 30) + 5, 100}};
+    return s;
+  }
+
+  fs::path root_;
+  SliceLayout layout_;
+};
+
+TEST_F(SliceTest, CreatesTheSliceDirectory) {
+  SliceManager m(layout_);
+  ASSERT_TRUE(m.Init().ok());
+  EXPECT_EQ(ReadFile(layout_.root + "/ld.so.preload"), "/usr/local/vgpu/libvgpu.so\n");
+  auto r = m.Create(Spec("u1"), 1000);
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  EXPECT_EQ(r->name, "u1_main");
+  EXPECT_EQ(r->dir, layout_.root + "/u1_main");
+  const std::string limits = ReadFile(r->limits_path);
+  EXPECT_NE(limits.find("uuid.0=GPU-a\nmemory.0=8589934592\ncores.0=30\n"), std::string::npos)
+      << limits;
+  EXPECT_NE(limits.find("uuid.1=GPU-b\nmemory.1=1073741829\ncores.1=100\n"), std::string::npos);
+  EXPECT_NE(limits.find("priority=0\n"), std::string::npos);
+  EXPECT_NE(limits.find("region=/usr/local/vgpu/shared/region\n"), std::string::npos);
+  struct stat st;
+  ASSERT_EQ(stat(r->limits_path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0444u);
+  ASSERT_EQ(stat((r->dir + "/shared").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 01777, 01777u);
+  auto listed = m.List();
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].spec.pod_name, "pod-u1");
+  EXPECT_EQ(listed[0].spec.devices[0].unit, 3);
+  EXPECT_EQ(listed[0].spec.devices[1].memory_bytes, (1ULL << 30) + 5);
+  EXPECT_EQ(listed[0].created_unix, 1000);
+  // A repeated Allocate rewrites the same slice and keeps its creation time.
+  auto again = m.Create(Spec("u1"), 2000);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->created_unix, 1000);
+  EXPECT_EQ(m.List().size(), 1u);
+}
+
+TEST_F(SliceTest, AllocationGivesTheContainerItsSlice) {
+  SliceManager m(layout_);
+  ASSERT_TRUE(m.Init().ok());
+  auto r = m.Create(Spec("u2"), 1);
+  ASSERT_TRUE(r.has_value());
+  ContainerAllocation a = BuildAllocation(*r, layout_);
+  EXPECT_EQ(a.envs["NVIDIA_VISIBLE_DEVICES"], "GPU-a,GPU-b");
+  EXPECT_EQ(a.envs["CUDA_DEVICE_MEMORY_LIMIT_0"], "8192m");
+  EXPECT_EQ(a.envs["CUDA_DEVICE_MEMORY_LIMIT_1"], "1073741829");
+  EXPECT_EQ(a.envs["CUDA_DEVICE_SM_LIMIT"], "30");
+  EXPECT_EQ(a.envs["CUDA_DEVICE_SM_LIMIT_1"], "100");
+  EXPECT_EQ(a.envs["CUDA_DEVICE_MEMORY_SHARED_CACHE"], "/usr/local/vgpu/shared/region");
+  EXPECT_EQ(a.envs["VGPU_LIMITS_FILE"], "/etc/vgpu/limits");
+  EXPECT_EQ(a.envs["CUDA_TASK_PRIORITY"], "0");
+  ASSERT_EQ(a.mounts.size(), 4u);
+  EXPECT_EQ(a.mounts[0].container_path, "/usr/local/vgpu/libvgpu.so");
+  EXPECT_EQ(a.mounts[0].host_path, layout_.host_libvgpu);
+  EXPECT_TRUE(a.mounts[0].read_only);
+  EXPECT_EQ(a.mounts[1].container_path, "/etc/ld.so.preload");
+  EXPECT_TRUE(a.mounts[1].read_only);
+  EXPECT_EQ(a.mounts[2].container_path, "/etc/vgpu/limits");
+  EXPECT_EQ(a.mounts[2].host_path, r->limits_path);
+  EXPECT_TRUE(a.mounts[2].read_only);
+  EXPECT_EQ(a.mounts[3].container_path, "/usr/local/vgpu/shared");
+  EXPECT_FALSE(a.mounts[3].read_only);
+  layout_.preload = false;
+  EXPECT_EQ(BuildAllocation(*r, layout_).mounts.size(), 3u);
+}
+
+TEST_F(SliceTest, RefusesUnsafeNames) {
+  SliceManager m(layout_);
+  ASSERT_TRUE(m.Init().ok());
+  SliceSpec s = Spec("../etc");
+  EXPECT_EQ(m.Create(s, 1).error().code(), StatusCode::kInvalidArgument);
+  s = Spec("u3");
+  s.container = "a/b";
+  EXPECT_EQ(m.Create(s, 1).error().code(), StatusCode::kInvalidArgument);
+  s = Spec("u3");
+  s.devices.clear();
+  EXPECT_EQ(m.Create(s, 1).error().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(SliceTest, GarbageCollectionRemovesSlicesOfGonePods) {
+  SliceManager m(layout_);
+  ASSERT_TRUE(m.Init().ok());
+  ASSERT_TRUE(m.Create(Spec("live"), 100).has_value());
+  ASSERT_TRUE(m.Create(Spec("gone"), 100).has_value());
+  ASSERT_TRUE(m.Create(Spec("young"), 195).has_value());
+  auto removed = m.CollectGarbage({"live"}, 200, 60);
+  ASSERT_EQ(removed.size(), 1u);
+  EXPECT_EQ(removed[0].spec.pod_uid, "gone");
+  EXPECT_FALSE(fs::exists(layout_.root + "/gone_main"));
+  EXPECT_TRUE(fs::exists(layout_.root + "/live_main"));
+  EXPECT_TRUE(fs::exists(layout_.root + "/young_main"));  // within the grace period
+  EXPECT_TRUE(fs::exists(layout_.root + "/ld.so.preload"));
+  EXPECT_EQ(m.CollectGarbage({"live"}, 1000, 60).size(), 1u);
+  EXPECT_EQ(m.List().size(), 1u);
+}
+
+}  // namespace
+}  // namespace vgpu::node
