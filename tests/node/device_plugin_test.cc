@@ -1,0 +1,336 @@
+// The node daemon driven by a kubelet emulator over real gRPC on unix sockets, with the real
+// v1beta1 messages: registration, ListAndWatch, preferred allocations and 32 concurrent
+// Allocate calls for different pods (each container gets its own limits), a kubelet restart,
+// a GPU going unhealthy and healthy again, /metrics through promtool, slice housekeeping and a
+// graceful stop. GPUs come from the scriptable FakeBackend; pods from FakeCluster.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "device/fake_backend.h"
+#include "kubelet_emulator.h"
+#include "node/daemon.h"
+#include "node/fake_cluster.h"
+#include "node/test_pods.h"
+
+namespace vgpu::node {
+namespace {
+
+namespace fs = std::filesystem;
+using vgpu::testing::KubeletEmulator;
+
+constexpr int kGpus = 4;
+constexpr int kUnits = 10;
+constexpr int kPods = 32;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class DevicePluginTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Unix socket paths are limited to 107 bytes: keep the directory short.
+    root_ = "/tmp/vgpu-dp-" + std::to_string(getpid());
+    fs::remove_all(root_);
+    kubelet_dir_ = root_ + "/kubelet";
+    kubelet_ = std::make_unique<KubeletEmulator>(kubelet_dir_);
+    ASSERT_TRUE(kubelet_->Start());
+
+    auto backend = std::make_unique<device::FakeBackend>();
+    backend->AddDefaultDevices(kGpus);
+    fake_ = backend.get();
+    for (int i = 0; i < kGpus; ++i) uuids_.push_back(fake_->Discover()->at(i).uuid);
+
+    DaemonOptions o;
+    o.node_name = "gpu-node-1";
+    o.units_per_gpu = kUnits;
+    o.plugin.kubelet_dir = kubelet_dir_;
+    o.plugin.retry_ms = 100;
+    o.slices.root = root_ + "/slices";
+    o.slices.host_libvgpu = root_ + "/libvgpu.so";
+    o.health.recovery_seconds = 1;
+    o.metrics_listen = "127.0.0.1:0";
+    o.hami_aliases = true;
+    o.sample_interval_ms = 100;
+    o.pod_refresh_ms = 3'600'000;  // pods are listed on demand only
+    o.slice_grace_seconds = 0;
+    o.version = "test";
+    daemon_ = std::make_unique<Daemon>(o, std::move(backend), &cluster_);
+    ASSERT_TRUE(daemon_->Start().ok());
+    ASSERT_TRUE(kubelet_->WaitForRegistrations(1, 10'000));
+  }
+
+  void TearDown() override {
+    daemon_.reset();
+    kubelet_.reset();
+    fs::remove_all(root_);
+  }
+
+  // Units kubelet may still hand out: healthy and not allocated.
+  std::vector<std::string> Available() const {
+    std::vector<std::string> out;
+    for (const auto& d : kubelet_->devices()) {
+      if (d.health() == "Healthy" && !allocated_.count(d.id())) out.push_back(d.id());
+    }
+    return out;
+  }
+
+  static bool AllHealthy(const std::vector<v1beta1::Device>& devices) {
+    return devices.size() == kGpus * kUnits &&
+           std::all_of(devices.begin(), devices.end(),
+                       [](const auto& d) { return d.health() == "Healthy"; });
+  }
+
+  std::string Scrape() {
+    httplib::Client client("127.0.0.1", daemon_->metrics_port());
+    auto res = client.Get("/metrics");
+    return res && res->status == 200 ? res->body : "";
+  }
+
+  std::string root_;
+  std::string kubelet_dir_;
+  std::unique_ptr<KubeletEmulator> kubelet_;
+  device::FakeBackend* fake_ = nullptr;
+  std::vector<std::string> uuids_;
+  FakeCluster cluster_;
+  std::unique_ptr<Daemon> daemon_;
+  std::set<std::string> allocated_;
+};
+
+TEST_F(DevicePluginTest, RegistersAndListsUnits) {
+  v1beta1::RegisterRequest r = kubelet_->last_registration();
+  EXPECT_EQ(r.version(), "v1beta1");
+  EXPECT_EQ(r.endpoint(), "vgpu.sock");
+  EXPECT_EQ(r.resource_name(), "nvidia.com/gpu");
+  EXPECT_TRUE(r.options().get_preferred_allocation_available());
+  ASSERT_TRUE(kubelet_->WaitForDevices(AllHealthy, 5000));
+  auto devices = kubelet_->devices();
+  std::set<std::string> ids;
+  for (const auto& d : devices) ids.insert(d.id());
+  EXPECT_EQ(ids.size(), static_cast<size_t>(kGpus * kUnits));
+  EXPECT_TRUE(ids.count(uuids_[3] + "-9"));
+  // NUMA topology of the fake GPUs (0, 0, 1, 1).
+  for (const auto& d : devices) {
+    ASSERT_EQ(d.topology().nodes_size(), 1);
+    int gpu = static_cast<int>(
+        std::find(uuids_.begin(), uuids_.end(), d.id().substr(0, d.id().rfind('-'))) -
+        uuids_.begin());
+    EXPECT_EQ(d.topology().nodes(0).id(), gpu < 2 ? 0 : 1);
+  }
+  EXPECT_TRUE(kubelet_->plugin_options().get_preferred_allocation_available());
+  EXPECT_TRUE(kubelet_->PreStartContainer({uuids_[0] + "-0"}).ok());
+  // The inventory reached the API server.
+  daemon_->HousekeepNow();
+  auto annotations = cluster_.NodeAnnotations("gpu-node-1");
+  ASSERT_TRUE(annotations.count("vgpu.io/gpu-inventory"));
+  EXPECT_NE(annotations["vgpu.io/gpu-inventory"].find("\"units\":10"), std::string::npos);
+}
+
+TEST_F(DevicePluginTest, ThirtyTwoConcurrentAllocationsEachGetTheirOwnSlice) {
+  ASSERT_TRUE(kubelet_->WaitForDevices(AllHealthy, 5000));
+  // 32 pods bound to this node at once, 8 per GPU, each with its own memory and compute share.
+  // The daemon has not listed them yet: the first preference makes it list (on demand).
+  std::map<std::string, testing::GpuShare> share;
+  for (int i = 0; i < kPods; ++i) {
+    std::string name = "pod-" + std::to_string(i);
+    testing::GpuShare g{uuids_[i % kGpus], 1000 + static_cast<uint64_t>(i), 1 + i};
+    share[name] = g;
+    cluster_.UpsertPod(testing::PodWith(name, "gpu-node-1", {g}, 1000 + i));
+  }
+  // kubelet admits pods one by one: a preference each (all units still on offer, as none is
+  // allocated yet), and the Allocate calls all arrive together.
+  std::vector<std::vector<std::string>> units(kPods);
+  for (int i = 0; i < kPods; ++i) {
+    ASSERT_TRUE(kubelet_->GetPreferredAllocation(Available(), {}, 1, &units[i]).ok());
+    ASSERT_EQ(units[i].size(), 1u);
+  }
+  std::vector<v1beta1::ContainerAllocateResponse> responses(kPods);
+  std::vector<grpc::Status> statuses(kPods);
+  std::atomic<int> ready{0};
+  std::vector<std::thread> threads;
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kPods; ++i) {
+    threads.emplace_back([&, i] {
+      ready.fetch_add(1);
+      while (ready.load() < kPods) std::this_thread::yield();
+      statuses[i] = kubelet_->Allocate(units[i], &responses[i]);
+    });
+  }
+  for (auto& t : threads) t.join();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::fprintf(stderr, "32 concurrent Allocate calls: %.1f ms\n", seconds * 1000);
+  EXPECT_LT(seconds, 5.0);
+  EXPECT_LE(cluster_.list_count(), 4);  // on-demand lists are shared
+
+  std::set<std::string> slices;
+  for (int i = 0; i < kPods; ++i) {
+    ASSERT_TRUE(statuses[i].ok()) << statuses[i].error_message();
+    const auto& envs = responses[i].envs();
+    // Which pod did these units go to? Its limits must be its own.
+    ASSERT_TRUE(envs.count("VGPU_SLICE"));
+    std::string slice = envs.at("VGPU_SLICE");
+    slices.insert(slice);
+    std::string pod = slice.substr(slice.find('/') + 1);
+    pod = pod.substr(0, pod.find('/'));
+    // Preferences go to pods in creation order.
+    EXPECT_EQ(pod, "pod-" + std::to_string(i));
+    const testing::GpuShare& g = share.at(pod);
+    EXPECT_EQ(envs.at("NVIDIA_VISIBLE_DEVICES"), g.uuid);
+    EXPECT_EQ(units[i][0].substr(0, g.uuid.size()), g.uuid);
+    EXPECT_EQ(envs.at("CUDA_DEVICE_MEMORY_LIMIT_0"), std::to_string(g.memory_mib) + "m");
+    EXPECT_EQ(envs.at("CUDA_DEVICE_SM_LIMIT"), std::to_string(g.cores));
+    EXPECT_EQ(envs.at("CUDA_DEVICE_MEMORY_SHARED_CACHE"), "/usr/local/vgpu/shared/region");
+    EXPECT_EQ(envs.at("VGPU_LIMITS_FILE"), "/etc/vgpu/limits");
+    // The read-only limits file on the host says the same.
+    std::string limits_host;
+    for (const auto& m : responses[i].mounts()) {
+      if (m.container_path() == "/etc/vgpu/limits") {
+        EXPECT_TRUE(m.read_only());
+        limits_host = m.host_path();
+      }
+    }
+    ASSERT_FALSE(limits_host.empty());
+    std::string limits = ReadFile(limits_host);
+    EXPECT_NE(limits.find("memory.0=" + std::to_string(g.memory_mib << 20) + "\n"),
+              std::string::npos)
+        << limits;
+    EXPECT_NE(limits.find("uuid.0=" + g.uuid + "\n"), std::string::npos);
+    EXPECT_NE(limits.find("pod " + std::string("default/") + pod + " "), std::string::npos);
+    allocated_.insert(units[i][0]);
+  }
+  EXPECT_EQ(slices.size(), static_cast<size_t>(kPods));
+  EXPECT_EQ(allocated_.size(), static_cast<size_t>(kPods));
+
+  // A repeated Allocate (kubelet retry) returns the same slice.
+  v1beta1::ContainerAllocateResponse again;
+  ASSERT_TRUE(kubelet_->Allocate(units[5], &again).ok());
+  EXPECT_EQ(again.envs().at("VGPU_SLICE"), responses[5].envs().at("VGPU_SLICE"));
+  // Units of no pod, and units of two pods, are refused with a reason.
+  v1beta1::ContainerAllocateResponse none;
+  grpc::Status s = kubelet_->Allocate({units[0][0], units[1][0]}, &none);
+  EXPECT_FALSE(s.ok());
+  s = kubelet_->Allocate({"GPU-not-here-0"}, &none);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("not on this node"), std::string::npos);
+
+  // Metrics: one slice series per pod, and promtool accepts the page.
+  std::string metrics = Scrape();
+  ASSERT_FALSE(metrics.empty());
+  size_t count = 0;
+  for (size_t p = metrics.find("\nvgpu_slice_memory_limit_bytes{"); p != std::string::npos;
+       p = metrics.find("\nvgpu_slice_memory_limit_bytes{", p + 1)) {
+    ++count;
+  }
+  EXPECT_EQ(count, static_cast<size_t>(kPods));
+  EXPECT_NE(metrics.find("vgpu_node_allocations_total{node=\"gpu-node-1\",result=\"ok\"} 33"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("hami_vgpu_memory_limit_bytes{"), std::string::npos);
+  const std::string file = root_ + "/metrics.txt";
+  std::ofstream(file) << metrics;
+  EXPECT_EQ(
+      std::system(
+          ("promtool check metrics < " + file + " > " + root_ + "/promtool.out 2>&1").c_str()),
+      0)
+      << ReadFile(root_ + "/promtool.out");
+
+  // Pods that are gone lose their slices.
+  for (int i = 0; i < 16; ++i) cluster_.RemovePod("uid-pod-" + std::to_string(i));
+  daemon_->HousekeepNow();
+  EXPECT_EQ(daemon_->slices()->List().size(), static_cast<size_t>(kPods - 16));
+  EXPECT_FALSE(fs::exists(root_ + "/slices/uid-pod-0_main"));
+  EXPECT_TRUE(fs::exists(root_ + "/slices/uid-pod-20_main/limits"));
+}
+
+TEST_F(DevicePluginTest, ReRegistersAfterAKubeletRestart) {
+  ASSERT_TRUE(kubelet_->WaitForDevices(AllHealthy, 5000));
+  ASSERT_TRUE(kubelet_->Restart());  // kubelet.sock and our socket deleted, kubelet.sock back
+  ASSERT_TRUE(kubelet_->WaitForRegistrations(2, 10'000));
+  EXPECT_EQ(kubelet_->last_registration().resource_name(), "nvidia.com/gpu");
+  ASSERT_TRUE(kubelet_->WaitForDevices(AllHealthy, 5000));
+  EXPECT_TRUE(fs::exists(kubelet_dir_ + "/vgpu.sock"));
+  // The plugin answers on its new socket.
+  cluster_.UpsertPod(testing::PodWith("after-restart", "gpu-node-1", {{uuids_[1], 512, 50}}, 1));
+  std::vector<std::string> units;
+  ASSERT_TRUE(kubelet_->GetPreferredAllocation(Available(), {}, 1, &units).ok());
+  v1beta1::ContainerAllocateResponse r;
+  ASSERT_TRUE(kubelet_->Allocate(units, &r).ok());
+  EXPECT_EQ(r.envs().at("CUDA_DEVICE_MEMORY_LIMIT_0"), "512m");
+  EXPECT_GE(daemon_->runner()->registrations(), 2u);
+  // A second restart works as well.
+  ASSERT_TRUE(kubelet_->Restart());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations(3, 10'000));
+}
+
+TEST_F(DevicePluginTest, UnhealthyGpuIsReportedAndRecovers) {
+  ASSERT_TRUE(kubelet_->WaitForDevices(AllHealthy, 5000));
+  const std::string bad = uuids_[2];
+  auto gpu_health = [&](const std::vector<v1beta1::Device>& devices, const std::string& want) {
+    int n = 0;
+    for (const auto& d : devices) {
+      if (d.id().rfind(bad + "-", 0) == 0) {
+        if (d.health() != want) return false;
+        ++n;
+      } else if (d.health() != "Healthy") {
+        return false;
+      }
+    }
+    return n == kUnits;
+  };
+  int lists_before = kubelet_->lists();
+  fake_->InjectXid(2, 79);  // fallen off the bus
+  ASSERT_TRUE(
+      kubelet_->WaitForDevices([&](const auto& d) { return gpu_health(d, "Unhealthy"); }, 5000));
+  EXPECT_GT(kubelet_->lists(), lists_before);
+  daemon_->HousekeepNow();
+  std::string inv = cluster_.NodeAnnotations("gpu-node-1")["vgpu.io/gpu-inventory"];
+  EXPECT_NE(inv.find("\"health\":\"unhealthy\""), std::string::npos) << inv;
+  EXPECT_NE(Scrape().find("vgpu_gpu_health_events_total{node=\"gpu-node-1\",gpu=\"2\""),
+            std::string::npos);
+  // No further fault for the recovery window (1 s) and good samples: healthy again.
+  ASSERT_TRUE(kubelet_->WaitForDevices(AllHealthy, 10'000));
+  daemon_->HousekeepNow();
+  inv = cluster_.NodeAnnotations("gpu-node-1")["vgpu.io/gpu-inventory"];
+  EXPECT_EQ(inv.find("unhealthy"), std::string::npos) << inv;
+
+  // A GPU that stops answering is unhealthy until it answers again.
+  fake_->SetLost(1, true);
+  ASSERT_TRUE(kubelet_->WaitForDevices(
+      [&](const auto& d) {
+        return std::count_if(d.begin(), d.end(),
+                             [](const auto& x) { return x.health() == "Unhealthy"; }) == kUnits;
+      },
+      5000));
+  fake_->SetLost(1, false);
+  ASSERT_TRUE(kubelet_->WaitForDevices(AllHealthy, 10'000));
+}
+
+TEST_F(DevicePluginTest, StopsGracefully) {
+  ASSERT_TRUE(kubelet_->WaitForDevices(AllHealthy, 5000));
+  ASSERT_TRUE(kubelet_->streaming());
+  auto start = std::chrono::steady_clock::now();
+  daemon_->Stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_FALSE(fs::exists(kubelet_dir_ + "/vgpu.sock"));
+  for (int i = 0; i < 50 && kubelet_->streaming(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_FALSE(kubelet_->streaming());
+}
+
+}  // namespace
+}  // namespace vgpu::node

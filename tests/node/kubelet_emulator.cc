@@ -1,0 +1,219 @@
+#include "kubelet_emulator.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+
+namespace vgpu::testing {
+
+class KubeletEmulator::RegistrationService final : public v1beta1::Registration::Service {
+ public:
+  explicit RegistrationService(KubeletEmulator* owner) : owner_(owner) {}
+  grpc::Status Register(grpc::ServerContext*, const v1beta1::RegisterRequest* request,
+                        v1beta1::Empty*) override {
+    if (request->version() != "v1beta1") {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "unsupported API version " + request->version());
+    }
+    // kubelet answers first and connects to the plugin afterwards.
+    v1beta1::RegisterRequest copy = *request;
+    std::lock_guard<std::mutex> lock(owner_->mu_);
+    owner_->pending_.emplace_back([o = owner_, copy] { o->OnRegistered(copy); });
+    return grpc::Status::OK;
+  }
+
+ private:
+  KubeletEmulator* owner_;
+};
+
+KubeletEmulator::KubeletEmulator(std::string dir) : dir_(std::move(dir)) {}
+
+KubeletEmulator::~KubeletEmulator() { Stop(false); }
+
+bool KubeletEmulator::Start() {
+  std::filesystem::create_directories(dir_);
+  const std::string sock = dir_ + "/kubelet.sock";
+  ::unlink(sock.c_str());
+  service_ = std::make_unique<RegistrationService>(this);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix://" + sock, grpc::InsecureServerCredentials());
+  builder.RegisterService(service_.get());
+  server_ = builder.BuildAndStart();
+  return server_ != nullptr;
+}
+
+void KubeletEmulator::Disconnect() {
+  std::thread reader;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stream_context_) stream_context_->TryCancel();
+    reader = std::move(reader_);
+  }
+  if (reader.joinable()) reader.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  stream_context_.reset();
+}
+
+void KubeletEmulator::Stop(bool wipe) {
+  if (server_) {
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    server_.reset();
+  }
+  service_.reset();
+  std::vector<std::thread> pending;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending.swap(pending_);
+  }
+  for (std::thread& t : pending) t.join();
+  Disconnect();
+  std::error_code ec;
+  ::unlink((dir_ + "/kubelet.sock").c_str());
+  if (wipe) {
+    for (const auto& e : std::filesystem::directory_iterator(dir_, ec)) {
+      if (e.is_socket(ec)) std::filesystem::remove(e.path(), ec);
+    }
+  }
+}
+
+bool KubeletEmulator::Restart() {
+  Stop(true);
+  return Start();
+}
+
+std::unique_ptr<v1beta1::DevicePlugin::Stub> KubeletEmulator::NewStub() const {
+  std::string endpoint;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    endpoint = endpoint_;
+  }
+  auto channel =
+      grpc::CreateChannel("unix://" + dir_ + "/" + endpoint, grpc::InsecureChannelCredentials());
+  return v1beta1::DevicePlugin::NewStub(channel);
+}
+
+void KubeletEmulator::OnRegistered(const v1beta1::RegisterRequest& request) {
+  Disconnect();  // a new registration replaces the old connection, as in kubelet
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_ = request;
+    endpoint_ = request.endpoint();
+  }
+  auto stub = NewStub();
+  v1beta1::DevicePluginOptions options;
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1beta1::Empty empty;
+    stub->GetDevicePluginOptions(&ctx, empty, &options);
+  }
+  std::shared_ptr<v1beta1::DevicePlugin::Stub> shared(std::move(stub));
+  std::lock_guard<std::mutex> lock(mu_);
+  options_ = options;
+  stream_context_ = std::make_unique<grpc::ClientContext>();
+  grpc::ClientContext* ctx = stream_context_.get();
+  streaming_ = true;
+  reader_ = std::thread([this, shared, ctx] {
+    v1beta1::Empty empty;
+    auto reader = shared->ListAndWatch(ctx, empty);
+    v1beta1::ListAndWatchResponse response;
+    while (reader->Read(&response)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      devices_.assign(response.devices().begin(), response.devices().end());
+      ++lists_;
+      cv_.notify_all();
+    }
+    reader->Finish();
+    std::lock_guard<std::mutex> lock(mu_);
+    streaming_ = false;
+    cv_.notify_all();
+  });
+  ++registrations_;
+  cv_.notify_all();
+}
+
+int KubeletEmulator::registrations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return registrations_;
+}
+
+v1beta1::RegisterRequest KubeletEmulator::last_registration() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_;
+}
+
+v1beta1::DevicePluginOptions KubeletEmulator::plugin_options() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return options_;
+}
+
+bool KubeletEmulator::WaitForRegistrations(int n, int timeout_ms) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                      [&] { return registrations_ >= n; });
+}
+
+std::vector<v1beta1::Device> KubeletEmulator::devices() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return devices_;
+}
+
+int KubeletEmulator::lists() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lists_;
+}
+
+bool KubeletEmulator::streaming() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return streaming_;
+}
+
+bool KubeletEmulator::WaitForDevices(
+    const std::function<bool(const std::vector<v1beta1::Device>&)>& pred, int timeout_ms) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return pred(devices_); });
+}
+
+grpc::Status KubeletEmulator::GetPreferredAllocation(const std::vector<std::string>& available,
+                                                     const std::vector<std::string>& must_include,
+                                                     int size, std::vector<std::string>* out) {
+  v1beta1::PreferredAllocationRequest request;
+  auto* c = request.add_container_requests();
+  for (const auto& id : available) c->add_available_deviceids(id);
+  for (const auto& id : must_include) c->add_must_include_deviceids(id);
+  c->set_allocation_size(size);
+  v1beta1::PreferredAllocationResponse response;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::Status s = NewStub()->GetPreferredAllocation(&ctx, request, &response);
+  out->clear();
+  if (s.ok() && response.container_responses_size() == 1) {
+    for (const auto& id : response.container_responses(0).deviceids()) out->push_back(id);
+  }
+  return s;
+}
+
+grpc::Status KubeletEmulator::Allocate(const std::vector<std::string>& ids,
+                                       v1beta1::ContainerAllocateResponse* out) {
+  v1beta1::AllocateRequest request;
+  auto* c = request.add_container_requests();
+  for (const auto& id : ids) c->add_devices_ids(id);
+  v1beta1::AllocateResponse response;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::Status s = NewStub()->Allocate(&ctx, request, &response);
+  if (s.ok() && response.container_responses_size() == 1) *out = response.container_responses(0);
+  return s;
+}
+
+grpc::Status KubeletEmulator::PreStartContainer(const std::vector<std::string>& ids) {
+  v1beta1::PreStartContainerRequest request;
+  for (const auto& id : ids) request.add_devices_ids(id);
+  v1beta1::PreStartContainerResponse response;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  return NewStub()->PreStartContainer(&ctx, request, &response);
+}
+
+}  // namespace vgpu::testing

@@ -1,0 +1,80 @@
+// KubeletEmulator: the kubelet side of the device plugin API v1beta1, for tests. A real gRPC
+// Registration server on <dir>/kubelet.sock and a real DevicePlugin client, over unix sockets,
+// with the generated v1beta1 messages:
+//   - Register() records the request and, like kubelet, then connects to the plugin's endpoint,
+//     asks GetDevicePluginOptions and keeps a ListAndWatch stream open, recording every list;
+//   - Restart() behaves like a kubelet restart: the server stops, kubelet.sock and the plugin
+//     sockets in the directory are deleted, and a new server creates kubelet.sock again;
+//   - GetPreferredAllocation() and Allocate() call the plugin as kubelet's device manager does.
+// Thread-safe.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "deviceplugin/v1beta1/api.grpc.pb.h"
+
+namespace vgpu::testing {
+
+class KubeletEmulator {
+ public:
+  explicit KubeletEmulator(std::string dir);
+  ~KubeletEmulator();
+
+  bool Start();
+  // Stops serving; with `wipe`, deletes every socket in the directory, as a starting kubelet does.
+  void Stop(bool wipe);
+  bool Restart();
+
+  int registrations() const;
+  v1beta1::RegisterRequest last_registration() const;
+  v1beta1::DevicePluginOptions plugin_options() const;
+  bool WaitForRegistrations(int n, int timeout_ms) const;
+
+  // The latest device list from ListAndWatch, and how many lists arrived (all streams).
+  std::vector<v1beta1::Device> devices() const;
+  int lists() const;
+  // Waits until `pred(devices())` holds.
+  bool WaitForDevices(const std::function<bool(const std::vector<v1beta1::Device>&)>& pred,
+                      int timeout_ms) const;
+  // True while a ListAndWatch stream is open.
+  bool streaming() const;
+
+  grpc::Status GetPreferredAllocation(const std::vector<std::string>& available,
+                                      const std::vector<std::string>& must_include, int size,
+                                      std::vector<std::string>* out);
+  grpc::Status Allocate(const std::vector<std::string>& ids,
+                        v1beta1::ContainerAllocateResponse* out);
+  grpc::Status PreStartContainer(const std::vector<std::string>& ids);
+
+ private:
+  class RegistrationService;
+  void OnRegistered(const v1beta1::RegisterRequest& request);
+  void Disconnect();
+  std::unique_ptr<v1beta1::DevicePlugin::Stub> NewStub() const;
+
+  const std::string dir_;
+  std::unique_ptr<RegistrationService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  int registrations_ = 0;
+  v1beta1::RegisterRequest last_;
+  v1beta1::DevicePluginOptions options_;
+  std::string endpoint_;
+  std::vector<v1beta1::Device> devices_;
+  int lists_ = 0;
+  bool streaming_ = false;
+  std::unique_ptr<grpc::ClientContext> stream_context_;
+  std::thread reader_;
+  std::vector<std::thread> pending_;  // connections after Register, joined by Stop()
+};
+
+}  // namespace vgpu::testing
