@@ -34,6 +34,13 @@ std::map<std::string, std::string> FakeCluster::NodeAnnotations(const std::strin
   return it == node_annotations_.end() ? std::map<std::string, std::string>{} : it->second;
 }
 
+std::vector<std::string> FakeCluster::AnnotationHistory(const std::string& node,
+                                                       const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = history_.find(node + "/" + key);
+  return it == history_.end() ? std::vector<std::string>{} : it->second;
+}
+
 int FakeCluster::patch_count() const {
   std::lock_guard<std::mutex> lock(mu_);
   return patches_;
@@ -66,7 +73,10 @@ Status FakeCluster::PatchNodeAnnotations(const std::string& node,
     return Status::Unavailable("API server unavailable (injected)");
   }
   ++patches_;
-  for (const auto& [k, v] : annotations) node_annotations_[node][k] = v;
+  for (const auto& [k, v] : annotations) {
+    node_annotations_[node][k] = v;
+    history_[node + "/" + k].push_back(v);
+  }
   return Status::Ok();
 }
 

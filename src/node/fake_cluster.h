@@ -18,6 +18,8 @@ class FakeCluster final : public ClusterClient {
   void FailPatches(int count);
 
   std::map<std::string, std::string> NodeAnnotations(const std::string& node) const;
+  // Every value ever written to annotation `key` of `node`, oldest first.
+  std::vector<std::string> AnnotationHistory(const std::string& node, const std::string& key) const;
   int patch_count() const;
   int list_count() const;
 
@@ -29,6 +31,7 @@ class FakeCluster final : public ClusterClient {
   mutable std::mutex mu_;
   std::map<std::string, PodInfo> pods_;  // by uid
   std::map<std::string, std::map<std::string, std::string>> node_annotations_;
+  std::map<std::string, std::vector<std::string>> history_;  // "node/key" -> values
   int fail_lists_ = 0;
   int fail_patches_ = 0;
   int patches_ = 0;
