@@ -221,6 +221,13 @@ Result<std::unique_ptr<node::ClusterClient>> OpenCluster(const NodeFlags& f) {
 }
 
 Status Run(const NodeFlags& f) {
+  // SIGTERM and SIGINT are taken by sigwait at the end. They are blocked before anything starts
+  // a thread (the NVML and CUDA libraries may), so that no thread dies of them instead.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   if (f.log_level < 0 || f.log_level > 4) {
     return Bad("--log-level", "must be 0..4, got " + std::to_string(f.log_level));
   }
@@ -241,13 +248,6 @@ Status Run(const NodeFlags& f) {
   if (!backend) return backend.error();
   device::InjectingBackend* injector =
       f.sim ? static_cast<device::InjectingBackend*>(backend->get()) : nullptr;
-
-  // Signals are taken by sigwait below; every thread started from here on blocks them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   node::Daemon daemon(std::move(*options), std::move(*backend), cluster->get(), injector);
   VGPU_RETURN_IF_ERROR(daemon.Start());

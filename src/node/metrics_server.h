@@ -2,8 +2,10 @@
 //   GET  /metrics   Prometheus text format 0.0.4
 //   GET  /healthz   200 while the daemon runs
 //   GET  /readyz    200 once registered with kubelet, else 503
-//   POST /sim/health?gpu=<uuid or index>&event=<xid|ecc-dbe|recovered|lost|found>[&code=N]
-//                   fault injection; present only when an injector is set (vgpu node --sim)
+//   POST /sim/health  form or query parameters gpu=<uuid or index>,
+//                   event=<xid|ecc-dbe|recovered|lost|found>, code=N: fault injection, present
+//                   only when an injector is set (vgpu node --sim). Send a body (curl -d ...):
+//                   a POST without Content-Length is not answered.
 // Serves on its own threads; Stop() returns after the listener closed.
 #pragma once
 

@@ -1,0 +1,294 @@
+// `vgpu node` as a process: the simulated GPU (--sim, NVML through src/simgpu), a kubelet
+// emulator in this test, pods from a --pods-file, fault injection over /sim/health, /metrics
+// through promtool, and a clean exit on SIGTERM. Then the command's bad-input errors (exit 2).
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "kubelet_emulator.h"
+#include "node/assignment.h"
+#include "run_command.h"
+
+namespace vgpu::node {
+namespace {
+
+namespace fs = std::filesystem;
+using vgpu::testing::KubeletEmulator;
+using vgpu::testing::RunCommand;
+
+constexpr const char* kGpu0 = "GPU-11111111-2222-4333-8444-555555555555";
+constexpr const char* kGpu1 = "GPU-66666666-7777-4888-8999-aaaaaaaaaaaa";
+
+// A port that was free a moment ago (bound to 0, read back, closed).
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class NodeCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = "/tmp/vgpu-cli-" + std::to_string(getpid());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    std::ofstream(root_ + "/devices.conf")
+        << "model=h100 uuid=" << kGpu0 << "\nmodel=a100 memory=40GiB uuid=" << kGpu1 << "\n";
+    PodAssignment a;
+    ContainerAssignment c;
+    c.name = "train";
+    c.priority = 0;
+    c.devices.push_back({kGpu1, 1, 6ULL << 30, 25});
+    a.containers.push_back(c);
+    nlohmann_pods_ = R"({"items": [{"metadata": {"name": "trainer", "namespace": "ml",
+        "uid": "0b1c2d3e-0000-4000-8000-000000000001", "creationTimestamp": "2025-01-01T00:00:00Z",
+        "annotations": {"vgpu.io/assigned-gpus": )" +
+                     Quote(FormatAssignment(a)) +
+                     R"(}}, "spec": {"nodeName": "sim-node"}, "status": {"phase": "Pending"}}]})";
+    std::ofstream(root_ + "/pods.json") << nlohmann_pods_;
+    kubelet_ = std::make_unique<KubeletEmulator>(root_ + "/kubelet");
+    ASSERT_TRUE(kubelet_->Start());
+  }
+
+  void TearDown() override {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    kubelet_.reset();
+    fs::remove_all(root_);
+  }
+
+  static std::string Quote(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    return out + "\"";
+  }
+
+  void StartDaemon() {
+    port_ = FreePort();
+    pid_ = fork();
+    ASSERT_GE(pid_, 0);
+    if (pid_ == 0) {
+      setenv("VGPU_SIMGPU_STATE", (root_ + "/simstate").c_str(), 1);
+      setenv("VGPU_SIMGPU_LOG_LEVEL", "1", 1);
+      int fd = ::open((root_ + "/daemon.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(fd, 1);
+      dup2(fd, 2);
+      std::string port = "127.0.0.1:" + std::to_string(port_);
+      std::string kubelet = root_ + "/kubelet";
+      std::string slices = root_ + "/slices";
+      std::string config = root_ + "/devices.conf";
+      std::string pods = root_ + "/pods.json";
+      execl(VGPU_BIN, VGPU_BIN, "node", "--sim", "--sim-config", config.c_str(), "--kubelet-dir",
+            kubelet.c_str(), "--slice-dir", slices.c_str(), "--node-name", "sim-node",
+            "--pods-file", pods.c_str(), "--metrics-listen", port.c_str(), "--units-per-gpu", "4",
+            "--sample-interval", "100ms", "--health-recovery", "1s", "--hami-metric-aliases",
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+  }
+
+  std::string Post(const std::string& query) {
+    httplib::Client client("127.0.0.1", port_);
+    // As `curl -d 'gpu=0&event=xid&code=79' http://.../sim/health` sends it.
+    auto res = client.Post("/sim/health", query, "application/x-www-form-urlencoded");
+    return res ? std::to_string(res->status) + " " + res->body
+               : "no answer: " + httplib::to_string(res.error());
+  }
+
+  bool GpuHealth(const std::vector<v1beta1::Device>& devices, const std::string& uuid,
+                 const std::string& want) {
+    int n = 0;
+    for (const auto& d : devices) {
+      if (d.id().rfind(uuid + "-", 0) == 0) {
+        if (d.health() != want) return false;
+        ++n;
+      }
+    }
+    return n == 4;
+  }
+
+  std::string root_;
+  std::string nlohmann_pods_;
+  std::unique_ptr<KubeletEmulator> kubelet_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+TEST_F(NodeCliTest, SimulatedNodeEndToEnd) {
+  StartDaemon();
+  ASSERT_TRUE(kubelet_->WaitForRegistrations(1, 20'000)) << ReadFile(root_ + "/daemon.log");
+  ASSERT_TRUE(kubelet_->WaitForDevices([](const auto& d) { return d.size() == 8; }, 5000));
+
+  // The pod's container gets its slice on the A100.
+  std::vector<std::string> available;
+  for (const auto& d : kubelet_->devices()) available.push_back(d.id());
+  std::vector<std::string> units;
+  ASSERT_TRUE(kubelet_->GetPreferredAllocation(available, {}, 1, &units).ok());
+  ASSERT_EQ(units.size(), 1u);
+  EXPECT_EQ(units[0], std::string(kGpu1) + "-0");
+  v1beta1::ContainerAllocateResponse r;
+  grpc::Status s = kubelet_->Allocate(units, &r);
+  ASSERT_TRUE(s.ok()) << s.error_message() << ReadFile(root_ + "/daemon.log");
+  EXPECT_EQ(r.envs().at("NVIDIA_VISIBLE_DEVICES"), kGpu1);
+  EXPECT_EQ(r.envs().at("CUDA_DEVICE_MEMORY_LIMIT_0"), "6144m");
+  EXPECT_EQ(r.envs().at("CUDA_DEVICE_SM_LIMIT"), "25");
+  EXPECT_EQ(r.envs().at("CUDA_TASK_PRIORITY"), "0");
+  EXPECT_TRUE(fs::exists(root_ + "/slices/0b1c2d3e-0000-4000-8000-000000000001_train/limits"));
+
+  // Faults injected on the simulated GPU reach kubelet, and clear.
+  ASSERT_EQ(Post("gpu=0&event=xid&code=79"), "200 injected\n") << ReadFile(root_ + "/daemon.log");
+  ASSERT_TRUE(kubelet_->WaitForDevices(
+      [&](const auto& d) { return GpuHealth(d, kGpu0, "Unhealthy"); }, 5000));
+  ASSERT_TRUE(kubelet_->WaitForDevices(
+      [&](const auto& d) { return GpuHealth(d, kGpu0, "Healthy"); }, 10'000));
+  // A sticky XID (uncorrectable ECC) stays until a recovery is reported.
+  EXPECT_EQ(Post(std::string("gpu=") + kGpu1 + "&event=xid&code=48"), "200 injected\n");
+  ASSERT_TRUE(kubelet_->WaitForDevices(
+      [&](const auto& d) { return GpuHealth(d, kGpu1, "Unhealthy"); }, 5000));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_TRUE(GpuHealth(kubelet_->devices(), kGpu1, "Unhealthy"));
+  EXPECT_EQ(Post("gpu=1&event=recovered"), "200 injected\n");
+  ASSERT_TRUE(kubelet_->WaitForDevices(
+      [&](const auto& d) { return GpuHealth(d, kGpu1, "Healthy"); }, 5000));
+  // A GPU that stops answering.
+  EXPECT_EQ(Post("gpu=0&event=lost"), "200 injected\n");
+  ASSERT_TRUE(kubelet_->WaitForDevices(
+      [&](const auto& d) { return GpuHealth(d, kGpu0, "Unhealthy"); }, 5000));
+  EXPECT_EQ(Post("gpu=0&event=found"), "200 injected\n");
+  ASSERT_TRUE(kubelet_->WaitForDevices(
+      [&](const auto& d) { return GpuHealth(d, kGpu0, "Healthy"); }, 10'000));
+  EXPECT_EQ(Post("gpu=7&event=xid&code=1").substr(0, 3), "400");
+  EXPECT_EQ(Post("gpu=0&event=melt").substr(0, 3), "400");
+  EXPECT_EQ(Post("gpu=0&event=xid&code=abc").substr(0, 3), "400");
+
+  // /metrics passes promtool; the slice shows up with its limit.
+  httplib::Client client("127.0.0.1", port_);
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics && metrics->status == 200);
+  EXPECT_NE(metrics->get_header_value("Content-Type").find("version=0.0.4"), std::string::npos);
+  EXPECT_NE(metrics->body.find("vgpu_slice_memory_limit_bytes{node=\"sim-node\",namespace=\"ml\","
+                               "pod=\"trainer\",container=\"train\",gpu=\"1\""),
+            std::string::npos);
+  EXPECT_NE(metrics->body.find("vgpu_gpu_temperature_celsius{"), std::string::npos);
+  EXPECT_NE(metrics->body.find("hami_host_gpu_memory_used_bytes{"), std::string::npos);
+  std::ofstream(root_ + "/metrics.txt") << metrics->body;
+  EXPECT_EQ(std::system(("promtool check metrics < " + root_ + "/metrics.txt > " + root_ +
+                         "/promtool.out 2>&1")
+                            .c_str()),
+            0)
+      << ReadFile(root_ + "/promtool.out");
+  auto ready = client.Get("/readyz");
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->status, 200);
+
+  // SIGTERM: a clean exit, the plugin socket removed, the stream closed.
+  auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(pid_, SIGTERM), 0);
+  int status = 0;
+  for (int i = 0; i < 100 && waitpid(pid_, &status, WNOHANG) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << ReadFile(root_ + "/daemon.log");
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  pid_ = -1;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_FALSE(fs::exists(root_ + "/kubelet/vgpu.sock"));
+  EXPECT_NE(ReadFile(root_ + "/daemon.log").find("SIGTERM: shutting down"), std::string::npos);
+}
+
+struct BadFlag {
+  const char* args;
+  const char* message;
+};
+
+TEST(NodeCliErrorsTest, BadInputExitsWithTwo) {
+  const std::string bin = VGPU_BIN;
+  const BadFlag cases[] = {
+      {"--units-per-gpu 0", "--units-per-gpu: must be 1..1000, got 0"},
+      {"--units-per-gpu 5000", "--units-per-gpu: must be 1..1000"},
+      {"--resource-name gpu", "--resource-name: \"gpu\" is not <domain>/<name>"},
+      {"--resource-name nvidia.com/g*u", "has the character '*' at position 13"},
+      {"--kubelet-dir relative/dir", "--kubelet-dir: must be an absolute path"},
+      {"--slice-dir x", "--slice-dir: must be an absolute path"},
+      {"--endpoint kubelet.sock", "--endpoint: must be a plain file name"},
+      {"--health-recovery 5parsecs", "--health-recovery"},
+      {"--health-ignore-xids 13,x", "--health-ignore-xids: \"x\" is not an XID number"},
+      {"--sample-interval 1ns", "--sample-interval: \"1ns\" is outside"},
+      {"--metrics-listen localhost", "--metrics-listen: \"localhost\" is not host:port"},
+      {"--metrics-listen :99999", "--metrics-listen"},
+      {"--sim-config /nonexistent.conf", "--sim-config: needs --sim"},
+      {"--sim --sim-config /nonexistent.conf", "--sim-config: no such file: /nonexistent.conf"},
+      {"--pods-file /nonexistent.json", "--pods-file: no such file"},
+      {"--log-level 9", "--log-level: must be 0..4"},
+      {"--units-per-gpu many", "--units-per-gpu"},
+      {"--no-such-flag", "no-such-flag"},
+  };
+  for (const BadFlag& c : cases) {
+    auto r = RunCommand(bin + " node --node-name n " + c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
+  }
+  auto help = RunCommand(bin + " node --help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--units-per-gpu"), std::string::npos);
+  EXPECT_NE(help.out.find("--hami-metric-aliases"), std::string::npos);
+  // A machine without NVML: a clear failure, exit 1.
+  auto no_gpu = RunCommand(bin +
+                           " node --node-name n --nvml-library /nonexistent/libnvidia-ml.so.1"
+                           " --kubelet-dir /tmp/vgpu-nogpu-kd --slice-dir /tmp/vgpu-nogpu-sl");
+  EXPECT_EQ(no_gpu.exit_code, 1) << no_gpu.err;
+  EXPECT_NE(no_gpu.err.find("cannot load /nonexistent/libnvidia-ml.so.1"), std::string::npos)
+      << no_gpu.err;
+}
+
+TEST(NodeCliMetricsTest, PrintMetricsPassesPromtool) {
+  const std::string dir = "/tmp/vgpu-pm-" + std::to_string(getpid());
+  auto r = RunCommand("VGPU_SIMGPU_STATE=" + dir + "-state VGPU_SIMGPU_LOG_LEVEL=0 " +
+                      std::string(VGPU_BIN) + " node --sim --sim-devices 3 --node-name n " +
+                      "--kubelet-dir " + dir + "/kd --slice-dir " + dir +
+                      "/sl --print-metrics --hami-metric-aliases --log-level 1 > " + dir +
+                      ".prom && promtool check metrics < " + dir + ".prom");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(ReadFile(dir + ".prom").find("vgpu_gpu_info{node=\"n\",gpu=\"2\""), std::string::npos);
+  fs::remove_all(dir);
+  fs::remove(dir + ".prom");
+  fs::remove(dir + "-state");
+}
+
+}  // namespace
+}  // namespace vgpu::node
