@@ -1,12 +1,13 @@
 // Allocator: the device plugin's decisions, independent of gRPC.
 //
-// Allocate(unit IDs) -> what one container gets. The unit IDs name exactly one container
-// assignment (AssignmentStore); its slice directory is created (SliceManager) and the
-// container's environment and mounts are built from it. No lock is shared between calls for
-// different containers: 32 pods starting at once are allocated in parallel.
+// Prefer(available, must_include, size) -> the units kubelet should pick for the container it is
+// admitting: one free unit on each GPU the scheduler assigned to the oldest pending container
+// (AssignmentStore::Prefer, which promises them).
 //
-// Prefer(available, must_include, size) -> the units kubelet should pick: those the scheduler
-// assigned to the pending container that fits (see AssignmentStore::Prefer).
+// Allocate(unit IDs) -> what one container gets: the units resolve to the container they were
+// promised to (AssignmentStore::Resolve); its slice directory is created (SliceManager) and its
+// environment and mounts are built from it. Nothing is shared between calls for different
+// containers beyond the store's reader lock: 32 pods starting at once are allocated in parallel.
 //
 // A lookup that finds no assignment refreshes the pod list once (PodSync, shared between
 // concurrent callers) and tries again, since kubelet may learn of a pod before our last list.
