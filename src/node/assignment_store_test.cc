@@ -209,8 +209,7 @@ TEST(AssignmentStoreTest, ConcurrentResolveGivesEachPodItsOwnUnits) {
   for (int i = 0; i < 32; ++i) {
     threads.emplace_back([&, i] {
       go.fetch_add(1);
-      while (go.load() < 32) {
-      }
+      while (go.load() < 32) std::this_thread::yield();
       auto e = store.Resolve(chosen[i]);
       resolved[i] = e ? (*e)->pod_name : e.error().ToString();
     });
