@@ -43,6 +43,7 @@ struct NodeFlags {
   bool no_preload = false;
   std::string metrics_listen = ":9394";
   bool hami_aliases = false;
+  std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
   std::string kubeconfig;
   std::string pods_file;
   std::string health_recovery = "2m";
@@ -138,6 +139,13 @@ Result<node::DaemonOptions> BuildOptions(const NodeFlags& f) {
     if (!s.ok()) return Bad("--metrics-listen", s.message());
   }
   o.hami_aliases = f.hami_aliases;
+  if (f.pod_resources_socket != "off") {
+    if (f.pod_resources_socket.empty() || f.pod_resources_socket.front() != '/') {
+      return Bad("--pod-resources-socket",
+                 "must be an absolute path or 'off', got \"" + f.pod_resources_socket + "\"");
+    }
+    o.pod_resources_socket = f.pod_resources_socket;
+  }
   auto recovery = DurationMs("--health-recovery", f.health_recovery, 0, 7LL * 24 * 3600 * 1000);
   if (!recovery) return recovery.error();
   o.health.recovery_seconds = *recovery / 1000;
@@ -304,6 +312,10 @@ int RunNode(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--hami-metric-aliases", f.hami_aliases,
                "Also emit HAMi's metric names, for existing dashboards");
+  app.add_option("--pod-resources-socket", f.pod_resources_socket,
+                 "kubelet's PodResources socket, to verify each container's slice before it "
+                 "starts; 'off' disables")
+      ->capture_default_str();
   app.add_option("--kubeconfig", f.kubeconfig,
                  "kubeconfig file (default: in-cluster service account when in a pod)");
   app.add_option("--pods-file", f.pods_file,

@@ -141,3 +141,53 @@ std::vector<std::string> Allocator::Prefer(const std::vector<std::string>& avail
 }
 
 }  // namespace vgpu::node
+
+namespace vgpu::node {
+
+Status Allocator::VerifyPreStart(const std::vector<std::string>& unit_ids) {
+  if (pod_resources_ == nullptr) return Status::Ok();
+  auto holders = store_->Holders(unit_ids);
+  if (holders.empty()) {
+    prestart_unverified_.fetch_add(1);
+    VGPU_LOG_WARN("PreStartContainer: no slice holds %s%s; not verified",
+                  unit_ids.empty() ? "(nothing)" : unit_ids.front().c_str(),
+                  unit_ids.size() > 1 ? ",..." : "");
+    return Status::Ok();
+  }
+  auto listed = pod_resources_->List(resource_name_);
+  if (!listed) {
+    prestart_unverified_.fetch_add(1);
+    VGPU_LOG_WARN("PreStartContainer: %s; not verified", listed.error().ToString().c_str());
+    return Status::Ok();
+  }
+  std::vector<std::string> units = unit_ids;
+  std::sort(units.begin(), units.end());
+  units.erase(std::unique(units.begin(), units.end()), units.end());
+  const DeviceHolding* holder = nullptr;
+  for (const DeviceHolding& h : *listed) {
+    if (h.device_ids == units) holder = &h;
+  }
+  if (holder == nullptr) {
+    prestart_unverified_.fetch_add(1);
+    VGPU_LOG_WARN("PreStartContainer: kubelet lists no container with %s; not verified",
+                  units.front().c_str());
+    return Status::Ok();
+  }
+  for (const auto& e : holders) {
+    if (e->pod_ns == holder->ns && e->pod_name == holder->pod &&
+        e->container.name == holder->container) {
+      prestart_ok_.fetch_add(1);
+      return Status::Ok();
+    }
+  }
+  prestart_mismatch_.fetch_add(1);
+  Status refused = Status::FailedPrecondition(
+      "kubelet gave " + units.front() + (units.size() > 1 ? ",..." : "") + " to " + holder->ns +
+      "/" + holder->pod + " container " + holder->container +
+      ", but these units hold the slice of " + holders.front()->Describe() +
+      ": refusing to start a container with another pod's limits");
+  VGPU_LOG_ERROR("PreStartContainer: %s", refused.message().c_str());
+  return refused;
+}
+
+}  // namespace vgpu::node

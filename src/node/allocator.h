@@ -23,6 +23,7 @@
 #include "node/assignment_store.h"
 #include "node/metrics_text.h"
 #include "node/node_state.h"
+#include "node/pod_resources.h"
 #include "node/pod_sync.h"
 #include "node/slice.h"
 
@@ -34,6 +35,20 @@ class Allocator {
             int64_t (*now_unix)() = nullptr);
 
   Result<ContainerAllocation> Allocate(const std::vector<std::string>& unit_ids);
+
+  // PreStartContainer: checks with kubelet's PodResources API that the container kubelet gave
+  // `unit_ids` to is the container whose slice those units hold. kFailedPrecondition on a
+  // mismatch (the container must not start with another pod's limits). When kubelet's API
+  // cannot be asked or does not list the units yet, the start is allowed (and counted as
+  // unverified). Without a PodResourcesSource every start is allowed.
+  Status VerifyPreStart(const std::vector<std::string>& unit_ids);
+  void SetPodResources(PodResourcesSource* source, std::string resource_name) {
+    pod_resources_ = source;
+    resource_name_ = std::move(resource_name);
+  }
+  uint64_t prestart_ok() const { return prestart_ok_.load(); }
+  uint64_t prestart_mismatch() const { return prestart_mismatch_.load(); }
+  uint64_t prestart_unverified() const { return prestart_unverified_.load(); }
   std::vector<std::string> Prefer(const std::vector<std::string>& available,
                                   const std::vector<std::string>& must_include, int size);
 
@@ -58,6 +73,11 @@ class Allocator {
   std::atomic<uint64_t> preferred_{0};
   std::atomic<uint64_t> unpreferred_{0};
   Histogram latency_;
+  PodResourcesSource* pod_resources_ = nullptr;
+  std::string resource_name_;
+  std::atomic<uint64_t> prestart_ok_{0};
+  std::atomic<uint64_t> prestart_mismatch_{0};
+  std::atomic<uint64_t> prestart_unverified_{0};
 };
 
 }  // namespace vgpu::node

@@ -257,6 +257,22 @@ Result<std::shared_ptr<const AssignmentEntry>> AssignmentStore::Resolve(
   return std::shared_ptr<const AssignmentEntry>(best);
 }
 
+std::vector<std::shared_ptr<const AssignmentEntry>> AssignmentStore::Holders(
+    const std::vector<std::string>& units_in) const {
+  std::vector<std::string> units = units_in;
+  std::sort(units.begin(), units.end());
+  units.erase(std::unique(units.begin(), units.end()), units.end());
+  std::vector<std::shared_ptr<const AssignmentEntry>> out;
+  if (units.empty()) return out;
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  auto it = holders_.find(units.front());
+  if (it == holders_.end()) return out;
+  for (const EntryPtr& h : it->second) {
+    if (h->units == units && h->allocated.load()) out.push_back(h);
+  }
+  return out;
+}
+
 size_t AssignmentStore::size() const {
   std::shared_lock<std::shared_mutex> lock(mu_);
   return entries_.size();

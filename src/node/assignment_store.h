@@ -81,6 +81,11 @@ class AssignmentStore {
   //   kFailedPrecondition the units are promised to different containers, or only partly.
   Result<std::shared_ptr<const AssignmentEntry>> Resolve(const std::vector<std::string>& units);
 
+  // The allocated containers that hold exactly `units` (two when an app container took over
+  // its init container's units). Empty when none.
+  std::vector<std::shared_ptr<const AssignmentEntry>> Holders(
+      const std::vector<std::string>& units) const;
+
   size_t size() const;
   std::set<std::string> PodUids() const;
 

@@ -36,6 +36,11 @@ Status Daemon::Start() {
   VGPU_RETURN_IF_ERROR(slices_.Init());
   pods_ = std::make_unique<PodSync>(cluster_, options_.node_name, &store_);
   allocator_ = std::make_unique<Allocator>(state_.get(), &store_, pods_.get(), &slices_);
+  if (!options_.pod_resources_socket.empty()) {
+    pod_resources_ = NewKubeletPodResources(options_.pod_resources_socket);
+    allocator_->SetPodResources(pod_resources_.get(), options_.plugin.resource_name);
+    options_.plugin.pre_start_required = true;
+  }
   inventory_ = std::make_unique<InventoryPublisher>(cluster_, options_.node_name,
                                                     options_.plugin.resource_name);
   // Assignments first, so that slices surviving a restart keep their containers allocated.

@@ -31,6 +31,7 @@
 #include "node/metrics_server.h"
 #include "node/node_state.h"
 #include "node/plugin_runner.h"
+#include "node/pod_resources.h"
 #include "node/pod_sync.h"
 #include "node/slice.h"
 
@@ -48,6 +49,9 @@ struct DaemonOptions {
   int pod_refresh_ms = 5000;
   int64_t slice_grace_seconds = 60;
   std::string proc_root = "/proc";
+  // kubelet's PodResources socket, to verify each container's slice at PreStartContainer;
+  // empty: no verification (PreStartContainer is then not requested).
+  std::string pod_resources_socket;
   std::string version = "dev";
 };
 
@@ -92,6 +96,7 @@ class Daemon {
   SliceManager slices_;
   std::unique_ptr<PodSync> pods_;
   std::unique_ptr<Allocator> allocator_;
+  std::unique_ptr<PodResourcesSource> pod_resources_;
   std::unique_ptr<PluginRunner> runner_;
   std::unique_ptr<InventoryPublisher> inventory_;
   std::unique_ptr<MetricsServer> metrics_;

@@ -35,7 +35,7 @@ std::map<std::string, std::string> FakeCluster::NodeAnnotations(const std::strin
 }
 
 std::vector<std::string> FakeCluster::AnnotationHistory(const std::string& node,
-                                                       const std::string& key) const {
+                                                        const std::string& key) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = history_.find(node + "/" + key);
   return it == history_.end() ? std::vector<std::string>{} : it->second;

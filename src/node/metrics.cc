@@ -242,6 +242,15 @@ void AddDaemonMetrics(MetricsBuilder& m, const MetricsSources& src) {
     m.Add("vgpu_node_preferred_allocations_total", kCounter,
           "GetPreferredAllocation answers: the scheduler's units, or no preference", miss,
           static_cast<double>(src.allocator->preferences_unmatched()));
+    const char* help = "PreStartContainer checks against kubelet's PodResources API by result";
+    for (auto [result, value] :
+         {std::pair<const char*, uint64_t>{"ok", src.allocator->prestart_ok()},
+          {"mismatch", src.allocator->prestart_mismatch()},
+          {"unverified", src.allocator->prestart_unverified()}}) {
+      Labels pl = l;
+      pl.emplace_back("result", result);
+      m.Add("vgpu_node_prestart_checks_total", kCounter, help, pl, static_cast<double>(value));
+    }
     src.allocator->latency().AddTo(m, "vgpu_node_allocate_duration_seconds",
                                    "Time to answer one container's Allocate", l);
   }

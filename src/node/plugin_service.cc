@@ -110,10 +110,11 @@ grpc::Status DevicePluginService::Allocate(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status DevicePluginService::PreStartContainer(grpc::ServerContext*,
-                                                    const v1beta1::PreStartContainerRequest*,
-                                                    v1beta1::PreStartContainerResponse*) {
-  return grpc::Status::OK;
+grpc::Status DevicePluginService::PreStartContainer(
+    grpc::ServerContext*, const v1beta1::PreStartContainerRequest* request,
+    v1beta1::PreStartContainerResponse*) {
+  std::vector<std::string> ids(request->devices_ids().begin(), request->devices_ids().end());
+  return ToGrpc(allocator_->VerifyPreStart(ids));
 }
 
 }  // namespace vgpu::node

@@ -70,6 +70,7 @@ class DevicePluginTest : public ::testing::Test {
     o.pod_refresh_ms = 3'600'000;  // pods are listed on demand only
     o.slice_grace_seconds = 0;
     o.version = "test";
+    o.pod_resources_socket = kubelet_->pod_resources_socket();
     daemon_ = std::make_unique<Daemon>(o, std::move(backend), &cluster_);
     ASSERT_TRUE(daemon_->Start().ok());
     ASSERT_TRUE(kubelet_->WaitForRegistrations(1, 10'000));
@@ -118,6 +119,7 @@ TEST_F(DevicePluginTest, RegistersAndListsUnits) {
   EXPECT_EQ(r.endpoint(), "vgpu.sock");
   EXPECT_EQ(r.resource_name(), "nvidia.com/gpu");
   EXPECT_TRUE(r.options().get_preferred_allocation_available());
+  EXPECT_TRUE(r.options().pre_start_required());  // slices are verified before containers start
   ASSERT_TRUE(kubelet_->WaitForDevices(AllHealthy, 5000));
   auto devices = kubelet_->devices();
   std::set<std::string> ids;
@@ -168,7 +170,8 @@ TEST_F(DevicePluginTest, ThirtyTwoConcurrentAllocationsEachGetTheirOwnSlice) {
     threads.emplace_back([&, i] {
       ready.fetch_add(1);
       while (ready.load() < kPods) std::this_thread::yield();
-      statuses[i] = kubelet_->Allocate(units[i], &responses[i]);
+      statuses[i] = kubelet_->Allocate("default", "pod-" + std::to_string(i), "main", units[i],
+                                       &responses[i]);
     });
   }
   for (auto& t : threads) t.join();
@@ -219,6 +222,11 @@ TEST_F(DevicePluginTest, ThirtyTwoConcurrentAllocationsEachGetTheirOwnSlice) {
   }
   EXPECT_EQ(slices.size(), static_cast<size_t>(kPods));
   EXPECT_EQ(allocated_.size(), static_cast<size_t>(kPods));
+  // Before each container starts, kubelet's own record (PodResources) confirms the slice.
+  for (int i = 0; i < kPods; ++i) {
+    grpc::Status pre = kubelet_->PreStartContainer(units[i]);
+    EXPECT_TRUE(pre.ok()) << pre.error_message();
+  }
 
   // A repeated Allocate (kubelet retry) returns the same slice.
   v1beta1::ContainerAllocateResponse again;
@@ -244,6 +252,8 @@ TEST_F(DevicePluginTest, ThirtyTwoConcurrentAllocationsEachGetTheirOwnSlice) {
   EXPECT_NE(metrics.find("vgpu_node_allocations_total{node=\"gpu-node-1\",result=\"ok\"} 33"),
             std::string::npos);
   EXPECT_NE(metrics.find("hami_vgpu_memory_limit_bytes{"), std::string::npos);
+  EXPECT_NE(metrics.find("vgpu_node_prestart_checks_total{node=\"gpu-node-1\",result=\"ok\"} 32"),
+            std::string::npos);
   const std::string file = root_ + "/metrics.txt";
   std::ofstream(file) << metrics;
   EXPECT_EQ(
@@ -258,6 +268,30 @@ TEST_F(DevicePluginTest, ThirtyTwoConcurrentAllocationsEachGetTheirOwnSlice) {
   EXPECT_EQ(daemon_->slices()->List().size(), static_cast<size_t>(kPods - 16));
   EXPECT_FALSE(fs::exists(root_ + "/slices/uid-pod-0_main"));
   EXPECT_TRUE(fs::exists(root_ + "/slices/uid-pod-20_main/limits"));
+}
+
+// The device plugin API does not say which pod kubelet admits. If kubelet admitted a pod out of
+// creation order while an older one waits (both needing one GPU), the preference goes to the
+// older pod's assignment; PreStartContainer catches it from kubelet's own record and refuses to
+// start the container with the other pod's limits.
+TEST_F(DevicePluginTest, OutOfOrderAdmissionIsRefusedAtPreStart) {
+  ASSERT_TRUE(kubelet_->WaitForDevices(AllHealthy, 5000));
+  cluster_.UpsertPod(testing::PodWith("older", "gpu-node-1", {{uuids_[0], 2048, 20}}, 100));
+  cluster_.UpsertPod(testing::PodWith("newer", "gpu-node-1", {{uuids_[0], 8192, 80}}, 200));
+  std::vector<std::string> units;
+  ASSERT_TRUE(kubelet_->GetPreferredAllocation(Available(), {}, 1, &units).ok());
+  v1beta1::ContainerAllocateResponse r;
+  // kubelet is admitting "newer", but the answer was "older"'s slice.
+  ASSERT_TRUE(kubelet_->Allocate("default", "newer", "main", units, &r).ok());
+  EXPECT_EQ(r.envs().at("VGPU_SLICE"), "default/older/main");
+  grpc::Status pre = kubelet_->PreStartContainer(units);
+  EXPECT_EQ(pre.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(pre.error_message().find("refusing to start a container with another pod's limits"),
+            std::string::npos)
+      << pre.error_message();
+  EXPECT_NE(
+      Scrape().find("vgpu_node_prestart_checks_total{node=\"gpu-node-1\",result=\"mismatch\"} 1"),
+      std::string::npos);
 }
 
 TEST_F(DevicePluginTest, ReRegistersAfterAKubeletRestart) {

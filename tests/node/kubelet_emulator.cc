@@ -27,6 +27,29 @@ class KubeletEmulator::RegistrationService final : public v1beta1::Registration:
   KubeletEmulator* owner_;
 };
 
+class KubeletEmulator::PodResourcesService final : public v1::PodResourcesLister::Service {
+ public:
+  explicit PodResourcesService(KubeletEmulator* owner) : owner_(owner) {}
+  grpc::Status List(grpc::ServerContext*, const v1::ListPodResourcesRequest*,
+                    v1::ListPodResourcesResponse* response) override {
+    std::lock_guard<std::mutex> lock(owner_->mu_);
+    for (const Holding& h : owner_->holdings_) {
+      v1::PodResources* pod = response->add_pod_resources();
+      pod->set_name(h.pod);
+      pod->set_namespace_(h.ns);
+      v1::ContainerResources* c = pod->add_containers();
+      c->set_name(h.container);
+      v1::ContainerDevices* d = c->add_devices();
+      d->set_resource_name(h.resource);
+      for (const auto& id : h.ids) d->add_device_ids(id);
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  KubeletEmulator* owner_;
+};
+
 KubeletEmulator::KubeletEmulator(std::string dir) : dir_(std::move(dir)) {}
 
 KubeletEmulator::~KubeletEmulator() { Stop(false); }
@@ -40,7 +63,15 @@ bool KubeletEmulator::Start() {
   builder.AddListeningPort("unix://" + sock, grpc::InsecureServerCredentials());
   builder.RegisterService(service_.get());
   server_ = builder.BuildAndStart();
-  return server_ != nullptr;
+  if (!pod_resources_server_) {
+    ::unlink(pod_resources_socket().c_str());
+    pod_resources_service_ = std::make_unique<PodResourcesService>(this);
+    grpc::ServerBuilder pr;
+    pr.AddListeningPort("unix://" + pod_resources_socket(), grpc::InsecureServerCredentials());
+    pr.RegisterService(pod_resources_service_.get());
+    pod_resources_server_ = pr.BuildAndStart();
+  }
+  return server_ != nullptr && pod_resources_server_ != nullptr;
 }
 
 void KubeletEmulator::Disconnect() {
@@ -56,6 +87,10 @@ void KubeletEmulator::Disconnect() {
 }
 
 void KubeletEmulator::Stop(bool wipe) {
+  if (!wipe && pod_resources_server_) {
+    pod_resources_server_->Shutdown(std::chrono::system_clock::now());
+    pod_resources_server_.reset();
+  }
   if (server_) {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
     server_.reset();
@@ -72,7 +107,9 @@ void KubeletEmulator::Stop(bool wipe) {
   ::unlink((dir_ + "/kubelet.sock").c_str());
   if (wipe) {
     for (const auto& e : std::filesystem::directory_iterator(dir_, ec)) {
-      if (e.is_socket(ec)) std::filesystem::remove(e.path(), ec);
+      if (e.is_socket(ec) && e.path() != pod_resources_socket()) {
+        std::filesystem::remove(e.path(), ec);
+      }
     }
   }
 }
@@ -204,6 +241,18 @@ grpc::Status KubeletEmulator::Allocate(const std::vector<std::string>& ids,
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   grpc::Status s = NewStub()->Allocate(&ctx, request, &response);
   if (s.ok() && response.container_responses_size() == 1) *out = response.container_responses(0);
+  return s;
+}
+
+grpc::Status KubeletEmulator::Allocate(const std::string& ns, const std::string& pod,
+                                       const std::string& container,
+                                       const std::vector<std::string>& ids,
+                                       v1beta1::ContainerAllocateResponse* out) {
+  grpc::Status s = Allocate(ids, out);
+  if (s.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    holdings_.push_back({ns, pod, container, last_.resource_name(), ids});
+  }
   return s;
 }
 

@@ -5,7 +5,10 @@
 //     asks GetDevicePluginOptions and keeps a ListAndWatch stream open, recording every list;
 //   - Restart() behaves like a kubelet restart: the server stops, kubelet.sock and the plugin
 //     sockets in the directory are deleted, and a new server creates kubelet.sock again;
-//   - GetPreferredAllocation() and Allocate() call the plugin as kubelet's device manager does.
+//   - GetPreferredAllocation() and Allocate() call the plugin as kubelet's device manager does;
+//     an Allocate for a named pod and container records the devices it got, which the
+//     emulator's PodResources server (List, on <dir>/pod-resources.sock) reports, as kubelet's
+//     does.
 // Thread-safe.
 #pragma once
 
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "podresources/v1/api.grpc.pb.h"
 
 namespace vgpu::testing {
 
@@ -52,10 +56,16 @@ class KubeletEmulator {
                                       std::vector<std::string>* out);
   grpc::Status Allocate(const std::vector<std::string>& ids,
                         v1beta1::ContainerAllocateResponse* out);
+  // The same, for container `container` of pod `ns`/`pod`: recorded for PodResources on success.
+  grpc::Status Allocate(const std::string& ns, const std::string& pod, const std::string& container,
+                        const std::vector<std::string>& ids,
+                        v1beta1::ContainerAllocateResponse* out);
+  std::string pod_resources_socket() const { return dir_ + "/pod-resources.sock"; }
   grpc::Status PreStartContainer(const std::vector<std::string>& ids);
 
  private:
   class RegistrationService;
+  class PodResourcesService;
   void OnRegistered(const v1beta1::RegisterRequest& request);
   void Disconnect();
   std::unique_ptr<v1beta1::DevicePlugin::Stub> NewStub() const;
@@ -63,6 +73,13 @@ class KubeletEmulator {
   const std::string dir_;
   std::unique_ptr<RegistrationService> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<PodResourcesService> pod_resources_service_;
+  std::unique_ptr<grpc::Server> pod_resources_server_;
+  struct Holding {
+    std::string ns, pod, container, resource;
+    std::vector<std::string> ids;
+  };
+  std::vector<Holding> holdings_;
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   int registrations_ = 0;

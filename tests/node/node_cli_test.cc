@@ -255,6 +255,7 @@ TEST(NodeCliErrorsTest, BadInputExitsWithTwo) {
       {"--sim --sim-config /nonexistent.conf", "--sim-config: no such file: /nonexistent.conf"},
       {"--pods-file /nonexistent.json", "--pods-file: no such file"},
       {"--log-level 9", "--log-level: must be 0..4"},
+      {"--pod-resources-socket rel.sock", "--pod-resources-socket: must be an absolute path"},
       {"--units-per-gpu many", "--units-per-gpu"},
       {"--no-such-flag", "no-such-flag"},
   };
