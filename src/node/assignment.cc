@@ -182,6 +182,8 @@ std::string FormatAssignment(const PodAssignment& assignment) {
   json j;
   j["version"] = 1;
   j["node"] = assignment.node;
+  // The node daemon does not use the scheduler's reservation; written as none.
+  j["reserved"] = {{"milli", 0}, {"memory_mib", 0}};
   j["containers"] = json::array();
   for (const ContainerAssignment& c : assignment.containers) {
     json jc;

@@ -291,5 +291,22 @@ TEST(NodeCliMetricsTest, PrintMetricsPassesPromtool) {
   fs::remove(dir + "-state");
 }
 
+// Without --sim, the daemon loads libnvidia-ml.so.1 by name: pointed at build/lib/simgpu with
+// LD_LIBRARY_PATH, it runs on the simulated GPU like on a driver.
+TEST(NodeCliMetricsTest, FindsNvmlThroughTheLibraryPath) {
+  const std::string dir = "/tmp/vgpu-ld-" + std::to_string(getpid());
+  const std::string simgpu = fs::path(VGPU_SIMGPU_NVML).parent_path().string();
+  auto r =
+      RunCommand("LD_LIBRARY_PATH=" + simgpu + " VGPU_SIMGPU_DEVICES=2 VGPU_SIMGPU_STATE=" + dir +
+                 "-state VGPU_SIMGPU_LOG_LEVEL=0 " + std::string(VGPU_BIN) +
+                 " node --node-name n --kubelet-dir " + dir + "/kd --slice-dir " + dir +
+                 "/sl --print-metrics --log-level 1");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("vgpu_gpu_info{node=\"n\",gpu=\"1\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("vgpu_gpu_multiprocessors{node=\"n\",gpu=\"0\""), std::string::npos);
+  fs::remove_all(dir);
+  fs::remove(dir + "-state");
+}
+
 }  // namespace
 }  // namespace vgpu::node
