@@ -103,13 +103,13 @@ std::string FormatReplayTable(const ReplayExperiment& e, const ReplayPlan& plan,
           const ReplayCell* c = FindCell(cells, policy, q, l, a);
           if (c == nullptr) continue;
           out += Pad(std::string(AllocationName(a)), 8, true) + Pad(Num(c->completed), 10) +
-                 Pad(Fixed(c->completed_gpu_hours, 0), 9) + Pad(Num(c->waited), 8) +
-                 Pad(FormatTimeSpan(c->wait_mean_s), 10) + Pad(FormatTimeSpan(c->wait_p50_s), 8) +
-                 Pad(FormatTimeSpan(c->wait_p99_s), 9) + Pad(FormatTimeSpan(c->wait_max_s), 9) +
-                 Pad(Fixed(c->mean_allocated_pct, 1), 8) + Pad(Fixed(c->mean_requested_pct, 1), 7) +
-                 Pad(Fixed(c->mean_queued, 1), 7) + Pad(Num(c->max_queued), 7) +
-                 Pad(FormatTimeSpan(c->last_start_s), 11) + Pad(FormatTimeSpan(c->makespan_s), 10) +
-                 "\n";
+                 Pad(Fixed(c->completed_gpu_hours, c->completed_gpu_hours < 100 ? 1 : 0), 9) +
+                 Pad(Num(c->waited), 8) + Pad(FormatTimeSpan(c->wait_mean_s), 10) +
+                 Pad(FormatTimeSpan(c->wait_p50_s), 8) + Pad(FormatTimeSpan(c->wait_p99_s), 9) +
+                 Pad(FormatTimeSpan(c->wait_max_s), 9) + Pad(Fixed(c->mean_allocated_pct, 1), 8) +
+                 Pad(Fixed(c->mean_requested_pct, 1), 7) + Pad(Fixed(c->mean_queued, 1), 7) +
+                 Pad(Num(c->max_queued), 7) + Pad(FormatTimeSpan(c->last_start_s), 11) +
+                 Pad(FormatTimeSpan(c->makespan_s), 10) + "\n";
         }
         if (const ReplayRatio* r = FindRatio(ratios, policy, q, l)) {
           out += "   shared/whole: completed x" + Ratio(r->completed, seeds) + ", GPU-hours x" +
