@@ -177,6 +177,14 @@ Result<ReplayResult> RunReplay(const ReplayInput& input, const ReplayConfig& cfg
     }
   }
   res.jobs = static_cast<int64_t>(active.size());
+  // Shapes: jobs with equal requests fit or not together (the wait queue groups them).
+  std::vector<uint32_t> shape(num_jobs, 0);
+  {
+    std::unordered_map<PodRequest, uint32_t, sched::PodRequestHash> ids;
+    for (uint32_t j : active) {
+      shape[j] = ids.try_emplace(req[j], static_cast<uint32_t>(ids.size())).first->second;
+    }
+  }
   double offered = 0, offered_whole = 0;
   for (uint32_t j : active) {
     const ReplayJob& job = input.jobs[j];
@@ -295,7 +303,7 @@ Result<ReplayResult> RunReplay(const ReplayInput& input, const ReplayConfig& cfg
     while (next_arrival < active.size() && input.jobs[active[next_arrival]].arrival_us == t) {
       const uint32_t j = active[next_arrival++];
       scheduler->ObservePod(req[j]);
-      queue.Arrive(j, try_start);
+      queue.Arrive(j, shape[j], try_start);
     }
     if (!error.ok()) return error;
     if (t <= horizon) res.max_queued = std::max(res.max_queued, static_cast<int64_t>(queue.size()));

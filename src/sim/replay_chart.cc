@@ -10,7 +10,7 @@ namespace vgpu::sim {
 namespace {
 
 constexpr double kWidth = 980, kPanelH = 250, kHeader = 74, kGap = 52;
-constexpr double kLeft = 70, kRight = 190;
+constexpr double kLeft = 70, kRight = 230;
 constexpr const char* kShared = "#1f77b4";
 constexpr const char* kWhole = "#d62728";
 
@@ -167,7 +167,7 @@ std::string RenderReplayChart(const ReplayExperiment& e, const ReplayPlan& plan,
     svg += "<text x=\"" + Num(kLeft + plot_w / 2) + "\" y=\"" + Num(top + kPanelH + 32) +
            "\" font-size=\"12\" text-anchor=\"middle\" fill=\"#555\">time (" + unit_name +
            ")</text>\n";
-    svg += "<text x=\"" + Num(kLeft + plot_w + 34) + "\" y=\"" + Num(top + 12) +
+    svg += "<text x=\"" + Num(kLeft + plot_w + 6) + "\" y=\"" + Num(top - 6) +
            "\" font-size=\"11\" fill=\"#555\">queued pods</text>\n";
     svg += "<rect x=\"" + Num(kLeft) + "\" y=\"" + Num(top) + "\" width=\"" + Num(plot_w) +
            "\" height=\"" + Num(kPanelH) + "\" fill=\"none\" stroke=\"#333\"/>\n";
@@ -202,8 +202,8 @@ std::string RenderReplayChart(const ReplayExperiment& e, const ReplayPlan& plan,
         "allocated %, shared");
 
     if (p == 0) {
-      const double lx = kLeft + plot_w + 34;
-      double ly = top + 34;
+      const double lx = kLeft + plot_w + 52;
+      double ly = top + 12;
       struct Entry {
         const char* color;
         const char* dash;

@@ -93,8 +93,9 @@ std::string FormatReplayTable(const ReplayExperiment& e, const ReplayPlan& plan,
         out += "   " + Num(any->jobs) + " pods arrive within the horizon (" +
                Num(any->unplaceable) + " fit no node and are left out); offered " +
                Fixed(any->offered_pct, 1) + "% of GPU capacity as requested, " +
-               Fixed(any->offered_whole_pct, 1) + "% as whole GPUs; peak demand " +
-               Fixed(any->peak_demand_pct, 0) + "%\n";
+               Fixed(any->offered_whole_pct, 1) + "% as whole GPUs (ceiling x" +
+               Fixed(any->offered_pct > 0 ? any->offered_whole_pct / any->offered_pct : 1, 2) +
+               "); peak demand " + Fixed(any->peak_demand_pct, 0) + "%\n";
         out += Pad("alloc", 8, true) + Pad("completed", 10) + Pad("GPU-h", 9) + Pad("waited", 8) +
                Pad("wait mean", 10) + Pad("p50", 8) + Pad("p99", 9) + Pad("max", 9) +
                Pad("alloc %", 8) + Pad("used %", 7) + Pad("queue", 7) + Pad("max q", 7) +
@@ -123,14 +124,15 @@ std::string FormatReplayTable(const ReplayExperiment& e, const ReplayPlan& plan,
   if (rows > 1 && !ratios.empty()) {
     out +=
         "\nSweep: shared vs whole GPUs per load (s = shared, w = whole; ratio = shared / whole "
-        "completed pods)\n";
+        "completed pods;\nceiling = offered whole / offered shared: the most sharing could gain if "
+        "GPUs were the only limit and packing were perfect)\n";
     size_t pw = 6;
     for (const std::string& p : plan.policies) pw = std::max(pw, p.size());
     out += Pad("policy", pw, true) + Pad("queue", 9) + Pad("compress", 9) + Pad("scale", 7) +
-           Pad("GPUs", 6) + Pad("offered", 8) + Pad("peak", 6) + Pad("done s", 8) +
-           Pad("done w", 8) + Pad("ratio", 11) + Pad("GPU-h ratio", 12) + Pad("wait s", 9) +
-           Pad("wait w", 9) + Pad("p99 s", 9) + Pad("p99 w", 9) + Pad("alloc s", 8) +
-           Pad("alloc w", 8) + Pad("used w", 7) + "\n";
+           Pad("GPUs", 6) + Pad("offered", 8) + Pad("peak", 6) + Pad("ceiling", 8) +
+           Pad("done s", 8) + Pad("done w", 8) + Pad("ratio", 11) + Pad("GPU-h ratio", 12) +
+           Pad("wait s", 9) + Pad("wait w", 9) + Pad("p99 s", 9) + Pad("p99 w", 9) +
+           Pad("alloc s", 8) + Pad("alloc w", 8) + Pad("used w", 7) + "\n";
     for (const std::string& policy : plan.policies) {
       for (QueueDiscipline q : plan.queues) {
         for (size_t l = 0; l < plan.loads.size(); ++l) {
@@ -143,13 +145,14 @@ std::string FormatReplayTable(const ReplayExperiment& e, const ReplayPlan& plan,
           std::snprintf(scale, sizeof scale, "%g", plan.loads[l].cluster_scale);
           out += Pad(policy, pw, true) + Pad(std::string(QueueName(q)), 9) + Pad(compress, 9) +
                  Pad(scale, 7) + Pad(Num(s->gpus), 6) + Pad(Fixed(s->offered_pct, 1) + "%", 8) +
-                 Pad(Fixed(s->peak_demand_pct, 0) + "%", 6) + Pad(Num(s->completed), 8) +
-                 Pad(Num(w->completed), 8) + Pad(Ratio(r->completed, seeds), 11) +
-                 Pad(Ratio(r->gpu_hours, seeds), 12) + Pad(FormatTimeSpan(s->wait_mean_s), 9) +
-                 Pad(FormatTimeSpan(w->wait_mean_s), 9) + Pad(FormatTimeSpan(s->wait_p99_s), 9) +
-                 Pad(FormatTimeSpan(w->wait_p99_s), 9) + Pad(Fixed(s->mean_allocated_pct, 1), 8) +
-                 Pad(Fixed(w->mean_allocated_pct, 1), 8) + Pad(Fixed(w->mean_requested_pct, 1), 7) +
-                 "\n";
+                 Pad(Fixed(s->peak_demand_pct, 0) + "%", 6) +
+                 Pad(Fixed(s->offered_pct > 0 ? s->offered_whole_pct / s->offered_pct : 1, 2), 8) +
+                 Pad(Num(s->completed), 8) + Pad(Num(w->completed), 8) +
+                 Pad(Ratio(r->completed, seeds), 11) + Pad(Ratio(r->gpu_hours, seeds), 12) +
+                 Pad(FormatTimeSpan(s->wait_mean_s), 9) + Pad(FormatTimeSpan(w->wait_mean_s), 9) +
+                 Pad(FormatTimeSpan(s->wait_p99_s), 9) + Pad(FormatTimeSpan(w->wait_p99_s), 9) +
+                 Pad(Fixed(s->mean_allocated_pct, 1), 8) + Pad(Fixed(w->mean_allocated_pct, 1), 8) +
+                 Pad(Fixed(w->mean_requested_pct, 1), 7) + "\n";
         }
       }
     }
