@@ -2,9 +2,10 @@
 """Sweep tables of the time-based replay (docs/replay.md): shared vs whole-GPU allocation per load
 point, queue discipline, trace and policy. Runs `vgpu sim --mode replay --json` and prints Markdown.
 
-Usage: bench/sim/replay_sweep.py [--seeds 42-46] [--vgpu build/bin/vgpu] [--only A,B,...]
+Usage: bench/sim/replay_sweep.py [--seeds 42-51] [--vgpu build/bin/vgpu] [--only A,B,...]
 Tables: A real pace, cluster scale sweep; B full cluster, time compression sweep; C compression
 and scale together; D other bundled traces; E policies. About a minute on 2 cores.
+The ratio column is mean±sd over seeds of shared / whole completed pods, (min–max) over seeds.
 """
 import argparse
 import json
@@ -43,10 +44,13 @@ def rows(j, label=None):
         s = cells[(r["policy"], r["queue"], r["load"], "shared")]
         w = cells[(r["policy"], r["queue"], r["load"], "whole")]
         load = j["loads"][r["load"]]
-        sd = f"±{r['completed_sd']:.2f}" if len(j["seeds"]) > 1 else ""
+        sd = ""
+        if len(j["seeds"]) > 1:
+            sd = f"±{r['completed_sd']:.2f} ({r['completed_min']:.2f}–{r['completed_max']:.2f})"
         out.append([label or r["policy"], r["queue"], f"{load['time_compress']:g}",
                     f"{load['cluster_scale']:g}", f"{s['gpus']:.0f}",
                     f"{s['offered_pct']:.1f}%", f"{s['peak_demand_pct']:.0f}%",
+                    f"{s['offered_whole_pct'] / max(s['offered_pct'], 1e-9):.2f}",
                     f"{s['completed']:.0f}", f"{w['completed']:.0f}",
                     f"{r['completed_mean']:.2f}{sd}", f"{r['gpu_hours_mean']:.2f}",
                     span(s["wait_mean_s"]), span(w["wait_mean_s"]),
@@ -56,7 +60,7 @@ def rows(j, label=None):
     return out
 
 
-HEAD = ["policy", "queue", "compress", "scale", "GPUs", "offered", "peak", "done shared",
+HEAD = ["policy", "queue", "compress", "scale", "GPUs", "offered", "peak", "ceiling", "done shared",
         "done whole", "ratio", "GPU-h ratio", "wait shared", "wait whole", "p99 shared",
         "p99 whole", "alloc % shared", "alloc % whole", "used % whole"]
 
@@ -72,7 +76,7 @@ def table(title, body, head=HEAD):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", default="42-46")
+    ap.add_argument("--seeds", default="42-51")
     ap.add_argument("--vgpu", default=os.path.join(ROOT, "build", "bin", "vgpu"))
     ap.add_argument("--only", default="A,B,C,D,E")
     args = ap.parse_args()

@@ -39,8 +39,10 @@ std::vector<std::string> AddReplayFlags(CLI::App& app, ReplayFlags* f) {
   app.add_option("--time-compress", f->time_compress,
                  "Replay: divide arrival times by K (run times kept); a list sweeps loads")
       ->capture_default_str();
-  app.add_option("--cluster-scale", f->cluster_scale,
-                 "Replay: keep a seeded random fraction F in (0, 1] of the nodes; a list sweeps")
+  app.add_option(
+         "--cluster-scale", f->cluster_scale,
+         "Replay: keep a fraction F in (0, 1] of the nodes (seeded sample that keeps the mix "
+         "of node types); a list sweeps")
       ->capture_default_str();
   app.add_option("--queue", f->queue,
                  "Replay: queue discipline: fifo (strict arrival order) or backfill (later pods "

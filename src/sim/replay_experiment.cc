@@ -250,6 +250,8 @@ std::vector<ReplayRatio> SummarizeRatios(const ReplayExperiment& e) {
   }
   for (size_t c = 0; c < out.size(); ++c) {
     out[c].completed = MeanSd(completed[c]);
+    out[c].completed_min = *std::min_element(completed[c].begin(), completed[c].end());
+    out[c].completed_max = *std::max_element(completed[c].begin(), completed[c].end());
     out[c].gpu_hours = MeanSd(hours[c]);
     out[c].wait_mean = MeanSd(wait[c]);
   }

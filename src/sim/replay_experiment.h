@@ -87,6 +87,7 @@ struct ReplayRatio {
   QueueDiscipline queue = QueueDiscipline::kFifo;
   size_t load = 0;
   Stat completed, gpu_hours, wait_mean;
+  double completed_min = 0, completed_max = 0;  // over seeds
 };
 
 std::vector<ReplayCell> SummarizeCells(const ReplayExperiment& e);

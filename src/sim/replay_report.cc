@@ -243,6 +243,8 @@ std::string ReplayJson(const ReplayExperiment& e, const ReplayPlan& plan,
                       {"load", r.load},
                       {"completed_mean", r3(r.completed.mean)},
                       {"completed_sd", r3(r.completed.sd)},
+                      {"completed_min", r3(r.completed_min)},
+                      {"completed_max", r3(r.completed_max)},
                       {"gpu_hours_mean", r3(r.gpu_hours.mean)},
                       {"gpu_hours_sd", r3(r.gpu_hours.sd)}});
   }
