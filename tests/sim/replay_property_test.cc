@@ -179,7 +179,11 @@ TEST(ReplayProperty, FullTraceOnTheFullClusterIsFast) {
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->jobs, 7255);
   EXPECT_EQ(r->waited, 0);  // the trace uses about 1% of this cluster
-  EXPECT_LT(s, 5.0);        // about 0.5 s on one core of the development machine
+#if defined(NDEBUG) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  EXPECT_LT(s, 5.0);  // about 0.35 s on one core of the development machine
+#else
+  (void)s;  // no time bound in debug and sanitizer builds
+#endif
 }
 
 }  // namespace
