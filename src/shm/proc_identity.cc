@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -27,10 +26,19 @@ ssize_t ReadSmallFile(const char* path, char* buf, size_t size) {
   return static_cast<ssize_t>(total);
 }
 
+// The inode of a namespace link, read from its target "pid:[4026531836]" (readlink rather than
+// stat keeps the library loadable with old glibc versions).
 uint64_t NamespaceInode(const char* path) {
-  struct stat st;
-  if (::stat(path, &st) != 0) return 0;
-  return static_cast<uint64_t>(st.st_ino);
+  char target[64];
+  ssize_t n = ::readlink(path, target, sizeof(target) - 1);
+  if (n <= 0) return 0;
+  target[n] = '\0';
+  const char* p = target;
+  while (*p != '\0' && *p != '[') ++p;
+  if (*p != '[') return 0;
+  uint64_t value = 0;
+  for (++p; *p >= '0' && *p <= '9'; ++p) value = value * 10 + static_cast<uint64_t>(*p - '0');
+  return *p == ']' ? value : 0;
 }
 
 }  // namespace

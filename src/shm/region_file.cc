@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <utility>
@@ -57,6 +56,13 @@ Mapping& Mapping::operator=(Mapping&& other) noexcept {
   return *this;
 }
 
+Region* Mapping::Detach() {
+  Region* r = region_;
+  region_ = nullptr;
+  size_ = 0;
+  return r;
+}
+
 void Mapping::Reset() {
   if (region_ != nullptr) ::munmap(region_, size_);
   region_ = nullptr;
@@ -78,12 +84,12 @@ RegionError Mapping::OpenOrCreate(const char* path, const RegionConfig& config, 
     }
   }
   // The flock is released when fd is closed (closer), also on every early return.
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
+  off_t end = ::lseek(fd, 0, SEEK_END);
+  if (end < 0) {
     out->saved_errno_ = errno;
     return RegionError::kIo;
   }
-  size_t file_size = static_cast<size_t>(st.st_size);
+  size_t file_size = static_cast<size_t>(end);
   bool fresh = file_size == 0;
   if (fresh) {
     if (::ftruncate(fd, sizeof(Region)) != 0) {
@@ -129,12 +135,12 @@ RegionError Mapping::OpenExisting(const char* path, bool writable, Mapping* out)
     return RegionError::kIo;
   }
   FdCloser closer(fd);
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
+  off_t end = ::lseek(fd, 0, SEEK_END);
+  if (end < 0) {
     out->saved_errno_ = errno;
     return RegionError::kIo;
   }
-  size_t file_size = static_cast<size_t>(st.st_size);
+  size_t file_size = static_cast<size_t>(end);
   if (file_size < 16) return RegionError::kTooSmall;
   size_t map_size = file_size < sizeof(Region) ? file_size : sizeof(Region);
   void* p = MapFd(fd, map_size, writable);

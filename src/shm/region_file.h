@@ -36,6 +36,9 @@ class Mapping {
   // errno of the failing system call after kIo.
   int saved_errno() const { return saved_errno_; }
   void Reset();
+  // Gives up ownership without unmapping: the region stays mapped for the life of the process
+  // (libvgpu uses this so that no exit handler unmaps memory other threads still use).
+  Region* Detach();
 
  private:
   Region* region_ = nullptr;
