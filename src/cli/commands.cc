@@ -5,6 +5,7 @@ namespace vgpu::cli {
 std::span<const Command> AllCommands() {
   static constexpr Command kCommands[] = {
       {"version", "print the version", RunVersion},
+      {"sim", "replay a cluster trace with placement policies", RunSim},
   };
   return kCommands;
 }

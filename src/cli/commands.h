@@ -17,5 +17,6 @@ struct Command {
 std::span<const Command> AllCommands();
 
 int RunVersion(int argc, char** argv);
+int RunSim(int argc, char** argv);
 
 }  // namespace vgpu::cli

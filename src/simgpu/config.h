@@ -1,0 +1,84 @@
+// Device descriptions for the simulated GPU, read from a small text file or the environment.
+//
+// Where the devices come from (first match wins):
+//   VGPU_SIMGPU_CONFIG=PATH   a config file (format below)
+//   VGPU_SIMGPU_DEVICES=N     N default devices (1..kMaxDevices)
+//   neither                   one default device (an H100-like 80 GiB GPU)
+//
+// Config file: one device per line, `key=value` pairs separated by spaces; '#' starts a comment;
+// blank lines are ignored; values with spaces are double-quoted ("a \"b\"" escapes quotes).
+//   model=h100|h200|a100     presets for every other key (default h100); apply before the rest
+//   name="..."                product name; default "vgpu simulated <MODEL> (<N> GiB)"
+//   memory=80GiB              device memory (sizes as in common/units.h)
+//   sms=132                   multiprocessor count
+//   cc=9.0                    compute capability major.minor
+//   clock_mhz=1980 memory_clock_mhz=2619 bus_width=5120 l2=50MiB power_w=700
+//   uuid=GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx   default: stable, derived from index and name
+//   pci=0000:18:00.0          PCI domain:bus:device.function (function must be 0)
+//   kernel_time=10us          duration of a kernel that does not state its own (see docs)
+//   context_memory=0          device memory each context takes
+//
+// Errors name the file, line and column. Thread safety: pure functions.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+
+namespace vgpu::simgpu {
+
+inline constexpr int kMaxDevices = 16;
+
+struct DeviceSpec {
+  std::string model;  // "h100", "h200", "a100"
+  std::string name;
+  uint64_t memory_bytes = 0;
+  int sm_count = 0;
+  int cc_major = 0;
+  int cc_minor = 0;
+  int clock_mhz = 0;
+  int memory_clock_mhz = 0;
+  int bus_width_bits = 0;
+  uint64_t l2_bytes = 0;
+  int power_w = 0;
+  uint32_t pci_device_id = 0;  // PCI device id << 16 | vendor id (0x10de), as NVML reports it
+  std::string uuid;            // "GPU-" + 8-4-4-4-12 lower-case hex digits
+  std::array<uint8_t, 16> uuid_bytes{};
+  uint32_t pci_domain = 0;
+  uint32_t pci_bus = 0;
+  uint32_t pci_device = 0;
+  uint64_t kernel_ns = 0;
+  uint64_t context_bytes = 0;
+};
+
+struct Config {
+  std::vector<DeviceSpec> devices;
+  std::string source;  // where it came from, for messages: a path, "VGPU_SIMGPU_DEVICES=2", ...
+
+  // A stable 64-bit digest of every device field: processes with equal configs share state.
+  uint64_t Hash() const;
+};
+
+// The preset for `model` ("h100", "h200", "a100") as device number `index`, with the default
+// name, UUID and PCI address filled in. Unknown models fall back to h100.
+DeviceSpec DefaultDevice(int index, std::string_view model = "h100");
+
+// Parses config text; `file_name` is used in error messages ("file:line:column: ...").
+Result<Config> ParseConfigText(std::string_view text, std::string_view file_name);
+
+// Reads the configuration from the environment as described above.
+Result<Config> LoadConfigFromEnvironment();
+
+// Formats 16 bytes as "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx".
+std::string FormatUuid(const std::array<uint8_t, 16>& bytes);
+// Parses the form FormatUuid writes (the "GPU-" prefix is required); false if malformed.
+bool ParseUuid(std::string_view text, std::array<uint8_t, 16>* bytes);
+
+// 64-bit FNV-1a.
+uint64_t Fnv1a(std::string_view data, uint64_t seed = 0xcbf29ce484222325ULL);
+
+}  // namespace vgpu::simgpu

@@ -1,0 +1,132 @@
+#include "simgpu/config.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+namespace vgpu::simgpu {
+namespace {
+
+TEST(SimgpuConfig, DefaultDeviceIsAnH100Like80GiBGpuThatSaysItIsSimulated) {
+  DeviceSpec d = DefaultDevice(0);
+  EXPECT_EQ(d.memory_bytes, 80ULL << 30);
+  EXPECT_EQ(d.sm_count, 132);
+  EXPECT_EQ(d.cc_major, 9);
+  EXPECT_EQ(d.cc_minor, 0);
+  EXPECT_NE(d.name.find("simulated"), std::string::npos) << d.name;
+  EXPECT_EQ(d.name, "vgpu simulated H100 (80 GiB)");
+  EXPECT_EQ(d.uuid.rfind("GPU-", 0), 0u);
+  EXPECT_EQ(d.uuid.size(), 40u);
+  // Stable across calls, distinct across indices.
+  EXPECT_EQ(DefaultDevice(0).uuid, d.uuid);
+  EXPECT_NE(DefaultDevice(1).uuid, d.uuid);
+  EXPECT_EQ(d.pci_bus, 0x18u);
+}
+
+TEST(SimgpuConfig, UuidRoundTrip) {
+  DeviceSpec d = DefaultDevice(3);
+  std::array<uint8_t, 16> bytes{};
+  ASSERT_TRUE(ParseUuid(d.uuid, &bytes));
+  EXPECT_EQ(bytes, d.uuid_bytes);
+  EXPECT_FALSE(ParseUuid("GPU-1234", &bytes));
+  EXPECT_FALSE(ParseUuid("XXX-01234567-89ab-cdef-0123-456789abcdef", &bytes));
+  EXPECT_FALSE(ParseUuid("GPU-01234567-89ab-cdef-0123-456789abcdeg", &bytes));
+  EXPECT_TRUE(ParseUuid("GPU-01234567-89ab-cdef-0123-456789ABCDEF", &bytes));
+  EXPECT_EQ(bytes[15], 0xef);
+}
+
+TEST(SimgpuConfig, ParsesDevicesPerLine) {
+  Result<Config> c = ParseConfigText(
+      "# two devices\n"
+      "model=h200\n"
+      "\n"
+      "name=\"My \\\"small\\\" GPU\" memory=16GiB sms=20 cc=8.6 pci=0001:3b:00.0 "
+      "kernel_time=2ms context_memory=300MiB uuid=GPU-01234567-89ab-cdef-0123-456789abcdef # x\n",
+      "devices.conf");
+  ASSERT_TRUE(c.has_value()) << c.error().ToString();
+  ASSERT_EQ(c->devices.size(), 2u);
+  const DeviceSpec& a = c->devices[0];
+  EXPECT_EQ(a.model, "h200");
+  EXPECT_EQ(a.memory_bytes, 143771ULL << 20);
+  EXPECT_EQ(a.name, "vgpu simulated H200 (140 GiB)");
+  const DeviceSpec& b = c->devices[1];
+  EXPECT_EQ(b.name, "My \"small\" GPU");
+  EXPECT_EQ(b.memory_bytes, 16ULL << 30);
+  EXPECT_EQ(b.sm_count, 20);
+  EXPECT_EQ(b.cc_major, 8);
+  EXPECT_EQ(b.cc_minor, 6);
+  EXPECT_EQ(b.pci_domain, 1u);
+  EXPECT_EQ(b.pci_bus, 0x3bu);
+  EXPECT_EQ(b.kernel_ns, 2'000'000u);
+  EXPECT_EQ(b.context_bytes, 300ULL << 20);
+  EXPECT_EQ(b.uuid, "GPU-01234567-89ab-cdef-0123-456789abcdef");
+}
+
+TEST(SimgpuConfig, NameFollowsMemoryWhenNotGiven) {
+  Result<Config> c = ParseConfigText("memory=24GiB\n", "f");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->devices[0].name, "vgpu simulated H100 (24 GiB)");
+}
+
+TEST(SimgpuConfig, ErrorsNameFileLineAndColumn) {
+  struct Case {
+    const char* text;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {"memory=80GiB\nmemory=12XB\n", "f.conf:2:8: memory=\"12XB\": unknown unit"},
+      {"sms=0\n", "f.conf:1:5: sms=\"0\": must be between 1 and 1000000"},
+      {"  colour=red\n", "f.conf:1:3: colour=\"red\": unknown key"},
+      {"model=v100\n", "f.conf:1:7: model=\"v100\": unknown model"},
+      {"memory 80GiB\n", "f.conf:1:7: expected key=value"},
+      {"name=\"open\n", "f.conf:1:6: unterminated quoted value"},
+      {"cc=9\n", "f.conf:1:4: cc=\"9\": must be MAJOR.MINOR"},
+      {"pci=18\n", "f.conf:1:5: pci=\"18\": must be DOMAIN:BUS:DEVICE.0"},
+      {"kernel_time=5\n", "f.conf:1:13: kernel_time=\"5\": unknown unit"},
+      {"# nothing\n", "f.conf: no devices"},
+      {"uuid=GPU-01234567-89ab-cdef-0123-456789abcdef\nuuid=GPU-01234567-89ab-cdef-0123-"
+       "456789abcdef\n",
+       "same uuid"},
+  };
+  for (const Case& c : cases) {
+    Result<Config> r = ParseConfigText(c.text, "f.conf");
+    ASSERT_FALSE(r.has_value()) << c.text;
+    EXPECT_NE(r.error().message().find(c.expected), std::string::npos)
+        << "got: " << r.error().message() << "\nwant: " << c.expected;
+  }
+}
+
+TEST(SimgpuConfig, HashDependsOnEveryField) {
+  Config a;
+  a.devices.push_back(DefaultDevice(0));
+  Config b = a;
+  EXPECT_EQ(a.Hash(), b.Hash());
+  b.devices[0].memory_bytes -= 512;
+  EXPECT_NE(a.Hash(), b.Hash());
+  b = a;
+  b.devices[0].kernel_ns++;
+  EXPECT_NE(a.Hash(), b.Hash());
+}
+
+TEST(SimgpuConfig, Environment) {
+  unsetenv("VGPU_SIMGPU_CONFIG");
+  setenv("VGPU_SIMGPU_DEVICES", "3", 1);
+  Result<Config> c = LoadConfigFromEnvironment();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->devices.size(), 3u);
+  setenv("VGPU_SIMGPU_DEVICES", "17", 1);
+  c = LoadConfigFromEnvironment();
+  ASSERT_FALSE(c.has_value());
+  EXPECT_NE(c.error().message().find("VGPU_SIMGPU_DEVICES=\"17\""), std::string::npos);
+  unsetenv("VGPU_SIMGPU_DEVICES");
+  c = LoadConfigFromEnvironment();
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->devices.size(), 1u);
+  setenv("VGPU_SIMGPU_CONFIG", "/nonexistent/simgpu.conf", 1);
+  c = LoadConfigFromEnvironment();
+  ASSERT_FALSE(c.has_value());
+  EXPECT_NE(c.error().message().find("/nonexistent/simgpu.conf"), std::string::npos);
+  unsetenv("VGPU_SIMGPU_CONFIG");
+}
+
+}  // namespace
+}  // namespace vgpu::simgpu

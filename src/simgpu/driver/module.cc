@@ -1,0 +1,441 @@
+// Modules and libraries (any image loads), function and kernel lookup (any name is found),
+// function attributes and occupancy.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "simgpu/driver/driver.h"
+
+namespace vgpu::simgpu::driver {
+namespace {
+
+constexpr int kSharedPerSm = 233472;
+constexpr int kMaxDynamicShared = 232448;
+
+Module* AsModule(void* h, bool library) {
+  auto* m = static_cast<Module*>(h);
+  if (m == nullptr || m->tag != Tag::kModule || m->unloaded || m->library != library) {
+    return nullptr;
+  }
+  return m;
+}
+
+CUresult NewModule(void** out, bool library) {
+  if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!library) {
+    Context* ctx = nullptr;
+    if (CUresult rc = CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
+  }
+  std::lock_guard<std::mutex> lock(D().mu);
+  Module* m = Recycler<Module>::Make();
+  m->library = library;
+  *out = m;
+  return CUDA_SUCCESS;
+}
+
+CUresult FileExists(const char* path) {
+  if (path == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return CUDA_ERROR_FILE_NOT_FOUND;
+  close(fd);
+  return CUDA_SUCCESS;
+}
+
+CUresult Lookup(Module* m, const char* name, Function** out) {
+  if (name == nullptr || out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(D().mu);
+  Function*& f = m->functions[name];
+  if (f == nullptr) {
+    f = Recycler<Function>::Make();
+    f->module = m;
+    f->name = name;
+    f->sleep_convention = f->name.find(kSleepKernelMarker) != std::string::npos;
+    f->attributes[CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK] = 1024;
+    f->attributes[CU_FUNC_ATTRIBUTE_NUM_REGS] = 32;
+    f->attributes[CU_FUNC_ATTRIBUTE_PTX_VERSION] = 90;
+    f->attributes[CU_FUNC_ATTRIBUTE_BINARY_VERSION] = 90;
+    f->attributes[CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES] = 49152;
+    f->attributes[CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT] = -1;
+  }
+  *out = f;
+  return CUDA_SUCCESS;
+}
+
+CUresult Unload(void* h, bool library) {
+  if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
+  std::lock_guard<std::mutex> lock(D().mu);
+  Module* m = AsModule(h, library);
+  if (m == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  for (auto& [name, f] : m->functions) Recycler<Function>::Retire(f);
+  m->functions.clear();
+  Recycler<Module>::Retire(m);
+  return CUDA_SUCCESS;
+}
+
+CUresult Enumerate(void** out, unsigned n, Module* m) {
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(D().mu);
+  if (n != m->functions.size()) return CUDA_ERROR_INVALID_VALUE;
+  unsigned i = 0;
+  for (auto& [name, f] : m->functions) out[i++] = f;
+  return CUDA_SUCCESS;
+}
+
+int MaxBlocksPerSm(int block_size, size_t dynamic_smem) {
+  if (block_size <= 0) return 0;
+  int by_threads = 2048 / block_size;
+  int by_smem = static_cast<int>(kSharedPerSm / (dynamic_smem + 1024));
+  return std::max(0, std::min({32, by_threads, by_smem}));
+}
+
+CUresult PotentialBlockSize(int* min_grid, int* block_size, CUfunction func,
+                            CUoccupancyB2DSize smem_fn, size_t smem, int limit) {
+  if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
+  if (min_grid == nullptr || block_size == nullptr || AsFunction(func) == nullptr) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  Context* ctx = nullptr;
+  if (CUresult rc = CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
+  int bs = (limit > 0 && limit < 1024) ? limit : 1024;
+  size_t dyn = smem_fn != nullptr ? smem_fn(bs) : smem;
+  *block_size = bs;
+  *min_grid = Spec(ctx->device).sm_count * MaxBlocksPerSm(bs, dyn);
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+Function* AsFunction(void* handle) {
+  auto* f = static_cast<Function*>(handle);
+  if (f == nullptr || f->tag != Tag::kFunction) return nullptr;
+  return f;
+}
+
+}  // namespace vgpu::simgpu::driver
+
+using namespace vgpu::simgpu;
+using namespace vgpu::simgpu::driver;
+
+SIMGPU_API CUresult cuModuleLoad(CUmodule* module, const char* fname) {
+  SIMGPU_GUARD({
+    if (CUresult rc = FileExists(fname); rc != CUDA_SUCCESS) return rc;
+    return NewModule(reinterpret_cast<void**>(module), false);
+  });
+}
+SIMGPU_API CUresult cuModuleLoadData(CUmodule* module, const void* image) {
+  SIMGPU_GUARD({
+    if (image == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    return NewModule(reinterpret_cast<void**>(module), false);
+  });
+}
+SIMGPU_API CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int numOptions,
+                                       CUjit_option* options, void** optionValues) {
+  (void)numOptions;
+  (void)options;
+  (void)optionValues;
+  return cuModuleLoadData(module, image);
+}
+SIMGPU_API CUresult cuModuleLoadFatBinary(CUmodule* module, const void* fatCubin) {
+  return cuModuleLoadData(module, fatCubin);
+}
+SIMGPU_API CUresult cuModuleUnload(CUmodule hmod) {
+  SIMGPU_GUARD({ return Unload(hmod, false); });
+}
+
+SIMGPU_API CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode* mode) {
+  if (mode == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *mode = CU_MODULE_LAZY_LOADING;
+  return CUDA_SUCCESS;
+}
+
+SIMGPU_API CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const char* name) {
+  SIMGPU_GUARD({
+    if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
+    Module* m = AsModule(hmod, false);
+    if (m == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    return Lookup(m, name, reinterpret_cast<Function**>(hfunc));
+  });
+}
+
+SIMGPU_API CUresult cuModuleGetFunctionCount(unsigned int* count, CUmodule mod) {
+  SIMGPU_GUARD({
+    Module* m = AsModule(mod, false);
+    if (m == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard<std::mutex> lock(D().mu);
+    *count = static_cast<unsigned>(m->functions.size());
+    return CUDA_SUCCESS;
+  });
+}
+
+SIMGPU_API CUresult cuModuleEnumerateFunctions(CUfunction* functions, unsigned int numFunctions,
+                                               CUmodule mod) {
+  SIMGPU_GUARD({
+    Module* m = AsModule(mod, false);
+    if (m == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    return Enumerate(reinterpret_cast<void**>(functions), numFunctions, m);
+  });
+}
+
+// Images are not parsed, so module globals cannot be found.
+SIMGPU_API CUresult cuModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* bytes, CUmodule hmod,
+                                         const char* name) {
+  (void)dptr;
+  (void)bytes;
+  (void)name;
+  if (AsModule(hmod, false) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+SIMGPU_API CUresult cuModuleGetGlobal(CUdeviceptr_v1* dptr, unsigned int* bytes, CUmodule hmod,
+                                      const char* name) {
+  (void)dptr;
+  (void)bytes;
+  (void)name;
+  if (AsModule(hmod, false) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+SIMGPU_API CUresult cuLibraryLoadData(CUlibrary* library, const void* code,
+                                      CUjit_option* jitOptions, void** jitOptionsValues,
+                                      unsigned int numJitOptions, CUlibraryOption* libraryOptions,
+                                      void** libraryOptionValues, unsigned int numLibraryOptions) {
+  (void)jitOptions;
+  (void)jitOptionsValues;
+  (void)numJitOptions;
+  (void)libraryOptions;
+  (void)libraryOptionValues;
+  (void)numLibraryOptions;
+  SIMGPU_GUARD({
+    if (code == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    return NewModule(reinterpret_cast<void**>(library), true);
+  });
+}
+
+SIMGPU_API CUresult cuLibraryLoadFromFile(CUlibrary* library, const char* fileName,
+                                          CUjit_option* jitOptions, void** jitOptionsValues,
+                                          unsigned int numJitOptions,
+                                          CUlibraryOption* libraryOptions,
+                                          void** libraryOptionValues,
+                                          unsigned int numLibraryOptions) {
+  (void)jitOptions;
+  (void)jitOptionsValues;
+  (void)numJitOptions;
+  (void)libraryOptions;
+  (void)libraryOptionValues;
+  (void)numLibraryOptions;
+  SIMGPU_GUARD({
+    if (CUresult rc = FileExists(fileName); rc != CUDA_SUCCESS) return rc;
+    return NewModule(reinterpret_cast<void**>(library), true);
+  });
+}
+
+SIMGPU_API CUresult cuLibraryUnload(CUlibrary library) {
+  SIMGPU_GUARD({ return Unload(library, true); });
+}
+
+SIMGPU_API CUresult cuLibraryGetKernel(CUkernel* pKernel, CUlibrary library, const char* name) {
+  SIMGPU_GUARD({
+    if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
+    Module* m = AsModule(library, true);
+    if (m == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    return Lookup(m, name, reinterpret_cast<Function**>(pKernel));
+  });
+}
+
+SIMGPU_API CUresult cuLibraryGetKernelCount(unsigned int* count, CUlibrary lib) {
+  SIMGPU_GUARD({
+    Module* m = AsModule(lib, true);
+    if (m == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard<std::mutex> lock(D().mu);
+    *count = static_cast<unsigned>(m->functions.size());
+    return CUDA_SUCCESS;
+  });
+}
+
+SIMGPU_API CUresult cuLibraryEnumerateKernels(CUkernel* kernels, unsigned int numKernels,
+                                              CUlibrary lib) {
+  SIMGPU_GUARD({
+    Module* m = AsModule(lib, true);
+    if (m == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    return Enumerate(reinterpret_cast<void**>(kernels), numKernels, m);
+  });
+}
+
+SIMGPU_API CUresult cuLibraryGetModule(CUmodule* pMod, CUlibrary library) {
+  SIMGPU_GUARD({
+    Context* ctx = nullptr;
+    if (CUresult rc = CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
+    Module* m = AsModule(library, true);
+    if (m == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    if (pMod == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    *pMod = reinterpret_cast<CUmodule>(m);
+    return CUDA_SUCCESS;
+  });
+}
+
+SIMGPU_API CUresult cuLibraryGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUlibrary library,
+                                       const char* name) {
+  (void)dptr;
+  (void)bytes;
+  (void)name;
+  if (AsModule(library, true) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+SIMGPU_API CUresult cuKernelGetFunction(CUfunction* pFunc, CUkernel kernel) {
+  SIMGPU_GUARD({
+    Context* ctx = nullptr;
+    if (CUresult rc = CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
+    Function* f = AsFunction(kernel);
+    if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    if (pFunc == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    *pFunc = reinterpret_cast<CUfunction>(f);
+    return CUDA_SUCCESS;
+  });
+}
+
+SIMGPU_API CUresult cuKernelGetLibrary(CUlibrary* pLib, CUkernel kernel) {
+  Function* f = AsFunction(kernel);
+  if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (pLib == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *pLib = reinterpret_cast<CUlibrary>(f->module);
+  return CUDA_SUCCESS;
+}
+
+static CUresult GetName(const char** name, void* h) {
+  Function* f = AsFunction(h);
+  if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *name = f->name.c_str();
+  return CUDA_SUCCESS;
+}
+SIMGPU_API CUresult cuKernelGetName(const char** name, CUkernel hfunc) {
+  return GetName(name, hfunc);
+}
+SIMGPU_API CUresult cuFuncGetName(const char** name, CUfunction hfunc) {
+  return GetName(name, hfunc);
+}
+
+static CUresult GetAttribute(int* pi, CUfunction_attribute attrib, void* h) {
+  Function* f = AsFunction(h);
+  if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (pi == nullptr || attrib < 0 || attrib >= CU_FUNC_ATTRIBUTE_MAX)
+    return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(D().mu);
+  *pi = f->attributes[attrib];
+  return CUDA_SUCCESS;
+}
+static CUresult SetAttribute(void* h, CUfunction_attribute attrib, int value) {
+  Function* f = AsFunction(h);
+  if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (attrib == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+    if (value < 0 || value > kMaxDynamicShared) return CUDA_ERROR_INVALID_VALUE;
+  } else if (attrib != CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT &&
+             attrib != CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH &&
+             attrib != CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT &&
+             attrib != CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH &&
+             attrib != CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED &&
+             attrib != CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE) {
+    return CUDA_ERROR_INVALID_VALUE;  // read-only attributes
+  }
+  std::lock_guard<std::mutex> lock(D().mu);
+  f->attributes[attrib] = value;
+  return CUDA_SUCCESS;
+}
+SIMGPU_API CUresult cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction hfunc) {
+  SIMGPU_GUARD({ return GetAttribute(pi, attrib, hfunc); });
+}
+SIMGPU_API CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value) {
+  SIMGPU_GUARD({ return SetAttribute(hfunc, attrib, value); });
+}
+SIMGPU_API CUresult cuKernelGetAttribute(int* pi, CUfunction_attribute attrib, CUkernel kernel,
+                                         CUdevice dev) {
+  SIMGPU_GUARD({
+    if (CUresult rc = CheckDevice(dev); rc != CUDA_SUCCESS) return rc;
+    return GetAttribute(pi, attrib, kernel);
+  });
+}
+SIMGPU_API CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel,
+                                         CUdevice dev) {
+  SIMGPU_GUARD({
+    if (CUresult rc = CheckDevice(dev); rc != CUDA_SUCCESS) return rc;
+    return SetAttribute(kernel, attrib, val);
+  });
+}
+SIMGPU_API CUresult cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config) {
+  (void)config;
+  return AsFunction(hfunc) == nullptr ? CUDA_ERROR_INVALID_HANDLE : CUDA_SUCCESS;
+}
+SIMGPU_API CUresult cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice dev) {
+  (void)config;
+  if (CUresult rc = CheckDevice(dev); rc != CUDA_SUCCESS) return rc;
+  return AsFunction(kernel) == nullptr ? CUDA_ERROR_INVALID_HANDLE : CUDA_SUCCESS;
+}
+SIMGPU_API CUresult cuFuncSetSharedMemConfig(CUfunction hfunc, CUsharedconfig config) {
+  (void)config;
+  return AsFunction(hfunc) == nullptr ? CUDA_ERROR_INVALID_HANDLE : CUDA_SUCCESS;
+}
+SIMGPU_API CUresult cuFuncGetModule(CUmodule* hmod, CUfunction hfunc) {
+  Function* f = AsFunction(hfunc);
+  if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (hmod == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *hmod = reinterpret_cast<CUmodule>(f->module);
+  return CUDA_SUCCESS;
+}
+SIMGPU_API CUresult cuFuncIsLoaded(CUfunctionLoadingState* state, CUfunction function) {
+  if (AsFunction(function) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (state == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *state = CU_FUNCTION_LOADING_STATE_LOADED;
+  return CUDA_SUCCESS;
+}
+SIMGPU_API CUresult cuFuncLoad(CUfunction function) {
+  return AsFunction(function) == nullptr ? CUDA_ERROR_INVALID_HANDLE : CUDA_SUCCESS;
+}
+
+SIMGPU_API CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, CUfunction func,
+                                                                int blockSize,
+                                                                size_t dynamicSMemSize) {
+  if (numBlocks == nullptr || AsFunction(func) == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *numBlocks = MaxBlocksPerSm(blockSize, dynamicSMemSize);
+  return CUDA_SUCCESS;
+}
+SIMGPU_API CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+    int* numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned int flags) {
+  (void)flags;
+  return cuOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks, func, blockSize, dynamicSMemSize);
+}
+SIMGPU_API CUresult cuOccupancyMaxPotentialBlockSize(int* minGridSize, int* blockSize,
+                                                     CUfunction func,
+                                                     CUoccupancyB2DSize blockSizeToDynamicSMemSize,
+                                                     size_t dynamicSMemSize, int blockSizeLimit) {
+  SIMGPU_GUARD({
+    return PotentialBlockSize(minGridSize, blockSize, func, blockSizeToDynamicSMemSize,
+                              dynamicSMemSize, blockSizeLimit);
+  });
+}
+SIMGPU_API CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(
+    int* minGridSize, int* blockSize, CUfunction func,
+    CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t dynamicSMemSize, int blockSizeLimit,
+    unsigned int flags) {
+  (void)flags;
+  SIMGPU_GUARD({
+    return PotentialBlockSize(minGridSize, blockSize, func, blockSizeToDynamicSMemSize,
+                              dynamicSMemSize, blockSizeLimit);
+  });
+}
+SIMGPU_API CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t* dynamicSmemSize,
+                                                            CUfunction func, int numBlocks,
+                                                            int blockSize) {
+  if (dynamicSmemSize == nullptr || AsFunction(func) == nullptr || numBlocks <= 0 ||
+      blockSize <= 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  size_t per_block = kSharedPerSm / static_cast<size_t>(numBlocks);
+  *dynamicSmemSize = per_block > 1024 ? std::min<size_t>(per_block - 1024, kMaxDynamicShared) : 0;
+  return CUDA_SUCCESS;
+}

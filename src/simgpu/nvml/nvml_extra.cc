@@ -1,0 +1,245 @@
+// NVML: PCI identity, and modelled sensors. Temperature and power follow utilization (a device
+// idles at 30 C and 10% of its power limit and reaches 75 C and 90% of it when busy all the time);
+// clocks report the configured maxima.
+#include <cstdio>
+#include <cstring>
+
+#include "simgpu/nvml/nvml_internal.h"
+
+using namespace vgpu::simgpu;
+using namespace vgpu::simgpu::nvml;
+
+namespace {
+
+#define SIMGPU_DEVICE_OR_RETURN(device, out)                                        \
+  unsigned index = 0;                                                               \
+  if (nvmlReturn_t rc = CheckDevice(device, &index); rc != NVML_SUCCESS) return rc; \
+  if ((out) == nullptr) return NVML_ERROR_INVALID_ARGUMENT
+
+}  // namespace
+
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) {
+  SIMGPU_DEVICE_OR_RETURN(device, pci);
+  const DeviceSpec& s = Spec(index);
+  std::memset(pci, 0, sizeof(*pci));
+  std::snprintf(pci->busIdLegacy, sizeof(pci->busIdLegacy), "%04x:%02x:%02x.0", s.pci_domain,
+                s.pci_bus, s.pci_device);
+  std::snprintf(pci->busId, sizeof(pci->busId), "%08x:%02x:%02x.0", s.pci_domain, s.pci_bus,
+                s.pci_device);
+  pci->domain = s.pci_domain;
+  pci->bus = s.pci_bus;
+  pci->device = s.pci_device;
+  pci->pciDeviceId = s.pci_device_id;
+  pci->pciSubSystemId = (s.pci_device_id & 0xffff0000u) | 0x10deu;
+  return NVML_SUCCESS;
+}
+
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device,
+                                                      nvmlTemperatureSensors_t sensorType,
+                                                      unsigned int* temp) {
+  SIMGPU_DEVICE_OR_RETURN(device, temp);
+  if (sensorType != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
+  *temp = 30 + Utilization(index, -1) * 45 / 100;
+  return NVML_SUCCESS;
+}
+
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* power) {
+  SIMGPU_DEVICE_OR_RETURN(device, power);
+  unsigned limit_mw = static_cast<unsigned>(Spec(index).power_w) * 1000;
+  *power = limit_mw / 10 + limit_mw / 100 * 80 * Utilization(index, -1) / 100;
+  return NVML_SUCCESS;
+}
+
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t device,
+                                                               unsigned int* limit) {
+  SIMGPU_DEVICE_OR_RETURN(device, limit);
+  *limit = static_cast<unsigned>(Spec(index).power_w) * 1000;
+  return NVML_SUCCESS;
+}
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device,
+                                                             unsigned int* limit) {
+  return nvmlDeviceGetPowerManagementLimit(device, limit);
+}
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t device,
+                                                                      unsigned int* limit) {
+  return nvmlDeviceGetPowerManagementLimit(device, limit);
+}
+
+static nvmlReturn_t Clock(nvmlDevice_t device, nvmlClockType_t type, unsigned* clock) {
+  SIMGPU_DEVICE_OR_RETURN(device, clock);
+  const DeviceSpec& s = Spec(index);
+  switch (type) {
+    case NVML_CLOCK_GRAPHICS:
+    case NVML_CLOCK_SM:
+      *clock = static_cast<unsigned>(s.clock_mhz);
+      break;
+    case NVML_CLOCK_MEM:
+      *clock = static_cast<unsigned>(s.memory_clock_mhz);
+      break;
+    case NVML_CLOCK_VIDEO:
+      *clock = static_cast<unsigned>(s.clock_mhz) * 85 / 100;
+      break;
+    default:
+      return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  return NVML_SUCCESS;
+}
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type,
+                                                    unsigned int* clock) {
+  return Clock(device, type, clock);
+}
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type,
+                                                       unsigned int* clock) {
+  return Clock(device, type, clock);
+}
+
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int* major,
+                                                                int* minor) {
+  SIMGPU_DEVICE_OR_RETURN(device, major);
+  if (minor == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *major = Spec(index).cc_major;
+  *minor = Spec(index).cc_minor;
+  return NVML_SUCCESS;
+}
+
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device,
+                                                       nvmlDeviceArchitecture_t* arch) {
+  SIMGPU_DEVICE_OR_RETURN(device, arch);
+  int cc = Spec(index).cc_major * 10 + Spec(index).cc_minor;
+  *arch = cc >= 90   ? NVML_DEVICE_ARCH_HOPPER
+          : cc >= 89 ? NVML_DEVICE_ARCH_ADA
+                     : NVML_DEVICE_ARCH_AMPERE;
+  return NVML_SUCCESS;
+}
+
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int* minor) {
+  SIMGPU_DEVICE_OR_RETURN(device, minor);
+  *minor = index;
+  return NVML_SUCCESS;
+}
+
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetMemoryBusWidth(nvmlDevice_t device,
+                                                         unsigned int* busWidth) {
+  SIMGPU_DEVICE_OR_RETURN(device, busWidth);
+  *busWidth = static_cast<unsigned>(Spec(index).bus_width_bits);
+  return NVML_SUCCESS;
+}
+
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetBAR1MemoryInfo(nvmlDevice_t device,
+                                                         nvmlBAR1Memory_t* bar1Memory) {
+  SIMGPU_DEVICE_OR_RETURN(device, bar1Memory);
+  unsigned long long total = 1;
+  while (total < Spec(index).memory_bytes) total <<= 1;
+  bar1Memory->bar1Total = total;
+  bar1Memory->bar1Used = 0;
+  bar1Memory->bar1Free = total;
+  return NVML_SUCCESS;
+}
+
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetPerformanceState(nvmlDevice_t device,
+                                                           nvmlPstates_t* pState) {
+  SIMGPU_DEVICE_OR_RETURN(device, pState);
+  *pState = NVML_PSTATE_0;
+  return NVML_SUCCESS;
+}
+
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device,
+                                                          nvmlEnableState_t* mode) {
+  SIMGPU_DEVICE_OR_RETURN(device, mode);
+  *mode = NVML_FEATURE_ENABLED;
+  return NVML_SUCCESS;
+}
+
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device,
+                                                      nvmlComputeMode_t* mode) {
+  SIMGPU_DEVICE_OR_RETURN(device, mode);
+  *mode = NVML_COMPUTEMODE_DEFAULT;
+  return NVML_SUCCESS;
+}
+
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* currentMode,
+                                                  unsigned int* pendingMode) {
+  SIMGPU_DEVICE_OR_RETURN(device, currentMode);
+  if (pendingMode == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *currentMode = NVML_DEVICE_MIG_DISABLE;  // MIG is not simulated
+  *pendingMode = NVML_DEVICE_MIG_DISABLE;
+  return NVML_SUCCESS;
+}
+
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t device, nvmlEnableState_t* current,
+                                                  nvmlEnableState_t* pending) {
+  SIMGPU_DEVICE_OR_RETURN(device, current);
+  if (pending == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *current = NVML_FEATURE_ENABLED;
+  *pending = NVML_FEATURE_ENABLED;
+  return NVML_SUCCESS;
+}
+
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetDisplayMode(nvmlDevice_t device,
+                                                      nvmlEnableState_t* display) {
+  SIMGPU_DEVICE_OR_RETURN(device, display);
+  *display = NVML_FEATURE_DISABLED;
+  return NVML_SUCCESS;
+}
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetDisplayActive(nvmlDevice_t device,
+                                                        nvmlEnableState_t* isActive) {
+  return nvmlDeviceGetDisplayMode(device, isActive);
+}
+
+// No graphics or MPS clients on a simulated GPU.
+static nvmlReturn_t NoProcesses(nvmlDevice_t device, unsigned* count) {
+  SIMGPU_DEVICE_OR_RETURN(device, count);
+  *count = 0;
+  return NVML_SUCCESS;
+}
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t device,
+                                                                   unsigned int* infoCount,
+                                                                   nvmlProcessInfo_v1_t* infos) {
+  (void)infos;
+  return NoProcesses(device, infoCount);
+}
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device,
+                                                                      unsigned int* infoCount,
+                                                                      nvmlProcessInfo_v2_t* infos) {
+  (void)infos;
+  return NoProcesses(device, infoCount);
+}
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device,
+                                                                      unsigned int* infoCount,
+                                                                      nvmlProcessInfo_t* infos) {
+  (void)infos;
+  return NoProcesses(device, infoCount);
+}
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses(nvmlDevice_t device,
+                                                                     unsigned int* infoCount,
+                                                                     nvmlProcessInfo_v1_t* infos) {
+  (void)infos;
+  return NoProcesses(device, infoCount);
+}
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v2(
+    nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_v2_t* infos) {
+  (void)infos;
+  return NoProcesses(device, infoCount);
+}
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device,
+                                                                        unsigned int* infoCount,
+                                                                        nvmlProcessInfo_t* infos) {
+  (void)infos;
+  return NoProcesses(device, infoCount);
+}
+
+SIMGPU_NVML_API nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char* name,
+                                                      unsigned int length) {
+  if (nvmlReturn_t rc = CheckInit(); rc != NVML_SUCCESS) return rc;
+  if (name == nullptr || length == 0) return NVML_ERROR_INVALID_ARGUMENT;
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%u/comm", pid);
+  FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return NVML_ERROR_NOT_FOUND;
+  char comm[256] = {};
+  size_t n = std::fread(comm, 1, sizeof(comm) - 1, f);
+  std::fclose(f);
+  while (n > 0 && (comm[n - 1] == '\n' || comm[n - 1] == '\0')) comm[--n] = '\0';
+  std::snprintf(name, length, "%s", comm);
+  return NVML_SUCCESS;
+}

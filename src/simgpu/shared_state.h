@@ -1,0 +1,174 @@
+// The simulated GPU's state shared by every process that uses it: device memory in use, the
+// processes on each device, and the kernel timeline (see timeline.h). It lives in a file in
+// /dev/shm that all processes map, so several processes use one simulated GPU and NVML sees them.
+//
+// Layout: a fixed-size POD (SharedStateLayout), versioned by kStateMajor/kStateMinor. A process
+// that finds another major version, a foreign magic, a different size or a file made for another
+// device configuration refuses it with a message; it never reinterprets it.
+//
+// Locking: one PTHREAD_PROCESS_SHARED + PTHREAD_MUTEX_ROBUST mutex guards everything. A process
+// that dies holding it (SIGKILL) leaves it EOWNERDEAD; the next locker makes it consistent and
+// repairs derived fields (Repair), so a killed process never wedges the device.
+//
+// Dead processes: their records are reclaimed (memory returned to the device) when a scan finds
+// them gone, by kill(pid, 0) plus the process start time (which detects a reused pid). Scans run
+// when a process registers, when an allocation would not fit, and at most every kReclaimPeriodNs
+// when NVML or cuMemGetInfo read usage.
+//
+// Thread safety: SharedState is safe to use from many threads; every method that reads or writes
+// the layout must be called with a Lock held (they say so).
+#pragma once
+
+#include <pthread.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+
+#include "common/result.h"
+#include "simgpu/config.h"
+
+namespace vgpu::simgpu {
+
+inline constexpr char kStateMagic[8] = {'V', 'G', 'S', 'I', 'M', 'G', 'P', 'U'};
+inline constexpr uint32_t kStateMajor = 1;
+inline constexpr uint32_t kStateMinor = 0;
+inline constexpr int kMaxProcesses = 64;
+inline constexpr int kUtilBuckets = 512;                   // utilization history: 512 x 10 ms
+inline constexpr uint64_t kUtilBucketNs = 10'000'000;      // 10 ms
+inline constexpr int kPendingCapacity = 4096;              // queued kernels per device
+inline constexpr uint64_t kReclaimPeriodNs = 100'000'000;  // 100 ms
+
+// Busy time of one 10 ms slice of the timeline; `index` is start_ns / kUtilBucketNs.
+struct UtilBucket {
+  uint64_t index;
+  uint64_t busy_ns;
+};
+
+// A kernel on the device timeline that has not yet been counted into the buckets in full.
+struct PendingKernel {
+  uint64_t start_ns;
+  uint64_t end_ns;
+  uint32_t process_slot;
+  uint32_t process_generation;
+};
+
+struct DeviceRecord {
+  uint64_t total_bytes;       // physical memory of the device
+  uint64_t used_bytes;        // sum of ProcessRecord::used_bytes[this device]
+  uint64_t busy_until_ns;     // end of the last kernel queued (CLOCK_MONOTONIC)
+  uint64_t settled_until_ns;  // buckets hold all busy time before this instant
+  uint64_t kernels_total;     // kernels ever queued
+  uint64_t busy_total_ns;     // kernel time ever queued
+  uint64_t pending_head;      // pending[head % cap] is the oldest unsettled kernel
+  uint64_t pending_tail;      // next free entry; tail - head = queued kernels
+  PendingKernel pending[kPendingCapacity];
+  UtilBucket buckets[kUtilBuckets];
+};
+
+struct ProcessRecord {
+  int32_t pid;                       // 0: free slot
+  uint32_t generation;               // incremented when the slot is freed
+  uint64_t start_time;               // /proc/<pid>/stat field 22; 0 if unknown
+  uint64_t used_bytes[kMaxDevices];  // device memory this process holds
+  uint32_t contexts[kMaxDevices];    // live contexts on each device
+  uint64_t busy_ns[kMaxDevices];     // kernel time queued by this process
+  uint64_t wait_ns[kMaxDevices];     // launch-to-start waits of its kernels
+  uint64_t kernels[kMaxDevices];     // kernels queued
+};
+
+struct StateHeader {
+  char magic[8];
+  uint32_t major;
+  uint32_t minor;
+  uint64_t total_size;   // sizeof(SharedStateLayout)
+  uint64_t config_hash;  // Config::Hash() of the creator
+  uint32_t device_count;
+  uint32_t reserved0;
+  uint64_t last_reclaim_ns;  // CLOCK_MONOTONIC of the last dead-process scan
+  uint64_t reserved1[2];
+  alignas(64) pthread_mutex_t mutex;
+};
+
+struct SharedStateLayout {
+  StateHeader header;
+  DeviceRecord devices[kMaxDevices];
+  ProcessRecord processes[kMaxProcesses];
+  UtilBucket process_buckets[kMaxDevices][kMaxProcesses][kUtilBuckets];
+};
+
+static_assert(sizeof(PendingKernel) == 24);
+static_assert(sizeof(UtilBucket) == 16);
+static_assert(offsetof(StateHeader, mutex) == 64);
+static_assert(sizeof(DeviceRecord) == 64 + 24 * kPendingCapacity + 16 * kUtilBuckets);
+static_assert(sizeof(ProcessRecord) == 16 + 8 * kMaxDevices * 4 + 4 * kMaxDevices);
+static_assert(std::is_trivially_copyable_v<SharedStateLayout>);
+
+// The slot of process `pid`, or -1 (read with the lock held, or accept a racy answer).
+int FindProcessSlot(const SharedStateLayout* layout, int32_t pid);
+
+// CLOCK_MONOTONIC in nanoseconds (the timeline's clock, common to all processes of the machine).
+uint64_t MonotonicNs();
+
+class SharedState {
+ public:
+  // Holds the state's mutex; repairs the state if its previous owner died while holding it.
+  class Lock {
+   public:
+    explicit Lock(SharedState* state);
+    ~Lock();
+    Lock(const Lock&) = delete;
+    Lock& operator=(const Lock&) = delete;
+
+   private:
+    SharedState* state_;
+  };
+
+  // Maps the state file at `path`, creating it for `config` if it does not exist.
+  static Result<std::unique_ptr<SharedState>> Open(const Config& config, const std::string& path);
+  // VGPU_SIMGPU_STATE if set, else /dev/shm/vgpu-simgpu-<config hash in hex>.
+  static std::string DefaultPath(const Config& config);
+
+  ~SharedState();
+  SharedState(const SharedState&) = delete;
+  SharedState& operator=(const SharedState&) = delete;
+
+  SharedStateLayout* layout() { return layout_; }
+  const std::string& path() const { return path_; }
+  int device_count() const { return static_cast<int>(layout_->header.device_count); }
+
+  // --- All below: the Lock must be held. ---
+
+  // Returns this pid's slot, taking a free one (after reclaiming dead processes) if it has none.
+  Result<int> RegisterProcess(int32_t pid);
+  // Frees a slot and returns its memory to the devices.
+  void ReleaseProcess(int slot);
+  // Frees the slots of processes that no longer exist. Returns how many were freed.
+  int ReclaimDead();
+  // ReclaimDead() if the last scan is older than kReclaimPeriodNs.
+  void MaybeReclaim(uint64_t now_ns);
+
+  // Takes `bytes` of device memory for `slot`; false (and nothing taken) if it does not fit even
+  // after reclaiming dead processes.
+  bool TryReserve(int slot, int device, uint64_t bytes);
+  // Gives back `bytes` (never more than the slot holds).
+  void Release(int slot, int device, uint64_t bytes);
+
+  // Recomputes derived fields after a holder of the lock died.
+  void Repair();
+
+ private:
+  SharedState(SharedStateLayout* layout, std::string path);
+  SharedStateLayout* layout_;
+  std::string path_;
+};
+
+// True if `pid` runs (exists and is not a zombie) and, when start_time is not 0, started at
+// `start_time` (so a reused pid is not taken for the old process).
+bool ProcessAlive(int32_t pid, uint64_t start_time);
+// Field 22 of /proc/<pid>/stat (start time in clock ticks since boot), or 0.
+uint64_t ProcessStartTime(int32_t pid);
+
+}  // namespace vgpu::simgpu

@@ -1,0 +1,57 @@
+// The simulated device timeline: kernels from every process run one at a time, as on a GPU
+// without MPS, in launch order.
+//
+// A kernel launched at `now` whose stream allows it to start at `ready` starts at
+//   start = max(now, ready, device busy-until)      and ends at   end = start + duration.
+// Its wait (start - now) and its duration are added to the launching process's totals. The
+// interval is queued as pending; Settle() moves the part of each pending kernel that lies before
+// `now` into 10 ms utilization buckets (per device and per process), so utilization over a
+// window is exact up to bucket resolution at the window's start. At most kPendingCapacity kernels
+// may be queued per device (a real GPU's launch queue is finite too): EnqueueKernel reports a full
+// queue and the time at which the oldest queued kernel ends, and the caller waits and retries.
+//
+// All functions operate on a mapped SharedStateLayout and require its lock to be held; they never
+// read the clock themselves (callers pass `now`), so tests drive them with synthetic times.
+#pragma once
+
+#include <cstdint>
+
+#include "simgpu/shared_state.h"
+
+namespace vgpu::simgpu {
+
+struct KernelTiming {
+  bool queued = false;  // false: the device queue is full; retry at `retry_at_ns`
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint64_t retry_at_ns = 0;
+};
+
+// Queues a kernel of `duration_ns` on device `device` for process `slot`.
+KernelTiming EnqueueKernel(SharedStateLayout* state, int device, int slot, uint64_t now_ns,
+                           uint64_t ready_ns, uint64_t duration_ns);
+
+// Counts the busy time of pending kernels up to `now_ns` into the buckets.
+void Settle(SharedStateLayout* state, int device, uint64_t now_ns);
+
+// Busy time of the device (slot < 0) or of one process slot within [from_ns, to_ns), from the
+// settled buckets. Accurate for windows within the last kUtilBuckets * kUtilBucketNs (5.12 s).
+uint64_t BusyInWindow(const SharedStateLayout* state, int device, int slot, uint64_t from_ns,
+                      uint64_t to_ns);
+
+// Settles and returns busy percent (0..100) of the device or a slot over [now - window, now).
+unsigned UtilizationPercent(SharedStateLayout* state, int device, int slot, uint64_t now_ns,
+                            uint64_t window_ns);
+
+// Per-process timeline totals on one device, since the process registered.
+struct ProcessTimelineStats {
+  uint64_t busy_ns = 0;  // kernel time queued
+  uint64_t wait_ns = 0;  // sum of launch-to-start waits
+  uint64_t kernels = 0;
+};
+ProcessTimelineStats GetProcessTimelineStats(const SharedStateLayout* state, int device, int slot);
+
+// Adds [from_ns, to_ns) of busy time to a bucket ring (exposed for tests).
+void AddBusy(UtilBucket* ring, uint64_t from_ns, uint64_t to_ns);
+
+}  // namespace vgpu::simgpu

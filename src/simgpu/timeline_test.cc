@@ -1,0 +1,107 @@
+#include "simgpu/timeline.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+namespace vgpu::simgpu {
+namespace {
+
+constexpr uint64_t kMs = 1'000'000;
+
+class TimelineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    state_ = std::make_unique<SharedStateLayout>();
+    std::memset(state_.get(), 0, sizeof(SharedStateLayout));
+    state_->header.device_count = 1;
+    state_->processes[0].pid = 100;
+    state_->processes[1].pid = 200;
+    state_->devices[0].settled_until_ns = kT0;
+  }
+  static constexpr uint64_t kT0 = 1'000'000 * kMs;  // an arbitrary, bucket-aligned start
+  std::unique_ptr<SharedStateLayout> state_;
+};
+
+TEST_F(TimelineTest, KernelsRunOneAtATimeInLaunchOrder) {
+  KernelTiming a = EnqueueKernel(state_.get(), 0, 0, kT0, 0, 5 * kMs);
+  ASSERT_TRUE(a.queued);
+  EXPECT_EQ(a.start_ns, kT0);
+  EXPECT_EQ(a.end_ns, kT0 + 5 * kMs);
+  // Another process launching 1 ms later waits for the device.
+  KernelTiming b = EnqueueKernel(state_.get(), 0, 1, kT0 + kMs, 0, 3 * kMs);
+  EXPECT_EQ(b.start_ns, kT0 + 5 * kMs);
+  EXPECT_EQ(b.end_ns, kT0 + 8 * kMs);
+  // A stream dependency later than the device is honoured.
+  KernelTiming c = EnqueueKernel(state_.get(), 0, 0, kT0 + 2 * kMs, kT0 + 20 * kMs, kMs);
+  EXPECT_EQ(c.start_ns, kT0 + 20 * kMs);
+  EXPECT_EQ(FindProcessSlot(state_.get(), 200), 1);
+  EXPECT_EQ(FindProcessSlot(state_.get(), 999), -1);
+  ProcessTimelineStats pb = GetProcessTimelineStats(state_.get(), 0, 1);
+  EXPECT_EQ(pb.busy_ns, 3 * kMs);
+  EXPECT_EQ(pb.wait_ns, 4 * kMs);
+  EXPECT_EQ(pb.kernels, 1u);
+  ProcessTimelineStats pa = GetProcessTimelineStats(state_.get(), 0, 0);
+  EXPECT_EQ(pa.busy_ns, 6 * kMs);
+  EXPECT_EQ(pa.wait_ns, 18 * kMs);
+}
+
+TEST_F(TimelineTest, UtilizationCountsOnlyTimeThatHasPassed) {
+  EnqueueKernel(state_.get(), 0, 0, kT0, 0, 500 * kMs);
+  EnqueueKernel(state_.get(), 0, 1, kT0, 0, 500 * kMs);
+  // Half way through the first kernel: the last 1 s window holds 250 ms of busy time.
+  EXPECT_EQ(UtilizationPercent(state_.get(), 0, -1, kT0 + 250 * kMs, 1000 * kMs), 25u);
+  // At 1 s both kernels have run back to back: 100% over the last second, 50% each.
+  uint64_t t = kT0 + 1000 * kMs;
+  EXPECT_EQ(UtilizationPercent(state_.get(), 0, -1, t, 1000 * kMs), 100u);
+  EXPECT_EQ(UtilizationPercent(state_.get(), 0, 0, t, 1000 * kMs), 50u);
+  EXPECT_EQ(UtilizationPercent(state_.get(), 0, 1, t, 1000 * kMs), 50u);
+  // Idle for another half second.
+  t += 500 * kMs;
+  EXPECT_EQ(UtilizationPercent(state_.get(), 0, -1, t, 1000 * kMs), 50u);
+  EXPECT_EQ(UtilizationPercent(state_.get(), 0, 0, t, 1000 * kMs), 0u);
+  EXPECT_EQ(UtilizationPercent(state_.get(), 0, 1, t, 1000 * kMs), 50u);
+  EXPECT_EQ(BusyInWindow(state_.get(), 0, -1, kT0, t), 1000 * kMs);
+}
+
+TEST_F(TimelineTest, UnalignedWindowsAreProrated) {
+  EnqueueKernel(state_.get(), 0, 0, kT0 + 3 * kMs, 0, 4 * kMs);  // [3, 7) ms
+  Settle(state_.get(), 0, kT0 + 100 * kMs);
+  EXPECT_EQ(BusyInWindow(state_.get(), 0, -1, kT0, kT0 + 100 * kMs), 4 * kMs);
+  // Half of the first bucket: its 4 ms are spread evenly over 10 ms.
+  EXPECT_EQ(BusyInWindow(state_.get(), 0, -1, kT0 + 5 * kMs, kT0 + 100 * kMs), 2 * kMs);
+}
+
+TEST_F(TimelineTest, AFullQueueAsksTheCallerToRetry) {
+  for (int i = 0; i < kPendingCapacity; ++i) {
+    ASSERT_TRUE(EnqueueKernel(state_.get(), 0, 0, kT0, 0, kMs).queued);
+  }
+  KernelTiming t = EnqueueKernel(state_.get(), 0, 0, kT0, 0, kMs);
+  EXPECT_FALSE(t.queued);
+  EXPECT_EQ(t.retry_at_ns, kT0 + kMs);
+  t = EnqueueKernel(state_.get(), 0, 0, kT0 + kMs, 0, kMs);  // the first kernel has finished
+  EXPECT_TRUE(t.queued);
+  EXPECT_EQ(t.start_ns, kT0 + kPendingCapacity * kMs);
+}
+
+TEST_F(TimelineTest, AFreedSlotDoesNotInheritBusyTime) {
+  EnqueueKernel(state_.get(), 0, 1, kT0, 0, 100 * kMs);
+  state_->processes[1].pid = 0;  // the process died and its slot was freed ...
+  state_->processes[1].generation++;
+  state_->processes[1].pid = 300;  // ... and reused
+  EXPECT_EQ(UtilizationPercent(state_.get(), 0, 1, kT0 + 200 * kMs, 200 * kMs), 0u);
+  EXPECT_EQ(UtilizationPercent(state_.get(), 0, -1, kT0 + 200 * kMs, 200 * kMs), 50u);
+}
+
+TEST(TimelineBuckets, LongIntervalsKeepOnlyTheHistoryWindow) {
+  std::vector<UtilBucket> ring(kUtilBuckets);
+  AddBusy(ring.data(), 0, 100ULL * kUtilBuckets * kUtilBucketNs);
+  uint64_t total = 0;
+  for (const UtilBucket& b : ring) total += b.busy_ns;
+  EXPECT_EQ(total, kUtilBuckets * kUtilBucketNs);
+}
+
+}  // namespace
+}  // namespace vgpu::simgpu

@@ -1,0 +1,287 @@
+// Kernels, streams, events and graphs on the simulated device timeline: kernels take the time
+// the convention gives them, run one at a time, and synchronization waits for them in real time.
+#include <cuda.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "sim_test_util.h"
+
+namespace vgpu::simgpu::testing {
+namespace {
+
+#define ASSERT_CU(call) ASSERT_EQ((call), CUDA_SUCCESS) << #call
+#define EXPECT_CU(call) EXPECT_EQ((call), CUDA_SUCCESS) << #call
+
+constexpr uint64_t kMsNs = 1'000'000;
+
+class SimgpuExecution : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_CU(cuModuleLoadData(&module_, "not a real image"));
+    ASSERT_CU(cuModuleGetFunction(&sleep_, module_, "sim_sleep_ns"));
+    ASSERT_CU(cuModuleGetFunction(&plain_, module_, "_Z6saxpyifPfS_"));
+  }
+  void TearDown() override { EXPECT_CU(cuModuleUnload(module_)); }
+
+  // Launches a sim_sleep_ns kernel of `ns` on `s`.
+  CUresult Sleep(uint64_t ns, CUstream s) {
+    void* args[] = {&ns};
+    return cuLaunchKernel(sleep_, 1, 1, 1, 64, 1, 1, 0, s, args, nullptr);
+  }
+
+  ScopedContext ctx_;
+  CUmodule module_ = nullptr;
+  CUfunction sleep_ = nullptr;
+  CUfunction plain_ = nullptr;
+};
+
+TEST_F(SimgpuExecution, EventsMeasureTheKernelDuration) {
+  CUevent start = nullptr, stop = nullptr;
+  ASSERT_CU(cuEventCreate(&start, CU_EVENT_DEFAULT));
+  ASSERT_CU(cuEventCreate(&stop, CU_EVENT_DEFAULT));
+  CUstream s = nullptr;
+  ASSERT_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  double t0 = NowMs();
+  ASSERT_CU(cuEventRecord(start, s));
+  ASSERT_CU(Sleep(30 * kMsNs, s));
+  ASSERT_CU(cuEventRecord(stop, s));
+  EXPECT_LT(NowMs() - t0, 20.0) << "launches must not block";
+  EXPECT_EQ(cuStreamQuery(s), CUDA_ERROR_NOT_READY);
+  EXPECT_EQ(cuEventQuery(stop), CUDA_ERROR_NOT_READY);
+  float ms = 0;
+  EXPECT_EQ(cuEventElapsedTime(&ms, start, stop), CUDA_ERROR_NOT_READY);
+  ASSERT_CU(cuEventSynchronize(stop));
+  EXPECT_GE(NowMs() - t0, 30.0);
+  EXPECT_CU(cuStreamQuery(s));
+  ASSERT_CU(cuEventElapsedTime(&ms, start, stop));
+  EXPECT_NEAR(ms, 30.0, 2.0);
+  CUevent no_timing = nullptr;
+  ASSERT_CU(cuEventCreate(&no_timing, CU_EVENT_DISABLE_TIMING));
+  ASSERT_CU(cuEventRecord(no_timing, s));
+  EXPECT_EQ(cuEventElapsedTime(&ms, start, no_timing), CUDA_ERROR_INVALID_HANDLE);
+  ASSERT_CU(cuEventDestroy(no_timing));
+  ASSERT_CU(cuEventDestroy(start));
+  ASSERT_CU(cuEventDestroy(stop));
+  ASSERT_CU(cuStreamDestroy(s));
+}
+
+TEST_F(SimgpuExecution, TheDeviceRunsOneKernelAtATime) {
+  CUstream a = nullptr, b = nullptr;
+  ASSERT_CU(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+  ASSERT_CU(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+  double t0 = NowMs();
+  ASSERT_CU(Sleep(25 * kMsNs, a));
+  ASSERT_CU(Sleep(25 * kMsNs, b));
+  ASSERT_CU(cuStreamSynchronize(a));
+  double first = NowMs() - t0;
+  EXPECT_EQ(cuStreamQuery(b), CUDA_ERROR_NOT_READY);
+  ASSERT_CU(cuCtxSynchronize());
+  double both = NowMs() - t0;
+  EXPECT_GE(first, 25.0);
+  EXPECT_LT(first, 45.0);
+  EXPECT_GE(both, 50.0);
+  ASSERT_CU(cuStreamDestroy(a));
+  ASSERT_CU(cuStreamDestroy(b));
+}
+
+TEST_F(SimgpuExecution, StreamOrderingFollowsEventsAndTheLegacyStream) {
+  CUstream a = nullptr, b = nullptr;
+  ASSERT_CU(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+  ASSERT_CU(cuStreamCreate(&b, CU_STREAM_DEFAULT));  // blocking: ordered with the NULL stream
+  CUevent e = nullptr;
+  ASSERT_CU(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+  ASSERT_CU(Sleep(20 * kMsNs, a));
+  ASSERT_CU(cuEventRecord(e, a));
+  ASSERT_CU(cuStreamWaitEvent(b, e, 0));
+  ASSERT_CU(Sleep(1 * kMsNs, b));
+  double t0 = NowMs();
+  ASSERT_CU(cuStreamSynchronize(b));
+  EXPECT_GE(NowMs() - t0, 15.0);  // b's kernel waited for a's
+
+  // Work on the NULL (legacy) stream waits for blocking streams, and they wait for it.
+  ASSERT_CU(Sleep(20 * kMsNs, b));
+  ASSERT_CU(Sleep(1 * kMsNs, nullptr));
+  t0 = NowMs();
+  ASSERT_CU(cuStreamSynchronize(nullptr));
+  EXPECT_GE(NowMs() - t0, 15.0);
+  // A synchronous copy waits for the legacy stream.
+  CUdeviceptr d = 0;
+  ASSERT_CU(cuMemAlloc(&d, 64));
+  ASSERT_CU(Sleep(20 * kMsNs, nullptr));
+  t0 = NowMs();
+  char host[64];
+  ASSERT_CU(cuMemcpyDtoH(host, d, 64));
+  EXPECT_GE(NowMs() - t0, 15.0);
+  ASSERT_CU(cuMemFree(d));
+  ASSERT_CU(cuEventDestroy(e));
+  ASSERT_CU(cuStreamDestroy(a));
+  ASSERT_CU(cuStreamDestroy(b));
+}
+
+TEST_F(SimgpuExecution, OtherKernelsTakeTheDefaultTimePerWave) {
+  CUevent start = nullptr, stop = nullptr;
+  ASSERT_CU(cuEventCreate(&start, 0));
+  ASSERT_CU(cuEventCreate(&stop, 0));
+  ASSERT_CU(cuStreamSynchronize(nullptr));
+  ASSERT_CU(cuEventRecord(start, nullptr));
+  // 132 SMs x 2048 threads = one wave; 1000 waves of the default 10 us = 10 ms.
+  ASSERT_CU(cuLaunchKernel(plain_, 132 * 2 * 1000, 1, 1, 1024, 1, 1, 0, nullptr, nullptr, nullptr));
+  ASSERT_CU(cuEventRecord(stop, nullptr));
+  ASSERT_CU(cuEventSynchronize(stop));
+  float ms = 0;
+  ASSERT_CU(cuEventElapsedTime(&ms, start, stop));
+  EXPECT_NEAR(ms, 10.0, 1.0);
+  ASSERT_CU(cuEventDestroy(start));
+  ASSERT_CU(cuEventDestroy(stop));
+}
+
+TEST_F(SimgpuExecution, LaunchVariantsAndValidation) {
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
+  cfg.blockDimX = 128;
+  cfg.blockDimY = cfg.blockDimZ = 1;
+  cfg.hStream = nullptr;
+  uint64_t ns = 1 * kMsNs;
+  void* args[] = {&ns};
+  ASSERT_CU(cuLaunchKernelEx(&cfg, sleep_, args, nullptr));
+  ASSERT_CU(cuLaunchCooperativeKernel(sleep_, 2, 1, 1, 32, 1, 1, 0, nullptr, args));
+  // The parameter buffer form of `extra`.
+  size_t size = sizeof(ns);
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &ns, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                   CU_LAUNCH_PARAM_END};
+  ASSERT_CU(cuLaunchKernel(sleep_, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, extra));
+  EXPECT_EQ(cuLaunchKernel(sleep_, 1, 1, 1, 2048, 1, 1, 0, nullptr, args, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuLaunchKernel(sleep_, 0, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuLaunchKernel(sleep_, 1, 1, 1, 32, 1, 1, 100000, nullptr, args, nullptr),
+            CUDA_ERROR_INVALID_VALUE);
+  ASSERT_CU(cuFuncSetAttribute(sleep_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 100000));
+  ASSERT_CU(cuLaunchKernel(sleep_, 1, 1, 1, 32, 1, 1, 100000, nullptr, args, nullptr));
+  const char* name = nullptr;
+  ASSERT_CU(cuFuncGetName(&name, sleep_));
+  EXPECT_STREQ(name, "sim_sleep_ns");
+
+  // Libraries and kernels (the CUDA 12 module API).
+  CUlibrary lib = nullptr;
+  ASSERT_CU(cuLibraryLoadData(&lib, "any", nullptr, nullptr, 0, nullptr, nullptr, 0));
+  CUkernel k = nullptr;
+  ASSERT_CU(cuLibraryGetKernel(&k, lib, "my_sim_sleep_ns_kernel"));
+  ASSERT_CU(
+      cuLaunchKernel(reinterpret_cast<CUfunction>(k), 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr));
+  CUfunction f = nullptr;
+  ASSERT_CU(cuKernelGetFunction(&f, k));
+  ASSERT_CU(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr));
+  ASSERT_CU(cuCtxSynchronize());
+  ASSERT_CU(cuLibraryUnload(lib));
+  EXPECT_EQ(cuModuleLoad(&module_, "/nonexistent/kernels.cubin"), CUDA_ERROR_FILE_NOT_FOUND);
+}
+
+TEST_F(SimgpuExecution, GraphsLaunchAndTakeTheirKernelsTime) {
+  CUgraph g = nullptr;
+  ASSERT_CU(cuGraphCreate(&g, 0));
+  uint64_t ns = 10 * kMsNs;
+  void* args[] = {&ns};
+  CUDA_KERNEL_NODE_PARAMS p{};
+  p.func = sleep_;
+  p.gridDimX = p.gridDimY = p.gridDimZ = 1;
+  p.blockDimX = 32;
+  p.blockDimY = p.blockDimZ = 1;
+  p.kernelParams = args;
+  CUgraphNode prev = nullptr;
+  for (int i = 0; i < 3; ++i) {
+    CUgraphNode n = nullptr;
+    ASSERT_CU(cuGraphAddKernelNode(&n, g, prev ? &prev : nullptr, prev ? 1 : 0, &p));
+    prev = n;
+  }
+  size_t count = 0;
+  ASSERT_CU(cuGraphGetNodes(g, nullptr, &count));
+  EXPECT_EQ(count, 3u);
+  CUgraphExec exec = nullptr;
+  ASSERT_CU(cuGraphInstantiateWithFlags(&exec, g, 0));
+  CUstream s = nullptr;
+  ASSERT_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CUevent start = nullptr, stop = nullptr;
+  ASSERT_CU(cuEventCreate(&start, 0));
+  ASSERT_CU(cuEventCreate(&stop, 0));
+  ASSERT_CU(cuEventRecord(start, s));
+  ASSERT_CU(cuGraphLaunch(exec, s));
+  ASSERT_CU(cuGraphLaunch(exec, s));
+  ASSERT_CU(cuEventRecord(stop, s));
+  ASSERT_CU(cuEventSynchronize(stop));
+  float ms = 0;
+  ASSERT_CU(cuEventElapsedTime(&ms, start, stop));
+  EXPECT_NEAR(ms, 60.0, 3.0);
+  ASSERT_CU(cuGraphExecDestroy(exec));
+  ASSERT_CU(cuGraphDestroy(g));
+
+  // Stream capture records work into a graph instead of running it.
+  CUdeviceptr d = 0;
+  ASSERT_CU(cuMemAlloc(&d, 256));
+  ASSERT_CU(cuMemsetD8(d, 0, 256));
+  ASSERT_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CUstreamCaptureStatus status;
+  ASSERT_CU(cuStreamIsCapturing(s, &status));
+  EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+  ASSERT_CU(Sleep(20 * kMsNs, s));
+  ASSERT_CU(cuMemsetD8Async(d, 0x7f, 256, s));
+  CUgraph captured = nullptr;
+  ASSERT_CU(cuStreamEndCapture(s, &captured));
+  unsigned char byte = 1;
+  ASSERT_CU(cuMemcpyDtoH(&byte, d, 1));
+  EXPECT_EQ(byte, 0);  // nothing ran yet
+  ASSERT_CU(cuGraphGetNodes(captured, nullptr, &count));
+  EXPECT_EQ(count, 2u);
+  ASSERT_CU(cuGraphInstantiate(&exec, captured, 0));
+  double t0 = NowMs();
+  ASSERT_CU(cuGraphLaunch(exec, s));
+  ASSERT_CU(cuStreamSynchronize(s));
+  EXPECT_GE(NowMs() - t0, 19.0);
+  ASSERT_CU(cuMemcpyDtoH(&byte, d, 1));
+  EXPECT_EQ(byte, 0x7f);
+  ASSERT_CU(cuGraphExecDestroy(exec));
+  ASSERT_CU(cuGraphDestroy(captured));
+  ASSERT_CU(cuMemFree(d));
+  ASSERT_CU(cuEventDestroy(start));
+  ASSERT_CU(cuEventDestroy(stop));
+  ASSERT_CU(cuStreamDestroy(s));
+}
+
+TEST_F(SimgpuExecution, HostFunctionsRunWhenTheStreamReachesThem) {
+  static std::atomic<double> ran_at{0};
+  CUstream s = nullptr;
+  ASSERT_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  double t0 = NowMs();
+  ASSERT_CU(Sleep(20 * kMsNs, s));
+  ASSERT_CU(cuLaunchHostFunc(
+      s, [](void*) { ran_at = NowMs(); }, nullptr));
+  for (int i = 0; i < 200 && ran_at.load() == 0; ++i) usleep(1000);
+  ASSERT_GT(ran_at.load(), 0);
+  EXPECT_GE(ran_at.load() - t0, 19.0);
+  ASSERT_CU(cuStreamDestroy(s));
+}
+
+TEST_F(SimgpuExecution, PerThreadDefaultStreamIsSeparateFromTheLegacyOne) {
+  using LaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                unsigned, unsigned, CUstream, void**, void**);
+  using SyncFn = CUresult (*)(CUstream);
+  void* fn = nullptr;
+  CUdriverProcAddressQueryResult st;
+  const cuuint64_t pt = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+  ASSERT_CU(cuGetProcAddress("cuLaunchKernel", &fn, 13000, pt, &st));
+  auto launch_pt = reinterpret_cast<LaunchFn>(fn);
+  ASSERT_CU(cuGetProcAddress("cuStreamQuery", &fn, 13000, pt, &st));
+  auto query_pt = reinterpret_cast<SyncFn>(fn);
+  ASSERT_CU(cuStreamSynchronize(nullptr));
+  uint64_t ns = 30 * kMsNs;
+  void* args[] = {&ns};
+  ASSERT_CU(launch_pt(sleep_, 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr));
+  EXPECT_EQ(query_pt(nullptr), CUDA_ERROR_NOT_READY);  // the per-thread stream is busy
+  EXPECT_EQ(cuStreamQuery(CU_STREAM_PER_THREAD), CUDA_ERROR_NOT_READY);
+  ASSERT_CU(cuCtxSynchronize());
+}
+
+}  // namespace
+}  // namespace vgpu::simgpu::testing

@@ -1,0 +1,117 @@
+// The simulated NVML's device view and the ABI of its structures.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "sim_test_util.h"
+
+namespace vgpu::simgpu::testing {
+namespace {
+
+#define ASSERT_NVML(call) ASSERT_EQ((call), NVML_SUCCESS) << #call
+
+TEST(SimgpuNvml, RequiresInitAndCountsInits) {
+  unsigned count = 0;
+  EXPECT_EQ(nvmlDeviceGetCount_v2(&count), NVML_ERROR_UNINITIALIZED);
+  EXPECT_EQ(nvmlShutdown(), NVML_ERROR_UNINITIALIZED);
+  ASSERT_NVML(nvmlInit_v2());
+  ASSERT_NVML(nvmlInitWithFlags(0));
+  ASSERT_NVML(nvmlShutdown());
+  ASSERT_NVML(nvmlDeviceGetCount_v2(&count));  // still initialized once
+  EXPECT_EQ(count, 2u);
+  ASSERT_NVML(nvmlShutdown());
+  EXPECT_EQ(nvmlDeviceGetCount_v2(&count), NVML_ERROR_UNINITIALIZED);
+  EXPECT_STREQ(nvmlErrorString(NVML_ERROR_INSUFFICIENT_SIZE), "Insufficient Size");
+}
+
+class SimgpuNvmlDevice : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_NVML(nvmlInit_v2()); }
+  void TearDown() override { EXPECT_EQ(nvmlShutdown(), NVML_SUCCESS); }
+};
+
+TEST_F(SimgpuNvmlDevice, IdentityMatchesTheDriver) {
+  for (unsigned i = 0; i < 2; ++i) {
+    nvmlDevice_t dev = nullptr;
+    ASSERT_NVML(nvmlDeviceGetHandleByIndex_v2(i, &dev));
+    unsigned index = 99;
+    ASSERT_NVML(nvmlDeviceGetIndex(dev, &index));
+    EXPECT_EQ(index, i);
+    char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+    ASSERT_NVML(nvmlDeviceGetName(dev, name, sizeof(name)));
+    char cu_name[128];
+    ASSERT_EQ(cuDeviceGetName(cu_name, sizeof(cu_name), static_cast<int>(i)), CUDA_SUCCESS);
+    EXPECT_STREQ(name, cu_name);
+    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+    ASSERT_NVML(nvmlDeviceGetUUID(dev, uuid, sizeof(uuid)));
+    CUuuid cu{};
+    ASSERT_EQ(cuDeviceGetUuid(&cu, static_cast<int>(i)), CUDA_SUCCESS);
+    char expected[64];
+    const auto* b = reinterpret_cast<const unsigned char*>(cu.bytes);
+    std::snprintf(expected, sizeof(expected), "GPU-%02x%02x%02x%02x-", b[0], b[1], b[2], b[3]);
+    EXPECT_EQ(std::string(uuid).rfind(expected, 0), 0u) << uuid;
+    nvmlDevice_t by_uuid = nullptr;
+    ASSERT_NVML(nvmlDeviceGetHandleByUUID(uuid, &by_uuid));
+    EXPECT_EQ(by_uuid, dev);
+    nvmlPciInfo_t pci{};
+    ASSERT_NVML(nvmlDeviceGetPciInfo_v3(dev, &pci));
+    char cu_bus[32];
+    ASSERT_EQ(cuDeviceGetPCIBusId(cu_bus, sizeof(cu_bus), static_cast<int>(i)), CUDA_SUCCESS);
+    EXPECT_STREQ(pci.busIdLegacy, cu_bus);
+    EXPECT_EQ(std::string(pci.busId), std::string("0000") + cu_bus);
+    nvmlDevice_t by_bus = nullptr;
+    ASSERT_NVML(nvmlDeviceGetHandleByPciBusId_v2(pci.busId, &by_bus));
+    EXPECT_EQ(by_bus, dev);
+  }
+  nvmlDevice_t dev = nullptr;
+  EXPECT_EQ(nvmlDeviceGetHandleByIndex_v2(2, &dev), NVML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(nvmlDeviceGetHandleByUUID("GPU-00000000-0000-0000-0000-000000000000", &dev),
+            NVML_ERROR_NOT_FOUND);
+  ASSERT_NVML(nvmlDeviceGetHandleByIndex_v2(0, &dev));
+  char tiny[4];
+  EXPECT_EQ(nvmlDeviceGetName(dev, tiny, sizeof(tiny)), NVML_ERROR_INSUFFICIENT_SIZE);
+  int major = 0, minor = 0;
+  ASSERT_NVML(nvmlDeviceGetCudaComputeCapability(dev, &major, &minor));
+  EXPECT_EQ(major, 9);
+  int version = 0;
+  ASSERT_NVML(nvmlSystemGetCudaDriverVersion(&version));
+  EXPECT_EQ(version, 13000);
+  char driver[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
+  ASSERT_NVML(nvmlSystemGetDriverVersion(driver, sizeof(driver)));
+  EXPECT_NE(std::string(driver).find("simgpu"), std::string::npos);
+  int brand = 0;
+  EXPECT_EQ(nvmlDeviceGetBrand(dev, &brand), NVML_ERROR_NOT_SUPPORTED);
+}
+
+TEST_F(SimgpuNvmlDevice, MemoryInfoFollowsAllocations) {
+  nvmlDevice_t dev = nullptr;
+  ASSERT_NVML(nvmlDeviceGetHandleByIndex_v2(1, &dev));
+  nvmlMemory_t before{};
+  ASSERT_NVML(nvmlDeviceGetMemoryInfo(dev, &before));
+  EXPECT_EQ(before.total, kDevice1Bytes);
+  ScopedContext ctx(1);
+  CUdeviceptr p = 0;
+  ASSERT_EQ(cuMemAlloc(&p, 96 * kMiB), CUDA_SUCCESS);
+  nvmlMemory_t after{};
+  ASSERT_NVML(nvmlDeviceGetMemoryInfo(dev, &after));
+  EXPECT_EQ(after.used - before.used, 96 * kMiB);
+  EXPECT_EQ(after.free + after.used, after.total);
+  nvmlMemory_v2_t v2{};
+  EXPECT_EQ(nvmlDeviceGetMemoryInfo_v2(dev, &v2), NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+  v2.version = nvmlMemory_v2;
+  ASSERT_NVML(nvmlDeviceGetMemoryInfo_v2(dev, &v2));
+  EXPECT_EQ(v2.used, after.used);
+  EXPECT_EQ(v2.reserved, 0u);
+  // This process is listed with what it holds.
+  nvmlProcessInfo_t infos[8];
+  unsigned n = 8;
+  ASSERT_NVML(nvmlDeviceGetComputeRunningProcesses_v3(dev, &n, infos));
+  ASSERT_EQ(n, 1u);
+  EXPECT_EQ(infos[0].pid, static_cast<unsigned>(getpid()));
+  EXPECT_EQ(infos[0].usedGpuMemory, 96 * kMiB);
+  ASSERT_EQ(cuMemFree(p), CUDA_SUCCESS);
+}
+
+}  // namespace
+}  // namespace vgpu::simgpu::testing
