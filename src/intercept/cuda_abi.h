@@ -14,6 +14,7 @@ namespace vgpu::cuda {
 using cuuint64_t = uint64_t;
 using CUdevice = int;
 using CUdeviceptr = unsigned long long;
+using CUdeviceptr_v1 = unsigned int;  // the pre-3.2 32-bit device pointer
 using CUmemGenericAllocationHandle = unsigned long long;
 
 enum CUresult : int {
@@ -118,6 +119,23 @@ struct CUDA_ARRAY_DESCRIPTOR {
   size_t Height;
   CUarray_format Format;
   unsigned int NumChannels;
+};
+
+// The pre-3.2 descriptors with 32-bit extents.
+struct CUDA_ARRAY_DESCRIPTOR_v1 {
+  unsigned int Width;
+  unsigned int Height;
+  CUarray_format Format;
+  unsigned int NumChannels;
+};
+
+struct CUDA_ARRAY3D_DESCRIPTOR_v1 {
+  unsigned int Width;
+  unsigned int Height;
+  unsigned int Depth;
+  CUarray_format Format;
+  unsigned int NumChannels;
+  unsigned int Flags;
 };
 
 // Flags of CUDA_ARRAY3D_DESCRIPTOR::Flags that change the size computation.

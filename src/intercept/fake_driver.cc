@@ -98,6 +98,27 @@ CUresult MemAlloc(CUdeviceptr* dptr, size_t bytes) {
   if (r == CUDA_SUCCESS) *dptr = a;
   return r;
 }
+// The 32-bit legacy entry points: addresses below 4 GiB.
+uint64_t g_low_address = 0x10000000;
+CUresult MemAllocV1(CUdeviceptr_v1* dptr, unsigned int bytes) {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  if (!g_state.has_context) return CUDA_ERROR_INVALID_CONTEXT;
+  ++g_state.calls;
+  int d = g_state.current_device;
+  if (g_state.used[d] + bytes > g_state.physical[d]) return CUDA_ERROR_OUT_OF_MEMORY;
+  g_state.used[d] += bytes;
+  *dptr = static_cast<CUdeviceptr_v1>(g_low_address);
+  g_state.allocations[g_low_address] = {d, bytes};
+  g_low_address += RoundUp(bytes == 0 ? 1 : bytes, 1 << 16);
+  return CUDA_SUCCESS;
+}
+CUresult MemFreeV1(CUdeviceptr_v1 dptr) { return FreeRaw(dptr); }
+CUresult MemGetInfoV1(unsigned int* free, unsigned int* total) {
+  *total = 0xFFFFFFFFu;
+  *free = 0xFFFFFFFFu;
+  return CUDA_SUCCESS;
+}
+
 // The same function at another address, as a driver's internal entry point would be.
 CUresult MemAllocInternal(CUdeviceptr* dptr, size_t bytes) { return MemAlloc(dptr, bytes); }
 CUresult MemAllocManaged(CUdeviceptr* dptr, size_t bytes, unsigned int) {
@@ -491,6 +512,9 @@ DriverApi MakeFakeDriver() {
   api.cuMemAllocPitch_v2 = MemAllocPitch;
   api.cuMemAllocManaged = MemAllocManaged;
   api.cuMemFree_v2 = MemFree;
+  api.cuMemAlloc = MemAllocV1;
+  api.cuMemFree = MemFreeV1;
+  api.cuMemGetInfo = MemGetInfoV1;
   api.cuMemCreate = MemCreate;
   api.cuMemRelease = MemRelease;
   api.cuMemAllocAsync = MemAllocAsync;

@@ -87,6 +87,31 @@ extern "C" CUresult cuArray3DCreate_v2(CUarray* array,
       g_cuda.cuArrayGetMemoryRequirements, g_cuda.cuArrayDestroy);
 }
 
+extern "C" CUresult cuArrayCreate(CUarray* array, const CUDA_ARRAY_DESCRIPTOR_v1* desc) noexcept {
+  if (!EnsureCuda()) return CUDA_ERROR_NOT_INITIALIZED;
+  auto real = g_cuda.cuArrayCreate;
+  if (real == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  uint64_t bytes = desc != nullptr ? ArrayLevelBytes(desc->Format, desc->NumChannels, desc->Width,
+                                                     desc->Height, 0)
+                                   : 0;
+  return CreateArray(
+      array, bytes, Space::kArray, "cuArrayCreate", [&] { return real(array, desc); },
+      g_cuda.cuArrayGetMemoryRequirements, g_cuda.cuArrayDestroy);
+}
+
+extern "C" CUresult cuArray3DCreate(CUarray* array,
+                                    const CUDA_ARRAY3D_DESCRIPTOR_v1* desc) noexcept {
+  if (!EnsureCuda()) return CUDA_ERROR_NOT_INITIALIZED;
+  auto real = g_cuda.cuArray3DCreate;
+  if (real == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  uint64_t bytes = desc != nullptr ? ArrayLevelBytes(desc->Format, desc->NumChannels, desc->Width,
+                                                     desc->Height, desc->Depth)
+                                   : 0;
+  return CreateArray(
+      array, bytes, Space::kArray, "cuArray3DCreate", [&] { return real(array, desc); },
+      g_cuda.cuArrayGetMemoryRequirements, g_cuda.cuArrayDestroy);
+}
+
 extern "C" CUresult cuArrayDestroy(CUarray array) noexcept {
   if (!EnsureCuda()) return CUDA_ERROR_NOT_INITIALIZED;
   if (g_cuda.cuArrayDestroy == nullptr) return CUDA_ERROR_NOT_SUPPORTED;

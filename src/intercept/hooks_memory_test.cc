@@ -76,6 +76,20 @@ TEST_F(MemoryHooks, InvalidCallsPassThroughUncharged) {
   EXPECT_EQ(SliceUsed(), 0u);
 }
 
+TEST_F(MemoryHooks, LegacyEntryPointsAreCountedToo) {
+  CUdeviceptr_v1 a = 0, b = 0;
+  ASSERT_EQ(cuMemAlloc(&a, kLimit - 1), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemAlloc(&b, 2), CUDA_ERROR_OUT_OF_MEMORY);
+  CUdeviceptr c = 0;
+  EXPECT_EQ(cuMemAlloc_v2(&c, 2), CUDA_ERROR_OUT_OF_MEMORY);
+  unsigned int free = 0, total = 0;
+  ASSERT_EQ(cuMemGetInfo(&free, &total), CUDA_SUCCESS);
+  EXPECT_EQ(total, kLimit);
+  EXPECT_EQ(free, 1u);
+  ASSERT_EQ(cuMemFree(a), CUDA_SUCCESS);
+  EXPECT_EQ(SliceUsed(), 0u);
+}
+
 TEST_F(MemoryHooks, ManagedMemoryIsCounted) {
   CUdeviceptr a = 0, b = 0;
   ASSERT_EQ(cuMemAllocManaged(&a, kLimit, 1), CUDA_SUCCESS);

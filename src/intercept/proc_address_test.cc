@@ -106,7 +106,8 @@ TEST(HookTable, IsConsistent) {
     EXPECT_EQ(ptsz, h.stream == StreamKind::kPerThread) << h.name;
   }
   for (const HookAlias& a : AllAliases()) EXPECT_NE(FindHook(a.name), nullptr) << a.name;
-  EXPECT_EQ(FindHook("cuMemAlloc"), nullptr);
+  EXPECT_EQ(FindHook("cuMemsetD8_v2"), nullptr);
+  EXPECT_NE(FindHook("cuMemAlloc"), nullptr);  // the 32-bit legacy entry point
   EXPECT_EQ(FindHook("cuCtxGetDevice"), nullptr);
 }
 
