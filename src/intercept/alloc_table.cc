@@ -10,7 +10,6 @@ namespace {
 constexpr size_t kInitialCapacity = 4096;
 constexpr uint8_t kEmpty = 0;
 constexpr uint8_t kUsed = 1;
-constexpr uint8_t kDeleted = 2;
 
 AllocEntry* MapSlots(size_t capacity) {
   void* p = ::mmap(nullptr, capacity * sizeof(AllocEntry), PROT_READ | PROT_WRITE,
@@ -60,10 +59,30 @@ size_t AllocTable::Probe(uint64_t key, Space space, int device) const {
   return capacity_;
 }
 
+size_t AllocTable::Home(const AllocEntry& e) const {
+  return Hash(e.key, e.space, e.space == Space::kGraphExec ? e.device : -1) & (capacity_ - 1);
+}
+
+void AllocTable::EraseLocked(size_t i) {
+  // Backward-shift deletion (linear probing without tombstones): move later entries of the
+  // probe run into the hole unless their home lies cyclically in (hole, their slot].
+  size_t mask = capacity_ - 1;
+  size_t j = i;
+  for (;;) {
+    j = (j + 1) & mask;
+    if (slots_[j].state == kEmpty) break;
+    size_t home = Home(slots_[j]);
+    bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+    if (stays) continue;
+    slots_[i] = slots_[j];
+    i = j;
+  }
+  slots_[i] = AllocEntry();
+  --used_;
+}
+
 bool AllocTable::GrowLocked() {
-  // Rehash into a table twice as large (or the same size when it is mostly tombstones).
-  size_t new_capacity =
-      capacity_ == 0 ? kInitialCapacity : (used_ * 2 >= capacity_ / 2 ? capacity_ * 2 : capacity_);
+  size_t new_capacity = capacity_ == 0 ? kInitialCapacity : capacity_ * 2;
   AllocEntry* fresh = MapSlots(new_capacity);
   if (fresh == nullptr) return false;
   size_t mask = new_capacity - 1;
@@ -77,37 +96,27 @@ bool AllocTable::GrowLocked() {
   if (slots_ != nullptr) ::munmap(slots_, capacity_ * sizeof(AllocEntry));
   slots_ = fresh;
   capacity_ = new_capacity;
-  deleted_ = 0;
   return true;
 }
 
 bool AllocTable::Insert(const AllocEntry& entry) {
   Locker lock(&mutex_);
-  if ((used_ + deleted_ + 1) * 2 > capacity_ && !GrowLocked()) {
+  int device = entry.space == Space::kGraphExec ? entry.device : -1;
+  size_t existing = Probe(entry.key, entry.space, device);
+  if (existing != capacity_) {
+    // The driver handed out a key we still track (its free was not seen): replace it.
+    slots_[existing] = entry;
+    slots_[existing].state = kUsed;
+    return true;
+  }
+  if ((used_ + 1) * 2 > capacity_ && !GrowLocked()) {
     if (used_ + 1 >= capacity_) return false;  // cannot grow and truly full
   }
-  int device = entry.space == Space::kGraphExec ? entry.device : -1;
   size_t mask = capacity_ - 1;
   size_t i = Hash(entry.key, entry.space, device) & mask;
-  size_t first_free = capacity_;
-  for (size_t n = 0; n < capacity_; ++n, i = (i + 1) & mask) {
-    AllocEntry& e = slots_[i];
-    if (Matches(e, entry.key, entry.space, device)) {
-      // The driver handed out a key we still track (its free was not seen): replace it.
-      e = entry;
-      e.state = kUsed;
-      return true;
-    }
-    if (e.state == kDeleted && first_free == capacity_) first_free = i;
-    if (e.state == kEmpty) {
-      if (first_free == capacity_) first_free = i;
-      break;
-    }
-  }
-  if (first_free == capacity_) return false;
-  if (slots_[first_free].state == kDeleted) --deleted_;
-  slots_[first_free] = entry;
-  slots_[first_free].state = kUsed;
+  while (slots_[i].state != kEmpty) i = (i + 1) & mask;
+  slots_[i] = entry;
+  slots_[i].state = kUsed;
   ++used_;
   return true;
 }
@@ -117,9 +126,7 @@ bool AllocTable::Remove(uint64_t key, Space space, AllocEntry* out, int device) 
   size_t i = Probe(key, space, space == Space::kGraphExec ? device : -1);
   if (i == capacity_) return false;
   if (out != nullptr) *out = slots_[i];
-  slots_[i].state = kDeleted;
-  --used_;
-  ++deleted_;
+  EraseLocked(i);
   return true;
 }
 
@@ -134,13 +141,16 @@ bool AllocTable::Find(uint64_t key, Space space, AllocEntry* out, int device) co
 void AllocTable::RemoveIf(bool (*pred)(const AllocEntry&, void*),
                           void (*done)(const AllocEntry&, void*), void* arg) {
   Locker lock(&mutex_);
-  for (size_t i = 0; i < capacity_; ++i) {
+  // An erase moves a later entry into slot i: look at slot i again before moving on.
+  for (size_t i = 0; i < capacity_;) {
     AllocEntry& e = slots_[i];
-    if (e.state != kUsed || !pred(e, arg)) continue;
-    e.state = kDeleted;
-    --used_;
-    ++deleted_;
-    done(e, arg);
+    if (e.state == kUsed && pred(e, arg)) {
+      AllocEntry removed = e;
+      EraseLocked(i);
+      done(removed, arg);
+      continue;
+    }
+    ++i;
   }
 }
 
@@ -154,7 +164,6 @@ void AllocTable::ResetInChild() {
   slots_ = nullptr;
   capacity_ = 0;
   used_ = 0;
-  deleted_ = 0;
   pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
   std::memcpy(&mutex_, &fresh, sizeof(fresh));
 }

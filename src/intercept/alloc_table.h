@@ -1,6 +1,7 @@
 // AllocTable: the process's live allocations, so that a free finds what it gives back in O(1).
 //
-// Open addressing with linear probing over an mmap'ed array: no malloc, ever. A key is
+// Open addressing with linear probing and backward-shift deletion (no tombstones, so a steady
+// alloc/free churn never rehashes) over an mmap'ed array: no malloc, ever. A key is
 // (value, space): a device pointer, a VMM handle, an array, a context or a graph exec, each in
 // its own space so that equal handle values of different kinds never collide. The table grows
 // (doubling, with a fresh mmap) when half full — the only system call, amortised over thousands
@@ -32,7 +33,7 @@ struct AllocEntry {
   uint64_t context = 0;  // CUcontext the allocation belongs to (0 if none)
   int16_t device = -1;
   Space space = Space::kPointer;
-  uint8_t state = 0;  // internal: 0 empty, 1 used, 2 deleted
+  uint8_t state = 0;  // internal: 0 empty, 1 used
   int16_t pool = -1;  // PoolTracker index for stream-ordered allocations, else -1
   uint16_t reserved = 0;
 };
@@ -59,6 +60,7 @@ class AllocTable {
 
   // Removes every entry for which pred(entry, arg) is true, passing each to done(entry, arg).
   // `done` runs with the table lock held and must not call back into the table.
+  // O(capacity); used when a context is destroyed.
   void RemoveIf(bool (*pred)(const AllocEntry&, void*), void (*done)(const AllocEntry&, void*),
                 void* arg);
 
@@ -71,13 +73,14 @@ class AllocTable {
 
  private:
   size_t Probe(uint64_t key, Space space, int device) const;  // slot of the key, or capacity_
+  size_t Home(const AllocEntry& e) const;                     // where the entry hashes to
+  void EraseLocked(size_t i);
   bool GrowLocked();
 
   mutable pthread_mutex_t mutex_ = PTHREAD_MUTEX_INITIALIZER;
   AllocEntry* slots_ = nullptr;
   size_t capacity_ = 0;
-  size_t used_ = 0;     // live entries
-  size_t deleted_ = 0;  // tombstones
+  size_t used_ = 0;  // live entries
 };
 
 }  // namespace vgpu::intercept
