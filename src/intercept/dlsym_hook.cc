@@ -11,14 +11,16 @@
 #include "intercept/driver_api.h"
 #include "intercept/runtime.h"
 
-extern "C" __attribute__((visibility("hidden"))) void* vgpu_DlsymHookFor(void* handle,
-                                                                         const char* name) {
+// Not instrumented by sanitizers (see ResolveRealDlsym): sanitizer runtimes look functions up
+// with dlsym before they are ready to run instrumented code. Only cu* and nvml* names go further.
+extern "C" __attribute__((visibility("hidden"), no_sanitize("address", "undefined"))) void*
+vgpu_DlsymHookFor(void* handle, const char* name) {
   using namespace vgpu::intercept;
   // Resolve the real dlsym first: the trampoline jumps to it when we return null.
   EnsureRealDlsym();
   if (name == nullptr) return nullptr;
   bool cuda = name[0] == 'c' && name[1] == 'u';
-  bool nvml = !cuda && std::strncmp(name, "nvml", 4) == 0;
+  bool nvml = name[0] == 'n' && name[1] == 'v' && name[2] == 'm' && name[3] == 'l';
   if (!cuda && !nvml) return nullptr;
   const HookInfo* hook = FindHook(name);
   if (hook == nullptr) return nullptr;

@@ -191,7 +191,9 @@ CUresult MemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytes, CUmemoryPool poo
 }
 CUresult MemFreeAsync(CUdeviceptr dptr, CUstream) { return MemFree(dptr); }
 CUresult PoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {
-  *pool = reinterpret_cast<CUmemoryPool>(new char[1]);
+  static char handles[1024];
+  static size_t next = 0;
+  *pool = reinterpret_cast<CUmemoryPool>(&handles[next++ % sizeof(handles)]);
   FakeState::Pool p;
   p.host = props->location.type != CU_MEM_LOCATION_TYPE_DEVICE;
   p.device = p.host ? 0 : props->location.id;

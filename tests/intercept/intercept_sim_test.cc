@@ -28,6 +28,13 @@ using testing::RunToCompletion;
 
 constexpr uint64_t kMiB = 1ULL << 20;
 
+// In a sanitizer build the sanitizer runtime must be loaded before libvgpu.so.
+#ifdef VGPU_ASAN_RUNTIME
+const std::string kPreload = std::string(VGPU_ASAN_RUNTIME) + " " + LIBVGPU_PATH;
+#else
+const std::string kPreload = LIBVGPU_PATH;
+#endif
+
 class SliceTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -41,7 +48,7 @@ class SliceTest : public ::testing::Test {
   std::vector<std::string> SliceEnv(const std::string& name, uint64_t limit,
                                     std::vector<std::string> extra = {}) const {
     std::vector<std::string> env = {
-        std::string("LD_PRELOAD=") + LIBVGPU_PATH,
+        std::string("LD_PRELOAD=") + kPreload,
         std::string("LD_LIBRARY_PATH=") + SIMGPU_DIR,
         "VGPU_SIMGPU_CONFIG=" + dir_ + "/devices.conf",
         "VGPU_SIMGPU_STATE=" + dir_ + "/simgpu.state",
