@@ -154,10 +154,11 @@ extern "C" CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice dev) noexc
     GetRuntime().accountant.Uncharge(dev, charge);
     return r;
   }
+  bool first = c.primary_refs[dev] == 0;
   ++c.primary_refs[dev];
   c.primary_charged[dev] += charge;
   c.primary[dev] = *ctx;
-  if (charge != 0 && g_cuda.cuDeviceGetUuid != nullptr) {
+  if (first && g_cuda.cuDeviceGetUuid != nullptr) {
     CUuuid uuid;
     if (g_cuda.cuDeviceGetUuid(&uuid, dev) == CUDA_SUCCESS) {
       static const char kHex[] = "0123456789abcdef";

@@ -119,20 +119,28 @@ int ChildProcess::Wait(int timeout_ms) {
   return status_;
 }
 
+std::string ChildProcess::ReadAll(int timeout_ms) {
+  double deadline = NowMs() + timeout_ms;
+  while (out_ >= 0) {
+    double left = deadline - NowMs();
+    if (left <= 0) break;
+    struct pollfd pfd = {out_, POLLIN, 0};
+    if (poll(&pfd, 1, static_cast<int>(left) + 1) <= 0) break;
+    char buf[4096];
+    ssize_t n = read(out_, buf, sizeof buf);
+    if (n <= 0) break;
+    buffer_.append(buf, static_cast<size_t>(n));
+  }
+  std::string all;
+  all.swap(buffer_);
+  return all;
+}
+
 std::string RunToCompletion(const std::vector<std::string>& args,
                             const std::vector<std::string>& env, int* exit_code) {
   ChildProcess p(args, env);
   p.CloseStdin();
-  std::string out;
-  for (;;) {
-    std::string line = p.ReadLine(60000);
-    if (line.empty()) {
-      // Either end of output or an empty line; stop at end of file.
-      if (p.Wait(100) >= 0) break;
-      continue;
-    }
-    out += line + "\n";
-  }
+  std::string out = p.ReadAll(60000);
   int code = p.Wait(60000);
   if (exit_code != nullptr) *exit_code = code;
   return out;

@@ -20,6 +20,8 @@ class ChildProcess {
 
   // The next output line without its newline; "" at end of file or after `timeout_ms`.
   std::string ReadLine(int timeout_ms = 20000);
+  // Everything up to end of file (or `timeout_ms`), including what ReadLine left buffered.
+  std::string ReadAll(int timeout_ms = 60000);
   bool Write(const std::string& text);
   void CloseStdin();
   void Kill(int signal);
