@@ -7,6 +7,7 @@
 //   intercept_worker info                prints "cuMemGetInfo FREE TOTAL", "totalmem BYTES",
 //                                        "nvml TOTAL USED FREE", "procs N", "proc PID USED"...
 //   intercept_worker nvml                the NVML lines only, without initialising CUDA
+//   intercept_worker usage               prints "used BYTES" (cuMemGetInfo total - free)
 //   intercept_worker hold BYTES          allocates, prints "ready PID" and holds until stdin closes
 //   intercept_worker race CHUNK          prints "ready", waits for a line on stdin, allocates CHUNK
 //                                        bytes until refused, prints "granted BYTES", holds until
@@ -17,7 +18,8 @@
 //                                        file FILE and polling cuMemGetInfo; prints "ready"
 //
 // PATH is one of: alloc, legacy, managed, pitch, vmm, async, async_ptsz, pool, array, array3d,
-// mipmap, graph, procaddr, procaddr_ptsz, dlsym.
+// mipmap, graph, procaddr, procaddr_ptsz, dlsym. Built for the simulated GPU by CMake, and for a
+// real one by tests/gpu/run.sh.
 #include <cuda.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -112,10 +114,14 @@ CUresult AllocThrough(const std::string& path, uint64_t bytes) {
       return CUDA_ERROR_UNKNOWN;
     return cuMemAllocFromPoolAsync(&p, bytes, pool, nullptr);
   }
+  // Arrays of 1-byte texels: 2D rows of 4096 when the size allows (real GPUs limit 1D widths).
+  const bool rows = bytes % 4096 == 0 && bytes >= 4096;
+  const size_t width = rows ? 4096 : bytes;
+  const size_t height = rows ? bytes / 4096 : 0;
   if (path == "array") {
     CUDA_ARRAY_DESCRIPTOR d{};
-    d.Width = bytes;
-    d.Height = 0;
+    d.Width = width;
+    d.Height = height;
     d.Format = CU_AD_FORMAT_UNSIGNED_INT8;
     d.NumChannels = 1;
     CUarray a;
@@ -123,7 +129,8 @@ CUresult AllocThrough(const std::string& path, uint64_t bytes) {
   }
   if (path == "array3d") {
     CUDA_ARRAY3D_DESCRIPTOR d{};
-    d.Width = bytes;
+    d.Width = width;
+    d.Height = height;
     d.Format = CU_AD_FORMAT_UNSIGNED_INT8;
     d.NumChannels = 1;
     CUarray a;
@@ -131,7 +138,8 @@ CUresult AllocThrough(const std::string& path, uint64_t bytes) {
   }
   if (path == "mipmap") {
     CUDA_ARRAY3D_DESCRIPTOR d{};
-    d.Width = bytes;
+    d.Width = width;
+    d.Height = height;
     d.Format = CU_AD_FORMAT_UNSIGNED_INT8;
     d.NumChannels = 1;
     CUmipmappedArray m;
@@ -221,6 +229,14 @@ int Info() {
   return 0;
 }
 
+int Usage() {
+  if (!UseDevice0()) return 1;
+  size_t free = 0, total = 0;
+  if (!Check(cuMemGetInfo(&free, &total), "cuMemGetInfo")) return 1;
+  std::printf("used %zu\n", total - free);
+  return 0;
+}
+
 int Hold(uint64_t bytes) {
   if (!UseDevice0()) return 1;
   CUdeviceptr p;
@@ -287,12 +303,13 @@ int main(int argc, char** argv) {
     PrintNvml();
     return 0;
   }
+  if (cmd == "usage") return Usage();
   if (cmd == "hold" && argc == 3) return Hold(std::strtoull(argv[2], nullptr, 10));
   if (cmd == "race" && argc == 3) return Race(std::strtoull(argv[2], nullptr, 10));
   if (cmd == "churn" && (argc == 3 || argc == 4)) {
     return Churn(argv[2],
                  argc == 4 ? static_cast<unsigned>(std::strtoul(argv[3], nullptr, 10)) : 0);
   }
-  std::fprintf(stderr, "usage: intercept_worker fill|info|nvml|hold|race|churn ...\n");
+  std::fprintf(stderr, "usage: intercept_worker fill|info|nvml|usage|hold|race|churn ...\n");
   return 2;
 }
