@@ -134,7 +134,11 @@ Result<std::string> MakeSliceDir(const std::string& name) {
 Status WriteLimits(const std::string& dir, const SliceSpec& s, bool sim,
                    const std::string& command) {
   std::ofstream out(dir + "/limits");
-  out << "# limits of this slice, written by vgpu run for: " << command << "\n";
+  std::string comment = command.substr(0, 200);
+  for (char& c : comment) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  out << "# limits of this slice, written by vgpu run for: " << comment << "\n";
   if (s.memory != shm::kNoLimit) out << "memory=" << s.memory << "\n";
   if (s.cores != 0) out << "cores=" << s.cores << "\n";
   out << "priority=" << s.priority << "\n";

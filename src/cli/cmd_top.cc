@@ -127,6 +127,19 @@ std::string ProcessCommand(int pid) {
   return s;
 }
 
+// A command line for one line of text: the program's base name and as much as fits.
+std::string ShortCommand(const std::string& command, size_t width) {
+  std::string s = command;
+  for (char& c : s) {
+    if (c == '\n' || c == '\t') c = ' ';
+  }
+  size_t space = s.find(' ');
+  size_t slash = s.rfind('/', space == std::string::npos ? s.size() : space);
+  if (slash != std::string::npos) s = s.substr(slash + 1);
+  if (s.size() > width) s = s.substr(0, width - 3) + "...";
+  return s;
+}
+
 std::vector<ProcessView> Processes(const shm::Region& r) {
   std::vector<ProcessView> out;
   uint64_t my_ns = shm::CurrentProcIdentity().pid_ns;
@@ -260,7 +273,7 @@ std::string Text(const std::vector<GpuInfo>& gpus, const std::string& note,
   }
   for (const shm::SliceEntry& s : slices) {
     std::snprintf(line, sizeof line, "SLICE %s  [%s]  %s\n", s.name.c_str(), SliceState(s).c_str(),
-                  s.command.c_str());
+                  ShortCommand(s.command, 70).c_str());
     t += line;
     if (!s.error.empty()) {
       t += "  region: " + s.error + "\n";
@@ -286,7 +299,7 @@ std::string Text(const std::vector<GpuInfo>& gpus, const std::string& note,
       uint64_t total = 0;
       for (uint64_t u : p.used) total += u;
       std::snprintf(line, sizeof line, "  pid %-8d %-10s %s%s\n", p.pid, FormatBytes(total).c_str(),
-                    p.alive ? "" : "(exited) ", p.command.substr(0, 60).c_str());
+                    p.alive ? "" : "(exited) ", ShortCommand(p.command, 60).c_str());
       t += line;
     }
   }
