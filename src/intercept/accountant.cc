@@ -66,19 +66,24 @@ void Accountant::InitWithRegion(const Config& config, shm::Region* region, bool 
 
 const shm::ProcIdentity& Accountant::identity() {
   if (!identity_valid_.load(std::memory_order_acquire)) {
-    identity_ = shm::CurrentProcIdentity();
-    identity_valid_.store(true, std::memory_order_release);
+    pthread_mutex_lock(&slot_mutex_);
+    if (!identity_valid_.load(std::memory_order_relaxed)) {
+      identity_ = shm::CurrentProcIdentity();
+      identity_valid_.store(true, std::memory_order_release);
+    }
+    pthread_mutex_unlock(&slot_mutex_);
   }
   return identity_;
 }
 
 bool Accountant::EnsureSlot() {
   if (slot_.load(std::memory_order_acquire) >= 0) return true;
+  const shm::ProcIdentity& self = identity();
   pthread_mutex_lock(&slot_mutex_);
   bool ok = slot_.load(std::memory_order_relaxed) >= 0;
   if (!ok && region_ != nullptr) {
     int slot = -1;
-    shm::RegionError e = shm::ClaimSlot(region_, identity(), &slot);
+    shm::RegionError e = shm::ClaimSlot(region_, self, &slot);
     if (e == shm::RegionError::kOk) {
       slot_.store(slot, std::memory_order_release);
       ok = true;
