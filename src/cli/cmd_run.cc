@@ -175,8 +175,22 @@ std::vector<std::string> ChildEnvironment(const std::string& dir, const SliceSpe
     const char* v = std::getenv(name);
     return v != nullptr ? v : "";
   };
+  // libvgpu.so goes first, except for sanitizer runtimes, which must precede every other library.
+  std::string first, rest;
+  std::string existing = get("LD_PRELOAD");
+  for (size_t pos = 0; pos < existing.size();) {
+    size_t end = existing.find_first_of(" :", pos);
+    if (end == std::string::npos) end = existing.size();
+    std::string entry = existing.substr(pos, end - pos);
+    pos = end + 1;
+    if (entry.empty()) continue;
+    std::string base = fs::path(entry).filename().string();
+    bool sanitizer = base.rfind("libasan", 0) == 0 || base.rfind("libtsan", 0) == 0 ||
+                     base.rfind("libubsan", 0) == 0 || base.rfind("libhwasan", 0) == 0;
+    (sanitizer ? first : rest) += entry + " ";
+  }
   std::vector<std::pair<std::string, std::string>> set = {
-      {"LD_PRELOAD", libvgpu + (get("LD_PRELOAD").empty() ? "" : " " + get("LD_PRELOAD"))},
+      {"LD_PRELOAD", first + libvgpu + (rest.empty() ? "" : " " + rest)},
       {"VGPU_LIMITS_FILE", dir + "/limits"},
       {"CUDA_DEVICE_MEMORY_SHARED_CACHE", dir + "/region"},
   };
