@@ -1,5 +1,6 @@
 // `vgpu sim`: the FGD paper's snapshot experiment on a trace (see src/sim/snapshot.h), for one or
 // more policies and seeds, with a table on the terminal and optional CSV, SVG chart and JSON.
+// `--mode replay` runs the time-based replay instead (cmd_sim_replay.cc).
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -7,6 +8,7 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/sim_replay.h"
 #include "sched/registry.h"
 #include "sim/experiment.h"
 #include "sim/options.h"
@@ -32,22 +34,6 @@ struct SimFlags {
   std::vector<std::string> options;
 };
 
-Status InputFile(const std::string& flag, const std::string& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) return Status::InvalidArgument(flag + ": no such file: " + path);
-  if (fs::is_directory(path, ec))
-    return Status::InvalidArgument(flag + ": is a directory: " + path);
-  return Status::Ok();
-}
-
-// Load errors on input files are bad input (exit 2), whatever their code.
-Status AsBadInput(const Status& s) {
-  if (s.ok() || s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kNotFound) {
-    return s;
-  }
-  return Status::InvalidArgument(s.message());
-}
-
 std::string PolicyHelp() {
   std::string out = "Policies:\n";
   const sched::PolicyRegistry& r = sched::BuiltinPolicies();
@@ -57,6 +43,15 @@ std::string PolicyHelp() {
     out += line;
   }
   out += "  all           every policy above\n";
+  out +=
+      "\nModes:\n"
+      "  snapshot (default)  the FGD paper's protocol: shuffled pods placed one by one, inflated\n"
+      "                      to --inflate x capacity, nothing leaves.\n"
+      "  replay              pods arrive at their creation time and run for their trace run time;\n"
+      "                      pods that do not fit wait in a queue (--queue). Compares shared\n"
+      "                      GPUs with whole-GPU allocation (--alloc) per load point\n"
+      "                      (--time-compress x --cluster-scale). Defaults: --policy default,\n"
+      "                      --seeds 42. See docs/replay.md.\n";
   return out;
 }
 
@@ -179,10 +174,13 @@ Status Run(const SimFlags& f) {
 
 int RunSim(int argc, char** argv) {
   CLI::App app(
-      "Replays a GPU cluster trace with the FGD paper's snapshot protocol: pods shuffled per seed, "
-      "resampled until --inflate x the GPU capacity has arrived, placed one by one by each policy, "
-      "never leaving. Prints unallocated GPU % per arrived level (mean±sd over seeds) next to the "
-      "published FGD results when known.",
+      "Replays a GPU cluster trace. Default (--mode snapshot): the FGD paper's snapshot protocol: "
+      "pods shuffled per seed, resampled until --inflate x the GPU capacity has arrived, placed "
+      "one "
+      "by one by each policy, never leaving; prints unallocated GPU % per arrived level (mean±sd "
+      "over seeds) next to the published FGD results when known. --mode replay: pods arrive and "
+      "leave at the trace's times and wait in a queue when they do not fit; compares shared with "
+      "whole-GPU allocation.",
       "vgpu sim");
   SimFlags f;
   const std::string data = DataDir() + "/alibaba-gpu-v2023/";
@@ -193,13 +191,19 @@ int RunSim(int argc, char** argv) {
   app.add_option("--pods", f.pods,
                  "Pod list CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec])")
       ->capture_default_str();
-  app.add_option("--policy", f.policy, "Policies to run, comma-separated, or 'all'")
+  app.add_option("--policy", f.policy,
+                 "Policies to run, comma-separated, or 'all' (replay mode default: default)")
       ->capture_default_str();
-  app.add_option("--seeds", f.seeds, "Seeds: a range 42-51 or a list 42,43")->capture_default_str();
+  app.add_option("--seeds", f.seeds,
+                 "Seeds: a range 42-51 or a list 42,43 (replay mode default: 42)")
+      ->capture_default_str();
   app.add_option("--inflate", f.inflate, "Stop when this multiple of the GPU capacity has arrived")
       ->capture_default_str();
-  app.add_option("--csv", f.csv, "Write every run's levels to this CSV");
-  app.add_option("--svg", f.svg, "Write a chart (unallocated % vs arrived %) to this SVG");
+  app.add_option("--csv", f.csv,
+                 "Write every run's levels to this CSV (replay: the time series of every run)");
+  app.add_option("--svg", f.svg,
+                 "Write a chart to this SVG: unallocated % vs arrived % (replay: allocated GPU % "
+                 "over time, shared and whole)");
   app.add_option("--published", f.published,
                  std::string("Published results to compare with (default: ") + kPublishedFile +
                      " next to the pod list, if present)");
@@ -207,8 +211,42 @@ int RunSim(int argc, char** argv) {
   app.add_option("--threads", f.threads, "Parallel runs (0 = one per core)")->capture_default_str();
   app.add_option("--option", f.options, "Policy option policy:key=value (repeatable)");
   app.add_flag("--quiet", f.quiet, "No progress bar or timing on stderr");
+  std::string mode = "snapshot";
+  app.add_option("--mode", mode, "snapshot (the FGD protocol) or replay (arrivals and departures)")
+      ->check(CLI::IsMember({"snapshot", "replay"}))
+      ->capture_default_str();
+  ReplayFlags replay;
+  const std::vector<std::string> replay_only = AddReplayFlags(app, &replay);
   app.footer(PolicyHelp());
   if (auto code = ParseArgs(app, argc, argv)) return *code;
+  if (mode == "replay") {
+    for (const char* flag : {"--inflate", "--published"}) {
+      if (app.count(flag) > 0) {
+        return ReportStatus(kCommand, Status::InvalidArgument(std::string(flag) +
+                                                              " applies only to --mode snapshot"));
+      }
+    }
+    SimCommonFlags c;
+    c.nodes = f.nodes;
+    c.pods = f.pods;
+    c.policy = f.policy;
+    c.policy_given = app.count("--policy") > 0;
+    c.seeds = f.seeds;
+    c.seeds_given = app.count("--seeds") > 0;
+    c.csv = f.csv;
+    c.svg = f.svg;
+    c.json = f.json;
+    c.quiet = f.quiet;
+    c.threads = f.threads;
+    c.options = f.options;
+    return ReportStatus(kCommand, RunReplayMode(c, replay));
+  }
+  for (const std::string& flag : replay_only) {
+    if (app.count(flag) > 0) {
+      return ReportStatus(kCommand,
+                          Status::InvalidArgument(flag + " applies only to --mode replay"));
+    }
+  }
   return ReportStatus(kCommand, Run(f));
 }
 

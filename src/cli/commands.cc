@@ -5,6 +5,8 @@ namespace vgpu::cli {
 std::span<const Command> AllCommands() {
   static constexpr Command kCommands[] = {
       {"version", "print the version", RunVersion},
+      {"run", "run a command in a GPU slice (memory limit, compute share)", RunRun},
+      {"top", "live view of the GPUs and slices on this machine", RunTop},
       {"sim", "replay a cluster trace with placement policies", RunSim},
       {"node", "run the node daemon (device plugin, slices, health, metrics)", RunNode},
   };

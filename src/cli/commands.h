@@ -17,6 +17,8 @@ struct Command {
 std::span<const Command> AllCommands();
 
 int RunVersion(int argc, char** argv);
+int RunRun(int argc, char** argv);
+int RunTop(int argc, char** argv);
 int RunSim(int argc, char** argv);
 int RunNode(int argc, char** argv);
 

@@ -58,6 +58,14 @@ struct Parsed {
 
 namespace units_internal {
 
+// string_view::substr without its out_of_range throw (positions here never exceed the size), so
+// that these parsers stay usable in code built without exceptions.
+constexpr std::string_view Sub(std::string_view s, size_t pos, size_t n = std::string_view::npos) {
+  if (pos > s.size()) pos = s.size();
+  if (n > s.size() - pos) n = s.size() - pos;
+  return std::string_view(s.data() + pos, n);
+}
+
 constexpr char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
 constexpr bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
@@ -114,16 +122,16 @@ constexpr ParseError SplitNumber(std::string_view text, NumberParts* out) {
   if (text[0] == '-' || text[0] == '+') return ParseError::kSign;
   size_t i = 0;
   while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
-  out->whole = text.substr(0, i);
+  out->whole = Sub(text, 0, i);
   if (i < text.size() && text[i] == '.') {
     out->has_point = true;
     size_t start = ++i;
     while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
-    out->fraction = text.substr(start, i - start);
+    out->fraction = Sub(text, start, i - start);
   }
   if (out->whole.empty() && out->fraction.empty()) return ParseError::kNotANumber;
   if (out->has_point && out->fraction.empty()) return ParseError::kNotANumber;
-  out->unit = text.substr(i);
+  out->unit = Sub(text, i);
   for (char c : out->unit) {
     if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '%')) {
       return ParseError::kNotANumber;
@@ -159,7 +167,7 @@ constexpr Parsed<uint64_t> ParseByteSizeRaw(std::string_view text) {
   if (!parts.fraction.empty()) {
     // fraction digits beyond 18 cannot change the result by a whole byte for units <= 2^40... but
     // they could for huge units; cap the digits we look at and keep exact integer arithmetic.
-    std::string_view f = parts.fraction.substr(0, 18);
+    std::string_view f = Sub(parts.fraction, 0, 18);
     uint64_t numerator = 0;
     uint64_t denominator = 1;
     for (char c : f) {

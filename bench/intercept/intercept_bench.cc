@@ -1,0 +1,169 @@
+// What libvgpu.so adds to a driver call, measured against a minimal fake driver
+// (fake_libcuda.cc): the same call made directly (vgpu_bench_real_*) and through the hook, in
+// one process that has libvgpu.so preloaded (the program re-executes itself with LD_PRELOAD).
+//
+//   bench_intercept [Google Benchmark flags]   the benchmarks
+//   bench_intercept --check                    asserts the budgets (ctest): <= 15 ns added per
+//                                              cuLaunchKernel, <= 200 ns per cuMemAlloc/cuMemFree
+//                                              pair, from the fastest of several repetitions
+//   bench_intercept --syscall-window N         N launches and N alloc/free pairs between two
+//                                              getppid() markers, for strace to count syscalls
+#include <benchmark/benchmark.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+extern "C" {
+int cuInit(unsigned int);
+int cuMemAlloc_v2(unsigned long long*, size_t);
+int cuMemFree_v2(unsigned long long);
+int cuMemGetInfo_v2(size_t*, size_t*);
+int cuLaunchKernel(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                   void*, void**, void**);
+int vgpu_bench_real_cuMemAlloc_v2(unsigned long long*, size_t);
+int vgpu_bench_real_cuMemFree_v2(unsigned long long);
+int vgpu_bench_real_cuMemGetInfo_v2(size_t*, size_t*);
+int vgpu_bench_real_cuLaunchKernel(void*, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                   unsigned, unsigned, void*, void**, void**);
+}
+
+namespace {
+
+void LaunchDirect(benchmark::State& state) {
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        vgpu_bench_real_cuLaunchKernel(nullptr, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr));
+  }
+}
+BENCHMARK(LaunchDirect);
+
+void LaunchHooked(benchmark::State& state) {
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        cuLaunchKernel(nullptr, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr));
+  }
+}
+BENCHMARK(LaunchHooked);
+
+void AllocFreeDirect(benchmark::State& state) {
+  unsigned long long p = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(vgpu_bench_real_cuMemAlloc_v2(&p, 4096));
+    benchmark::DoNotOptimize(vgpu_bench_real_cuMemFree_v2(p));
+  }
+}
+BENCHMARK(AllocFreeDirect);
+
+void AllocFreeHooked(benchmark::State& state) {
+  unsigned long long p = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(cuMemAlloc_v2(&p, 4096));
+    benchmark::DoNotOptimize(cuMemFree_v2(p));
+  }
+}
+BENCHMARK(AllocFreeHooked);
+
+void MemGetInfoHooked(benchmark::State& state) {
+  size_t free = 0, total = 0;
+  for (auto _ : state) benchmark::DoNotOptimize(cuMemGetInfo_v2(&free, &total));
+}
+BENCHMARK(MemGetInfoHooked);
+
+// Nanoseconds per iteration of `body`, the fastest of `reps` runs of `n` iterations.
+template <typename Body>
+double FastestNs(int reps, int n, Body body) {
+  double best = 1e18;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) body();
+    auto t1 = std::chrono::steady_clock::now();
+    best = std::min(best, std::chrono::duration<double, std::nano>(t1 - t0).count() / n);
+  }
+  return best;
+}
+
+int Check() {
+  constexpr int kReps = 15;
+  constexpr int kN = 400000;
+  unsigned long long p = 0;
+  double launch_direct = FastestNs(kReps, kN, [] {
+    benchmark::DoNotOptimize(
+        vgpu_bench_real_cuLaunchKernel(nullptr, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr));
+  });
+  double launch_hooked = FastestNs(kReps, kN, [] {
+    benchmark::DoNotOptimize(
+        cuLaunchKernel(nullptr, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr));
+  });
+  double pair_direct = FastestNs(kReps, kN, [&] {
+    benchmark::DoNotOptimize(vgpu_bench_real_cuMemAlloc_v2(&p, 4096));
+    benchmark::DoNotOptimize(vgpu_bench_real_cuMemFree_v2(p));
+  });
+  double pair_hooked = FastestNs(kReps, kN, [&] {
+    benchmark::DoNotOptimize(cuMemAlloc_v2(&p, 4096));
+    benchmark::DoNotOptimize(cuMemFree_v2(p));
+  });
+  double launch_added = launch_hooked - launch_direct;
+  double pair_added = pair_hooked - pair_direct;
+  std::printf(
+      "cuLaunchKernel: direct %.1f ns, through libvgpu %.1f ns, added %.1f ns (budget 15)\n",
+      launch_direct, launch_hooked, launch_added);
+  std::printf(
+      "cuMemAlloc+cuMemFree: direct %.1f ns, through libvgpu %.1f ns, added %.1f ns "
+      "(budget 200)\n",
+      pair_direct, pair_hooked, pair_added);
+  return launch_added <= 15 && pair_added <= 200 ? 0 : 1;
+}
+
+int SyscallWindow(int n) {
+  unsigned long long p = 0;
+  // Warm up: initialisation, the process's slot, the allocation table.
+  for (int i = 0; i < 1000; ++i) {
+    cuLaunchKernel(nullptr, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr);
+    cuMemAlloc_v2(&p, 4096);
+    cuMemFree_v2(p);
+  }
+  syscall(SYS_getppid);  // marker: start
+  for (int i = 0; i < n; ++i) {
+    cuLaunchKernel(nullptr, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr);
+    cuMemAlloc_v2(&p, 4096);
+    cuMemFree_v2(p);
+  }
+  syscall(SYS_getppid);  // marker: end
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* region = std::getenv("CUDA_DEVICE_MEMORY_SHARED_CACHE");
+  if (std::getenv("VGPU_BENCH_CHILD") == nullptr) {
+    std::string region_path = "/tmp/vgpu-bench-" + std::to_string(getpid()) + ".region";
+    setenv("LD_PRELOAD", VGPU_BENCH_LIBVGPU, 1);
+    setenv("CUDA_DEVICE_MEMORY_LIMIT", "64g", 1);
+    setenv("CUDA_DEVICE_MEMORY_SHARED_CACHE", region_path.c_str(), 1);
+    setenv("VGPU_CONTEXT_OVERHEAD", "0", 1);
+    setenv("VGPU_BENCH_CHILD", "1", 1);
+    execv("/proc/self/exe", argv);
+    std::perror("execv");
+    return 1;
+  }
+  cuInit(0);
+  int rc = 0;
+  if (argc >= 2 && std::strcmp(argv[1], "--check") == 0) {
+    rc = Check();
+  } else if (argc >= 3 && std::strcmp(argv[1], "--syscall-window") == 0) {
+    rc = SyscallWindow(std::atoi(argv[2]));
+  } else {
+    benchmark::Initialize(&argc, argv);
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+  }
+  if (region != nullptr) unlink(region);
+  return rc;
+}

@@ -1,0 +1,46 @@
+// `vgpu sim --mode replay`: the time-based replay (src/sim/replay.h) behind `vgpu sim`, and the
+// input checks both modes of `vgpu sim` share.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace vgpu::cli {
+
+// kInvalidArgument naming `flag` when `path` is missing or is a directory.
+Status InputFile(const std::string& flag, const std::string& path);
+// Load errors on input files are bad input (exit 2), whatever their code.
+Status AsBadInput(const Status& s);
+
+// Flags of `vgpu sim` that both modes read. `policy_given` / `seeds_given`: the user set them
+// (the replay has its own defaults: policy `default`, seed 42).
+struct SimCommonFlags {
+  std::string nodes, pods, policy, seeds, csv, svg;
+  bool policy_given = false, seeds_given = false;
+  bool json = false, quiet = false;
+  int threads = 0;
+  std::vector<std::string> options;
+};
+
+struct ReplayFlags {
+  std::string time_compress = "1";
+  std::string cluster_scale = "1";
+  std::string queue = "fifo";
+  std::string alloc = "shared,whole";
+  std::string horizon, step;
+  std::string run_time_from = "scheduled";
+  bool include_pending = false;
+};
+
+// Adds the replay-only flags to `app`; returns their names (for the mode checks).
+std::vector<std::string> AddReplayFlags(CLI::App& app, ReplayFlags* f);
+
+// Runs the replay: checks every flag (kInvalidArgument naming it), loads the trace, runs the grid,
+// prints the table (or JSON) and writes the CSV and chart.
+Status RunReplayMode(const SimCommonFlags& common, const ReplayFlags& f);
+
+}  // namespace vgpu::cli

@@ -1,0 +1,81 @@
+// Accountant: this process's view of the slice's memory accounting.
+//
+// Charges go to the shared region of the slice when it can be used, otherwise to a region
+// private to this process (the limit is then enforced for the process alone). The process claims
+// its slot in the region lazily, on its first charge, so that processes that never allocate
+// (nvidia-smi) do not appear in the slice.
+//
+// Thread safety: all methods may be called from any thread. The common path (Charge/Uncharge)
+// takes the region's robust mutex once and makes no system call unless it is contended.
+#pragma once
+
+#include <pthread.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "intercept/config.h"
+#include "shm/proc_identity.h"
+#include "shm/region.h"
+
+namespace vgpu::intercept {
+
+class Accountant {
+ public:
+  Accountant() = default;
+  Accountant(const Accountant&) = delete;
+  Accountant& operator=(const Accountant&) = delete;
+
+  // Attaches to the slice region named in `config` (creating it if needed), or to the private
+  // fallback region. Logs once why the shared region could not be used.
+  void Init(const Config& config);
+
+  // Test seam: use `region` (already initialised), shared or not, with `config`'s limits.
+  void InitWithRegion(const Config& config, shm::Region* region, bool shared);
+
+  // All-or-nothing: charges `bytes` on `device` if the slice stays within its limit.
+  bool Charge(int device, uint64_t bytes);
+  // Charges as much of `bytes` as fits; returns the amount charged.
+  uint64_t ChargeUpTo(int device, uint64_t bytes);
+  // Gives back a previous charge (saturating).
+  void Uncharge(int device, uint64_t bytes);
+
+  // The limit this process enforces on `device`: min(region config, own config).
+  uint64_t Limit(int device) const;
+  bool Sliced(int device) const { return Limit(device) != kNoLimit; }
+  // Bytes charged by the whole slice on `device`, after reclaiming dead processes if the last
+  // sweep is older than the sweep interval.
+  uint64_t SliceUsed(int device);
+  // Bytes charged by this process on `device`.
+  uint64_t ProcessUsed(int device) const;
+
+  shm::Region* region() const { return region_; }
+  bool shared() const { return shared_; }
+  const shm::ProcIdentity& identity();
+
+  // Records a device UUID for observers.
+  void SetDeviceUuid(int device, const char* uuid);
+
+  // At exit: gives back everything this process holds.
+  void ReleaseProcess();
+  // In the child after fork(): the child holds nothing and has its own identity.
+  // Async-signal-safe.
+  void ResetInChild();
+
+ private:
+  bool EnsureSlot();
+  // Devices outside the region's range: refused when any limit is set.
+  bool OutOfRange(int device) const { return device < 0 || device >= kMaxDevices; }
+
+  // Trivially destructible on purpose (see AllocTable): the shared mapping is never unmapped.
+  Config config_;
+  shm::Region* region_ = nullptr;
+  bool shared_ = false;
+  bool any_limit_ = false;
+  std::atomic<int> slot_{-1};
+  std::atomic<bool> identity_valid_{false};
+  shm::ProcIdentity identity_;
+  pthread_mutex_t slot_mutex_ = PTHREAD_MUTEX_INITIALIZER;
+};
+
+}  // namespace vgpu::intercept

@@ -1,0 +1,112 @@
+// Configuration of libvgpu.so: limits and settings from the environment and from read-only
+// limits files, combined so that the files win.
+//
+// Sources, in order of authority:
+//   1. Limits files: /etc/vgpu/limits (when present) and $VGPU_LIMITS_FILE. key=value lines,
+//      '#' comments; see docs/intercept.md for the keys. Both are read; the smaller limit wins.
+//   2. The environment: HAMi-core names (CUDA_DEVICE_MEMORY_LIMIT[_<i>],
+//      CUDA_DEVICE_SM_LIMIT[_<i>], CUDA_DEVICE_MEMORY_SHARED_CACHE, CUDA_TASK_PRIORITY,
+//      LIBCUDA_LOG_LEVEL) and VGPU_* names.
+//
+// Combination rules (per device):
+//   - memory: min(file, env). The environment can lower a limit, never raise it. In the
+//     environment 0 means "no limit" (HAMi-core); in a file "unlimited" means no limit.
+//   - a value that does not parse is reported once and replaced by the safe side: a bad
+//     per-device value falls back to the same source's all-devices value, a bad environment
+//     value to the file's, and when nothing valid remains the limit is 0 bytes (every
+//     allocation refused) — never "no limit".
+//   - compute (percent): the same, with 0 or 100 meaning no limit; the safe side of a bad value
+//     with nothing to fall back on is 1%.
+//   - priority: the larger number (lower priority) wins; the file's value is the floor.
+//   - context overhead: the larger of the file's and the environment's.
+//   - region path: the file's, else CUDA_DEVICE_MEMORY_SHARED_CACHE, else VGPU_REGION, else a
+//     per-user default in /tmp when any limit is set.
+//
+// Parsing is pure (inputs are passed in), allocation-free and exception-free.
+#pragma once
+
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+
+#include "shm/region.h"
+
+namespace vgpu::intercept {
+
+inline constexpr int kMaxDevices = shm::kMaxDevices;
+inline constexpr uint64_t kNoLimit = shm::kNoLimit;
+inline constexpr uint64_t kDefaultContextOverhead = 256ULL << 20;
+inline constexpr const char* kSystemLimitsFile = "/etc/vgpu/limits";
+inline constexpr size_t kPathMax = 512;
+
+// Errors found while parsing, kept for one report on stderr (and for tests).
+struct ConfigErrors {
+  static constexpr int kMax = 16;
+  int count = 0;
+  char messages[kMax][200] = {};
+  void Add(const char* format, ...) __attribute__((format(printf, 2, 3)));
+};
+
+// One source's value for one setting.
+struct Setting {
+  enum State : uint8_t { kUnset, kValue, kUnlimited, kInvalid };
+  State state = kUnset;
+  uint64_t value = 0;
+};
+
+// What one source (a file, or the environment) says.
+struct SourceSettings {
+  Setting memory_all;
+  Setting memory[kMaxDevices];
+  Setting sm_all;
+  Setting sm[kMaxDevices];
+  Setting priority;
+  Setting context_overhead;
+  char region[kPathMax] = {};
+  char uuid[kMaxDevices][shm::kUuidLength] = {};
+  int highest_device = -1;  // highest per-device index mentioned
+};
+
+// The combined configuration the library runs with.
+struct Config {
+  uint64_t memory_limit[kMaxDevices];  // per-process effective limit (bytes or kNoLimit)
+  uint64_t region_limit[kMaxDevices];  // the limit written into a region this process creates
+  uint32_t sm_limit[kMaxDevices];      // percent; 0 = no compute limit
+  int32_t priority = 1;
+  uint64_t context_overhead = kDefaultContextOverhead;
+  char region_path[kPathMax] = {};
+  char real_libcuda[kPathMax] = {};
+  char real_libnvml[kPathMax] = {};
+  char uuid[kMaxDevices][shm::kUuidLength] = {};
+  int log_level = 2;
+  uint32_t device_count = 1;  // devices the slice is configured for (for display)
+  uint32_t test_critical_delay_us = 0;
+  bool any_memory_limit = false;
+  bool compute_limited = false;
+
+  Config();
+};
+
+// Parses the text of a limits file. `name` is used in messages ("file:line: ...").
+void ParseLimitsFile(const char* text, size_t length, const char* name, SourceSettings* out,
+                     ConfigErrors* errors);
+
+// Reads and parses a limits file. A missing file is not an error when `optional`.
+void LoadLimitsFile(const char* path, bool optional, SourceSettings* out, ConfigErrors* errors);
+
+// Parses the environment (a NULL-terminated `envp` array of "KEY=VALUE").
+void ParseEnvironment(char* const* envp, SourceSettings* env, Config* config, ConfigErrors* errors);
+
+// Combines a file source (possibly empty) and the environment into `config` (rules above).
+// `visible_devices` is the number of entries in CUDA_VISIBLE_DEVICES (0 when unset).
+void CombineSettings(const SourceSettings& file, const SourceSettings& env, int visible_devices,
+                     uid_t uid, Config* config, ConfigErrors* errors);
+
+// Everything at once from the real process environment and files.
+void LoadConfig(char* const* envp, Config* config, ConfigErrors* errors);
+
+// Merges two file sources into `into` (the smaller limit of each, the larger priority and
+// overhead, the first region path).
+void MergeFileSources(const SourceSettings& other, SourceSettings* into);
+
+}  // namespace vgpu::intercept

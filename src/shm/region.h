@@ -1,0 +1,199 @@
+// The slice accounting region: one fixed-size file, mapped MAP_SHARED by every process of one
+// slice (one container, or one `vgpu run`), that holds the slice's limits and what each process
+// has charged against them. libvgpu.so writes it; `vgpu top` and the node daemon read it.
+//
+// Layout (version 1.x). All integers are little-endian host order; the region never crosses
+// machines. Offsets are static_assert'ed below and never change within a major version: a minor
+// version may only give meaning to bytes that are spare (zero) in older minors.
+//
+//   RegionHeader   (offset 0, 4096 bytes)
+//     magic            u64  kRegionMagic ("VGPUSLCE"); anything else: not a region
+//     major, minor     u32  kRegionMajor / kRegionMinor; a reader refuses another major
+//     region_size      u32  sizeof(Region); a reader refuses a different size
+//     max_procs        u32  kMaxProcs (slots in the table below)
+//     state            u32  0 empty, 1 being initialised, 2 ready (written last, release order)
+//     creator_pid      i32  pid of the process that initialised the region (informational)
+//     created_unix_ns  u64  wall-clock creation time (informational)
+//     config           RegionConfig, immutable once state is ready:
+//       device_count     u32  devices configured (1..kMaxDevices)
+//       priority         i32  CUDA_TASK_PRIORITY of the slice (0 high, 1 low)
+//       memory_limit[16] u64  bytes per CUDA device index; kNoLimit when unlimited
+//       sm_limit[16]     u32  percent of the device's compute per index; 0 or 100: none
+//     config_checksum  u64  FNV-1a of `config`; a mismatch means the region is corrupted
+//     mutex            pthread_mutex_t (PTHREAD_PROCESS_SHARED | PTHREAD_MUTEX_ROBUST) in a
+//                      64-byte cell; guards every write below
+//     device_used[16]  u64  bytes charged per device, the sum of the live slots' used[]
+//     last_sweep_ns    u64  CLOCK_MONOTONIC time of the last dead-process sweep
+//     repairs          u64  times a holder died with the mutex and the region was repaired
+//     reclaimed        u64  slots reclaimed from dead processes
+//     uuid[16][48]     char device UUIDs as seen by the processes ("GPU-..."), for display
+//     spare                 zero
+//   ProcSlot[kMaxProcs] (offset 4096, 256 bytes each)
+//     pid            i32  process id in its pid namespace; 0 = free slot
+//     flags          u32  reserved
+//     start_time     u64  the process's start time (/proc/<pid>/stat field 22): guards against
+//                         pid reuse
+//     pid_ns         u64  inode of the process's pid namespace (/proc/self/ns/pid)
+//     used[16]       u64  bytes this process has charged per device
+//     last_kernel_ns u64  reserved for compute sharing
+//     spare               zero
+//
+// Concurrency: every write happens under `mutex`, so charges are atomic across processes: two
+// processes can never together pass the limit. Readers (cuMemGetInfo, NVML, top) read
+// device_used[] and slots without the lock through atomic loads.
+//
+// Crash safety: the mutex is robust. When a holder dies, the next locker gets EOWNERDEAD and
+// repairs: device_used[] is recomputed from the slots, dead processes' slots are freed, and the
+// mutex is made consistent. Slots of processes that died without holding the lock are freed by
+// SweepDeadSlots(), which runs when a charge does not fit and at most every
+// kSweepIntervalNs when the region is polled.
+//
+// This header is dependency-free (libc and the C++ standard headers only), exception-free and
+// allocation-free: libvgpu.so uses it inside the user's process.
+#pragma once
+
+#include <pthread.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace vgpu::shm {
+
+inline constexpr uint64_t kRegionMagic = 0x45434c5355504756ULL;  // "VGPUSLCE" little-endian
+inline constexpr uint32_t kRegionMajor = 1;
+inline constexpr uint32_t kRegionMinor = 0;
+inline constexpr int kMaxDevices = 16;
+inline constexpr int kMaxProcs = 1024;
+inline constexpr uint64_t kNoLimit = ~0ULL;
+inline constexpr int kUuidLength = 48;
+// A region polled by readers is swept for dead processes at most this often.
+inline constexpr uint64_t kSweepIntervalNs = 200ULL * 1000 * 1000;
+
+enum RegionState : uint32_t { kStateEmpty = 0, kStateInitializing = 1, kStateReady = 2 };
+
+struct RegionConfig {
+  uint32_t device_count;
+  int32_t priority;
+  uint64_t memory_limit[kMaxDevices];
+  uint32_t sm_limit[kMaxDevices];
+};
+static_assert(sizeof(RegionConfig) == 200);
+
+struct alignas(64) MutexCell {
+  union {
+    pthread_mutex_t mutex;
+    char bytes[64];
+  };
+};
+static_assert(sizeof(pthread_mutex_t) <= 64);
+
+struct RegionHeader {
+  uint64_t magic;
+  uint32_t major;
+  uint32_t minor;
+  uint32_t region_size;
+  uint32_t max_procs;
+  uint32_t state;
+  int32_t creator_pid;
+  uint64_t created_unix_ns;
+  RegionConfig config;
+  uint64_t config_checksum;
+  MutexCell mutex;
+  uint64_t device_used[kMaxDevices];
+  uint64_t last_sweep_ns;
+  uint64_t repairs;
+  uint64_t reclaimed;
+  char uuid[kMaxDevices][kUuidLength];
+  uint8_t spare[4096 - 1240];
+};
+
+struct alignas(64) ProcSlot {
+  int32_t pid;
+  uint32_t flags;
+  uint64_t start_time;
+  uint64_t pid_ns;
+  uint64_t used[kMaxDevices];
+  uint64_t last_kernel_ns;
+  uint8_t spare[256 - 160];
+};
+
+struct Region {
+  RegionHeader header;
+  ProcSlot slots[kMaxProcs];
+};
+
+static_assert(offsetof(RegionHeader, magic) == 0);
+static_assert(offsetof(RegionHeader, major) == 8);
+static_assert(offsetof(RegionHeader, minor) == 12);
+static_assert(offsetof(RegionHeader, region_size) == 16);
+static_assert(offsetof(RegionHeader, max_procs) == 20);
+static_assert(offsetof(RegionHeader, state) == 24);
+static_assert(offsetof(RegionHeader, creator_pid) == 28);
+static_assert(offsetof(RegionHeader, created_unix_ns) == 32);
+static_assert(offsetof(RegionHeader, config) == 40);
+static_assert(offsetof(RegionHeader, config_checksum) == 240);
+static_assert(offsetof(RegionHeader, mutex) == 256);
+static_assert(offsetof(RegionHeader, device_used) == 320);
+static_assert(offsetof(RegionHeader, last_sweep_ns) == 448);
+static_assert(offsetof(RegionHeader, repairs) == 456);
+static_assert(offsetof(RegionHeader, reclaimed) == 464);
+static_assert(offsetof(RegionHeader, uuid) == 472);
+static_assert(offsetof(RegionHeader, spare) == 1240);
+static_assert(sizeof(RegionHeader) == 4096);
+static_assert(offsetof(ProcSlot, pid) == 0);
+static_assert(offsetof(ProcSlot, start_time) == 8);
+static_assert(offsetof(ProcSlot, pid_ns) == 16);
+static_assert(offsetof(ProcSlot, used) == 24);
+static_assert(offsetof(ProcSlot, last_kernel_ns) == 152);
+static_assert(sizeof(ProcSlot) == 256);
+static_assert(offsetof(Region, slots) == 4096);
+static_assert(sizeof(Region) == 4096 + 256 * kMaxProcs);
+static_assert(std::atomic_ref<uint64_t>::is_always_lock_free);
+static_assert(std::atomic_ref<int32_t>::is_always_lock_free);
+
+// Relaxed/acquire/release access to shared fields (the struct stays a plain POD).
+inline uint64_t LoadU64(const uint64_t& field) {
+  return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(field)).load(std::memory_order_acquire);
+}
+inline void StoreU64(uint64_t& field, uint64_t value) {
+  std::atomic_ref<uint64_t>(field).store(value, std::memory_order_release);
+}
+inline int32_t LoadPid(const ProcSlot& slot) {
+  return std::atomic_ref<int32_t>(const_cast<int32_t&>(slot.pid)).load(std::memory_order_acquire);
+}
+inline void StorePid(ProcSlot& slot, int32_t pid) {
+  std::atomic_ref<int32_t>(slot.pid).store(pid, std::memory_order_release);
+}
+
+// Outcome of region operations. Text for people: RegionErrorText().
+enum class RegionError {
+  kOk,
+  kIo,              // open/mmap/ftruncate failed (errno in the Mapping)
+  kTooSmall,        // the file is shorter than a region
+  kBadMagic,        // not a vgpu region
+  kForeignVersion,  // another major version
+  kBadSize,         // region_size or max_procs differ from this build
+  kCorrupt,         // checksum mismatch or an impossible value
+  kNotReady,        // initialisation never finished
+  kLockTimeout,     // a live process held the lock past the deadline
+  kLockBroken,      // the mutex is unrecoverable
+  kNoSlot,          // all process slots are taken by live processes
+  kOverLimit,       // the charge does not fit under the limit
+};
+const char* RegionErrorText(RegionError error);
+
+// FNV-1a 64 of the config block.
+uint64_t ConfigChecksum(const RegionConfig& config);
+
+// Checks a mapped region of `size` bytes: magic, version, size, checksum, ready state and value
+// ranges. Never writes. kOk means the region may be used.
+RegionError ValidateRegion(const Region* region, size_t size);
+
+// Fills an empty region in place (memory already zeroed or about to be overwritten): header,
+// config and checksum, robust process-shared mutex, state = ready (last). `process_shared` false
+// gives a mutex usable only inside this process (the fallback region).
+void InitializeRegion(Region* region, const RegionConfig& config, bool process_shared);
+
+}  // namespace vgpu::shm

@@ -1,0 +1,87 @@
+#include "shm/slice_registry.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "shm/region_file.h"
+
+namespace vgpu::shm {
+
+namespace fs = std::filesystem;
+
+std::string DefaultStateDir() {
+  if (const char* d = std::getenv("VGPU_STATE_DIR"); d != nullptr && d[0] != '\0') return d;
+  if (const char* x = std::getenv("XDG_RUNTIME_DIR"); x != nullptr && x[0] != '\0') {
+    return std::string(x) + "/vgpu";
+  }
+  if (access("/run", W_OK) == 0) return "/run/vgpu";
+  return "/tmp/vgpu-" + std::to_string(getuid());
+}
+
+Status WriteSliceMeta(const std::string& dir, const SliceMeta& meta) {
+  std::ofstream out(dir + "/meta");
+  out << "creator_pid=" << meta.creator_pid << "\n";
+  // The command on one line; newlines in arguments are written as spaces.
+  std::string command = meta.command;
+  std::replace(command.begin(), command.end(), '\n', ' ');
+  out << "command=" << command << "\n";
+  if (!out) return Status::IoError("cannot write " + dir + "/meta");
+  return Status::Ok();
+}
+
+namespace {
+
+SliceMeta ReadMeta(const std::string& dir) {
+  SliceMeta meta;
+  std::ifstream in(dir + "/meta");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("creator_pid=", 0) == 0) meta.creator_pid = std::atoi(line.c_str() + 12);
+    if (line.rfind("command=", 0) == 0) meta.command = line.substr(8);
+  }
+  return meta;
+}
+
+}  // namespace
+
+std::vector<SliceEntry> ReadSlices(const std::string& state_dir) {
+  std::vector<SliceEntry> slices;
+  std::error_code ec;
+  fs::path root = fs::path(state_dir) / "slices";
+  if (!fs::is_directory(root, ec)) return slices;
+  std::vector<fs::path> dirs;
+  for (const fs::directory_entry& e : fs::directory_iterator(root, ec)) {
+    if (e.is_directory(ec)) dirs.push_back(e.path());
+  }
+  std::sort(dirs.begin(), dirs.end());
+  for (const fs::path& d : dirs) {
+    SliceEntry s;
+    s.dir = d.string();
+    s.name = d.filename().string();
+    SliceMeta meta = ReadMeta(s.dir);
+    s.command = meta.command;
+    s.creator_pid = meta.creator_pid;
+    s.creator_alive = meta.creator_pid > 0 && (kill(meta.creator_pid, 0) == 0 || errno == EPERM);
+    Mapping mapping;
+    RegionError e = Mapping::OpenExisting((s.dir + "/region").c_str(), false, &mapping);
+    if (e == RegionError::kOk) {
+      std::memcpy(&s.region, mapping.region(), sizeof(Region));
+    } else {
+      s.error = RegionErrorText(e);
+      if (e == RegionError::kIo)
+        s.error += std::string(": ") + std::strerror(mapping.saved_errno());
+    }
+    slices.push_back(std::move(s));
+  }
+  return slices;
+}
+
+}  // namespace vgpu::shm

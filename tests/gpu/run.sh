@@ -1,0 +1,252 @@
+#!/usr/bin/env bash
+# libvgpu.so on a real NVIDIA GPU: the checks of tests/intercept (simulated GPU) against the real
+# driver, plus a CUDA runtime (cudaMalloc) program.
+#
+#   tests/gpu/run.sh [--libvgpu PATH] [--races N] [--simulated-driver DIR]
+#
+# --simulated-driver DIR runs the driver API checks against the simulated GPU in DIR
+# (build/lib/simgpu) instead, to test this script on a machine without a GPU; the CUDA runtime
+# checks are skipped then (the simulation does not serve libcudart).
+#
+# Builds its test programs here with nvcc (tests/intercept/intercept_worker.cc, a driver API
+# program; tests/gpu/runtime_fill.cu, a runtime program), so it needs only the CUDA toolkit, the
+# driver and a libvgpu.so (default: build/lib/libvgpu.so next to this checkout).
+# Exit status: 0 every check passed, 1 a check failed, 77 skipped (no GPU, driver or nvcc).
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+libvgpu=$root/build/lib/libvgpu.so
+races=30
+simulated=
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --libvgpu) libvgpu=$2; shift 2 ;;
+    --races) races=$2; shift 2 ;;
+    --simulated-driver) simulated=$(cd "$2" && pwd); shift 2 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+skip() { echo "SKIPPED: $*"; exit 77; }
+find_lib() { ldconfig -p 2>/dev/null | awk -v n="$1" '$1 == n {print $NF; exit}'; }
+if [[ -n $simulated ]]; then
+  libcuda=$simulated/libcuda.so.1
+  libnvml=$simulated/libnvidia-ml.so.1
+  export LD_LIBRARY_PATH=$simulated${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export VGPU_SIMGPU_STATE=/tmp/vgpu-gpu-test-sim-$$.state VGPU_SIMGPU_LOG_LEVEL=1
+else
+  [[ -e /dev/nvidia0 || -e /dev/nvidiactl ]] || skip "no NVIDIA GPU (/dev/nvidia0 missing)"
+  libcuda=$(find_lib libcuda.so.1)
+  libnvml=$(find_lib libnvidia-ml.so.1)
+  [[ -n $libcuda ]] || skip "no NVIDIA driver (libcuda.so.1 not in the loader cache)"
+  if grep -q "vgpu's simulation" "$libcuda" 2>/dev/null; then
+    skip "libcuda.so.1 is vgpu's simulated GPU, not a driver"
+  fi
+fi
+nvcc=$(command -v nvcc || true)
+[[ -z $nvcc && -x /usr/local/cuda/bin/nvcc ]] && nvcc=/usr/local/cuda/bin/nvcc
+[[ -n $nvcc ]] || skip "nvcc not found (install the CUDA toolkit)"
+[[ -r $libvgpu ]] || { echo "run.sh: $libvgpu not found" >&2; exit 1; }
+
+work=$(mktemp -d /tmp/vgpu-gpu-test-XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  rm -rf "$work"
+  [[ -n $simulated ]] && rm -f "$VGPU_SIMGPU_STATE"
+}
+trap cleanup EXIT
+
+echo "GPU test: ${simulated:+(simulated) }$(nvidia-smi --query-gpu=name,memory.total,driver_version \
+  --format=csv,noheader 2>/dev/null | head -1)"
+echo "libvgpu: $libvgpu   driver: $libcuda"
+
+# ---- build -----------------------------------------------------------------------------------
+mkdir -p "$work/lib"
+ln -s "$libcuda" "$work/lib/libcuda.so"
+[[ -n $libnvml ]] && ln -s "$libnvml" "$work/lib/libnvidia-ml.so"
+"$nvcc" -O2 -std=c++17 -I"$root/src" -o "$work/worker" "$root/tests/intercept/intercept_worker.cc" \
+  -L"$work/lib" -lcuda -lnvidia-ml -ldl || { echo "FAIL: cannot build the driver API worker"; exit 1; }
+if [[ -z $simulated ]]; then
+  "$nvcc" -O2 -o "$work/runtime_fill" "$root/tests/gpu/runtime_fill.cu" ||
+    { echo "FAIL: cannot build the runtime program"; exit 1; }
+fi
+
+failures=0
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+MiB=$((1 << 20))
+
+# The environment of slice $1 with a memory limit of $2 bytes, in the array SLICE_ENV. Background
+# processes are started as `env "${SLICE_ENV[@]}" cmd &` so that $! is the process itself.
+slice_env() {
+  SLICE_ENV=(LD_PRELOAD="$libvgpu" CUDA_DEVICE_MEMORY_LIMIT="$2"
+             CUDA_DEVICE_MEMORY_SHARED_CACHE="$work/$1.region" VGPU_CONTEXT_OVERHEAD=0
+             LIBCUDA_LOG_LEVEL=1)
+}
+# Runs a command (in the foreground) in slice $1 with a memory limit of $2 bytes.
+in_slice() {
+  slice_env "$1" "$2"
+  shift 2
+  env "${SLICE_ENV[@]}" "$@"
+}
+field() { awk -v k="$1" '$1 == k {sub(/^[^ ]+ /, ""); print; exit}'; }
+
+# ---- 1. every allocation path holds N bytes and not one byte more ----------------------------
+n=$((256 * MiB))
+for spec in alloc:1 managed:1 pitch:512 vmm:$((2 * MiB)) async:1 async_ptsz:1 pool:1 \
+            array:1 array3d:1 mipmap:1 graph:1 procaddr:1 procaddr_ptsz:1 dlsym:1 legacy:1; do
+  path=${spec%%:*}
+  extra=${spec##*:}
+  out=$(in_slice "fill-$path" $n "$work/worker" fill "$path" $n "$extra" 2>&1)
+  first=$(echo "$out" | field first)
+  more=$(echo "$out" | field extra)
+  if [[ $path == legacy && $first != CUDA_SUCCESS ]]; then
+    echo "NOTE: legacy 32-bit cuMemAlloc: the driver answers $first for $n bytes (not checked)"
+  elif [[ $first == CUDA_SUCCESS && $more == CUDA_ERROR_OUT_OF_MEMORY ]]; then
+    pass "$path: $n bytes fit, $extra more refused"
+  else
+    fail "$path: first=$first extra=$more (output: $(echo "$out" | tr '\n' ' '))"
+  fi
+done
+
+# ---- 2. the CUDA runtime (cudaMalloc) is limited the same way ----------------------------------
+for path in $([[ -z $simulated ]] && echo malloc async managed pitch pool); do
+  out=$(in_slice "rt-$path" $n "$work/runtime_fill" "$path" 2>&1)
+  total=$(echo "$out" | awk '$1 == "free" {print $4}')
+  first=$(echo "$out" | field first)
+  more=$(echo "$out" | field extra)
+  kernels=$(echo "$out" | field kernels)
+  if [[ $total == "$n" && $first == cudaSuccess && $more == cudaErrorMemoryAllocation &&
+        $kernels == ok ]]; then
+    pass "runtime $path: cudaMemGetInfo total $total, free filled, one more refused, kernels ran"
+  else
+    fail "runtime $path: $(echo "$out" | tr '\n' ' ')"
+  fi
+done
+
+# ---- 3. cuMemGetInfo, NVML and nvidia-smi inside the slice report the slice -------------------
+limit=$((1024 * MiB))
+mkfifo "$work/hold.in"
+slice_env info $limit
+env "${SLICE_ENV[@]}" "$work/worker" hold $((100 * MiB)) < "$work/hold.in" > "$work/hold.out" 2>&1 &
+pids+=($!)
+exec {hold_fd}>"$work/hold.in"
+for _ in $(seq 100); do grep -q ready "$work/hold.out" && break; sleep 0.1; done
+holder=$(awk '$1 == "ready" {print $2}' "$work/hold.out")
+out=$(in_slice info $limit "$work/worker" info 2>&1)
+want_free=$((limit - 100 * MiB))
+[[ $(echo "$out" | field cuMemGetInfo) == "$want_free $limit" ]] &&
+  pass "cuMemGetInfo reports the slice" || fail "cuMemGetInfo: $(echo "$out" | field cuMemGetInfo)"
+[[ $(echo "$out" | field totalmem) == "$limit" ]] && pass "cuDeviceTotalMem is the limit" ||
+  fail "cuDeviceTotalMem: $(echo "$out" | field totalmem)"
+[[ $(echo "$out" | field nvml) == "$limit $((100 * MiB)) $want_free" ]] &&
+  pass "NVML memory info reports the slice" || fail "NVML: $(echo "$out" | field nvml)"
+[[ $(echo "$out" | field proc) == "$holder $((100 * MiB))" ]] &&
+  pass "NVML process list shows the slice's process" || fail "NVML processes: $out"
+if [[ -z $simulated ]] && command -v nvidia-smi > /dev/null; then
+  smi=$(in_slice info $limit nvidia-smi --query-gpu=memory.total,memory.used \
+        --format=csv,noheader,nounits 2>&1 | head -1 | tr -d ' ')
+  [[ $smi == "1024,100" ]] && pass "nvidia-smi in the slice shows 1024 MiB total, 100 used" ||
+    fail "nvidia-smi in the slice: $smi"
+  apps=$(in_slice info $limit nvidia-smi --query-compute-apps=pid,used_memory \
+         --format=csv,noheader,nounits 2>&1 | tr -d ' ')
+  [[ $apps == "$holder,100" ]] && pass "nvidia-smi lists the slice's process" ||
+    fail "nvidia-smi processes: $apps"
+fi
+exec {hold_fd}>&-
+wait "${pids[-1]}" 2>/dev/null
+
+# ---- 4. racing processes never exceed the limit -------------------------------------------------
+limit=$((512 * MiB))
+chunk=$((6 * MiB + 4096))
+exceeded=0
+for race in $(seq "$races"); do
+  fds=()
+  for p in $(seq 8); do
+    mkfifo "$work/race$p.in"
+    slice_env "race$race" $limit
+    env "${SLICE_ENV[@]}" "$work/worker" race $chunk < "$work/race$p.in" > "$work/race$p.out" 2>&1 &
+    pids+=($!)
+    exec {fd}>"$work/race$p.in"
+    fds+=("$fd")
+  done
+  for p in $(seq 8); do
+    for _ in $(seq 300); do grep -q ready "$work/race$p.out" && break; sleep 0.05; done
+  done
+  for fd in "${fds[@]}"; do echo go >&"$fd"; done
+  total=0
+  for p in $(seq 8); do
+    for _ in $(seq 300); do grep -q granted "$work/race$p.out" && break; sleep 0.05; done
+    total=$((total + $(awk '$1 == "granted" {print $2}' "$work/race$p.out")))
+  done
+  for fd in "${fds[@]}"; do exec {fd}>&-; done
+  wait
+  rm -f "$work"/race*.in "$work"/race*.out "$work/race$race.region"
+  if ((total > limit || total <= limit - chunk)); then
+    exceeded=$((exceeded + 1))
+    echo "  race $race: granted $total of $limit"
+  fi
+done
+((exceeded == 0)) && pass "$races races of 8 processes: never above the limit, always filled" ||
+  fail "$exceeded of $races races went above the limit or did not fill it"
+
+# ---- 5. SIGKILL: nobody wedges, memory comes back within a second -----------------------------
+limit=$((1024 * MiB))
+slice_env kill $limit
+SLICE_ENV+=(VGPU_TEST_CRITICAL_SLEEP_US=500)
+for p in 0 1 2 3; do
+  env "${SLICE_ENV[@]}" "$work/worker" churn "$work/c$p" 4000 < /dev/null > /dev/null 2>&1 &
+  churn[$p]=$!
+done
+sleep 1
+counter() { od -An -tu8 "$work/c$1" 2>/dev/null | tr -d ' '; }
+stuck=0
+for k in $(seq 20); do
+  v=$((RANDOM % 4))
+  sleep "0.0$((RANDOM % 5 + 1))"
+  kill -9 "${churn[$v]}"
+  wait "${churn[$v]}" 2>/dev/null
+  for p in 0 1 2 3; do
+    [[ $p == "$v" ]] && continue
+    before=$(counter $p)
+    for _ in $(seq 60); do [[ $(counter $p) != "$before" ]] && break; sleep 0.05; done
+    [[ $(counter $p) != "$before" ]] || stuck=$((stuck + 1))
+  done
+  env "${SLICE_ENV[@]}" "$work/worker" churn "$work/c$v" 4000 < /dev/null > /dev/null 2>&1 &
+  churn[$v]=$!
+done
+((stuck == 0)) && pass "20 random SIGKILLs: the other processes never stopped" ||
+  fail "$stuck times a process made no progress for 3 s after a kill"
+for p in 0 1 2 3; do kill -9 "${churn[$p]}" 2>/dev/null; wait "${churn[$p]}" 2>/dev/null; done
+# A process holding 700 MiB is killed; its memory must be back within a second for others.
+mkfifo "$work/hog.in"
+slice_env kill $limit
+env "${SLICE_ENV[@]}" "$work/worker" hold $((700 * MiB)) < "$work/hog.in" > "$work/hog.out" 2>&1 &
+hog=$!
+exec {hog_fd}>"$work/hog.in"
+for _ in $(seq 100); do grep -q ready "$work/hog.out" && break; sleep 0.1; done
+kill -9 $hog
+wait $hog 2>/dev/null
+start=$(date +%s%N)
+back=no
+while (( ($(date +%s%N) - start) < 1000000000 )); do
+  used=$(in_slice kill $limit "$work/worker" usage 2>/dev/null | field used)
+  if [[ -n $used ]] && ((used < 100 * MiB)); then back=yes; break; fi
+done
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+exec {hog_fd}>&-
+[[ $back == yes ]] && pass "a killed process's 700 MiB returned to the slice in $ms ms" ||
+  fail "a killed process's memory was still charged after $ms ms"
+out=$(in_slice kill $limit "$work/worker" fill alloc $((1000 * MiB)) 2>&1 | field first)
+[[ $out == CUDA_SUCCESS ]] && pass "after the kills the whole slice can be allocated again" ||
+  fail "after the kills: $out"
+
+echo
+if ((failures == 0)); then
+  echo "ALL GPU CHECKS PASSED"
+  exit 0
+fi
+echo "$failures GPU CHECK(S) FAILED"
+exit 1

@@ -1,0 +1,315 @@
+// A CUDA driver API program for libvgpu's multi-process tests: written against the toolkit's
+// cuda.h and linked with -lcuda (the simulated GPU), run with libvgpu.so preloaded.
+//
+//   intercept_worker fill PATH BYTES [EXTRA]
+//                                        allocates BYTES through PATH, then EXTRA bytes (default 1)
+//                                        more; prints "first RC" and "extra RC" (CUresult names)
+//   intercept_worker info                prints "cuMemGetInfo FREE TOTAL", "totalmem BYTES",
+//                                        "nvml TOTAL USED FREE", "procs N", "proc PID USED"...
+//   intercept_worker nvml                the NVML lines only, without initialising CUDA
+//   intercept_worker usage               prints "used BYTES" (cuMemGetInfo total - free)
+//   intercept_worker hold BYTES          allocates, prints "ready PID" and holds until stdin closes
+//   intercept_worker race CHUNK          prints "ready", waits for a line on stdin, allocates CHUNK
+//                                        bytes until refused, prints "granted BYTES", holds until
+//                                        stdin closes
+//   intercept_worker churn FILE [PAUSE_US]
+//                                        allocates and frees 1-4 MiB in a loop (pausing PAUSE_US
+//                                        between iterations), counting iterations in the 8-byte
+//                                        file FILE and polling cuMemGetInfo; prints "ready"
+//
+// PATH is one of: alloc, legacy, managed, pitch, vmm, async, async_ptsz, pool, array, array3d,
+// mipmap, graph, procaddr, procaddr_ptsz, dlsym. Built for the simulated GPU by CMake, and for a
+// real one by tests/gpu/run.sh.
+#include <cuda.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/nvml_api.h"
+
+extern "C" {
+nvmlReturn_t nvmlInit_v2(void);
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device);
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory);
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* count,
+                                                     nvmlProcessInfo_t* infos);
+}
+
+namespace {
+
+const char* Name(CUresult r) {
+  const char* name = "?";
+  cuGetErrorName(r, &name);
+  return name;
+}
+
+bool Check(CUresult r, const char* what) {
+  if (r == CUDA_SUCCESS) return true;
+  std::fprintf(stderr, "intercept_worker: %s failed: %s\n", what, Name(r));
+  return false;
+}
+
+bool UseDevice0() {
+  CUdevice dev;
+  CUcontext ctx;
+  return Check(cuInit(0), "cuInit") && Check(cuDeviceGet(&dev, 0), "cuDeviceGet") &&
+         Check(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain") &&
+         Check(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+}
+
+void WaitForStdinToClose() {
+  char buf[64];
+  while (read(0, buf, sizeof buf) > 0) {
+  }
+}
+
+using AllocFn = CUresult (*)(CUdeviceptr*, size_t);
+using AllocAsyncFn = CUresult (*)(CUdeviceptr*, size_t, CUstream);
+
+// Allocates `bytes` through `path`. Arrays use 1-byte texels, so that any byte count works.
+CUresult AllocThrough(const std::string& path, uint64_t bytes) {
+  CUdeviceptr p = 0;
+  if (path == "alloc") return cuMemAlloc(&p, bytes);
+  if (path == "legacy") {
+    using LegacyFn = CUresult (*)(unsigned int*, unsigned int);
+    auto fn = reinterpret_cast<LegacyFn>(dlsym(RTLD_DEFAULT, "cuMemAlloc"));
+    unsigned int q = 0;
+    return fn(&q, static_cast<unsigned int>(bytes));
+  }
+  if (path == "managed") return cuMemAllocManaged(&p, bytes, CU_MEM_ATTACH_GLOBAL);
+  if (path == "pitch") {
+    // Rows of 512 bytes: the simulated driver's pitch equals the width.
+    size_t pitch = 0;
+    return cuMemAllocPitch(&p, &pitch, 512, bytes / 512, 4);
+  }
+  if (path == "vmm") {
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    CUmemGenericAllocationHandle h;
+    return cuMemCreate(&h, bytes, &prop, 0);
+  }
+  if (path == "async") return cuMemAllocAsync(&p, bytes, nullptr);
+  if (path == "async_ptsz") {
+    auto fn = reinterpret_cast<AllocAsyncFn>(dlsym(RTLD_DEFAULT, "cuMemAllocAsync_ptsz"));
+    return fn(&p, bytes, nullptr);
+  }
+  if (path == "pool") {
+    CUmemPoolProps props{};
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = 0;
+    static CUmemoryPool pool = nullptr;
+    if (pool == nullptr && cuMemPoolCreate(&pool, &props) != CUDA_SUCCESS)
+      return CUDA_ERROR_UNKNOWN;
+    return cuMemAllocFromPoolAsync(&p, bytes, pool, nullptr);
+  }
+  // Arrays of 1-byte texels: 2D rows of 4096 when the size allows (real GPUs limit 1D widths).
+  const bool rows = bytes % 4096 == 0 && bytes >= 4096;
+  const size_t width = rows ? 4096 : bytes;
+  const size_t height = rows ? bytes / 4096 : 0;
+  if (path == "array") {
+    CUDA_ARRAY_DESCRIPTOR d{};
+    d.Width = width;
+    d.Height = height;
+    d.Format = CU_AD_FORMAT_UNSIGNED_INT8;
+    d.NumChannels = 1;
+    CUarray a;
+    return cuArrayCreate(&a, &d);
+  }
+  if (path == "array3d") {
+    CUDA_ARRAY3D_DESCRIPTOR d{};
+    d.Width = width;
+    d.Height = height;
+    d.Format = CU_AD_FORMAT_UNSIGNED_INT8;
+    d.NumChannels = 1;
+    CUarray a;
+    return cuArray3DCreate(&a, &d);
+  }
+  if (path == "mipmap") {
+    CUDA_ARRAY3D_DESCRIPTOR d{};
+    d.Width = width;
+    d.Height = height;
+    d.Format = CU_AD_FORMAT_UNSIGNED_INT8;
+    d.NumChannels = 1;
+    CUmipmappedArray m;
+    return cuMipmappedArrayCreate(&m, &d, 1);
+  }
+  if (path == "graph") {
+    CUgraph g;
+    if (cuGraphCreate(&g, 0) != CUDA_SUCCESS) return CUDA_ERROR_UNKNOWN;
+    CUDA_MEM_ALLOC_NODE_PARAMS params{};
+    params.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    params.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    params.poolProps.location.id = 0;
+    params.bytesize = bytes;
+    CUgraphNode node;
+    CUresult r = cuGraphAddMemAllocNode(&node, g, nullptr, 0, &params);
+    if (r != CUDA_SUCCESS) return r;
+    CUgraphExec exec;
+    return cuGraphInstantiate(&exec, g, 0);
+  }
+  if (path == "procaddr" || path == "procaddr_ptsz") {
+    // As the CUDA runtime does: the driver by name, then every entry point through it.
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW);
+    using GetProc =
+        CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+    auto get = reinterpret_cast<GetProc>(dlsym(lib, "cuGetProcAddress_v2"));
+    void* fn = nullptr;
+    CUdriverProcAddressQueryResult status;
+    if (path == "procaddr") {
+      if (get("cuMemAlloc", &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status) !=
+          CUDA_SUCCESS) {
+        return CUDA_ERROR_NOT_FOUND;
+      }
+      return reinterpret_cast<AllocFn>(fn)(&p, bytes);
+    }
+    if (get("cuMemAllocAsync", &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+            &status) != CUDA_SUCCESS) {
+      return CUDA_ERROR_NOT_FOUND;
+    }
+    return reinterpret_cast<AllocAsyncFn>(fn)(&p, bytes, nullptr);
+  }
+  if (path == "dlsym") {
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW);
+    auto fn = reinterpret_cast<AllocFn>(dlsym(lib, "cuMemAlloc_v2"));
+    return fn(&p, bytes);
+  }
+  std::fprintf(stderr, "intercept_worker: unknown path %s\n", path.c_str());
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+int Fill(const std::string& path, uint64_t bytes, uint64_t extra_bytes) {
+  if (!UseDevice0()) return 1;
+  CUresult first = AllocThrough(path, bytes);
+  std::printf("first %s\n", Name(first));
+  CUresult extra = AllocThrough(path, extra_bytes);
+  std::printf("extra %s\n", Name(extra));
+  return 0;
+}
+
+void PrintNvml() {
+  if (nvmlInit_v2() != NVML_SUCCESS) {
+    std::printf("nvml unavailable\n");
+    return;
+  }
+  nvmlDevice_t dev;
+  nvmlDeviceGetHandleByIndex_v2(0, &dev);
+  nvmlMemory_t m{};
+  nvmlDeviceGetMemoryInfo(dev, &m);
+  std::printf("nvml %llu %llu %llu\n", m.total, m.used, m.free);
+  nvmlProcessInfo_t infos[64];
+  unsigned int count = 64;
+  nvmlDeviceGetComputeRunningProcesses_v3(dev, &count, infos);
+  std::printf("procs %u\n", count);
+  for (unsigned int i = 0; i < count; ++i) {
+    std::printf("proc %u %llu\n", infos[i].pid, infos[i].usedGpuMemory);
+  }
+}
+
+int Info() {
+  if (!UseDevice0()) return 1;
+  size_t free = 0, total = 0;
+  if (!Check(cuMemGetInfo(&free, &total), "cuMemGetInfo")) return 1;
+  std::printf("cuMemGetInfo %zu %zu\n", free, total);
+  size_t bytes = 0;
+  if (!Check(cuDeviceTotalMem(&bytes, 0), "cuDeviceTotalMem")) return 1;
+  std::printf("totalmem %zu\n", bytes);
+  PrintNvml();
+  return 0;
+}
+
+int Usage() {
+  if (!UseDevice0()) return 1;
+  size_t free = 0, total = 0;
+  if (!Check(cuMemGetInfo(&free, &total), "cuMemGetInfo")) return 1;
+  std::printf("used %zu\n", total - free);
+  return 0;
+}
+
+int Hold(uint64_t bytes) {
+  if (!UseDevice0()) return 1;
+  CUdeviceptr p;
+  if (!Check(cuMemAlloc(&p, bytes), "cuMemAlloc")) return 1;
+  std::printf("ready %d\n", getpid());
+  std::fflush(stdout);
+  WaitForStdinToClose();
+  return 0;
+}
+
+int Race(uint64_t chunk) {
+  if (!UseDevice0()) return 1;
+  std::printf("ready\n");
+  std::fflush(stdout);
+  char line[16];
+  if (read(0, line, sizeof line) <= 0) return 1;
+  uint64_t granted = 0;
+  CUdeviceptr p;
+  while (cuMemAlloc(&p, chunk) == CUDA_SUCCESS) granted += chunk;
+  std::printf("granted %llu\n", static_cast<unsigned long long>(granted));
+  std::fflush(stdout);
+  WaitForStdinToClose();
+  return 0;
+}
+
+int Churn(const char* counter_file, unsigned pause_us) {
+  int fd = open(counter_file, O_RDWR | O_CREAT, 0644);
+  if (fd < 0 || ftruncate(fd, 8) != 0) return 1;
+  auto* counter = static_cast<std::atomic<uint64_t>*>(
+      mmap(nullptr, 8, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  if (!UseDevice0()) return 1;
+  std::printf("ready\n");
+  std::fflush(stdout);
+  std::vector<CUdeviceptr> held;
+  for (uint64_t i = 0;; ++i) {
+    CUdeviceptr p;
+    uint64_t size = (1 + i % 4) << 20;
+    if (cuMemAlloc(&p, size) == CUDA_SUCCESS) held.push_back(p);
+    if (held.size() > 3 || (i % 3 == 0 && !held.empty())) {
+      cuMemFree(held.front());
+      held.erase(held.begin());
+    }
+    if (i % 8 == 0) {
+      // Poll the slice as frameworks do; this is also when dead processes are noticed.
+      size_t free = 0, total = 0;
+      cuMemGetInfo(&free, &total);
+    }
+    counter->fetch_add(1);
+    if (pause_us != 0) usleep(pause_us);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+  std::string cmd = argc > 1 ? argv[1] : "";
+  if (cmd == "fill" && (argc == 4 || argc == 5)) {
+    return Fill(argv[2], std::strtoull(argv[3], nullptr, 10),
+                argc == 5 ? std::strtoull(argv[4], nullptr, 10) : 1);
+  }
+  if (cmd == "info") return Info();
+  if (cmd == "nvml") {
+    PrintNvml();
+    return 0;
+  }
+  if (cmd == "usage") return Usage();
+  if (cmd == "hold" && argc == 3) return Hold(std::strtoull(argv[2], nullptr, 10));
+  if (cmd == "race" && argc == 3) return Race(std::strtoull(argv[2], nullptr, 10));
+  if (cmd == "churn" && (argc == 3 || argc == 4)) {
+    return Churn(argv[2],
+                 argc == 4 ? static_cast<unsigned>(std::strtoul(argv[3], nullptr, 10)) : 0);
+  }
+  std::fprintf(stderr, "usage: intercept_worker fill|info|nvml|usage|hold|race|churn ...\n");
+  return 2;
+}

@@ -1,0 +1,199 @@
+// `vgpu run` and `vgpu top` end to end, on the simulated GPU.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "child_process.h"
+
+namespace vgpu {
+namespace {
+
+using testing::ChildProcess;
+using testing::RunToCompletion;
+
+constexpr uint64_t kMiB = 1ULL << 20;
+
+class RunTopTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/vgpu-run-top-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    std::ofstream(dir_ + "/devices.conf") << "model=h100 memory=8GiB\n";
+    env_ = {"VGPU_STATE_DIR=" + dir_ + "/state", "VGPU_SIMGPU_CONFIG=" + dir_ + "/devices.conf",
+            "VGPU_SIMGPU_STATE=" + dir_ + "/simgpu.state", "VGPU_SIMGPU_LOG_LEVEL=1",
+            "LIBCUDA_LOG_LEVEL=1"};
+#ifdef VGPU_ASAN_RUNTIME
+    // A sanitizer build of libvgpu.so needs the sanitizer runtime loaded first in every process
+    // (vgpu run keeps sanitizer runtimes ahead of libvgpu.so).
+    env_.push_back(std::string("LD_PRELOAD=") + VGPU_ASAN_RUNTIME);
+    env_.push_back("ASAN_OPTIONS=detect_leaks=0");
+#endif
+  }
+  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
+
+  // Runs `vgpu ARGS` to completion; returns stdout, sets the exit code. stderr goes to the log
+  // file `err` (read with Err()).
+  std::string Vgpu(std::vector<std::string> args, int* code) {
+    std::vector<std::string> argv = {"/bin/sh", "-c", Quote(VGPU_BIN)};
+    for (const std::string& a : args) argv[2] += " " + Quote(a);
+    argv[2] += " 2>" + dir_ + "/err";
+    return RunToCompletion(argv, env_, code);
+  }
+  std::string Err() const {
+    std::ifstream in(dir_ + "/err");
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  static std::string Quote(const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  }
+  size_t SliceCount() const {
+    std::error_code ec;
+    size_t n = 0;
+    for (auto& e : std::filesystem::directory_iterator(dir_ + "/state/slices", ec)) {
+      (void)e;
+      ++n;
+    }
+    return n;
+  }
+
+  std::string dir_;
+  std::vector<std::string> env_;
+};
+
+TEST_F(RunTopTest, RunHelpAndBadInput) {
+  int code = -1;
+  EXPECT_NE(Vgpu({"run", "--help"}, &code).find("--memory"), std::string::npos);
+  EXPECT_EQ(code, 0);
+  Vgpu({"run", "--memory", "4XB", "--", "true"}, &code);
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(Err().find("--memory: \"4XB\""), std::string::npos) << Err();
+  Vgpu({"run", "--memory", "1GiB"}, &code);
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(Err().find("no command given"), std::string::npos) << Err();
+  Vgpu({"run", "--priority", "urgent", "--", "true"}, &code);
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(Err().find("--priority"), std::string::npos);
+  Vgpu({"run", "--cores", "101", "--", "true"}, &code);
+  EXPECT_EQ(code, 2);
+  Vgpu({"run", "--device", "0,gpu1", "--", "true"}, &code);
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(Err().find("--device: \"gpu1\""), std::string::npos) << Err();
+  Vgpu({"run", "--bogus", "--", "true"}, &code);
+  EXPECT_EQ(code, 2);
+}
+
+TEST_F(RunTopTest, RunReturnsTheCommandsExitStatusAndCleansUp) {
+  int code = -1;
+  Vgpu({"run", "--memory", "1GiB", "--", "sh", "-c", "exit 7"}, &code);
+  EXPECT_EQ(code, 7);
+  Vgpu({"run", "--", "sh", "-c", "kill -9 $$"}, &code);
+  EXPECT_EQ(code, 128 + SIGKILL);
+  Vgpu({"run", "--", "/nonexistent/program"}, &code);
+  EXPECT_EQ(code, 127);
+  EXPECT_NE(Err().find("cannot run /nonexistent/program"), std::string::npos) << Err();
+  // Options after "--" belong to the command.
+  std::string out = Vgpu({"run", "--", "sh", "-c", "echo \"$@\"", "sh", "--memory", "x"}, &code);
+  EXPECT_EQ(code, 0);
+  EXPECT_EQ(out, "--memory x\n");
+  EXPECT_EQ(SliceCount(), 0u);
+}
+
+TEST_F(RunTopTest, RunSetsUpTheSlice) {
+  int code = -1;
+  std::string out = Vgpu({"run", "--sim", "--memory", "64MiB", "--", WORKER_PATH, "fill", "alloc",
+                          std::to_string(64 * kMiB)},
+                         &code);
+  EXPECT_EQ(code, 0) << Err();
+  EXPECT_NE(out.find("first CUDA_SUCCESS"), std::string::npos) << out;
+  EXPECT_NE(out.find("extra CUDA_ERROR_OUT_OF_MEMORY"), std::string::npos) << out;
+  // The environment the command sees.
+  out = Vgpu({"run", "--memory", "2GiB", "--device", "1", "--", "sh", "-c",
+              "echo $CUDA_VISIBLE_DEVICES; cat $VGPU_LIMITS_FILE; echo $LD_PRELOAD"},
+             &code);
+  EXPECT_EQ(code, 0);
+  EXPECT_NE(out.find("1\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("memory=2147483648"), std::string::npos) << out;
+  EXPECT_NE(out.find("libvgpu.so"), std::string::npos) << out;
+}
+
+TEST_F(RunTopTest, ProcessesStartedByTheCommandShareTheSlice) {
+  int code = -1;
+  // A holder keeps 60 MiB while a second process of the same slice asks for 50 MiB of 100.
+  std::string script = "(sleep 2 | '" + std::string(WORKER_PATH) +
+                       "' hold 62914560 > /dev/null) & sleep 0.5; '" + WORKER_PATH +
+                       "' fill alloc 41943040 10485761; wait";
+  std::string out = Vgpu({"run", "--sim", "--memory", "100MiB", "--", "sh", "-c", script}, &code);
+  EXPECT_EQ(code, 0) << Err();
+  EXPECT_NE(out.find("first CUDA_SUCCESS"), std::string::npos) << out;
+  EXPECT_NE(out.find("extra CUDA_ERROR_OUT_OF_MEMORY"), std::string::npos) << out;
+}
+
+TEST_F(RunTopTest, TopShowsTheSliceAndItsProcesses) {
+  std::vector<std::string> run = {VGPU_BIN,
+                                  "run",
+                                  "--sim",
+                                  "--memory",
+                                  "1GiB",
+                                  "--cores",
+                                  "30",
+                                  "--name",
+                                  "trainer",
+                                  "--",
+                                  WORKER_PATH,
+                                  "hold",
+                                  std::to_string(300 * kMiB)};
+  ChildProcess slice(run, env_);
+  std::string ready = slice.ReadLine();
+  ASSERT_EQ(ready.rfind("ready ", 0), 0u) << ready;
+  std::string pid = ready.substr(6);
+  int code = -1;
+  std::string json = Vgpu({"top", "--sim", "--once", "--json"}, &code);
+  EXPECT_EQ(code, 0) << Err();
+  EXPECT_NE(json.find("\"name\":\"trainer-"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"state\":\"active\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"memory_limit\":1073741824,\"memory_used\":314572800,\"cores\":30"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("{\"pid\":" + pid + ",\"alive\":true,\"memory_used\":[314572800,"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"name\":\"vgpu simulated H100 (8 GiB)\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"uuid\":\"GPU-"), std::string::npos) << json;
+  std::string text = Vgpu({"top", "--sim", "--once"}, &code);
+  EXPECT_EQ(code, 0);
+  EXPECT_NE(text.find("memory 300.00 MiB / 1.00 GiB (29%)  cores 30%"), std::string::npos) << text;
+  EXPECT_NE(text.find("pid " + pid), std::string::npos) << text;
+  slice.CloseStdin();
+  EXPECT_EQ(slice.Wait(), 0);
+  text = Vgpu({"top", "--sim", "--once"}, &code);
+  EXPECT_NE(text.find("No slices"), std::string::npos) << text;
+}
+
+TEST_F(RunTopTest, TopReportsUnreadableSlicesAndBadFlags) {
+  std::filesystem::create_directories(dir_ + "/state/slices/broken");
+  std::ofstream(dir_ + "/state/slices/broken/region") << std::string(8192, 'x');
+  int code = -1;
+  std::string text = Vgpu({"top", "--once"}, &code);
+  EXPECT_EQ(code, 0);
+  EXPECT_NE(text.find("SLICE broken  [unreadable]"), std::string::npos) << text;
+  EXPECT_NE(text.find("not a vgpu region"), std::string::npos) << text;
+  std::string json = Vgpu({"top", "--once", "--json"}, &code);
+  EXPECT_NE(json.find("\"error\":\"not a vgpu region (bad magic)\""), std::string::npos) << json;
+  Vgpu({"top", "--interval", "0"}, &code);
+  EXPECT_EQ(code, 2);
+  Vgpu({"top", "--frobnicate"}, &code);
+  EXPECT_EQ(code, 2);
+  EXPECT_EQ(Vgpu({"top", "--help"}, &code).find("Usage") != std::string::npos, true);
+  EXPECT_EQ(code, 0);
+}
+
+}  // namespace
+}  // namespace vgpu

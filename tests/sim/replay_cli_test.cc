@@ -1,0 +1,163 @@
+// End-to-end tests of `vgpu sim --mode replay`: help, bad flags and malformed time columns exit 2
+// with a message naming the flag or the file, line and column; a small run prints the table and
+// writes the CSV time series, the chart and the JSON; the snapshot mode's contract is unchanged.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "run_command.h"
+
+namespace vgpu {
+namespace {
+
+using testing::RunCommand;
+
+const std::string kVgpu = VGPU_BIN;
+const std::string kData = std::string(VGPU_SOURCE_DIR) + "/data/alibaba-gpu-v2023/";
+constexpr const char* kHeader =
+    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
+    "deletion_time,scheduled_time\n";
+
+class ReplayCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = "/tmp/vgpu-replay-cli-" + std::to_string(getpid());
+    std::filesystem::create_directories(dir_);
+    nodes_ = Write("nodes.csv", "sn,cpu_milli,memory_mib,gpu,model\nn0,32000,131072,1,T4\n");
+    // p0 (600) 0..100 s, p1 (500) from 10 for 50 s, p2 (300) from 20 for 10 s: see replay_test.
+    pods_ = Write("pods.csv", std::string(kHeader) +
+                                  "p0,1000,1024,1,600,,LS,Running,0,100,0\n"
+                                  "p1,1000,1024,1,500,,LS,Running,10,60,10\n"
+                                  "p2,1000,1024,1,300,,LS,Running,20,30,20\n"
+                                  "p3,1000,1024,1,300,,LS,Pending,25,40,\n"
+                                  "p4,1000,1024,0,0,,LS,Running,130,200,130\n");
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Write(const std::string& name, const std::string& text) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  }
+  testing::CommandResult Sim(const std::string& args) {
+    return RunCommand(kVgpu + " sim --quiet --threads 2 " + args);
+  }
+  std::string Io() const { return "--mode replay --nodes " + nodes_ + " --pods " + pods_; }
+  void ExpectBadInput(const std::string& args, const std::string& message) {
+    auto r = Sim(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << args << "\nstderr: " << r.err;
+    EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+  }
+  std::string dir_, nodes_, pods_;
+};
+
+TEST_F(ReplayCli, HelpDescribesTheMode) {
+  auto r = RunCommand(kVgpu + " sim --help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* s :
+       {"--mode", "replay", "--time-compress", "--cluster-scale", "--queue", "backfill", "--alloc",
+        "whole", "--horizon", "--step", "--run-time-from", "--include-pending"}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << s;
+  }
+}
+
+TEST_F(ReplayCli, BadFlagsAndValues) {
+  ExpectBadInput(Io() + " --mode sideways", "--mode");
+  ExpectBadInput(Io() + " --time-compress 0", "--time-compress");
+  ExpectBadInput(Io() + " --time-compress fast", "\"fast\" is not a number");
+  ExpectBadInput(Io() + " --cluster-scale 2", "--cluster-scale: \"2\": 2 is outside");
+  ExpectBadInput(Io() + " --cluster-scale 0.5,", "--cluster-scale");
+  ExpectBadInput(Io() + " --queue lifo", "--queue: unknown queue discipline 'lifo'");
+  ExpectBadInput(Io() + " --alloc half", "--alloc: unknown allocation mode 'half'");
+  ExpectBadInput(Io() + " --horizon 5x", "--horizon: time span \"5x\": unknown unit");
+  ExpectBadInput(Io() + " --horizon -3d", "--horizon");
+  ExpectBadInput(Io() + " --horizon 30d --step 1s", "million samples");
+  ExpectBadInput(Io() + " --run-time-from deletion", "--run-time-from");
+  ExpectBadInput(Io() + " --policy tetris", "unknown policy 'tetris'");
+  ExpectBadInput(Io() + " --seeds 9-1", "--seeds");
+  ExpectBadInput(Io() + " --inflate 1.2", "--inflate applies only to --mode snapshot");
+  ExpectBadInput(Io() + " --option bestfit:x=1", "not being run");
+  ExpectBadInput("--nodes " + nodes_ + " --pods " + pods_ + " --time-compress 5",
+                 "--time-compress applies only to --mode replay");
+  ExpectBadInput("--nodes " + nodes_ + " --pods " + pods_ + " --queue backfill",
+                 "--queue applies only to --mode replay");
+}
+
+TEST_F(ReplayCli, MalformedTimeColumnsNameFileLineAndColumn) {
+  const std::string five =
+      Write("five.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1000,1024,1,500\n");
+  ExpectBadInput("--mode replay --nodes " + nodes_ + " --pods " + five,
+                 five + ": the replay needs the columns creation_time and deletion_time");
+  const std::string order =
+      Write("order.csv", std::string(kHeader) + "p,1000,1024,1,500,,LS,Running,50,10,50\n");
+  ExpectBadInput("--mode replay --nodes " + nodes_ + " --pods " + order,
+                 order + ":2: column 'deletion_time' (10): \"10\" is before");
+  const std::string text =
+      Write("text.csv", std::string(kHeader) + "p,1000,1024,1,500,,LS,Running,5,1O,5\n");
+  ExpectBadInput("--mode replay --nodes " + nodes_ + " --pods " + text,
+                 text + ":2: column 'deletion_time' (10): \"1O\" is not an integer");
+  // The bundled multigpu20 list has no time columns.
+  ExpectBadInput("--mode replay --pods " + kData + "openb_pod_list_multigpu20.csv",
+                 "needs the columns creation_time and deletion_time");
+}
+
+TEST_F(ReplayCli, SmallRunPrintsTheTableAndWritesCsvChartAndJson) {
+  const std::string csv = dir_ + "/ts.csv", svg = dir_ + "/ts.svg";
+  auto r = Sim(Io() + " --policy bestfit --queue fifo,backfill --horizon 120s --step 10s --csv " +
+               csv + " --svg " + svg);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Hand-computed in replay_test: FIFO shared waits 0/90/80 s, whole 0/90/130 s (p4 arrives
+  // after the horizon and the Pending pod is skipped).
+  EXPECT_NE(r.out.find("1 never-scheduled (Pending) skipped"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("queue fifo"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("queue backfill"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("57 s"), std::string::npos) << r.out;   // (0 + 90 + 80) / 3
+  EXPECT_NE(r.out.find("1.2 m"), std::string::npos) << r.out;  // (0 + 90 + 130) / 3 s
+  EXPECT_NE(r.out.find("shared/whole: completed x2.00"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Sweep"), std::string::npos) << r.out;
+
+  std::ifstream in(csv);
+  std::string header;
+  std::getline(in, header);
+  EXPECT_EQ(header,
+            "policy,queue,allocation,time_compress,cluster_scale,seed,time_s,allocated_gpu_pct,"
+            "requested_gpu_pct,demand_gpu_pct,running_pods,queued_pods,completed_pods");
+  int rows = 0;
+  bool saw_t20 = false;
+  for (std::string line; std::getline(in, line);) {
+    ++rows;
+    EXPECT_EQ(std::count(line.begin(), line.end(), ','), 12) << line;
+    if (line.rfind("bestfit,fifo,shared,1,1,42,20.000,", 0) == 0) {
+      saw_t20 = true;
+      EXPECT_EQ(line, "bestfit,fifo,shared,1,1,42,20.000,60.00,60.00,140.00,1,2,0");
+    }
+  }
+  EXPECT_TRUE(saw_t20);
+  EXPECT_EQ(rows, 4 * 13);  // 2 queues x 2 modes x samples at 0, 10, ..., 120 s
+  std::ifstream chart(svg);
+  std::stringstream ss;
+  ss << chart.rdbuf();
+  EXPECT_EQ(ss.str().rfind("<?xml", 0), 0u);
+  EXPECT_NE(ss.str().find("allocated, whole GPUs"), std::string::npos);
+  EXPECT_NE(ss.str().find("</svg>"), std::string::npos);
+
+  auto j = Sim(Io() + " --policy bestfit --horizon 120s --json");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  EXPECT_NE(j.out.find("\"shared_over_whole\""), std::string::npos) << j.out;
+  EXPECT_NE(j.out.find("\"wait_mean_s\": 56.667"), std::string::npos) << j.out;
+}
+
+TEST_F(ReplayCli, RunsTheBundledTraceWithDefaults) {
+  auto r = Sim("--mode replay --time-compress 10 --cluster-scale 0.03");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("openb_pod_list_default"), std::string::npos);
+  EXPECT_NE(r.out.find("policy default, queue fifo"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("897 never-scheduled (Pending) skipped"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace vgpu
