@@ -36,6 +36,12 @@ Status MetricsServer::Start(const std::string& listen) {
   int port = 0;
   VGPU_RETURN_IF_ERROR(ParseListenAddress(listen, &host, &port));
   server_ = std::make_unique<httplib::Server>();
+  // SO_REUSEADDR only: with SO_REUSEPORT (the library's default) a second daemon on the same
+  // port would bind too and silently take half of the scrapes.
+  server_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_(), "text/plain; version=0.0.4; charset=utf-8");
   });
