@@ -18,5 +18,6 @@ std::span<const Command> AllCommands();
 
 int RunVersion(int argc, char** argv);
 int RunSim(int argc, char** argv);
+int RunScheduler(int argc, char** argv);
 
 }  // namespace vgpu::cli

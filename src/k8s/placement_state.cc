@@ -301,6 +301,14 @@ void PlacementState::BindFailed(const std::string& uid, uint64_t generation) {
   Forget(uid);
 }
 
+void PlacementState::BindUnknown(const std::string& uid, uint64_t generation) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pods_.find(uid);
+  if (it == pods_.end() || it->second.generation != generation) return;
+  it->second.in_flight = false;
+  it->second.deadline = options_.clock() + options_.assume_ttl;
+}
+
 std::vector<PlacementState::Expired> PlacementState::ExpiredAssumptions() {
   std::lock_guard<std::mutex> lock(mu_);
   const auto now = options_.clock();

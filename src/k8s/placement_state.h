@@ -99,6 +99,9 @@ class PlacementState {
                               const std::string& node);
   void BindSucceeded(const std::string& uid, uint64_t generation);
   void BindFailed(const std::string& uid, uint64_t generation);
+  // The API server did not say whether the binding happened: keep the GPUs as assumed (not in
+  // flight) so the expiry check settles it.
+  void BindUnknown(const std::string& uid, uint64_t generation);
 
   struct Expired {
     std::string uid, ns, name;
