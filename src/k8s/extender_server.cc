@@ -19,11 +19,11 @@ void ExclusiveSocket(socket_t sock) {
   setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
 }
 
-void Configure(httplib::Server& s, int threads) {
+void Configure(httplib::Server& s, int threads, int keep_alive_seconds) {
   s.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   s.set_socket_options(ExclusiveSocket);
   s.set_keep_alive_max_count(100000);
-  s.set_keep_alive_timeout(60);
+  s.set_keep_alive_timeout(keep_alive_seconds);
   s.set_payload_max_length(kMaxBody);
   s.set_tcp_nodelay(true);
 }
@@ -139,14 +139,14 @@ Status ExtenderServer::Start() {
   } else {
     main_ = std::make_unique<httplib::Server>();
   }
-  Configure(*main_, options_.threads);
+  Configure(*main_, options_.threads, options_.keep_alive_seconds);
   Routes(*main_, /*verbs=*/true);
   auto port = Bind(*main_, *main_addr, options_.listen);
   if (!port) return port.error().WithContext("--listen");
   port_ = *port;
   if (metrics_addr) {
     metrics_ = std::make_unique<httplib::Server>();
-    Configure(*metrics_, 4);
+    Configure(*metrics_, 4, options_.keep_alive_seconds);
     Routes(*metrics_, /*verbs=*/false);
     auto mport = Bind(*metrics_, *metrics_addr, options_.metrics_listen);
     if (!mport) {

@@ -35,6 +35,8 @@ struct ServerOptions {
   std::string tls_cert;  // PEM files; both or neither
   std::string tls_key;
   int threads = 64;
+  // Idle keep-alive connections are closed after this; it also bounds how long Stop() waits.
+  int keep_alive_seconds = 5;
 };
 
 struct HostPort {

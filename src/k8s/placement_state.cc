@@ -75,6 +75,7 @@ void PlacementState::Track(const std::string& uid, Tracked t) {
 }
 
 void PlacementState::Forget(const std::string& uid) {
+  // (expired_decisions_ is kept: it answers late events about the pod.)
   auto it = pods_.find(uid);
   if (it == pods_.end()) return;
   Unplace(it->second);
@@ -107,6 +108,10 @@ void PlacementState::UpsertPod(const PodInfo& pod) {
     t.deadline = pod.assigned_at.value_or(options_.clock()) + options_.assume_ttl;
     PlaceNow(t);
     return;
+  }
+  if (auto ex = expired_decisions_.find(pod.uid); ex != expired_decisions_.end()) {
+    if (pod.node_name.empty() && ex->second == *pod.assignment) return;  // a late event
+    expired_decisions_.erase(ex);
   }
   Tracked t;
   t.ns = pod.ns;
@@ -321,15 +326,20 @@ std::vector<PlacementState::Expired> PlacementState::ExpiredAssumptions() {
   return out;
 }
 
-void PlacementState::ExpireIfUnbound(const std::string& uid, uint64_t generation) {
+std::optional<PodAssignment> PlacementState::ExpireIfUnbound(const std::string& uid,
+                                                             uint64_t generation) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = pods_.find(uid);
   if (it == pods_.end() || it->second.generation != generation || it->second.bound ||
       it->second.in_flight) {
-    return;
+    return std::nullopt;
   }
   ++expired_;
+  PodAssignment released = it->second.assignment;
+  if (expired_decisions_.size() >= 10000) expired_decisions_.clear();
+  expired_decisions_[uid] = released;
   Forget(uid);
+  return released;
 }
 
 void PlacementState::ConfirmBound(const std::string& uid, uint64_t generation) {

@@ -108,7 +108,10 @@ class PlacementState {
     uint64_t generation = 0;
   };
   std::vector<Expired> ExpiredAssumptions();
-  void ExpireIfUnbound(const std::string& uid, uint64_t generation);
+  // Releases the GPUs and returns the released decision (the caller clears it from the pod);
+  // std::nullopt when the pod changed meanwhile. An unbound pod that still shows this decision
+  // is not tracked again (a late watch event); a bound one is.
+  std::optional<PodAssignment> ExpireIfUnbound(const std::string& uid, uint64_t generation);
   void ConfirmBound(const std::string& uid, uint64_t generation);
 
   // ---- Introspection (metrics, tests) ----
@@ -174,7 +177,8 @@ class PlacementState {
   const StateOptions options_;
   std::mutex mu_;
   std::map<std::string, NodeInventory> nodes_;
-  std::unordered_map<std::string, Tracked> pods_;  // by pod UID
+  std::unordered_map<std::string, Tracked> pods_;                     // by pod UID
+  std::unordered_map<std::string, PodAssignment> expired_decisions_;  // by pod UID
   Engine engine_;
   ConstraintContext ctx_;
   bool dirty_ = true;

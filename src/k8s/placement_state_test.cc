@@ -210,8 +210,15 @@ TEST_F(Fixture, RestartRebuildsFromAnnotationsWithoutDoubleBooking) {
   auto expired = second->ExpiredAssumptions();
   ASSERT_EQ(expired.size(), 1u);
   EXPECT_EQ(expired[0].uid, "u2");
-  second->ExpireIfUnbound("u2", expired[0].generation);
+  auto released = second->ExpireIfUnbound("u2", expired[0].generation);
+  ASSERT_TRUE(released.has_value());
+  EXPECT_EQ(*released, assumed->assignment);
   EXPECT_EQ(second->counts().expired, 1u);
+  EXPECT_FALSE(second->ExpireIfUnbound("u2", expired[0].generation).has_value());
+  // A late watch event with the same stale decision is not tracked again.
+  EXPECT_EQ(second->counts().pods_assumed, 1u);  // u4, in flight
+  second->UpsertPod(p2);
+  EXPECT_EQ(second->counts().pods_assumed, 1u);
   EXPECT_TRUE(second->Assume("u5", "ns", "p5", Req(1, 70, 50000), "a").has_value());
   EXPECT_TRUE(second->CheckConsistency().ok());
 }

@@ -152,11 +152,32 @@ size_t SchedulerService::CheckExpired() {
     } else {
       VGPU_LOG_INFO("pod %s/%s was not bound within the assume TTL; releasing its GPUs",
                     e.ns.c_str(), e.name.c_str());
-      state_->ExpireIfUnbound(e.uid, e.generation);
+      if (auto released = state_->ExpireIfUnbound(e.uid, e.generation)) ClearDecision(e, *released);
     }
     ++settled;
   }
   return settled;
+}
+
+void SchedulerService::ClearDecision(const PlacementState::Expired& e,
+                                     const PodAssignment& released) {
+  // Remove the stale decision from the pod, unless a newer one replaced it meanwhile (the
+  // resourceVersion precondition makes the check and the removal one step).
+  auto r = UpdateAnnotations(*client_, ResourceKind::kPod, e.ns, e.name,
+                             [&](const Json& pod) -> Result<AnnotationChanges> {
+                               if (MetaString(pod, "uid") != e.uid) return AnnotationChanges{};
+                               auto current = AssignmentOfPod(pod);
+                               if (!current || !current->has_value() || !(**current == released)) {
+                                 return AnnotationChanges{};
+                               }
+                               return AnnotationChanges{{kAssignedNodeAnnotation, std::nullopt},
+                                                        {kAssignedGpusAnnotation, std::nullopt},
+                                                        {kAssignedAtAnnotation, std::nullopt}};
+                             });
+  if (!r) {
+    VGPU_LOG_WARN("clearing the expired decision of %s/%s: %s", e.ns.c_str(), e.name.c_str(),
+                  r.error().message().c_str());
+  }
 }
 
 void SchedulerService::RenderMetrics(std::string* out) {

@@ -8,7 +8,7 @@
 // - Start() runs a node informer and a pod informer (watches resumed, 410 relisted, see
 //   informer.h) and a checker that, every `check_interval`, asks the API server about assumed
 //   pods past their deadline: bound ones are confirmed, deleted ones forgotten, unbound ones
-//   released.
+//   released and their decision annotations removed (unless a newer decision replaced them).
 // - RenderMetrics() appends gauges: nodes, GPUs, pods by state, per-GPU allocation, engine
 //   rebuilds, placement conflicts, expired assumptions, informer counters.
 // - Stop() ends the threads. Thread-safe.
@@ -52,6 +52,7 @@ class SchedulerService {
   void OnNodeEvent(const std::string& type, const Json& node);
   void OnPods(const std::vector<Json>& items);
   void OnPodEvent(const std::string& type, const Json& pod);
+  void ClearDecision(const PlacementState::Expired& e, const PodAssignment& released);
 
   KubeClient* client_;
   PlacementState* state_;

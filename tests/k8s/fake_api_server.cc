@@ -322,6 +322,11 @@ void FakeApiServer::FailNext(int n, int status, const std::string& method) {
   faults_.push_back(Fault{n, status, method});
 }
 
+void FakeApiServer::ClearFaults() {
+  std::lock_guard<std::mutex> lock(mu_);
+  faults_.clear();
+}
+
 void FakeApiServer::DropWatchesAfter(int events) {
   std::lock_guard<std::mutex> lock(mu_);
   drop_after_ = events;
