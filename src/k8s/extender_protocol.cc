@@ -4,6 +4,8 @@
 
 #include <unordered_set>
 
+#include "k8s/json_scan.h"
+
 namespace vgpu::k8s {
 namespace {
 
@@ -24,7 +26,40 @@ const Json* FindKey(const Json& object, std::string_view key) {
   return nullptr;
 }
 
+namespace {
+
+bool KeyIs(std::string_view key, std::string_view want) {
+  return key.size() == want.size() && strncasecmp(key.data(), want.data(), key.size()) == 0;
+}
+
+// The fast path (see json_scan.h); std::nullopt sends the caller to the full parser.
+std::optional<ExtenderArgs> ScanExtenderArgs(std::string_view body) {
+  auto members = ScanObjectMembers(body);
+  if (!members) return std::nullopt;
+  std::string_view pod, names, nodes;
+  for (const auto& [key, value] : *members) {
+    if (KeyIs(key, "Pod")) {
+      pod = value;
+    } else if (KeyIs(key, "NodeNames")) {
+      names = value;
+    } else if (KeyIs(key, "Nodes")) {
+      nodes = value;
+    }
+  }
+  if (pod.empty() || names.empty() || names == "null" || (!nodes.empty() && nodes != "null")) {
+    return std::nullopt;  // only the nodeCacheCapable form is worth a fast path
+  }
+  ExtenderArgs args;
+  args.pod = Json::parse(pod, nullptr, false);
+  if (!args.pod.is_object()) return std::nullopt;
+  if (!ScanStringArray(names, &args.node_names)) return std::nullopt;
+  return args;
+}
+
+}  // namespace
+
 Result<ExtenderArgs> ParseExtenderArgs(std::string_view body) {
+  if (auto fast = ScanExtenderArgs(body)) return std::move(*fast);
   Json j;
   try {
     j = Json::parse(body);
@@ -75,8 +110,33 @@ std::string FilterResultJson(const FilterAnswer& a, const ExtenderArgs& args) {
     out["Nodes"] = {{"metadata", Json::object()}, {"items", std::move(items)}};
     out["NodeNames"] = nullptr;
   } else {
-    out["Nodes"] = nullptr;
-    out["NodeNames"] = a.feasible;
+    // Written directly: the common case, with up to thousands of names.
+    std::string text = "{\"Nodes\":null,\"NodeNames\":[";
+    text.reserve(64 + 24 * (a.feasible.size() + a.failed.size() + a.unresolvable.size()));
+    for (size_t i = 0; i < a.feasible.size(); ++i) {
+      if (i > 0) text += ',';
+      AppendJsonString(&text, a.feasible[i]);
+    }
+    text += ']';
+    for (const auto& [field, map] : {std::pair{"FailedNodes", &a.failed},
+                                     std::pair{"FailedAndUnresolvableNodes", &a.unresolvable}}) {
+      text += ",\"";
+      text += field;
+      text += "\":{";
+      bool first = true;
+      for (const auto& [node, reason] : *map) {
+        if (!first) text += ',';
+        first = false;
+        AppendJsonString(&text, node);
+        text += ':';
+        AppendJsonString(&text, reason);
+      }
+      text += '}';
+    }
+    text += ",\"Error\":";
+    AppendJsonString(&text, a.error);
+    text += '}';
+    return text;
   }
   out["FailedNodes"] = a.failed;
   out["FailedAndUnresolvableNodes"] = a.unresolvable;
@@ -89,8 +149,9 @@ std::string HostPriorityListJson(const std::vector<std::string>& hosts,
   std::string out = "[";
   for (size_t i = 0; i < hosts.size(); ++i) {
     if (i > 0) out += ',';
-    out += "{\"Host\":" + Json(hosts[i]).dump() +
-           ",\"Score\":" + std::to_string(i < scores.size() ? scores[i] : 0) + "}";
+    out += "{\"Host\":";
+    AppendJsonString(&out, hosts[i]);
+    out += ",\"Score\":" + std::to_string(i < scores.size() ? scores[i] : 0) + "}";
   }
   out += ']';
   return out;

@@ -13,31 +13,35 @@ namespace {
 
 constexpr size_t kMaxBody = size_t{64} << 20;
 
-// One socket per address: a second vgpu scheduler on the same port fails instead of sharing it.
-void ExclusiveSocket(socket_t sock) {
-  int yes = 1;
-  setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-}
-
-void Configure(httplib::Server& s, int threads, int keep_alive_seconds) {
+void Configure(httplib::Server& s, int threads, int keep_alive_seconds, int* listen_fd) {
   s.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  s.set_socket_options(ExclusiveSocket);
+  // One socket per address: a second vgpu scheduler on the same port fails instead of sharing
+  // it (cpp-httplib would set SO_REUSEPORT). The descriptor is kept to raise the backlog later.
+  s.set_socket_options([listen_fd](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    *listen_fd = sock;
+  });
   s.set_keep_alive_max_count(100000);
   s.set_keep_alive_timeout(keep_alive_seconds);
   s.set_payload_max_length(kMaxBody);
   s.set_tcp_nodelay(true);
 }
 
-Result<int> Bind(httplib::Server& s, const HostPort& hp, const std::string& text) {
+Result<int> Bind(httplib::Server& s, const HostPort& hp, const std::string& text,
+                 const int* listen_fd) {
+  int port = hp.port;
   if (hp.port == 0) {
-    const int port = s.bind_to_any_port(hp.host.c_str());
+    port = s.bind_to_any_port(hp.host.c_str());
     if (port < 0) return Status::Unavailable("cannot listen on " + text);
-    return port;
-  }
-  if (!s.bind_to_port(hp.host.c_str(), hp.port)) {
+  } else if (!s.bind_to_port(hp.host.c_str(), hp.port)) {
     return Status::Unavailable("cannot listen on " + text + " (address in use or not local)");
   }
-  return hp.port;
+  // cpp-httplib listens with a backlog of 5, so a burst of new connections (many clients
+  // starting at once) would see dropped SYNs and 1 s retransmits. Linux lets listen() be
+  // called again to enlarge it.
+  if (*listen_fd >= 0) ::listen(*listen_fd, SOMAXCONN);
+  return port;
 }
 
 }  // namespace
@@ -139,16 +143,16 @@ Status ExtenderServer::Start() {
   } else {
     main_ = std::make_unique<httplib::Server>();
   }
-  Configure(*main_, options_.threads, options_.keep_alive_seconds);
+  Configure(*main_, options_.threads, options_.keep_alive_seconds, &main_fd_);
   Routes(*main_, /*verbs=*/true);
-  auto port = Bind(*main_, *main_addr, options_.listen);
+  auto port = Bind(*main_, *main_addr, options_.listen, &main_fd_);
   if (!port) return port.error().WithContext("--listen");
   port_ = *port;
   if (metrics_addr) {
     metrics_ = std::make_unique<httplib::Server>();
-    Configure(*metrics_, 4, options_.keep_alive_seconds);
+    Configure(*metrics_, 4, options_.keep_alive_seconds, &metrics_fd_);
     Routes(*metrics_, /*verbs=*/false);
-    auto mport = Bind(*metrics_, *metrics_addr, options_.metrics_listen);
+    auto mport = Bind(*metrics_, *metrics_addr, options_.metrics_listen, &metrics_fd_);
     if (!mport) {
       main_.reset();
       return mport.error().WithContext("--metrics-listen");

@@ -67,6 +67,7 @@ class ExtenderServer {
   std::unique_ptr<httplib::Server> main_, metrics_;
   std::thread main_thread_, metrics_thread_;
   int port_ = 0, metrics_port_ = 0;
+  int main_fd_ = -1, metrics_fd_ = -1;  // listening sockets (owned by the servers)
 };
 
 }  // namespace vgpu::k8s

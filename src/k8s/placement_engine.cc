@@ -42,6 +42,7 @@ Status PlacementState::BuildEngine(Engine* e) const {
     }
     e->facts.push_back(std::move(facts));
     e->schedulable.push_back(inv.source == InventorySource::kVgpu ? 1 : 0);
+    e->node_names.push_back(name);
   }
   sched::PolicyArgs args;
   args.models = e->models.get();
@@ -67,6 +68,7 @@ void PlacementState::RebuildIfDirty() {
     return;
   }
   engine_ = std::move(e);
+  engine_.by_name.Build(&engine_.node_names);
   ctx_.gpus = &engine_.facts;
   ctx_.fit = engine_.scheduler->policy().fit;
   dirty_ = false;
@@ -85,8 +87,7 @@ void PlacementState::RebuildIfDirty() {
 }
 
 std::optional<sched::NodeId> PlacementState::NodeIdOf(const std::string& name) const {
-  if (!engine_.cluster) return std::nullopt;
-  return engine_.cluster->FindNode(name);
+  return engine_.by_name.Find(name);  // engine ids are dense in the order nodes were added
 }
 
 void PlacementState::PlaceNow(Tracked& t) {
@@ -218,13 +219,9 @@ std::vector<PlacementState::Variant> PlacementState::Variants(const PodGpuReques
   return out;
 }
 
-std::string PlacementState::NodeReason(const PodGpuRequest& req,
-                                       const std::vector<Variant>& variants, sched::NodeId n,
-                                       bool* resolvable) const {
-  const sched::Cluster& c = *engine_.cluster;
-  const auto gpus = c.gpus(n);
-  // Could the node ever hold the pod, were it empty?
-  bool could = false;
+bool PlacementState::CouldEverFit(const PodGpuRequest& req, const std::vector<Variant>& variants,
+                                  sched::NodeId n) const {
+  const auto gpus = engine_.cluster->gpus(n);
   for (const Variant& v : variants) {
     int usable = 0;
     for (size_t i = 0; i < gpus.size(); ++i) {
@@ -234,11 +231,13 @@ std::string PlacementState::NodeReason(const PodGpuRequest& req,
         continue;
       }
       if (!f.healthy || (req.HasUuidConstraints() && !req.AllowsUuid(f.uuid))) continue;
-      ++usable;
+      if (++usable >= v.request.num_gpus) return true;
     }
-    could = could || usable >= v.request.num_gpus;
   }
-  *resolvable = could;
+  return false;
+}
+
+std::string PlacementState::ReasonText(const std::vector<Variant>& variants, bool could) {
   const Variant& v = variants.front();
   char buf[256];
   if (!could) {

@@ -188,14 +188,17 @@ FilterResult PlacementState::Filter(const PodGpuRequest& request,
       }
     }
   }
+  out.feasible.reserve(candidates.size());
+  std::string reasons[2];  // [could ever fit]
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (ok[i] != 0) {
       out.feasible.push_back(names_of[i]);
       continue;
     }
-    bool resolvable = false;
-    std::string reason = NodeReason(request, variants, candidates[i], &resolvable);
-    (resolvable ? out.failed : out.unresolvable)[names_of[i]] = std::move(reason);
+    const bool could = CouldEverFit(request, variants, candidates[i]);
+    std::string& reason = reasons[could ? 1 : 0];
+    if (reason.empty()) reason = ReasonText(variants, could);
+    (could ? out.failed : out.unresolvable).emplace(names_of[i], reason);
   }
   ctx_.pod = nullptr;
   return out;
@@ -286,9 +289,9 @@ Result<AssumeTicket> PlacementState::Assume(const std::string& uid, const std::s
     return ticket;
   }
   ctx_.pod = nullptr;
-  bool resolvable = false;
   return Status::ResourceExhausted("node " + node + " has no room for pod " + ns + "/" + name +
-                                   ": " + NodeReason(request, variants, *id, &resolvable));
+                                   ": " +
+                                   ReasonText(variants, CouldEverFit(request, variants, *id)));
 }
 
 void PlacementState::BindSucceeded(const std::string& uid, uint64_t generation) {

@@ -38,6 +38,7 @@
 #include "common/rng.h"
 #include "k8s/gpu_constraints.h"
 #include "k8s/gpu_inventory.h"
+#include "k8s/name_index.h"
 #include "k8s/pod_assignment.h"
 #include "k8s/pod_request.h"
 #include "sched/scheduler.h"
@@ -157,6 +158,8 @@ class PlacementState {
     std::vector<uint8_t> schedulable;          // by engine node id
     std::vector<std::string> model_name;       // by model id
     std::vector<int64_t> model_capacity;       // by model id
+    std::vector<std::string> node_names;       // by engine node id
+    NameIndex by_name;                         // over node_names
   };
 
   explicit PlacementState(StateOptions options);
@@ -171,8 +174,10 @@ class PlacementState {
   PodAssignment BuildAssignment(const PodGpuRequest& req, const Variant& v, sched::NodeId node,
                                 sched::GpuSet gpus) const;
   std::optional<sched::NodeId> NodeIdOf(const std::string& name) const;
-  std::string NodeReason(const PodGpuRequest& req, const std::vector<Variant>& variants,
-                         sched::NodeId n, bool* resolvable) const;
+  // Whether node n could hold the request were it empty (else preemption cannot help).
+  bool CouldEverFit(const PodGpuRequest& req, const std::vector<Variant>& variants,
+                    sched::NodeId n) const;
+  static std::string ReasonText(const std::vector<Variant>& variants, bool could);
 
   const StateOptions options_;
   std::mutex mu_;

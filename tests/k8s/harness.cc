@@ -30,7 +30,8 @@ std::string InventoryJson(const std::string& prefix, int n, const std::string& m
   return FormatInventory(inv);
 }
 
-ExtenderHarness::ExtenderHarness(FakeApiServer* api, StateOptions so, ServiceOptions svo)
+ExtenderHarness::ExtenderHarness(FakeApiServer* api, StateOptions so, ServiceOptions svo,
+                                 int keep_alive_seconds)
     : api_(api) {
   if (api_ != nullptr) {
     ClientOptions co;
@@ -55,7 +56,7 @@ ExtenderHarness::ExtenderHarness(FakeApiServer* api, StateOptions so, ServiceOpt
   srv.listen = "127.0.0.1:0";
   srv.metrics_listen = "";
   srv.threads = 96;
-  srv.keep_alive_seconds = 1;
+  srv.keep_alive_seconds = keep_alive_seconds;
   server_ = std::make_unique<ExtenderServer>(
       extender_.get(), [this] { return RenderMetrics(); }, srv);
 }
@@ -89,6 +90,7 @@ std::pair<int, Json> ExtenderHarness::Post(const std::string& verb, const std::s
   if (!cli || cli_port != port()) {
     cli = std::make_unique<httplib::Client>("127.0.0.1", port());
     cli->set_keep_alive(true);
+    cli->set_tcp_nodelay(true);
     cli->set_read_timeout(60, 0);
     cli_port = port();
   }

@@ -28,7 +28,7 @@ class ExtenderHarness {
  public:
   // `api` null = no API server (bind only reserves).
   explicit ExtenderHarness(FakeApiServer* api, StateOptions state_options = {},
-                           ServiceOptions service_options = {});
+                           ServiceOptions service_options = {}, int keep_alive_seconds = 1);
   ~ExtenderHarness();
 
   // Sync (rebuild from the API server), ready, watches, HTTP server.
