@@ -136,6 +136,12 @@ void AppendJsonString(std::string* out, std::string_view s) {
     if (c == '"' || c == '\\') {
       out->push_back('\\');
       out->push_back(ch);
+    } else if (c == '\n') {
+      out->append("\\n");
+    } else if (c == '\r') {
+      out->append("\\r");
+    } else if (c == '\t') {
+      out->append("\\t");
     } else if (c < 0x20) {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\u%04x", c);
