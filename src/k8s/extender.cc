@@ -126,6 +126,24 @@ std::string Extender::DoBind(const BindingArgs& args, BindOutcome* outcome) {
     *outcome = BindOutcome::kBound;
     return "";
   }
+  if (auto old = state_->UnsettledElsewhere(uid, args.node); old && client_ != nullptr) {
+    // An earlier decision for this pod names another node. Ask where the pod is before moving
+    // it, so a pod that did get bound there is never left uncounted.
+    auto pod = client_->Get(ResourceKind::kPod, args.pod_namespace, args.pod_name);
+    if (!pod) {
+      *outcome = BindOutcome::kApiError;
+      return "vgpu: reading pod " + who + ": " + pod.error().message();
+    }
+    auto info = PodInfoOf(*pod);
+    if (info && info->uid == uid && !info->node_name.empty()) {
+      state_->ConfirmBound(uid, old->generation);
+      *outcome = info->node_name == args.node ? BindOutcome::kBound : BindOutcome::kApiError;
+      return info->node_name == args.node
+                 ? ""
+                 : "vgpu: pod " + who + " is already bound to " + info->node_name;
+    }
+    state_->ExpireIfUnbound(uid, old->generation);
+  }
   auto ticket = state_->Assume(uid, args.pod_namespace, args.pod_name, *req, args.node);
   if (!ticket) {
     *outcome = BindOutcome::kNoRoom;

@@ -8,8 +8,9 @@
 // - Bind reserves GPUs on the chosen node (PlacementState::Assume), records the decision on the
 //   pod (vgpu.io/assigned-node, -gpus, -at; merge patch with the pod's UID as precondition), then
 //   creates the Binding. Any failure releases the GPUs, except when the API server leaves the
-//   outcome unknown: then the GPUs stay assumed until the expiry check asks the API server. There
-//   is no node-wide lock: binds for one node run concurrently and each holds the engine's mutex
+//   outcome unknown: then the GPUs stay assumed until the expiry check asks the API server, and
+//   a retry on another node first reads the pod (a pod bound meanwhile is not moved). There is
+//   no node-wide lock: binds for one node run concurrently and each holds the engine's mutex
 //   for microseconds. Pods without GPU requests are bound directly.
 // - Before set_ready(true) every verb answers with an error saying the state is loading.
 // - `client` may be null (no API server): Bind then only reserves (benchmarks, dry runs).

@@ -256,7 +256,15 @@ Result<AssumeTicket> PlacementState::Assume(const std::string& uid, const std::s
       t.deadline = options_.clock() + options_.assume_ttl;
       return AssumeTicket{t.assignment, t.generation};
     }
-    Forget(uid);
+    if (!t.keys.empty()) {
+      // The pod holds GPUs on another node: bound there, or an earlier bind whose outcome is
+      // unknown. Moving it could leave a running pod uncounted; the caller settles it first.
+      return Status::FailedPrecondition(
+          "pod " + ns + "/" + name +
+          (t.bound ? " is already bound to " : " has an unsettled decision for ") +
+          t.assignment.node);
+    }
+    Forget(uid);  // counted nowhere (its node is unknown): decide afresh
   }
   auto id = NodeIdOf(node);
   if (!id || engine_.schedulable[*id] == 0) {
@@ -292,6 +300,17 @@ Result<AssumeTicket> PlacementState::Assume(const std::string& uid, const std::s
   return Status::ResourceExhausted("node " + node + " has no room for pod " + ns + "/" + name +
                                    ": " +
                                    ReasonText(variants, CouldEverFit(request, variants, *id)));
+}
+
+std::optional<PlacementState::Expired> PlacementState::UnsettledElsewhere(const std::string& uid,
+                                                                          const std::string& node) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pods_.find(uid);
+  if (it == pods_.end() || it->second.in_flight || it->second.keys.empty() ||
+      it->second.assignment.node == node) {
+    return std::nullopt;
+  }
+  return Expired{uid, it->second.ns, it->second.name, it->second.generation};
 }
 
 void PlacementState::BindSucceeded(const std::string& uid, uint64_t generation) {

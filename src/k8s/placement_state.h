@@ -80,6 +80,12 @@ struct AssumeTicket {
 
 class PlacementState {
  public:
+  // A tracked pod and the generation of its current decision.
+  struct Expired {
+    std::string uid, ns, name;
+    uint64_t generation = 0;
+  };
+
   // Fails when the policy name or its parameters are bad (kNotFound / kInvalidArgument).
   static Result<std::unique_ptr<PlacementState>> Create(StateOptions options);
   const StateOptions& options() const { return options_; }
@@ -98,16 +104,16 @@ class PlacementState {
   Result<AssumeTicket> Assume(const std::string& uid, const std::string& ns,
                               const std::string& name, const PodGpuRequest& request,
                               const std::string& node);
+  // A pod that holds GPUs on a node other than `node` (bound there, or an earlier bind left
+  // unknown) and is not in flight: Assume refuses to move it until the caller has asked the API
+  // server and called ConfirmBound or ExpireIfUnbound.
+  std::optional<Expired> UnsettledElsewhere(const std::string& uid, const std::string& node);
   void BindSucceeded(const std::string& uid, uint64_t generation);
   void BindFailed(const std::string& uid, uint64_t generation);
   // The API server did not say whether the binding happened: keep the GPUs as assumed (not in
   // flight) so the expiry check settles it.
   void BindUnknown(const std::string& uid, uint64_t generation);
 
-  struct Expired {
-    std::string uid, ns, name;
-    uint64_t generation = 0;
-  };
   std::vector<Expired> ExpiredAssumptions();
   // Releases the GPUs and returns the released decision (the caller clears it from the pod);
   // std::nullopt when the pod changed meanwhile. An unbound pod that still shows this decision

@@ -98,6 +98,28 @@ TEST_F(Fixture, BindOutcomesAndGenerations) {
   EXPECT_EQ(s->counts().pods_bound, 1u);
 }
 
+TEST_F(Fixture, ABoundOrUnsettledPodIsNotMovedSilently) {
+  auto s = Make();
+  s->UpsertNode("a", Gpus(1, "A100", 81920, 10, "a"));
+  s->UpsertNode("b", Gpus(1, "A100", 81920, 10, "b"));
+  auto t = s->Assume("u1", "ns", "p", Req(1, 100, std::nullopt), "a");
+  ASSERT_TRUE(t.has_value());
+  s->BindUnknown("u1", t->generation);
+  auto old = s->UnsettledElsewhere("u1", "b");
+  ASSERT_TRUE(old.has_value());
+  EXPECT_FALSE(s->UnsettledElsewhere("u1", "a").has_value());
+  auto moved = s->Assume("u1", "ns", "p", Req(1, 100, std::nullopt), "b");
+  ASSERT_FALSE(moved.has_value());
+  EXPECT_EQ(moved.error().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(moved.error().message().find("unsettled decision for a"), std::string::npos);
+  s->ConfirmBound("u1", old->generation);
+  EXPECT_NE(s->Assume("u1", "ns", "p", Req(1, 100, std::nullopt), "b")
+                .error()
+                .message()
+                .find("already bound to a"),
+            std::string::npos);
+}
+
 TEST_F(Fixture, UuidHealthAndUnitConstraints) {
   auto s = Make();
   NodeInventory inv = Gpus(4, "A100", 81920, 2);

@@ -327,6 +327,45 @@ TEST(Scheduling, BindConflictsAreSettledByAskingWhereThePodIs) {
       std::string::npos);
 }
 
+TEST(Scheduling, ARetryOnAnotherNodeFirstSettlesTheEarlierBind) {
+  FakeApiServer api;
+  AddNodes(api, 2, 1, 40960);
+  ExtenderHarness h(&api);
+  ASSERT_TRUE(h.Start().ok());
+  for (bool bound_meanwhile : {false, true}) {
+    SCOPED_TRACE(bound_meanwhile ? "the first binding went through" : "it did not");
+    const std::string name = bound_meanwhile ? "b" : "a";
+    Json pod = GpuPod("ml", name, 1, 100, 0);
+    api.PutPod(pod);
+    ASSERT_EQ(h.Post("filter", ArgsBody(pod, {"node-0", "node-1"})).first, 200);
+    // The binding to node-0 gets no answer: the outcome is unknown, the GPU stays held.
+    api.FailNext(100, 503, "POST");
+    api.FailNext(100, 503, "GET");
+    EXPECT_NE(h.Post("bind", BindBody(pod, "node-0")).second["Error"], "");
+    api.ClearFaults();
+    if (bound_meanwhile) {
+      Json bound = api.GetPod("ml", name);
+      bound["spec"]["nodeName"] = "node-0";
+      api.PutPod(bound);
+    }
+    // kube-scheduler tries again, on node-1.
+    auto [s, b] = h.Post("bind", BindBody(pod, "node-1"));
+    if (bound_meanwhile) {
+      EXPECT_NE(b["Error"].get<std::string>().find("already bound to node-0"), std::string::npos)
+          << b.dump();
+      ASSERT_TRUE(WaitFor([&] { return h.state().counts().pods_bound == 2; }));
+    } else {
+      EXPECT_EQ(b["Error"], "") << b.dump();
+      EXPECT_EQ(api.GetPod("ml", name)["spec"]["nodeName"], "node-1");
+    }
+    EXPECT_TRUE(h.state().CheckConsistency().ok());
+  }
+  // Both GPUs are held: pod a on node-1, pod b on node-0; nothing else fits.
+  int64_t used = 0;
+  for (const auto& u : h.state().Usage()) used += u.milli_used;
+  EXPECT_EQ(used, 2000);
+}
+
 TEST(Scheduling, HamiPodsAreCountedAfterMigration) {
   FakeApiServer api;
   AddNodes(api, 1, 2, 24576);
