@@ -163,8 +163,7 @@ TEST(Scheduling, FortyPodsForOneNodeBindInSeconds) {
   for (auto& t : binds) t.join();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("40 pods bound to one node in %.3f s\n", secs);
-  EXPECT_EQ(ok.load(), 40);
-  EXPECT_LT(secs, 5.0);
+  EXPECT_EQ(ok.load(), 40);  // the time bound is checked by k8s_bind_timing_test (label bench)
   EXPECT_EQ(CheckNoDoubleBooking(api, capacity, 10), 40);
   // Eight GPUs x 5 pods of 20%: full; the 41st does not fit.
   Json extra = GpuPod("ml", "extra", 1, 20, 16000);
