@@ -9,6 +9,7 @@ std::span<const Command> AllCommands() {
       {"top", "live view of the GPUs and slices on this machine", RunTop},
       {"sim", "replay a cluster trace with placement policies", RunSim},
       {"node", "run the node daemon (device plugin, slices, health, metrics)", RunNode},
+      {"scheduler", "kube-scheduler extender: place pods on GPU slices", RunScheduler},
   };
   return kCommands;
 }

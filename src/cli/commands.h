@@ -21,5 +21,6 @@ int RunRun(int argc, char** argv);
 int RunTop(int argc, char** argv);
 int RunSim(int argc, char** argv);
 int RunNode(int argc, char** argv);
+int RunScheduler(int argc, char** argv);
 
 }  // namespace vgpu::cli

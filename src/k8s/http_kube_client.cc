@@ -106,11 +106,10 @@ Status HttpKubeClient::Init() {
     const size_t close = authority.find(']');
     if (close == std::string_view::npos) return Status::InvalidArgument(where + ": bad IPv6 host");
     host_ = std::string(authority.substr(1, close - 1));
-    authority.remove_prefix(close + 1);
-    if (authority.starts_with(":"))
-      authority = authority.substr(0);
-    else
-      authority = {};
+    authority.remove_prefix(close + 1);  // ":port" or nothing
+    if (!authority.empty() && !authority.starts_with(":")) {
+      return Status::InvalidArgument(where + ": bad text after the IPv6 host");
+    }
   } else {
     const size_t colon = authority.rfind(':');
     host_ = std::string(authority.substr(0, colon));

@@ -1,5 +1,8 @@
 #include "k8s/kube_client.h"
 
+#include <chrono>
+#include <thread>
+
 namespace vgpu::k8s {
 
 std::string_view KindName(ResourceKind kind) {
@@ -20,8 +23,16 @@ std::string_view PatchContentType(PatchType type) {
 
 void WatchCanceller::Cancel() {
   cancelled_.store(true);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (abort_) abort_();
+  // The abort may land before the request is in flight and do nothing; repeat it until the
+  // watch has returned (it unregisters), for at most about two seconds.
+  for (int i = 0; i < 400; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!abort_) return;
+      abort_();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 void WatchCanceller::Register(std::function<void()> abort) {

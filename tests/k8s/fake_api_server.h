@@ -64,6 +64,7 @@ class FakeApiServer {
   // ---- Faults ----
   // The next `n` requests of `method` ("" = any) are answered with `status`.
   void FailNext(int n, int status, const std::string& method = "");
+  void ClearFaults();
   // Every watch connection is cut (no clean end) after sending `events` events; 0 = never.
   void DropWatchesAfter(int events);
   // Ends every running watch now, abruptly.

@@ -1,0 +1,187 @@
+#include "k8s/extender_protocol.h"
+
+#include <strings.h>
+
+#include <unordered_set>
+
+#include "k8s/json_scan.h"
+
+namespace vgpu::k8s {
+namespace {
+
+Json* FindMutableKey(Json& object, std::string_view key) {
+  return const_cast<Json*>(FindKey(static_cast<const Json&>(object), key));
+}
+
+}  // namespace
+
+const Json* FindKey(const Json& object, std::string_view key) {
+  if (!object.is_object()) return nullptr;
+  auto exact = object.find(key);
+  if (exact != object.end()) return &*exact;
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    const std::string& k = it.key();
+    if (k.size() == key.size() && strncasecmp(k.data(), key.data(), k.size()) == 0) return &*it;
+  }
+  return nullptr;
+}
+
+namespace {
+
+bool KeyIs(std::string_view key, std::string_view want) {
+  return key.size() == want.size() && strncasecmp(key.data(), want.data(), key.size()) == 0;
+}
+
+// The fast path (see json_scan.h); std::nullopt sends the caller to the full parser.
+std::optional<ExtenderArgs> ScanExtenderArgs(std::string_view body) {
+  auto members = ScanObjectMembers(body);
+  if (!members) return std::nullopt;
+  std::string_view pod, names, nodes;
+  for (const auto& [key, value] : *members) {
+    if (KeyIs(key, "Pod")) {
+      pod = value;
+    } else if (KeyIs(key, "NodeNames")) {
+      names = value;
+    } else if (KeyIs(key, "Nodes")) {
+      nodes = value;
+    }
+  }
+  if (pod.empty() || names.empty() || names == "null" || (!nodes.empty() && nodes != "null")) {
+    return std::nullopt;  // only the nodeCacheCapable form is worth a fast path
+  }
+  ExtenderArgs args;
+  args.pod = Json::parse(pod, nullptr, false);
+  if (!args.pod.is_object()) return std::nullopt;
+  if (!ScanStringArray(names, &args.node_names)) return std::nullopt;
+  return args;
+}
+
+}  // namespace
+
+Result<ExtenderArgs> ParseExtenderArgs(std::string_view body) {
+  if (auto fast = ScanExtenderArgs(body)) return std::move(*fast);
+  Json j;
+  try {
+    j = Json::parse(body);
+  } catch (const Json::parse_error& e) {
+    return Status::InvalidArgument("malformed JSON at byte " + std::to_string(e.byte) +
+                                   " of the request body");
+  }
+  if (!j.is_object()) return Status::InvalidArgument("the request body is not a JSON object");
+  ExtenderArgs args;
+  Json* pod = FindMutableKey(j, "Pod");
+  if (pod == nullptr || !pod->is_object()) {
+    return Status::InvalidArgument("ExtenderArgs has no Pod object");
+  }
+  args.pod = std::move(*pod);
+  const Json* names = FindKey(j, "NodeNames");
+  const Json* nodes = FindKey(j, "Nodes");
+  if (names != nullptr && names->is_array()) {
+    args.node_names.reserve(names->size());
+    for (const Json& n : *names) {
+      if (!n.is_string()) return Status::InvalidArgument("NodeNames holds a non-string");
+      args.node_names.push_back(n.get<std::string>());
+    }
+  } else if (nodes != nullptr && nodes->is_object()) {
+    args.node_list = true;
+    const Json* items = FindKey(*nodes, "items");
+    if (items != nullptr && items->is_array()) {
+      for (const Json& n : *items) {
+        const std::string name = MetaString(n, "name");
+        if (name.empty()) return Status::InvalidArgument("Nodes.items holds a node without a name");
+        args.node_names.push_back(name);
+        args.nodes.push_back(n);
+      }
+    }
+  } else {
+    return Status::InvalidArgument("ExtenderArgs has neither NodeNames nor Nodes");
+  }
+  return args;
+}
+
+std::string FilterResultJson(const FilterAnswer& a, const ExtenderArgs& args) {
+  Json out = Json::object();
+  if (args.node_list) {
+    std::unordered_set<std::string> ok(a.feasible.begin(), a.feasible.end());
+    Json items = Json::array();
+    for (size_t i = 0; i < args.nodes.size(); ++i) {
+      if (ok.count(args.node_names[i]) != 0) items.push_back(args.nodes[i]);
+    }
+    out["Nodes"] = {{"metadata", Json::object()}, {"items", std::move(items)}};
+    out["NodeNames"] = nullptr;
+  } else {
+    // Written directly: the common case, with up to thousands of names.
+    std::string text = "{\"Nodes\":null,\"NodeNames\":[";
+    text.reserve(64 + 24 * (a.feasible.size() + a.failed.size() + a.unresolvable.size()));
+    for (size_t i = 0; i < a.feasible.size(); ++i) {
+      if (i > 0) text += ',';
+      AppendJsonString(&text, a.feasible[i]);
+    }
+    text += ']';
+    for (const auto& [field, map] : {std::pair{"FailedNodes", &a.failed},
+                                     std::pair{"FailedAndUnresolvableNodes", &a.unresolvable}}) {
+      text += ",\"";
+      text += field;
+      text += "\":{";
+      bool first = true;
+      for (const auto& [node, reason] : *map) {
+        if (!first) text += ',';
+        first = false;
+        AppendJsonString(&text, node);
+        text += ':';
+        AppendJsonString(&text, reason);
+      }
+      text += '}';
+    }
+    text += ",\"Error\":";
+    AppendJsonString(&text, a.error);
+    text += '}';
+    return text;
+  }
+  out["FailedNodes"] = a.failed;
+  out["FailedAndUnresolvableNodes"] = a.unresolvable;
+  out["Error"] = a.error;
+  return out.dump();
+}
+
+std::string HostPriorityListJson(const std::vector<std::string>& hosts,
+                                 const std::vector<int64_t>& scores) {
+  std::string out = "[";
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    if (i > 0) out += ',';
+    out += "{\"Host\":";
+    AppendJsonString(&out, hosts[i]);
+    out += ",\"Score\":" + std::to_string(i < scores.size() ? scores[i] : 0) + "}";
+  }
+  out += ']';
+  return out;
+}
+
+Result<BindingArgs> ParseBindingArgs(std::string_view body) {
+  Json j;
+  try {
+    j = Json::parse(body);
+  } catch (const Json::parse_error& e) {
+    return Status::InvalidArgument("malformed JSON at byte " + std::to_string(e.byte) +
+                                   " of the request body");
+  }
+  if (!j.is_object()) return Status::InvalidArgument("the request body is not a JSON object");
+  BindingArgs b;
+  const auto str = [&](const char* key, std::string* out, bool required) -> Status {
+    const Json* v = FindKey(j, key);
+    if (v != nullptr && v->is_string()) *out = v->get<std::string>();
+    if (required && out->empty()) {
+      return Status::InvalidArgument(std::string("ExtenderBindingArgs has no ") + key);
+    }
+    return Status::Ok();
+  };
+  VGPU_RETURN_IF_ERROR(str("PodName", &b.pod_name, true));
+  VGPU_RETURN_IF_ERROR(str("PodNamespace", &b.pod_namespace, true));
+  VGPU_RETURN_IF_ERROR(str("PodUID", &b.pod_uid, false));
+  VGPU_RETURN_IF_ERROR(str("Node", &b.node, true));
+  return b;
+}
+
+std::string BindingResultJson(const std::string& error) { return Json{{"Error", error}}.dump(); }
+
+}  // namespace vgpu::k8s

@@ -1,0 +1,241 @@
+#include "k8s/gpu_inventory.h"
+
+#include <algorithm>
+#include <set>
+
+namespace vgpu::k8s {
+namespace {
+
+Status Bad(const std::string& where, const std::string& what) {
+  return Status::InvalidArgument(where + ": " + what);
+}
+
+Result<int64_t> IntField(const Json& o, const std::string& where, const char* key, int64_t min,
+                         int64_t max, std::optional<int64_t> fallback) {
+  auto it = o.find(key);
+  if (it == o.end() || it->is_null()) {
+    if (fallback) return *fallback;
+    return Bad(where + "." + key, "missing");
+  }
+  if (!it->is_number_integer()) return Bad(where + "." + key, "must be an integer");
+  const int64_t v = it->get<int64_t>();
+  if (v < min || v > max) {
+    return Bad(where + "." + key, std::to_string(v) + " is outside " + std::to_string(min) + ".." +
+                                      std::to_string(max));
+  }
+  return v;
+}
+
+Result<std::string> StringField(const Json& o, const std::string& where, const char* key) {
+  auto it = o.find(key);
+  if (it == o.end() || !it->is_string() || it->get<std::string>().empty()) {
+    return Bad(where + "." + key, "must be a non-empty string");
+  }
+  return it->get<std::string>();
+}
+
+// Sorts by index and checks uniqueness of indices and UUIDs.
+Status Finish(NodeInventory& inv, const std::string& prefix) {
+  if (inv.gpus.size() > 64) return Bad(prefix, "more than 64 GPUs");
+  std::sort(inv.gpus.begin(), inv.gpus.end(),
+            [](const InventoryGpu& a, const InventoryGpu& b) { return a.index < b.index; });
+  std::set<std::string> uuids;
+  for (size_t i = 0; i < inv.gpus.size(); ++i) {
+    if (i > 0 && inv.gpus[i].index == inv.gpus[i - 1].index) {
+      return Bad(prefix, "GPU index " + std::to_string(inv.gpus[i].index) + " appears twice");
+    }
+    if (!uuids.insert(inv.gpus[i].uuid).second) {
+      return Bad(prefix, "GPU " + inv.gpus[i].uuid + " appears twice");
+    }
+  }
+  return Status::Ok();
+}
+
+std::string StripNvidiaPrefix(std::string type) {
+  if (type.rfind("NVIDIA-", 0) == 0) type.erase(0, 7);
+  return type;
+}
+
+}  // namespace
+
+std::string FormatInventory(const NodeInventory& inv) {
+  std::vector<const InventoryGpu*> gpus;
+  for (const auto& g : inv.gpus) gpus.push_back(&g);
+  std::sort(gpus.begin(), gpus.end(), [](auto* a, auto* b) { return a->index < b->index; });
+  // Written by hand so the key order is fixed (nlohmann sorts keys alphabetically).
+  std::string out = "{\"version\":" + std::to_string(kInventoryVersion) + ",\"gpus\":[";
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    const InventoryGpu& g = *gpus[i];
+    if (i > 0) out += ',';
+    out += "{\"uuid\":" + Json(g.uuid).dump() + ",\"index\":" + std::to_string(g.index) +
+           ",\"model\":" + Json(g.model).dump() +
+           ",\"memory_mib\":" + std::to_string(g.memory_mib) +
+           ",\"units\":" + std::to_string(g.units) + ",\"health\":\"" +
+           (g.healthy ? "healthy" : "unhealthy") + "\",\"numa\":" + std::to_string(g.numa) +
+           ",\"nvlink_peers\":" + Json(g.nvlink_peers).dump() + "}";
+  }
+  out += "]}";
+  return out;
+}
+
+Result<NodeInventory> ParseInventory(std::string_view text) {
+  const Json j = Json::parse(text, nullptr, false);
+  if (j.is_discarded()) return Status::InvalidArgument("not valid JSON");
+  if (!j.is_object()) return Status::InvalidArgument("must be a JSON object");
+  auto version = IntField(j, "", "version", 0, 1 << 30, std::nullopt);
+  if (!version) return Status::InvalidArgument("version: missing or not an integer");
+  if (*version != kInventoryVersion) {
+    return Status::InvalidArgument("version " + std::to_string(*version) +
+                                   " is not supported (this scheduler reads version " +
+                                   std::to_string(kInventoryVersion) + ")");
+  }
+  auto gpus = j.find("gpus");
+  if (gpus == j.end() || !gpus->is_array()) return Status::InvalidArgument("gpus: must be a list");
+  NodeInventory inv;
+  for (size_t i = 0; i < gpus->size(); ++i) {
+    const Json& g = (*gpus)[i];
+    const std::string where = "gpus[" + std::to_string(i) + "]";
+    if (!g.is_object()) return Bad(where, "must be an object");
+    InventoryGpu gpu;
+    auto uuid = StringField(g, where, "uuid");
+    if (!uuid) return uuid.error();
+    gpu.uuid = *uuid;
+    auto index = IntField(g, where, "index", 0, 63, std::nullopt);
+    if (!index) return index.error();
+    gpu.index = static_cast<int>(*index);
+    auto model = StringField(g, where, "model");
+    if (!model) return model.error();
+    gpu.model = *model;
+    auto mem = IntField(g, where, "memory_mib", 1, int64_t{1} << 40, std::nullopt);
+    if (!mem) return Bad(where + ".memory_mib", "must be a positive integer");
+    gpu.memory_mib = *mem;
+    auto units = IntField(g, where, "units", 1, 1000, 10);
+    if (!units) return units.error();
+    gpu.units = static_cast<int>(*units);
+    auto numa = IntField(g, where, "numa", -1, 1 << 20, -1);
+    if (!numa) return numa.error();
+    gpu.numa = static_cast<int>(*numa);
+    if (auto h = g.find("health"); h != g.end()) {
+      if (!h->is_string() || (*h != "healthy" && *h != "unhealthy")) {
+        return Bad(where + ".health", "must be \"healthy\" or \"unhealthy\"");
+      }
+      gpu.healthy = *h == "healthy";
+    }
+    if (auto p = g.find("nvlink_peers"); p != g.end() && !p->is_null()) {
+      if (!p->is_array()) return Bad(where + ".nvlink_peers", "must be a list of UUIDs");
+      for (const Json& peer : *p) {
+        if (!peer.is_string()) return Bad(where + ".nvlink_peers", "must be a list of UUIDs");
+        gpu.nvlink_peers.push_back(peer.get<std::string>());
+      }
+    }
+    inv.gpus.push_back(std::move(gpu));
+  }
+  VGPU_RETURN_IF_ERROR(Finish(inv, "gpus"));
+  return inv;
+}
+
+Result<NodeInventory> ParseHamiRegister(std::string_view text) {
+  NodeInventory inv;
+  inv.source = InventorySource::kHami;
+  size_t start = text.find_first_not_of(" \t\r\n");
+  if (start != std::string_view::npos && text[start] == '[') {
+    const Json j = Json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_array()) return Status::InvalidArgument("not a JSON list");
+    for (size_t i = 0; i < j.size(); ++i) {
+      const Json& d = j[i];
+      const std::string where = "[" + std::to_string(i) + "]";
+      if (!d.is_object()) return Bad(where, "must be an object");
+      InventoryGpu gpu;
+      auto id = StringField(d, where, "id");
+      if (!id) return id.error();
+      gpu.uuid = *id;
+      const char* index_key = d.contains("index") ? "index" : "Index";
+      auto index = IntField(d, where, index_key, 0, 63, static_cast<int64_t>(i));
+      if (!index) return index.error();
+      gpu.index = static_cast<int>(*index);
+      auto type = StringField(d, where, "type");
+      gpu.model = type ? StripNvidiaPrefix(*type) : "unknown";
+      auto mem = IntField(d, where, "devmem", 1, int64_t{1} << 40, std::nullopt);
+      if (!mem) return Bad(where + ".devmem", "must be a positive integer");
+      gpu.memory_mib = *mem;
+      auto count = IntField(d, where, "count", 1, 1000, 10);
+      if (!count) return count.error();
+      gpu.units = static_cast<int>(*count);
+      auto numa = IntField(d, where, "numa", -1, 1 << 20, -1);
+      gpu.numa = numa ? static_cast<int>(*numa) : -1;
+      if (auto h = d.find("health"); h != d.end() && h->is_boolean()) gpu.healthy = h->get<bool>();
+      if (auto m = d.find("mode"); m != d.end() && m->is_string() && *m == "mig") {
+        continue;  // MIG-mode GPUs are not shared by slices
+      }
+      inv.gpus.push_back(std::move(gpu));
+    }
+  } else {
+    // Legacy: "uuid,count,mem,cores,type,numa,health[,index,mode]:" per GPU.
+    size_t i = 0;
+    std::string_view rest = text;
+    while (!rest.empty()) {
+      const size_t colon = rest.find(':');
+      std::string_view seg = rest.substr(0, colon);
+      rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+      if (seg.find_first_not_of(" \t\r\n") == std::string_view::npos) continue;
+      std::vector<std::string> f;
+      size_t p = 0;
+      while (true) {
+        const size_t comma = seg.find(',', p);
+        f.emplace_back(seg.substr(p, comma == std::string_view::npos ? comma : comma - p));
+        if (comma == std::string_view::npos) break;
+        p = comma + 1;
+      }
+      const std::string where = "entry " + std::to_string(i);
+      if (f.size() < 7)
+        return Bad(where, "has " + std::to_string(f.size()) + " fields, want 7 or 9");
+      InventoryGpu gpu;
+      gpu.uuid = f[0];
+      try {
+        gpu.units = std::stoi(f[1]);
+        gpu.memory_mib = std::stoll(f[2]);
+        gpu.numa = std::stoi(f[5]);
+        gpu.index = f.size() >= 8 ? std::stoi(f[7]) : static_cast<int>(i);
+      } catch (const std::exception&) {
+        return Bad(where, "has a non-numeric count, memory, NUMA or index field");
+      }
+      if (gpu.uuid.empty() || gpu.memory_mib <= 0 || gpu.units <= 0 || gpu.index < 0 ||
+          gpu.index > 63) {
+        return Bad(where, "has an empty UUID or a count, memory or index out of range");
+      }
+      gpu.model = StripNvidiaPrefix(f[4]);
+      gpu.healthy = f[6] == "true";
+      if (f.size() >= 9 && f[8] == "mig") {
+        ++i;
+        continue;
+      }
+      inv.gpus.push_back(std::move(gpu));
+      ++i;
+    }
+  }
+  VGPU_RETURN_IF_ERROR(Finish(inv, "HAMi register"));
+  return inv;
+}
+
+Result<std::optional<NodeInventory>> InventoryOfNode(const Json& node) {
+  const std::string name = MetaString(node, "name");
+  const std::string ours = AnnotationOf(node, kInventoryAnnotation);
+  if (!ours.empty()) {
+    auto inv = ParseInventory(ours);
+    if (!inv) {
+      return inv.error().WithContext("node " + name + ": annotation " + kInventoryAnnotation);
+    }
+    return std::optional<NodeInventory>(std::move(*inv));
+  }
+  const std::string hami = AnnotationOf(node, kHamiRegisterAnnotation);
+  if (!hami.empty()) {
+    auto inv = ParseHamiRegister(hami);
+    if (!inv) {
+      return inv.error().WithContext("node " + name + ": annotation " + kHamiRegisterAnnotation);
+    }
+    return std::optional<NodeInventory>(std::move(*inv));
+  }
+  return std::optional<NodeInventory>();
+}
+
+}  // namespace vgpu::k8s

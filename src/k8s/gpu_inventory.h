@@ -1,0 +1,70 @@
+// The node's GPU inventory as published on the Node object by the node daemon, and read by the
+// scheduler extender. The contract between the two (documented in docs/scheduler.md):
+//
+//   annotation vgpu.io/gpu-inventory = JSON
+//   {"version": 1,
+//    "gpus": [{"uuid": "GPU-8c1f...", "index": 0, "model": "NVIDIA A100-SXM4-80GB",
+//              "memory_mib": 81920, "units": 10, "health": "healthy", "numa": 0,
+//              "nvlink_peers": ["GPU-2b7e..."]}, ...]}
+//
+// - uuid: NVML UUID, unique on the node. index: NVML index, unique, 0..63. model: NVML name.
+// - memory_mib: memory the scheduler may hand out (after any scaling), > 0.
+// - units: shareable units advertised to kubelet for this GPU (1..1000); also the most pods that
+//   may share it.
+// - health: "healthy" or "unhealthy". numa: NUMA node, -1 unknown. nvlink_peers: UUIDs of GPUs on
+//   the same node reachable over NVLink (optional).
+// - Unknown fields are ignored (later minor additions); another "version" is refused.
+// - The publisher writes the annotation only when its content changes; FormatInventory gives a
+//   canonical text (GPUs by index, fixed key order) so equal inventories compare equal as text.
+//
+// HAMi's hami.io/node-nvidia-register (JSON array of {id, index, count, devmem, devcore, type,
+// numa, health, mode}, or the legacy "uuid,count,mem,cores,type,numa,health[,index,mode]:" text)
+// is parsed too, for clusters migrating from HAMi. Its "type" drops the "NVIDIA-" prefix HAMi adds.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "k8s/kube_client.h"
+
+namespace vgpu::k8s {
+
+inline constexpr const char* kInventoryAnnotation = "vgpu.io/gpu-inventory";
+inline constexpr const char* kHamiRegisterAnnotation = "hami.io/node-nvidia-register";
+inline constexpr int kInventoryVersion = 1;
+
+struct InventoryGpu {
+  std::string uuid;
+  int index = 0;
+  std::string model;
+  int64_t memory_mib = 0;
+  int units = 10;
+  bool healthy = true;
+  int numa = -1;
+  std::vector<std::string> nvlink_peers;
+  friend bool operator==(const InventoryGpu&, const InventoryGpu&) = default;
+};
+
+enum class InventorySource { kVgpu, kHami };
+
+struct NodeInventory {
+  std::vector<InventoryGpu> gpus;  // sorted by index
+  InventorySource source = InventorySource::kVgpu;
+  friend bool operator==(const NodeInventory&, const NodeInventory&) = default;
+};
+
+// Canonical JSON text of `inv` (source is not written).
+std::string FormatInventory(const NodeInventory& inv);
+// Parses and validates vgpu.io/gpu-inventory. Errors (kInvalidArgument) name the field, e.g.
+// "gpus[2].memory_mib: must be a positive integer".
+Result<NodeInventory> ParseInventory(std::string_view text);
+// Parses hami.io/node-nvidia-register (JSON or legacy text).
+Result<NodeInventory> ParseHamiRegister(std::string_view text);
+// The inventory a Node object carries: vgpu.io/gpu-inventory, else HAMi's annotation, else
+// std::nullopt. Errors name the node and the annotation.
+Result<std::optional<NodeInventory>> InventoryOfNode(const Json& node);
+
+}  // namespace vgpu::k8s

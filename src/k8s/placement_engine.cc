@@ -1,0 +1,348 @@
+// PlacementState's engine side: building the engine from inventories, translating requests into
+// engine requests per memory class, placing tracked pods, and describing why a node fails.
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "common/log.h"
+#include "k8s/placement_state.h"
+#include "sched/registry.h"
+
+namespace vgpu::k8s {
+
+Status PlacementState::BuildEngine(Engine* e) const {
+  e->models = std::make_unique<sched::ModelRegistry>();
+  e->cluster = std::make_unique<sched::Cluster>();
+  for (const auto& [name, inv] : nodes_) {
+    sched::NodeSpec spec;
+    spec.name = name;
+    std::vector<GpuFacts> facts;
+    bool skip = false;
+    // Engine GPU i is the inventory's i-th GPU by index; facts carry its UUID.
+    for (const InventoryGpu& g : inv.gpus) {
+      const std::string key = g.model + "/" + std::to_string(g.memory_mib);
+      auto id = e->models->Intern(key);
+      if (!id) {
+        VGPU_LOG_ERROR("node %s left out: %s", name.c_str(), id.error().message().c_str());
+        skip = true;
+        break;
+      }
+      if (*id >= e->model_name.size()) {
+        e->model_name.push_back(g.model);
+        e->model_capacity.push_back(g.memory_mib);
+      }
+      spec.gpus.push_back(sched::GpuSpec{*id, g.memory_mib});
+      facts.push_back(GpuFacts{g.uuid, g.healthy, g.units});
+    }
+    if (skip) continue;
+    auto nid = e->cluster->AddNode(spec);
+    if (!nid) {
+      VGPU_LOG_ERROR("node %s left out: %s", name.c_str(), nid.error().message().c_str());
+      continue;
+    }
+    e->facts.push_back(std::move(facts));
+    e->schedulable.push_back(inv.source == InventorySource::kVgpu ? 1 : 0);
+    e->node_names.push_back(name);
+  }
+  sched::PolicyArgs args;
+  args.models = e->models.get();
+  args.params = options_.policy_params;
+  auto policy = sched::BuiltinPolicies().Create(options_.policy, args);
+  if (!policy) return policy.error();
+  (*policy)->filters.push_back(std::make_unique<ConstraintFilter>(&ctx_));
+  auto selector = std::make_unique<ConstrainedSelector>(std::move((*policy)->gpus), &ctx_);
+  e->selector = selector.get();
+  (*policy)->gpus = std::move(selector);
+  auto scheduler = sched::Scheduler::Create(e->cluster.get(), std::move(*policy));
+  if (!scheduler) return scheduler.error();
+  e->scheduler.emplace(std::move(*scheduler));
+  return Status::Ok();
+}
+
+void PlacementState::RebuildIfDirty() {
+  if (!dirty_) return;
+  Engine e;
+  Status s = BuildEngine(&e);
+  if (!s.ok()) {  // the policy was validated in Create(); this is a bug
+    VGPU_LOG_ERROR("cannot build the placement engine: %s", s.ToString().c_str());
+    return;
+  }
+  engine_ = std::move(e);
+  engine_.by_name.Build(&engine_.node_names);
+  ctx_.gpus = &engine_.facts;
+  ctx_.fit = engine_.scheduler->policy().fit;
+  dirty_ = false;
+  ++rebuilds_;
+  // Bound pods first, then the rest, oldest decision first.
+  std::vector<std::pair<std::string, Tracked*>> order;
+  for (auto& [uid, t] : pods_) {
+    t.keys.clear();
+    order.emplace_back(uid, &t);
+  }
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    if (a.second->bound != b.second->bound) return a.second->bound;
+    return a.second->generation < b.second->generation;
+  });
+  for (auto& [uid, t] : order) PlaceNow(*t);
+}
+
+std::optional<sched::NodeId> PlacementState::NodeIdOf(const std::string& name) const {
+  return engine_.by_name.Find(name);  // engine ids are dense in the order nodes were added
+}
+
+void PlacementState::PlaceNow(Tracked& t) {
+  if (dirty_ || !engine_.scheduler) return;  // placed by the next rebuild
+  auto nid = NodeIdOf(t.assignment.node);
+  if (!nid) return;  // the node is not known (yet): placed when it appears
+  const sched::NodeId n = *nid;
+  const std::vector<GpuFacts>& facts = engine_.facts[n];
+  const auto resolve = [&](const AssignedGpu& g) -> int {
+    if (g.index >= 0 && static_cast<size_t>(g.index) < facts.size() &&
+        facts[static_cast<size_t>(g.index)].uuid == g.uuid) {
+      return g.index;
+    }
+    for (size_t i = 0; i < facts.size(); ++i) {
+      if (facts[i].uuid == g.uuid) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  // GPU index -> (milli, memory) the pod holds there.
+  std::map<int, std::pair<int32_t, int64_t>> per_gpu;
+  for (const ContainerAssignment& c : t.assignment.containers) {
+    for (const AssignedGpu& g : c.gpus) {
+      const int i = resolve(g);
+      if (i < 0) {
+        VGPU_LOG_ERROR("pod %s/%s: GPU %s is not on node %s; its reservation is not counted",
+                       t.ns.c_str(), t.name.c_str(), g.uuid.c_str(), t.assignment.node.c_str());
+        ++conflicts_;
+        return;
+      }
+      auto& [milli, mem] = per_gpu[i];
+      if (t.assignment.source == AssignmentSource::kHami && !c.init) {
+        milli += g.milli;
+        mem += g.memory_mib;
+      } else {
+        milli = std::max(milli, g.milli);
+        mem = std::max(mem, g.memory_mib);
+      }
+    }
+  }
+  if (per_gpu.empty()) return;
+  std::vector<std::pair<sched::PodRequest, sched::GpuSet>> parts;
+  if (t.assignment.source == AssignmentSource::kVgpu) {
+    sched::PodRequest r;
+    sched::GpuSet set = 0;
+    for (const auto& [i, load] : per_gpu) {
+      set |= sched::GpuSet{1} << i;
+      r.gpu_milli = std::max(r.gpu_milli, load.first);
+      r.gpu_memory_mib = std::max(r.gpu_memory_mib, load.second);
+    }
+    if (t.assignment.reserved_milli > 0) r.gpu_milli = t.assignment.reserved_milli;
+    if (t.assignment.reserved_memory_mib > 0) r.gpu_memory_mib = t.assignment.reserved_memory_mib;
+    r.num_gpus = sched::GpuCount(set);
+    parts.emplace_back(r, set);
+  } else {
+    for (const auto& [i, load] : per_gpu) {
+      sched::PodRequest r;
+      r.num_gpus = 1;
+      r.gpu_milli = std::clamp<int32_t>(load.first, 1, sched::kGpuMilli);
+      r.gpu_memory_mib = load.second;
+      parts.emplace_back(r, sched::GpuSet{1} << i);
+    }
+  }
+  for (const auto& [r, set] : parts) {
+    const sched::PodKey key = next_key_++;
+    // Existing pods are counted whatever the policy's per-GPU pod limit; the units still apply
+    // to new decisions through the constraint filter.
+    Status s = engine_.cluster->Reserve(key, r, sched::Placement{n, set});
+    if (!s.ok()) {
+      VGPU_LOG_ERROR("pod %s/%s on %s cannot be counted: %s", t.ns.c_str(), t.name.c_str(),
+                     t.assignment.node.c_str(), s.message().c_str());
+      ++conflicts_;
+      Unplace(t);
+      return;
+    }
+    t.keys.push_back(key);
+    engine_.scheduler->ObservePod(r);
+  }
+}
+
+void PlacementState::Unplace(Tracked& t) {
+  for (sched::PodKey k : t.keys) {
+    if (engine_.scheduler) engine_.scheduler->Unreserve(k);
+  }
+  t.keys.clear();
+}
+
+std::vector<PlacementState::Variant> PlacementState::Variants(const PodGpuRequest& r,
+                                                              std::string* why_none) {
+  std::vector<Variant> out;
+  std::set<int64_t> capacities(engine_.model_capacity.begin(), engine_.model_capacity.end());
+  bool any_model = false;
+  std::string memory_reason;
+  for (int64_t cap : capacities) {
+    sched::ModelSet set;
+    for (size_t m = 0; m < engine_.model_name.size(); ++m) {
+      if (engine_.model_capacity[m] == cap && r.AllowsModel(engine_.model_name[m])) {
+        set.Add(static_cast<sched::ModelId>(m));
+      }
+    }
+    if (set.IsAny()) continue;
+    any_model = true;
+    auto shape = PodShapeOn(r, cap, options_.request);
+    if (!shape) {
+      memory_reason =
+          shape.error().message() + "; the largest allowed GPU has " + std::to_string(cap) + " MiB";
+      continue;
+    }
+    Variant v;
+    v.capacity_mib = cap;
+    v.request.num_gpus = shape->num_gpus;
+    v.request.gpu_milli = shape->milli;
+    v.request.gpu_memory_mib = shape->memory_mib;
+    // Every model allowed: the any-model set, which the engine answers from node summaries.
+    const uint64_t every = engine_.model_name.size() >= 64
+                               ? ~uint64_t{0}
+                               : (uint64_t{1} << engine_.model_name.size()) - 1;
+    v.request.models = set.bits() == every ? sched::ModelSet() : set;
+    out.push_back(v);
+  }
+  if (out.empty() && why_none != nullptr) {
+    if (!any_model) {
+      *why_none = "no GPU model in the cluster passes the pod's " +
+                  options_.request.names.UseTypes() + " / " + options_.request.names.NoUseTypes() +
+                  " annotations";
+    } else {
+      *why_none = memory_reason;
+    }
+  }
+  return out;
+}
+
+bool PlacementState::CouldEverFit(const PodGpuRequest& req, const std::vector<Variant>& variants,
+                                  sched::NodeId n) const {
+  const auto gpus = engine_.cluster->gpus(n);
+  for (const Variant& v : variants) {
+    int usable = 0;
+    for (size_t i = 0; i < gpus.size(); ++i) {
+      const GpuFacts& f = engine_.facts[n][i];
+      if (!v.request.models.Allows(gpus[i].model) ||
+          gpus[i].memory_capacity_mib < v.request.gpu_memory_mib) {
+        continue;
+      }
+      if (!f.healthy || (req.HasUuidConstraints() && !req.AllowsUuid(f.uuid))) continue;
+      if (++usable >= v.request.num_gpus) return true;
+    }
+  }
+  return false;
+}
+
+std::string PlacementState::ReasonText(const std::vector<Variant>& variants, bool could) {
+  const Variant& v = variants.front();
+  char buf[256];
+  if (!could) {
+    std::snprintf(buf, sizeof buf,
+                  "vgpu: node has fewer than %d healthy GPU(s) of an allowed model and UUID "
+                  "with %lld MiB",
+                  v.request.num_gpus, static_cast<long long>(v.request.gpu_memory_mib));
+  } else {
+    std::snprintf(buf, sizeof buf,
+                  "vgpu: insufficient free GPU: needs %d GPU(s) with %d%% compute and %lld MiB "
+                  "free each",
+                  v.request.num_gpus, v.request.gpu_milli / 10,
+                  static_cast<long long>(v.request.gpu_memory_mib));
+  }
+  return buf;
+}
+
+PodAssignment PlacementState::BuildAssignment(const PodGpuRequest& req, const Variant& v,
+                                              sched::NodeId node, sched::GpuSet gpus) const {
+  PodAssignment a;
+  a.node = engine_.cluster->name(node);
+  a.reserved_milli = v.request.gpu_milli;
+  a.reserved_memory_mib = v.request.gpu_memory_mib;
+  const std::vector<int> indices = sched::GpuIndices(gpus);
+  size_t next = 0;
+  for (const ContainerGpuRequest& c : req.containers) {
+    auto shape = ShapeOn(c, v.capacity_mib, options_.request);
+    ContainerAssignment ca;
+    ca.name = c.name;
+    ca.init = c.init;
+    ca.priority = c.priority;
+    // App containers take consecutive distinct GPUs; init containers the first ones.
+    size_t first = c.init ? 0 : next;
+    if (!c.init) next += static_cast<size_t>(c.count);
+    for (int k = 0; k < c.count && first + static_cast<size_t>(k) < indices.size(); ++k) {
+      const int i = indices[first + static_cast<size_t>(k)];
+      AssignedGpu g;
+      g.index = i;
+      g.uuid = engine_.facts[node][static_cast<size_t>(i)].uuid;
+      g.milli = shape ? shape->milli : v.request.gpu_milli;
+      g.memory_mib = shape ? shape->memory_mib : v.request.gpu_memory_mib;
+      g.cores = shape ? shape->cores : 100;
+      ca.gpus.push_back(std::move(g));
+    }
+    a.containers.push_back(std::move(ca));
+  }
+  return a;
+}
+
+std::vector<PlacementState::GpuUsage> PlacementState::Usage() {
+  std::lock_guard<std::mutex> lock(mu_);
+  RebuildIfDirty();
+  std::vector<GpuUsage> out;
+  if (!engine_.cluster) return out;
+  const sched::Cluster& c = *engine_.cluster;
+  for (sched::NodeId n = 0; n < c.num_nodes(); ++n) {
+    const auto gpus = c.gpus(n);
+    for (size_t i = 0; i < gpus.size(); ++i) {
+      GpuUsage u;
+      u.node = c.name(n);
+      u.index = static_cast<int>(i);
+      u.uuid = engine_.facts[n][i].uuid;
+      u.healthy = engine_.facts[n][i].healthy;
+      u.model = engine_.model_name[gpus[i].model];
+      u.memory_mib = gpus[i].memory_capacity_mib;
+      u.memory_used_mib = gpus[i].memory_capacity_mib - gpus[i].memory_free_mib;
+      u.milli_used = sched::kGpuMilli - gpus[i].free_milli;
+      u.pods = gpus[i].pods;
+      out.push_back(std::move(u));
+    }
+  }
+  return out;
+}
+
+Status PlacementState::CheckConsistency() {
+  std::lock_guard<std::mutex> lock(mu_);
+  RebuildIfDirty();
+  if (!engine_.cluster) return Status::Ok();
+  const sched::Cluster& c = *engine_.cluster;
+  std::map<std::pair<sched::NodeId, int>, std::pair<int64_t, int64_t>> load;  // milli, memory
+  std::map<std::pair<sched::NodeId, int>, int> pods;
+  for (const auto& [uid, t] : pods_) {
+    for (sched::PodKey k : t.keys) {
+      const sched::Cluster::Reservation* r = c.FindReservation(k);
+      if (r == nullptr) return Status::Internal("pod " + t.name + " names a lost reservation");
+      sched::ForEachGpu(r->placement.gpus, [&](int i) {
+        auto& l = load[{r->placement.node, i}];
+        l.first += r->request.gpu_milli;
+        l.second += r->request.gpu_memory_mib;
+        ++pods[{r->placement.node, i}];
+      });
+    }
+  }
+  for (const auto& [where, l] : load) {
+    const sched::GpuState& g = c.gpus(where.first)[static_cast<size_t>(where.second)];
+    const std::string name = c.name(where.first) + " GPU " + std::to_string(where.second);
+    if (l.first > sched::kGpuMilli || l.second > g.memory_capacity_mib) {
+      return Status::Internal(name + " is over-committed: " + std::to_string(l.first) + " milli, " +
+                              std::to_string(l.second) + " MiB");
+    }
+    if (sched::kGpuMilli - g.free_milli != l.first || g.pods != pods[where]) {
+      return Status::Internal(name + ": the engine disagrees with the tracked pods");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace vgpu::k8s

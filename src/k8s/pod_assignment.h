@@ -1,0 +1,85 @@
+// The scheduler's decision for a pod, recorded as pod annotations before the pod is bound, and
+// read back by the node daemon (to give each container its GPUs and limits) and by the scheduler
+// itself when it restarts. The contract (documented in docs/scheduler.md):
+//
+//   vgpu.io/assigned-node = "<node name>"
+//   vgpu.io/assigned-at   = RFC 3339 UTC time with milliseconds, e.g. "2025-06-01T12:00:00.250Z"
+//   vgpu.io/assigned-gpus = JSON
+//   {"version": 1, "node": "gpu-7",
+//    "reserved": {"milli": 300, "memory_mib": 4096},        // charged on each GPU of the pod
+//    "containers": [{"name": "main", "init": false, "priority": 1,
+//                    "gpus": [{"uuid": "GPU-...", "index": 0, "milli": 300,
+//                              "memory_mib": 4096, "cores": 30}]}]}
+//
+// - milli: the compute share reserved for the container on that GPU (1000 = the whole GPU).
+// - memory_mib: the container's memory limit on that GPU.
+// - cores: the SM limit the node enforces, percent 1..100 (100 = not throttled); it equals
+//   milli / 10 when the pod asked for nvidia.com/gpucores and is 100 when it did not.
+// - priority: nvidia.com/priority (0 high, 1 low), -1 when not given.
+// - App containers use distinct GPUs; an init container uses GPUs of the pod's set.
+//
+// HAMi's hami.io/vgpu-devices-allocated ("uuid,NVIDIA,memMiB,cores:" per GPU, ';' between
+// containers) with hami.io/vgpu-node is read for pods placed by HAMi before a migration.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "k8s/kube_client.h"
+
+namespace vgpu::k8s {
+
+inline constexpr const char* kAssignedNodeAnnotation = "vgpu.io/assigned-node";
+inline constexpr const char* kAssignedGpusAnnotation = "vgpu.io/assigned-gpus";
+inline constexpr const char* kAssignedAtAnnotation = "vgpu.io/assigned-at";
+inline constexpr const char* kHamiAllocatedAnnotation = "hami.io/vgpu-devices-allocated";
+inline constexpr const char* kHamiNodeAnnotation = "hami.io/vgpu-node";
+inline constexpr int kAssignmentVersion = 1;
+
+struct AssignedGpu {
+  std::string uuid;
+  int index = 0;
+  int32_t milli = 0;
+  int64_t memory_mib = 0;
+  int cores = 100;
+  friend bool operator==(const AssignedGpu&, const AssignedGpu&) = default;
+};
+
+struct ContainerAssignment {
+  std::string name;
+  bool init = false;
+  int priority = -1;
+  std::vector<AssignedGpu> gpus;
+  friend bool operator==(const ContainerAssignment&, const ContainerAssignment&) = default;
+};
+
+enum class AssignmentSource { kVgpu, kHami };
+
+struct PodAssignment {
+  std::string node;
+  int32_t reserved_milli = 0;       // per GPU
+  int64_t reserved_memory_mib = 0;  // per GPU
+  std::vector<ContainerAssignment> containers;
+  AssignmentSource source = AssignmentSource::kVgpu;
+  friend bool operator==(const PodAssignment&, const PodAssignment&) = default;
+};
+
+std::string FormatAssignment(const PodAssignment& a);
+// Validates field types and ranges; errors name the field (kInvalidArgument).
+Result<PodAssignment> ParseAssignment(std::string_view text);
+// Parses HAMi's allocated-devices text; container names are "#0", "#1", ...
+Result<PodAssignment> ParseHamiAllocation(std::string_view text, const std::string& node);
+
+// The assignment a Pod object carries: ours, else HAMi's (with hami.io/vgpu-node or the pod's
+// spec.nodeName), else std::nullopt.
+Result<std::optional<PodAssignment>> AssignmentOfPod(const Json& pod);
+
+// RFC 3339 UTC with milliseconds, and back (accepts any fraction and a 'Z' or +00:00 offset).
+std::string FormatTimestamp(std::chrono::system_clock::time_point t);
+Result<std::chrono::system_clock::time_point> ParseTimestamp(std::string_view text);
+
+}  // namespace vgpu::k8s

@@ -1,0 +1,218 @@
+// `vgpu scheduler` as a process: exit codes and messages for bad input, and a full run against
+// the local HTTPS API server through a kubeconfig file: ready after loading the state, answers
+// kube-scheduler's filter body, serves /metrics, stops cleanly on SIGTERM.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "../cli/run_command.h"
+#include "harness.h"
+#include "k8s/encoding.h"
+
+namespace vgpu::k8s::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using vgpu::testing::RunCommand;
+
+int FreePort() {
+  const int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  close(s);
+  return ntohs(a.sin_port);
+}
+
+// A running `vgpu scheduler`; stderr goes to a file.
+class Process {
+ public:
+  explicit Process(const std::vector<std::string>& args, const std::string& log) {
+    pid_ = fork();
+    if (pid_ == 0) {
+      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(fd, 1);
+      dup2(fd, 2);
+      std::vector<char*> argv;
+      argv.push_back(const_cast<char*>(VGPU_BIN));
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(VGPU_BIN, argv.data());
+      _exit(127);
+    }
+  }
+  ~Process() {
+    if (pid_ > 0 && !waited_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  // Sends `sig` and waits up to `limit`; the exit code, or -1 on timeout.
+  int Stop(int sig, std::chrono::milliseconds limit) {
+    kill(pid_, sig);
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        waited_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  bool waited_ = false;
+};
+
+std::string Kubeconfig(const FakeApiServer& api, const std::string& dir) {
+  const std::string path = dir + "/kubeconfig";
+  WriteFile(path,
+            "apiVersion: v1\nkind: Config\ncurrent-context: test\nclusters:\n- name: fake\n"
+            "  cluster:\n    server: " +
+                api.url() +
+                "\n    certificate-authority-data: " + Base64Encode(api.pki().ca_cert_pem) +
+                "\ncontexts:\n- name: test\n  context: {cluster: fake, user: sa}\nusers:\n"
+                "- name: sa\n  user:\n    token: test-token\n");
+  return path;
+}
+
+int HttpGet(int port, const std::string& path, std::string* body = nullptr) {
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_connection_timeout(1, 0);
+  auto r = cli.Get(path);
+  if (!r) return 0;
+  if (body != nullptr) *body = r->body;
+  return r->status;
+}
+
+class SchedulerCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("vgpu_sched_cli_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string dir_;
+};
+
+TEST_F(SchedulerCliTest, BadInputExitsTwoWithAMessage) {
+  const std::string bin = VGPU_BIN;
+  const struct {
+    std::string args, message;
+  } cases[] = {
+      {"--policy nope", "--policy: unknown policy 'nope'"},
+      {"--policy-option x", "--policy-option: expected key=value, got 'x'"},
+      {"--policy bestfit --policy-option zzz=1", "zzz"},
+      {"--resource-prefix Nvidia.com", "--resource-prefix: 'Nvidia.com' may hold only"},
+      {"--default-gpumem-percentage 101", "--default-gpumem-percentage: must be 0..100, got 101"},
+      {"--assume-ttl 10", "--assume-ttl"},
+      {"--threads 0", "--threads: must be 1..4096, got 0"},
+      {"--kubeconfig " + dir_ + "/missing", "kubeconfig: no such file"},
+      {"--no-such-flag", "--no-such-flag"},
+      {"--threads many", "--threads"},
+  };
+  for (const auto& c : cases) {
+    auto r = RunCommand(bin + " scheduler " + c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
+  }
+  WriteFile(dir_ + "/bad.yaml", "clusters: [oops\n");
+  auto r = RunCommand(bin + " scheduler --kubeconfig " + dir_ + "/bad.yaml");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(dir_ + "/bad.yaml:"), std::string::npos) << r.err;
+  auto help = RunCommand(bin + " scheduler --help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--node-label-selector"), std::string::npos);
+  EXPECT_NE(help.out.find("hami-binpack"), std::string::npos);
+}
+
+TEST_F(SchedulerCliTest, RunsAgainstAnApiServerAndStopsOnSigterm) {
+  FakeApiServer api;
+  for (const Json& n : Fixture("nodes.json")) api.PutNode(n);
+  api.PutPod(Fixture("pod_train.json"));
+  const int port = FreePort();
+  const int metrics_port = FreePort();
+  Process p({"scheduler", "--kubeconfig", Kubeconfig(api, dir_), "--listen",
+             "127.0.0.1:" + std::to_string(port), "--metrics-listen",
+             "127.0.0.1:" + std::to_string(metrics_port), "--policy", "bestfit"},
+            dir_ + "/log");
+  bool ready = false;
+  for (int i = 0; i < 500 && !ready; ++i) {
+    ready = HttpGet(port, "/readyz") == 200;
+    if (!ready) std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(ready) << ReadWholeFile(dir_ + "/log").value_or("");
+  httplib::Client cli("127.0.0.1", port);
+  auto f = cli.Post("/filter", Fixture("filter_node_names.json").dump(), "application/json");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(Json::parse(f->body)["NodeNames"], Json({"gpu-node-1", "gpu-node-2"}));
+  auto b = cli.Post("/bind", Fixture("bind.json").dump(), "application/json");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(Json::parse(b->body)["Error"], "");
+  EXPECT_EQ(api.GetPod("ml", "train-0")["spec"]["nodeName"], "gpu-node-2");
+  std::string metrics;
+  EXPECT_EQ(HttpGet(metrics_port, "/metrics", &metrics), 200);
+  EXPECT_NE(metrics.find("vgpu_scheduler_ready 1"), std::string::npos);
+  EXPECT_NE(metrics.find("vgpu_scheduler_nodes 3"), std::string::npos);
+  EXPECT_NE(metrics.find("vgpu_scheduler_binds_total{result=\"bound\"} 1"), std::string::npos);
+  EXPECT_EQ(HttpGet(metrics_port, "/filter"), 404);  // the verbs are not on the metrics port
+  EXPECT_EQ(p.Stop(SIGTERM, 10s), 0);
+  const std::string log = ReadWholeFile(dir_ + "/log").value_or("");
+  EXPECT_NE(log.find("ready"), std::string::npos) << log;
+  EXPECT_NE(log.find("3 nodes, 20 GPUs"), std::string::npos) << log;
+}
+
+TEST_F(SchedulerCliTest, WaitsForAnUnreachableApiServerWithoutServingVerbs) {
+  std::string config;
+  {
+    FakeApiServer api;  // gone once the block ends: its address refuses connections
+    config = Kubeconfig(api, dir_);
+  }
+  const int port = FreePort();
+  Process p({"scheduler", "--kubeconfig", config, "--listen", "127.0.0.1:" + std::to_string(port),
+             "--metrics-listen", ""},
+            dir_ + "/log");
+  int health = 0;
+  for (int i = 0; i < 300 && health != 200; ++i) {
+    health = HttpGet(port, "/healthz");
+    if (health != 200) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(health, 200);
+  EXPECT_EQ(HttpGet(port, "/readyz"), 503);
+  EXPECT_EQ(p.Stop(SIGTERM, 10s), 0);
+  EXPECT_NE(ReadWholeFile(dir_ + "/log").value_or("").find("loading the cluster state"),
+            std::string::npos);
+}
+
+TEST_F(SchedulerCliTest, AnAddressInUseIsAnError) {
+  httplib::Server holder;
+  const int port = holder.bind_to_any_port("127.0.0.1");
+  std::thread t([&] { holder.listen_after_bind(); });
+  FakeApiServer api;
+  auto r = RunCommand(std::string(VGPU_BIN) + " scheduler --kubeconfig " + Kubeconfig(api, dir_) +
+                      " --listen 127.0.0.1:" + std::to_string(port) + " --metrics-listen ''");
+  holder.stop();
+  t.join();
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("cannot listen on 127.0.0.1:" + std::to_string(port)), std::string::npos)
+      << r.err;
+}
+
+}  // namespace
+}  // namespace vgpu::k8s::testing
