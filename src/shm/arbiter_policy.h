@@ -1,0 +1,131 @@
+// The compute arbiter's protocol: who may put work on a GPU now. Every launch gate of every
+// slice on the GPU calls TryAdmit() before it lets a launch reach the driver; the decision is made
+// under the arbiter's robust mutex from the shared state alone, so there is no daemon to wait for
+// and no single process whose death stops the others.
+//
+// Model. Kernels of different processes take turns on a GPU without MPS, so what a slice can be
+// given is a share of the GPU's time. The arbiter gives out *turns*: one slice at a time owns the
+// GPU and may queue work whose estimated end lies within its turn (turn length = the slice's
+// time slice, 5 ms by default) and at most one time slice ahead of now. Launches are asynchronous,
+// so the arbiter tracks queued work by estimate: each admitted launch moves the GPU's estimated
+// busy-until forward by the launch's estimated duration, and the gate corrects the charge when it
+// measures the real duration at completion (see intercept/gate.h).
+//
+// Who gets the next turn (rank, highest first), among slices with a waiting gate that are not
+// over their cap (max credit positive) and not held by priority:
+//   1. tier: realtime slices; then slices below their guarantee (guarantee credit positive);
+//      then the rest;
+//   2. priority level (realtime, high, normal, low, idle);
+//   3. the smallest weighted virtual time (device time used / weight): weighted fair sharing.
+// A slice is held by priority while a slice of a more important level has work (a waiting gate,
+// queued work, or a launch within its last time slice), unless the held slice is below its
+// guarantee and the other is not realtime. A waiting slice of a higher tier or level than the
+// owner ends the owner's turn at once (the owner's next launch waits: preemption at the next kernel
+// boundary; its queued work, at most one time slice, still runs). A turn also ends when its time
+// is used, when the owner's cap credit runs out, when the owner has been idle for a tenth of its
+// time slice with nothing queued, or when its processes are gone.
+//
+// Credits. guarantee credit += guarantee% of elapsed time, max credit += max% of elapsed time,
+// both -= device time charged; each is capped at a burst of its share of max(4 time slices,
+// 20 ms); the guarantee credit is also floored at minus that burst (a slice that borrowed idle
+// time gives it back at once instead of paying off a debt). Capped slices have guarantee = max.
+//
+// All functions take the arbiter lock themselves and never block on anything but that lock;
+// `now` is passed in, so tests drive them with a synthetic clock. No allocation, no exceptions.
+#pragma once
+
+#include <cstdint>
+
+#include "shm/arbiter.h"
+#include "shm/proc_identity.h"
+
+namespace vgpu::shm {
+
+// Holds the arbiter mutex; repairs the arbiter when the previous holder died.
+class ArbiterLock {
+ public:
+  ArbiterLock(Arbiter* arbiter, const ProcIdentity& self, int timeout_ms);
+  ~ArbiterLock();
+  ArbiterLock(const ArbiterLock&) = delete;
+  ArbiterLock& operator=(const ArbiterLock&) = delete;
+  bool held() const { return status_ == RegionError::kOk; }
+  RegionError status() const { return status_; }
+
+ private:
+  Arbiter* arbiter_;
+  RegionError status_ = RegionError::kLockBroken;
+};
+
+// Joins the slice `key` (creating its record with `config` and `name` if it has none) with a
+// process record for `self`. A record already holding `self` (an exec'd image) is reused.
+// kNoSlot when all records are taken by live processes.
+RegionError JoinArbiter(Arbiter* arbiter, uint64_t key, const char* name,
+                        const ArbiterSliceConfig& config, const ProcIdentity& self, uint64_t now_ns,
+                        int* slice, int* proc);
+
+// Frees the process record (and the slice record when it was the last member); ends the turn if
+// the slice held it and has no member left. Returns true if waiters should be woken.
+bool LeaveArbiter(Arbiter* arbiter, int slice, int proc, const ProcIdentity& self, uint64_t now_ns);
+
+struct AdmitRequest {
+  int slice = -1;
+  int proc = -1;
+  uint64_t now_ns = 0;
+  uint64_t estimate_ns = 0;   // estimated device time of the launch
+  int64_t correction_ns = 0;  // measured minus charged device time of completed work
+  uint64_t measured_ns = 0;   // measured device time of completed work (statistics)
+  uint64_t held_ns = 0;       // on admission: how long this launch waited (statistics)
+  bool waiting = false;       // this thread is registered as waiting (an earlier call said so)
+};
+
+struct AdmitDecision {
+  RegionError status = RegionError::kOk;  // kNoSlot: the records are gone (join again)
+  bool admitted = false;
+  bool waiting = false;      // the thread is now registered as waiting
+  bool wake = false;         // the caller should wake sleeping gates (WakeArbiter)
+  uint64_t start_ns = 0;     // admitted: estimated device start of the launch
+  uint64_t turn_epoch = 0;   // admitted: the turn it was admitted in
+  uint64_t retry_at_ns = 0;  // not admitted: ask again no later than this
+  uint32_t generation = 0;   // not admitted: value to sleep on (WaitArbiter)
+};
+
+// Decides whether the launch may go to the driver now. On admission the estimate is charged to
+// the slice and the GPU's busy-until is moved forward. Otherwise the thread is registered as
+// waiting and should sleep until retry_at_ns or a generation change, then ask again with
+// `waiting` set (or call CancelWait).
+AdmitDecision TryAdmit(Arbiter* arbiter, const AdmitRequest& request, const ProcIdentity& self);
+
+// The thread stops waiting without launching; `correction_ns` is applied as in TryAdmit.
+void CancelWait(Arbiter* arbiter, int slice, int proc, int64_t correction_ns, uint64_t measured_ns,
+                const ProcIdentity& self, uint64_t now_ns);
+
+// Applies a correction (measured minus charged device time) outside a launch.
+void ApplyCorrection(Arbiter* arbiter, int slice, int proc, int64_t correction_ns,
+                     uint64_t measured_ns, const ProcIdentity& self, uint64_t now_ns);
+
+// Frees the records of dead processes (same pid namespace only) and of slices left without
+// members. Returns true if waiters should be woken. System calls: kill(2) and /proc reads.
+bool SweepArbiter(Arbiter* arbiter, const ProcIdentity& self, uint64_t now_ns);
+
+// SweepArbiter if the last sweep is older than kArbiterSweepIntervalNs (one sweeper at a time).
+bool MaybeSweepArbiter(Arbiter* arbiter, const ProcIdentity& self, uint64_t now_ns);
+
+// Sleeps until `generation` differs from `seen` or CLOCK_MONOTONIC reaches `until_ns` (futex on
+// the shared mapping). Returns at once if the generation already moved.
+void WaitArbiter(Arbiter* arbiter, uint32_t seen, uint64_t until_ns);
+// Wakes every sleeping gate.
+void WakeArbiter(Arbiter* arbiter);
+
+// Key of a slice: FNV-1a of its accounting region path (never 0).
+uint64_t SliceKey(const char* region_path);
+
+// --- Exposed for tests and observers (REQUIRE the lock, or a private copy) ---
+
+// Brings the slice's credits up to `now_ns`.
+void AccrueCredits(ArbiterSlice* slice, uint64_t now_ns);
+// The burst (cap of each credit) of a slice for a share of `pct` percent.
+int64_t CreditBurst(const ArbiterSliceConfig& config, uint32_t pct);
+// True if the slice has work for the purpose of holding lower priorities.
+bool SliceActive(const ArbiterSlice& slice, uint64_t now_ns);
+
+}  // namespace vgpu::shm
