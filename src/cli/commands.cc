@@ -8,6 +8,7 @@ std::span<const Command> AllCommands() {
       {"run", "run a command in a GPU slice (memory limit, compute share)", RunRun},
       {"top", "live view of the GPUs and slices on this machine", RunTop},
       {"sim", "replay a cluster trace with placement policies", RunSim},
+      {"bench", "measure compute sharing: tenants' shares and waits (bench share)", RunBench},
   };
   return kCommands;
 }

@@ -20,5 +20,6 @@ int RunVersion(int argc, char** argv);
 int RunRun(int argc, char** argv);
 int RunTop(int argc, char** argv);
 int RunSim(int argc, char** argv);
+int RunBench(int argc, char** argv);
 
 }  // namespace vgpu::cli

@@ -140,6 +140,18 @@ DeviceGate* DeviceFor(int device) {
   return &dg;
 }
 
+// The real launch, run by the arbiter on admission (under its lock).
+struct Submit {
+  RealLaunch launch;
+  void* args;
+  uint64_t t_ns;  // when it was called
+  static int Run(void* p) {
+    auto* s = static_cast<Submit*>(p);
+    s->t_ns = NowNs();
+    return static_cast<int>(s->launch(s->args));
+  }
+};
+
 bool Capturing(const LaunchSite& site) {
   auto fn = site.per_thread && g_cuda.cuStreamIsCapturing_ptsz != nullptr
                 ? g_cuda.cuStreamIsCapturing_ptsz
@@ -152,7 +164,10 @@ bool Capturing(const LaunchSite& site) {
 // Waits (without the gate mutex) for `event`, then re-polls. REQUIRES the mutex; returns with it.
 void WaitForEvent(CUcontext context, int device, CUevent event) {
   pthread_mutex_unlock(&g_state.mutex);
-  g_cuda.cuEventSynchronize(event);
+  {
+    RelaxedCapture relaxed;
+    g_cuda.cuEventSynchronize(event);
+  }
   pthread_mutex_lock(&g_state.mutex);
   if (ContextGate* cg = ContextFor(context, device)) PollLocked(cg);
 }
@@ -175,9 +190,7 @@ CUresult GatedLaunch(const LaunchSite& site, RealLaunch launch, void* args) {
   shm::AdmitDecision d;
   KernelEstimates::Estimate estimate;
   DeviceGate* dg = nullptr;
-  uint64_t t_admit = 0;
   {
-    RelaxedCapture relaxed;
     ContextGate* cg = ContextFor(dc.context, dc.device);
     dg = cg != nullptr ? DeviceFor(dc.device) : nullptr;
     if (dg == nullptr) {
@@ -187,7 +200,7 @@ CUresult GatedLaunch(const LaunchSite& site, RealLaunch launch, void* args) {
     }
     PollLocked(cg);
     // Room in the ring, and at most one launch of a never-measured site in flight.
-    estimate = g_state.estimates.Get(site.key);
+    estimate = g_state.estimates.Get(site.key, site.family);
     for (int i = 0; i < 64; ++i) {
       cg = ContextFor(dc.context, dc.device);
       if (cg == nullptr) break;
@@ -199,10 +212,11 @@ CUresult GatedLaunch(const LaunchSite& site, RealLaunch launch, void* args) {
       }
       if (wait_for == nullptr) break;
       WaitForEvent(dc.context, dc.device, wait_for);
-      estimate = g_state.estimates.Get(site.key);
+      estimate = g_state.estimates.Get(site.key, site.family);
     }
     const shm::ProcIdentity& self = Identity();
     uint64_t t_call = NowNs();
+    Submit submit{launch, args, 0};
     bool waiting = false;
     bool held = false;
     for (;;) {
@@ -211,12 +225,14 @@ CUresult GatedLaunch(const LaunchSite& site, RealLaunch launch, void* args) {
       req.proc = dg->proc;
       req.now_ns = NowNs();
       req.estimate_ns = estimate.ns;
-      req.correction_ns = dg->correction_ns;
-      req.measured_ns = dg->measured_ns;
       req.held_ns = req.now_ns - t_call;
       req.waiting = waiting;
+      req.submit = submit.Run;
+      req.submit_arg = &submit;
+      submit.t_ns = NowNs();
       d = shm::TryAdmit(dg->arbiter, req, self);
-      if (d.wake) shm::WakeArbiter(dg->arbiter);
+      // Waking a peer may hand it this CPU: an admitted launch reaches the driver first.
+      if (d.wake && !d.admitted) shm::WakeArbiter(dg->arbiter);
       if (d.status == shm::RegionError::kNoSlot && !waiting) {
         // Our records were reclaimed (a peer took us for dead): join again.
         dg->arbiter = nullptr;
@@ -233,9 +249,7 @@ CUresult GatedLaunch(const LaunchSite& site, RealLaunch launch, void* args) {
         }
         break;
       }
-      dg->correction_ns = 0;
-      dg->measured_ns = 0;
-      if (d.admitted) break;
+      if (d.submitted) break;  // admitted and launched (or refused by the driver)
       waiting = true;
       held = true;
       shm::Arbiter* arbiter = dg->arbiter;
@@ -245,32 +259,29 @@ CUresult GatedLaunch(const LaunchSite& site, RealLaunch launch, void* args) {
       pthread_mutex_lock(&g_state.mutex);
       if (ContextGate* again = ContextFor(dc.context, dc.device)) PollLocked(again);
     }
-    if (dg == nullptr || !d.admitted) {
+    if (dg == nullptr || !d.submitted) {
       __atomic_add_fetch(&g_state.stats.passed, 1, __ATOMIC_RELAXED);
       pthread_mutex_unlock(&g_state.mutex);
       return launch(args);
     }
     __atomic_add_fetch(&g_state.stats.admitted, 1, __ATOMIC_RELAXED);
     if (held) __atomic_add_fetch(&g_state.stats.held, 1, __ATOMIC_RELAXED);
-    t_admit = NowNs();
   }
-  CUresult rc = launch(args);
+  // The launch already ran under the arbiter's lock (submit).
+  CUresult rc = static_cast<CUresult>(d.submit_rc);
+  if (d.wake) shm::WakeArbiter(dg->arbiter);
   {
-    RelaxedCapture relaxed;
     ContextGate* cg = ContextFor(dc.context, dc.device);
     if (rc == CUDA_SUCCESS && cg != nullptr) {
       Inflight entry{};
       entry.key = site.key;
+      entry.family = site.family;
+      entry.seq = d.seq;
       entry.stream = site.stream;
       entry.per_thread = site.per_thread;
-      entry.launch_ns = t_admit;
-      entry.estimate_ns = estimate.ns;
-      entry.start_ns = d.start_ns;
       entry.known = estimate.known;
       entry.device = dc.device;
       TrackLocked(cg, site, entry);
-    } else if (rc != CUDA_SUCCESS) {
-      dg->correction_ns -= static_cast<int64_t>(estimate.ns);  // it never ran
     }
   }
   pthread_mutex_unlock(&g_state.mutex);
@@ -297,8 +308,6 @@ void GateAtExit() {
     if (dg.arbiter == nullptr) continue;
     uint64_t now = NowNs();
     const shm::ProcIdentity& self = Identity();
-    shm::ApplyCorrection(dg.arbiter, dg.slice, dg.proc, dg.correction_ns, dg.measured_ns, self,
-                         now);
     if (shm::LeaveArbiter(dg.arbiter, dg.slice, dg.proc, self, now)) {
       shm::WakeArbiter(dg.arbiter);
     }
@@ -317,8 +326,6 @@ void GateResetInChild() {
   for (DeviceGate& dg : g_state.devices) {
     dg.arbiter = nullptr;
     dg.failed = false;
-    dg.correction_ns = 0;
-    dg.measured_ns = 0;
   }
   g_state.identity_valid = false;
 }
@@ -330,6 +337,7 @@ GateStats GetGateStats() {
   s.passed = __atomic_load_n(&g_state.stats.passed, __ATOMIC_RELAXED);
   Locked lock;
   s.completed = g_state.stats.completed;
+  s.measured = g_state.stats.measured;
   s.measured_ns = g_state.stats.measured_ns;
   return s;
 }

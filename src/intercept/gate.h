@@ -8,13 +8,16 @@
 // timing event of its own, from a per-context pool) on the launch's stream. At every later gated
 // launch (and while waiting) it polls the oldest events; a completed one gives the launch's end
 // time on the host clock, through a reference event recorded on a private idle stream whose host
-// time is known (re-taken every few seconds). The measured device time of a launch is
-//     end - max(launch time, end of the previous launch on the same stream, estimated start)
-// where the estimated start is the GPU's estimated busy-until when the launch was admitted (the
-// queued work of other slices). It updates the site's estimate (kernel_estimates.h) and corrects
-// the slice's charge by (measured - estimated). On the simulated GPU (FIFO, exact event times)
-// this is exact once a site's duration is known; on a real GPU the errors are documented in
-// docs/compute.md.
+// time is known (re-taken every few seconds). A launch's device time is measured only where its
+// start is known without looking at other processes:
+//   - admitted right after this process's previous launch (the arbiter says so): it started when
+//     that one ended, or when it was launched if later: end - max(launch, previous end);
+//   - admitted onto an idle GPU: end - launch.
+// Such a measurement updates the site's estimate (kernel_estimates.h) and corrects the slice's
+// charge by (measured - estimated). A launch queued behind another slice's work keeps its
+// estimated charge. A site never measured is admitted only onto an idle GPU, once, so that its
+// first measurement is clean. On the simulated GPU (FIFO, exact event times) this is exact;
+// on a real GPU the errors are documented in docs/compute.md.
 //
 // Not gated: launches into a stream that is being captured (the captured graph is gated when it
 // is launched), launches without a current context (the driver reports the error), and launches
@@ -33,7 +36,8 @@ namespace vgpu::intercept {
 
 // What the gate needs to know about a launch.
 struct LaunchSite {
-  uint64_t key = 0;  // estimate key (KernelEstimates::KernelKey / GraphKey)
+  uint64_t key = 0;     // estimate key (KernelEstimates::KernelKey / GraphKey)
+  uint64_t family = 0;  // the function's key (KernelEstimates::FamilyKey); = key for graphs
   CUstream stream = nullptr;
   bool per_thread = false;  // the _ptsz variant: stream 0 is the per-thread default stream
 };
@@ -58,7 +62,8 @@ struct GateStats {
   uint64_t admitted = 0;     // launches admitted by an arbiter
   uint64_t held = 0;         // launches that had to wait for their turn
   uint64_t passed = 0;       // launches that passed ungated (capture, no context, no arbiter)
-  uint64_t completed = 0;    // tracked launches measured at completion
+  uint64_t completed = 0;    // tracked launches seen completing
+  uint64_t measured = 0;     // of which measured cleanly (see above)
   uint64_t measured_ns = 0;  // their measured device time
 };
 GateStats GetGateStats();

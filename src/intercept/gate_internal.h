@@ -14,8 +14,8 @@
 namespace vgpu::intercept::gate {
 
 inline constexpr int kMaxContexts = 8;
-inline constexpr int kRingSize = 1024;  // tracked launches per context
-inline constexpr int kStreamEnds = 16;  // streams whose last completion is remembered
+inline constexpr int kRingSize = 1024;   // tracked launches per context
+inline constexpr int kLearnSize = 1024;  // completed launches waiting for their measurement
 inline constexpr uint64_t kRefRefreshNs = 5ULL * 1000 * 1000 * 1000;
 inline constexpr uint64_t kRefTightNs = 50ULL * 1000;  // accept a reference within this
 
@@ -24,18 +24,19 @@ struct Inflight {
   CUevent event;
   CUstream stream;
   uint64_t key;
-  uint64_t launch_ns;    // host time of admission
-  uint64_t estimate_ns;  // charged at admission
-  uint64_t start_ns;     // estimated device start at admission
+  uint64_t family;
+  uint64_t seq;  // the arbiter's admission number
   bool per_thread;
-  bool known;  // the estimate came from a measurement of this site
+  bool known;  // the estimate came from a measurement of this site (or its family)
   int device;
 };
 
-struct StreamEnd {
-  CUstream stream;
-  bool per_thread;
-  uint64_t end_ns;
+// A completed launch whose device time the arbiter will tell (shm::LaunchDuration).
+struct Learning {
+  uint64_t seq;
+  uint64_t key;
+  uint64_t family;
+  int device;
 };
 
 // Per CUDA context: its event pool, reference event and tracked launches.
@@ -54,8 +55,9 @@ struct ContextGate {
   uint32_t head;  // oldest
   uint32_t tail;  // next free
   int unmeasured_inflight;
-  StreamEnd ends[kStreamEnds];
-  int next_end;
+  Learning learn[kLearnSize];
+  uint32_t learn_head;
+  uint32_t learn_tail;
 };
 
 // Per device: this process's membership in the device's arbiter.
@@ -63,10 +65,8 @@ struct DeviceGate {
   shm::Arbiter* arbiter;  // nullptr: not joined yet
   int slice;
   int proc;
-  bool failed;            // joining failed for good: pass ungated
-  bool private_arbiter;   // the arbiter file could not be used
-  int64_t correction_ns;  // measured - charged, not yet reported
-  uint64_t measured_ns;
+  bool failed;           // joining failed for good: pass ungated
+  bool private_arbiter;  // the arbiter file could not be used
 };
 
 struct State {

@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "intercept/gate_internal.h"
 #include "intercept/runtime.h"
+#include "shm/arbiter_policy.h"
 
 namespace vgpu::intercept::gate {
 namespace {
@@ -41,24 +42,6 @@ bool TakeReference(ContextGate* cg, bool must) {
     }
   }
   return false;
-}
-
-StreamEnd* FindEnd(ContextGate* cg, CUstream stream, bool per_thread) {
-  for (StreamEnd& e : cg->ends) {
-    if (e.end_ns != 0 && e.stream == stream && e.per_thread == per_thread) return &e;
-  }
-  return nullptr;
-}
-
-void SetEnd(ContextGate* cg, CUstream stream, bool per_thread, uint64_t end) {
-  StreamEnd* e = FindEnd(cg, stream, per_thread);
-  if (e == nullptr) {
-    e = &cg->ends[cg->next_end];
-    cg->next_end = (cg->next_end + 1) % kStreamEnds;
-  }
-  e->stream = stream;
-  e->per_thread = per_thread;
-  e->end_ns = end;
 }
 
 void Release(ContextGate* cg, CUevent ev) {
@@ -98,12 +81,16 @@ ContextGate* ContextFor(CUcontext context, int device) {
   for (ContextGate& cg : s.contexts) {
     if (cg.context == context) {
       if (cg.broken) return nullptr;
-      if (NowNs() - cg.ref_taken_ns > kRefRefreshNs) TakeReference(&cg, false);
+      if (NowNs() - cg.ref_taken_ns > kRefRefreshNs) {
+        RelaxedCapture relaxed;
+        TakeReference(&cg, false);
+      }
       return &cg;
     }
     if (cg.context == nullptr && free_cg == nullptr) free_cg = &cg;
   }
   if (free_cg == nullptr) return nullptr;
+  RelaxedCapture relaxed;
   ContextGate& cg = *free_cg;
   cg.context = context;
   cg.device = device;
@@ -111,8 +98,7 @@ ContextGate* ContextFor(CUcontext context, int device) {
   cg.pool_count = 0;
   cg.head = cg.tail = 0;
   cg.unmeasured_inflight = 0;
-  cg.next_end = 0;
-  for (StreamEnd& e : cg.ends) e = StreamEnd{};
+  cg.learn_head = cg.learn_tail = 0;
   if (g_cuda.cuEventCreate == nullptr || g_cuda.cuEventRecord == nullptr ||
       g_cuda.cuEventQuery == nullptr || g_cuda.cuEventElapsedTime == nullptr ||
       g_cuda.cuStreamCreate == nullptr || g_cuda.cuEventSynchronize == nullptr) {
@@ -142,6 +128,7 @@ CUevent OldestUnmeasured(const ContextGate* cg) {
 }
 
 void TrackLocked(ContextGate* cg, const LaunchSite& site, const Inflight& entry) {
+  RelaxedCapture relaxed;
   CUevent ev = nullptr;
   if (cg->pool_count > 0) {
     ev = cg->pool[--cg->pool_count];
@@ -164,36 +151,58 @@ void TrackLocked(ContextGate* cg, const LaunchSite& site, const Inflight& entry)
 
 void PollLocked(ContextGate* cg) {
   State& s = S();
-  while (cg->head != cg->tail) {
-    Inflight& e = cg->ring[cg->head % kRingSize];
-    CUresult q = g_cuda.cuEventQuery(e.event);
-    if (q == CUDA_ERROR_NOT_READY) break;
-    uint64_t measured = 0;
-    bool ok = false;
-    float ms = 0;
-    if (q == CUDA_SUCCESS &&
-        g_cuda.cuEventElapsedTime(&ms, cg->ref_event, e.event) == CUDA_SUCCESS) {
-      double end_d = static_cast<double>(cg->ref_host_ns) + static_cast<double>(ms) * 1e6;
-      uint64_t end = end_d < 0 ? 0 : static_cast<uint64_t>(end_d);
-      uint64_t begin = e.launch_ns;
-      StreamEnd* prev = FindEnd(cg, e.stream, e.per_thread);
-      if (prev != nullptr && prev->end_ns > begin) begin = prev->end_ns;
-      if (e.start_ns > begin) begin = e.start_ns;
-      measured = end > begin ? end - begin : 0;
-      SetEnd(cg, e.stream, e.per_thread, end);
-      ok = true;
-    }
-    if (ok) {
-      s.estimates.Update(e.key, measured);
-      DeviceGate& dg = s.devices[e.device];
-      dg.correction_ns += static_cast<int64_t>(measured) - static_cast<int64_t>(e.estimate_ns);
-      dg.measured_ns += measured;
+  if (cg->head != cg->tail) {
+    RelaxedCapture relaxed;
+    constexpr int kBatch = 64;
+    uint64_t seqs[kBatch], ends[kBatch];
+    int n = 0;
+    int device = cg->device;
+    while (cg->head != cg->tail && n < kBatch) {
+      Inflight& e = cg->ring[cg->head % kRingSize];
+      CUresult q = g_cuda.cuEventQuery(e.event);
+      if (q == CUDA_ERROR_NOT_READY) break;
+      float ms = 0;
+      if (q == CUDA_SUCCESS &&
+          g_cuda.cuEventElapsedTime(&ms, cg->ref_event, e.event) == CUDA_SUCCESS) {
+        double end = static_cast<double>(cg->ref_host_ns) + static_cast<double>(ms) * 1e6;
+        seqs[n] = e.seq;
+        ends[n] = end < 0 ? 0 : static_cast<uint64_t>(end);
+        ++n;
+        if (cg->learn_tail - cg->learn_head >= kLearnSize) ++cg->learn_head;  // forget the oldest
+        cg->learn[cg->learn_tail++ % kLearnSize] = Learning{e.seq, e.key, e.family, e.device};
+      }
       s.stats.completed++;
-      s.stats.measured_ns += measured;
+      if (!e.known && cg->unmeasured_inflight > 0) --cg->unmeasured_inflight;
+      Release(cg, e.event);
+      ++cg->head;
     }
-    if (!e.known && cg->unmeasured_inflight > 0) --cg->unmeasured_inflight;
-    Release(cg, e.event);
-    ++cg->head;
+    DeviceGate& dg = s.devices[device];
+    if (n > 0 && dg.arbiter != nullptr) {
+      shm::ReportEnds(dg.arbiter, dg.slice, dg.proc, seqs, ends, n, s.identity, NowNs());
+    }
+  }
+  // Learn the device times the arbiter has measured, in order (a later one waits for the earlier).
+  while (cg->learn_head != cg->learn_tail) {
+    const Learning& l = cg->learn[cg->learn_head % kLearnSize];
+    DeviceGate& dg = s.devices[l.device];
+    uint64_t duration = 0;
+    if (dg.arbiter == nullptr) {
+      ++cg->learn_head;
+      continue;
+    }
+    if (!shm::LaunchDuration(dg.arbiter, l.seq, &duration)) {
+      // Not yet measured; give up on it once the record has been reused.
+      uint64_t next = std::atomic_ref<uint64_t>(dg.arbiter->header.next_seq).load();
+      if (next > l.seq + shm::kLaunchRecords / 2) {
+        ++cg->learn_head;
+        continue;
+      }
+      break;
+    }
+    s.estimates.Update(l.key, l.family, duration);
+    s.stats.measured++;
+    s.stats.measured_ns += duration;
+    ++cg->learn_head;
   }
 }
 

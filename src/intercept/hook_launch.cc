@@ -46,6 +46,7 @@ __attribute__((noinline)) CUresult GatedKernel(KernelCall call, bool per_thread)
   LaunchSite site;
   site.key =
       KernelEstimates::KernelKey(call.f, uint64_t{call.grid[0]} * call.grid[1] * call.grid[2]);
+  site.family = KernelEstimates::FamilyKey(call.f);
   site.stream = call.stream;
   site.per_thread = per_thread;
   return GatedLaunch(site, RunKernel, &call);
@@ -69,6 +70,7 @@ __attribute__((noinline)) CUresult GatedEx(ExCall call, bool per_thread) {
   if (call.config != nullptr) {
     const CUlaunchConfig& c = *call.config;
     site.key = KernelEstimates::KernelKey(call.f, uint64_t{c.gridDimX} * c.gridDimY * c.gridDimZ);
+    site.family = KernelEstimates::FamilyKey(call.f);
     site.stream = c.hStream;
   }
   site.per_thread = per_thread;
@@ -89,6 +91,7 @@ CUresult RunGraph(void* p) {
 __attribute__((noinline)) CUresult GatedGraph(GraphCall call, bool per_thread) {
   LaunchSite site;
   site.key = KernelEstimates::GraphKey(call.exec);
+  site.family = site.key;
   site.stream = call.stream;
   site.per_thread = per_thread;
   return GatedLaunch(site, RunGraph, &call);
@@ -116,6 +119,7 @@ __attribute__((noinline)) CUresult GatedLegacy(LegacyCall call) {
   uint64_t blocks = static_cast<uint64_t>(call.width > 0 ? call.width : 1) *
                     static_cast<uint64_t>(call.height > 0 ? call.height : 1);
   site.key = KernelEstimates::KernelKey(call.f, blocks);
+  site.family = KernelEstimates::FamilyKey(call.f);
   site.stream = call.stream;
   return GatedLaunch(site, RunLegacy, &call);
 }

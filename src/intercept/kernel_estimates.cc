@@ -12,7 +12,10 @@ uint64_t Mix(uint64_t x) {
   return x;
 }
 
-uint64_t Blend(uint64_t old_ns, uint64_t new_ns) { return (3 * old_ns + new_ns + 2) / 4; }
+// Measurements err only on the long side, so shorter ones move the estimate faster.
+uint64_t Blend(uint64_t old_ns, uint64_t new_ns) {
+  return new_ns < old_ns ? (old_ns + new_ns + 1) / 2 : (3 * old_ns + new_ns + 2) / 4;
+}
 
 }  // namespace
 
@@ -21,33 +24,60 @@ uint64_t KernelEstimates::KernelKey(const void* function, uint64_t grid_blocks) 
   return k == 0 ? 1 : k;
 }
 
+uint64_t KernelEstimates::FamilyKey(const void* function) {
+  uint64_t k = Mix(reinterpret_cast<uint64_t>(function) ^ 0x66616d696c79ULL);
+  return k == 0 ? 1 : k;
+}
+
 uint64_t KernelEstimates::GraphKey(const void* exec) {
   uint64_t k = Mix(reinterpret_cast<uint64_t>(exec) ^ 0x6772617068ULL);
   return k == 0 ? 1 : k;
 }
 
-KernelEstimates::Estimate KernelEstimates::Get(uint64_t key) const {
+const KernelEstimates::Entry* KernelEstimates::Find(uint64_t key) const {
+  if (key == 0) return nullptr;
   uint64_t home = key % kCapacity;
   for (int i = 0; i < kProbe; ++i) {
     const Entry& e = entries_[(home + i) % kCapacity];
-    if (e.key == key) return {e.ns, true};
+    if (e.key == key) return &e;
     if (e.key == 0) break;
   }
-  return {any_ ? average_ns_ : 0, false};
+  return nullptr;
 }
 
-void KernelEstimates::Update(uint64_t key, uint64_t measured_ns) {
-  average_ns_ = any_ ? (7 * average_ns_ + measured_ns + 4) / 8 : measured_ns;
-  any_ = true;
+KernelEstimates::Estimate KernelEstimates::Get(uint64_t key, uint64_t family) const {
+  if (const Entry* e = Find(key)) return {e->ns, true};
+  if (const Entry* e = Find(family)) return {e->ns, true};
+  return {0, false};
+}
+
+bool KernelEstimates::Update(uint64_t key, uint64_t family, uint64_t measured_ns) {
+  bool accepted = Put(key, measured_ns);
+  if (family != key) Put(family, measured_ns);
+  return accepted;
+}
+
+bool KernelEstimates::Put(uint64_t key, uint64_t measured_ns) {
+  if (key == 0) return false;
   ++stamp_;
   uint64_t home = key % kCapacity;
   Entry* victim = nullptr;
   for (int i = 0; i < kProbe; ++i) {
     Entry& e = entries_[(home + i) % kCapacity];
     if (e.key == key) {
-      e.ns = Blend(e.ns, measured_ns);
       e.stamp = stamp_;
-      return;
+      // A measurement can only be too long (a wait it could not see), so one far above the
+      // estimate is set aside; a run of them means the kernel really got longer.
+      if (measured_ns <= e.ns + e.ns / 4 + kSlackNs) {
+        e.ns = Blend(e.ns, measured_ns);
+        e.highs = 0;
+        return true;
+      }
+      e.high_ns = e.highs == 0 || measured_ns < e.high_ns ? measured_ns : e.high_ns;
+      if (++e.highs < kHighsToAccept) return false;
+      e.ns = e.high_ns;
+      e.highs = 0;
+      return true;
     }
     if (e.key == 0) {
       victim = &e;
@@ -55,16 +85,13 @@ void KernelEstimates::Update(uint64_t key, uint64_t measured_ns) {
     }
     if (victim == nullptr || e.stamp < victim->stamp) victim = &e;
   }
-  victim->key = key;
-  victim->ns = measured_ns;
-  victim->stamp = stamp_;
+  *victim = Entry{key, measured_ns, stamp_, 0, 0};
+  return true;
 }
 
 void KernelEstimates::Clear() {
   for (Entry& e : entries_) e = Entry{};
   stamp_ = 0;
-  average_ns_ = 0;
-  any_ = false;
 }
 
 }  // namespace vgpu::intercept

@@ -71,6 +71,8 @@ void InitializeArbiter(Arbiter* arbiter, const char* uuid, bool process_shared) 
     std::memcpy(h.uuid, uuid, n);
   }
   h.owner = -1;
+  h.last_proc = -1;
+  h.next_seq = 1;
   pthread_mutexattr_t attr;
   pthread_mutexattr_init(&attr);
   pthread_mutexattr_setpshared(&attr,

@@ -15,7 +15,8 @@
 //     max_procs        u32  kMaxArbiterProcs
 //     state            u32  0 empty, 1 being initialised, 2 ready (written last)
 //     creator_pid      i32  informational
-//     reserved0        u32
+//     last_proc        i32  process record of the launch admitted last (-1: none): a launch
+//                          admitted right after one of its own process queues behind it
 //     created_unix_ns  u64  informational
 //     uuid[48]         char the GPU's UUID ("GPU-..."), set at creation
 //     mutex            robust, process-shared pthread_mutex_t in a 64-byte cell; guards every
@@ -34,6 +35,7 @@
 //     reclaimed        u64  process records freed from dead processes
 //     turns            u64  turns granted
 //     preemptions      u64  turns ended early for a waiter of a higher class
+//     next_seq         u64  admission number of the next launch
 //   ArbiterSlice[kMaxArbiterSlices] (offset 4096, 512 bytes each) — one per slice on this GPU
 //     key              u64  identity of the slice (hash of its accounting region path); 0 free
 //     name[64]         char display name (the slice directory's name)
@@ -66,6 +68,10 @@
 //     waiters          i32  threads of this process waiting for a turn
 //     reserved         u32
 //     joined_ns        u64  CLOCK_MONOTONIC of the join
+//   LaunchRecord[kLaunchRecords] (after the process records, 64 bytes each): the last admitted
+//     launches in admission order (= the GPU's queue order, see arbiter_policy.h), slot
+//     seq % kLaunchRecords: seq, the slice's key and records, flags (ended, measured),
+//     launch time, estimate, end on the GPU, measured device time.
 //
 // Crash safety: as the accounting region (region.h). The mutex is robust; a holder that dies
 // leaves EOWNERDEAD and the next locker repairs (recounts members and waiters from the process
@@ -146,7 +152,7 @@ struct ArbiterHeader {
   uint32_t max_procs;
   uint32_t state;
   int32_t creator_pid;
-  uint32_t reserved0;
+  int32_t last_proc;
   uint64_t created_unix_ns;
   char uuid[kUuidLength];
   MutexCell mutex;
@@ -163,7 +169,8 @@ struct ArbiterHeader {
   uint64_t reclaimed;
   uint64_t turns;
   uint64_t preemptions;
-  uint8_t spare[4096 - 280];
+  uint64_t next_seq;
+  uint8_t spare[4096 - 288];
 };
 
 struct alignas(64) ArbiterSlice {
@@ -201,10 +208,28 @@ struct alignas(64) ArbiterProc {
   uint8_t spare[64 - 40];
 };
 
+// One admitted launch in the GPU's queue order (see arbiter_policy.h, "Measurement").
+struct alignas(64) LaunchRecord {
+  uint64_t seq;  // admission number; the record is valid when it equals its slot's seq
+  uint64_t key;  // the slice's key (its record may have been reused)
+  int32_t slice;
+  int32_t proc;
+  uint32_t flags;  // kLaunchEnded, kLaunchMeasured
+  uint32_t reserved;
+  uint64_t launch_ns;    // when it reached the driver
+  uint64_t estimate_ns;  // charged on admission
+  uint64_t end_ns;       // when it ended on the GPU (kLaunchEnded)
+  uint64_t duration_ns;  // its device time (kLaunchMeasured)
+};
+inline constexpr uint32_t kLaunchEnded = 1;
+inline constexpr uint32_t kLaunchMeasured = 2;
+inline constexpr int kLaunchRecords = 4096;
+
 struct Arbiter {
   ArbiterHeader header;
   ArbiterSlice slices[kMaxArbiterSlices];
   ArbiterProc procs[kMaxArbiterProcs];
+  LaunchRecord launches[kLaunchRecords];
 };
 
 static_assert(offsetof(ArbiterHeader, uuid) == 48);
@@ -225,7 +250,12 @@ static_assert(offsetof(ArbiterProc, waiters) == 24);
 static_assert(sizeof(ArbiterProc) == 64);
 static_assert(offsetof(Arbiter, slices) == 4096);
 static_assert(offsetof(Arbiter, procs) == 4096 + 512 * kMaxArbiterSlices);
-static_assert(sizeof(Arbiter) == 4096 + 512 * kMaxArbiterSlices + 64 * kMaxArbiterProcs);
+static_assert(offsetof(ArbiterHeader, next_seq) == 280);
+static_assert(sizeof(LaunchRecord) == 64);
+static_assert(offsetof(Arbiter, launches) ==
+              4096 + 512 * kMaxArbiterSlices + 64 * kMaxArbiterProcs);
+static_assert(sizeof(Arbiter) ==
+              4096 + 512 * kMaxArbiterSlices + 64 * kMaxArbiterProcs + 64 * kLaunchRecords);
 
 // Racy-but-atomic accessors for readers outside the lock.
 inline int32_t LoadI32(const int32_t& field) {

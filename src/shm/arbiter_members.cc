@@ -180,7 +180,6 @@ RegionError JoinArbiter(Arbiter* a, uint64_t key, const char* name,
             std::memcpy(slice.name, name, n);
           }
           slice.accrued_at_ns = now_ns;
-          slice.credit_m_ns = CreditBurst(slice.config, slice.config.max_pct);
           // Start level with the slices already there, so that a newcomer neither starves
           // them nor is starved by their history.
           int64_t min_vt = INT64_MAX;

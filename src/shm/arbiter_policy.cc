@@ -11,7 +11,7 @@ namespace {
 
 constexpr uint64_t kMaxSleepNs = 20ULL * 1000 * 1000;  // waiters look again at least this often
 constexpr uint64_t kMinSleepNs = 20ULL * 1000;         // and never spin faster than this
-constexpr uint64_t kMinBurstWindowNs = 20ULL * 1000 * 1000;
+constexpr uint64_t kMinBurstWindowNs = 100ULL * 1000 * 1000;
 constexpr uint64_t kMaxAccrualNs = 10ULL * 1000 * 1000 * 1000;
 constexpr int64_t kCreditFloorNs = -60LL * 1000 * 1000 * 1000;
 constexpr int64_t kVtimeRebase = 1LL << 61;
@@ -82,6 +82,12 @@ int Best(const Arbiter* a, uint64_t now) {
     if (cs > cb || (cs == cb && s.vtime < b.vtime)) best = i;
   }
   return best;
+}
+
+// Would `x` be chosen before `y`?
+bool Outranks(const ArbiterSlice& x, const ArbiterSlice& y) {
+  int cx = Class(x), cy = Class(y);
+  return cx > cy || (cx == cy && x.vtime < y.vtime);
 }
 
 // A waiting, eligible slice of a higher class than `index`?
@@ -180,12 +186,17 @@ void ApplyCorrectionLocked(Arbiter* a, ArbiterSlice& s, int64_t correction, uint
 
 int64_t CreditBurst(const ArbiterSliceConfig& config, uint32_t pct) {
   uint64_t ts = config.time_slice_ns < kMinTimeSliceNs ? kDefaultTimeSliceNs : config.time_slice_ns;
-  uint64_t window = Max(4 * ts, kMinBurstWindowNs);
+  uint64_t window = Max(20 * ts, kMinBurstWindowNs);
   return static_cast<int64_t>(window * pct / 100);
 }
 
 void AccrueCredits(ArbiterSlice* s, uint64_t now_ns) {
   if (now_ns <= s->accrued_at_ns) return;
+  if (!SliceActive(*s, now_ns)) {
+    // An idle slice does not hoard credit: it accrues only while it has work or waits.
+    StoreU64(s->accrued_at_ns, now_ns);
+    return;
+  }
   uint64_t dt = Min(now_ns - s->accrued_at_ns, kMaxAccrualNs);
   int64_t burst_g = CreditBurst(s->config, s->config.guarantee_pct);
   int64_t burst_m = CreditBurst(s->config, s->config.max_pct);
@@ -243,9 +254,11 @@ AdmitDecision TryAdmit(Arbiter* a, const AdmitRequest& req, const ProcIdentity& 
   if (owner >= 0) {
     ArbiterSlice& o = a->slices[owner];
     bool over = !InUse(o) || now >= h.turn_end_ns;
-    if (!over && owner != me_index && o.waiters == 0 && o.busy_until_ns <= now &&
-        now - o.last_launch_ns >= IdleRelease(o)) {
-      over = true;  // the owner has gone quiet
+    // The owner has stopped asking (its queued work still runs first), or it lets the GPU run dry
+    // (a gate that sleeps past its time on a loaded machine): the turn is free.
+    if (!over && owner != me_index && now - o.last_launch_ns >= IdleRelease(o) &&
+        (o.waiters == 0 || o.busy_until_ns <= now)) {
+      over = true;
     }
     if (over) {
       EndTurn(a);
@@ -306,6 +319,32 @@ AdmitDecision TryAdmit(Arbiter* a, const AdmitRequest& req, const ProcIdentity& 
 
   if (owner == me_index && fit() == 0) {
     uint64_t start = Max(now, h.busy_until_ns);
+    // The launch reaches the driver under the lock, so the GPU queues work in the order the
+    // arbiter admitted it: its model of the queue stays true.
+    uint64_t launch_ns = MonotonicNowNs();
+    if (req.submit != nullptr) {
+      d.submit_rc = req.submit(req.submit_arg);
+      d.submitted = true;
+      if (d.submit_rc != 0) {
+        Unwait(me, proc);
+        d.waiting = false;
+        return d;  // the driver refused it: nothing was queued, nothing is charged
+      }
+    }
+    h.last_proc = req.proc;
+    uint64_t seq = h.next_seq++;
+    LaunchRecord& rec = a->launches[seq % kLaunchRecords];
+    StoreU64(rec.seq, 0);  // invalid while it is rewritten
+    rec.key = me.key;
+    rec.slice = me_index;
+    rec.proc = req.proc;
+    rec.launch_ns = launch_ns;
+    rec.estimate_ns = est;
+    rec.end_ns = 0;
+    rec.duration_ns = 0;
+    std::atomic_ref<uint32_t>(rec.flags).store(0, std::memory_order_relaxed);
+    StoreU64(rec.seq, seq);
+    d.seq = seq;
     Charge(a, me, static_cast<int64_t>(est), start);
     StoreU64(h.busy_until_ns, start + est);
     StoreU64(me.busy_until_ns, start + est);
@@ -318,6 +357,20 @@ AdmitDecision TryAdmit(Arbiter* a, const AdmitRequest& req, const ProcIdentity& 
     d.admitted = true;
     d.start_ns = start;
     d.turn_epoch = h.turn_epoch;
+    // Hand the turn over now if this launch used it up and another slice is waiting, so that the
+    // next owner queues its work while ours still runs (no gap at the switch).
+    bool capped_out = !CapOk(me);
+    bool used_up = capped_out || start + 2 * est > h.turn_end_ns;
+    if (used_up || HigherWaiting(a, me_index, now)) {
+      int best = Best(a, now);
+      if (best >= 0 && best != me_index && (capped_out || Outranks(a->slices[best], me))) {
+        StartTurn(a, best, now);
+        d.wake = true;
+      } else if (!CapOk(me)) {
+        EndTurn(a);
+        d.wake = true;
+      }
+    }
     return d;
   }
 
@@ -328,7 +381,8 @@ AdmitDecision TryAdmit(Arbiter* a, const AdmitRequest& req, const ProcIdentity& 
   } else if (owner >= 0) {
     const ArbiterSlice& o = a->slices[owner];
     retry = Min(retry, h.turn_end_ns);
-    if (o.waiters == 0) retry = Min(retry, Max(o.busy_until_ns, o.last_launch_ns + IdleRelease(o)));
+    uint64_t quiet = o.last_launch_ns + IdleRelease(o);
+    retry = Min(retry, o.waiters == 0 ? quiet : Max(quiet, o.busy_until_ns));
   }
   if (!CapOk(me)) {
     uint64_t need = static_cast<uint64_t>(-me.credit_m_ns) + 1;
@@ -342,6 +396,64 @@ AdmitDecision TryAdmit(Arbiter* a, const AdmitRequest& req, const ProcIdentity& 
   d.retry_at_ns = Max(retry, now + kMinSleepNs);
   d.generation = std::atomic_ref<uint32_t>(h.generation).load(std::memory_order_acquire);
   return d;
+}
+
+namespace {
+
+// Measures `rec` if its end and its predecessor's end are known. REQUIRES the lock.
+bool Measure(Arbiter* a, LaunchRecord& rec, uint64_t now) {
+  if ((rec.flags & kLaunchEnded) == 0 || (rec.flags & kLaunchMeasured) != 0) return false;
+  const LaunchRecord& pred = a->launches[(rec.seq - 1) % kLaunchRecords];
+  uint64_t begin = rec.launch_ns;
+  if (pred.seq == rec.seq - 1) {
+    if ((pred.flags & kLaunchEnded) == 0) return false;
+    begin = Max(begin, pred.end_ns);
+  }
+  uint64_t duration = rec.end_ns > begin ? rec.end_ns - begin : 0;
+  StoreU64(rec.duration_ns, duration);
+  std::atomic_ref<uint32_t>(rec.flags).fetch_or(kLaunchMeasured, std::memory_order_release);
+  if (rec.slice >= 0 && rec.slice < kMaxArbiterSlices && a->slices[rec.slice].key == rec.key) {
+    ArbiterSlice& s = a->slices[rec.slice];
+    AccrueCredits(&s, now);
+    ApplyCorrectionLocked(a, s,
+                          static_cast<int64_t>(duration) - static_cast<int64_t>(rec.estimate_ns),
+                          duration, now);
+  }
+  return true;
+}
+
+}  // namespace
+
+void ReportEnds(Arbiter* a, int slice, int proc, const uint64_t* seqs, const uint64_t* ends,
+                int count, const ProcIdentity& self, uint64_t now_ns) {
+  if (count <= 0) return;
+  ArbiterLock lock(a, self, kDefaultLockTimeoutMs);
+  if (!lock.held() || !Mine(a, slice, proc, self)) return;
+  ArbiterHeader& h = a->header;
+  for (int i = 0; i < count; ++i) {
+    LaunchRecord& rec = a->launches[seqs[i] % kLaunchRecords];
+    if (rec.seq != seqs[i] || rec.proc != proc) continue;
+    StoreU64(rec.end_ns, ends[i]);
+    std::atomic_ref<uint32_t>(rec.flags).fetch_or(kLaunchEnded, std::memory_order_release);
+    // The last admitted launch has ended: the GPU's queue is empty from then on.
+    if (rec.seq + 1 == h.next_seq) StoreU64(h.busy_until_ns, ends[i]);
+    // Measure it, and the ones after it that were waiting for this end.
+    for (uint64_t seq = rec.seq; seq < h.next_seq && seq + kLaunchRecords > rec.seq; ++seq) {
+      LaunchRecord& r = a->launches[seq % kLaunchRecords];
+      if (r.seq != seq || !Measure(a, r, now_ns)) break;
+    }
+  }
+}
+
+bool LaunchDuration(const Arbiter* a, uint64_t seq, uint64_t* duration_ns) {
+  const LaunchRecord& rec = a->launches[seq % kLaunchRecords];
+  uint32_t flags =
+      std::atomic_ref<uint32_t>(const_cast<uint32_t&>(rec.flags)).load(std::memory_order_acquire);
+  if ((flags & kLaunchMeasured) == 0) return false;
+  uint64_t duration = LoadU64(rec.duration_ns);
+  if (LoadU64(rec.seq) != seq) return false;
+  *duration_ns = duration;
+  return true;
 }
 
 void CancelWait(Arbiter* a, int slice, int proc, int64_t correction_ns, uint64_t measured_ns,

@@ -30,6 +30,16 @@
 // 20 ms); the guarantee credit is also floored at minus that burst (a slice that borrowed idle
 // time gives it back at once instead of paying off a debt). Capped slices have guarantee = max.
 //
+// Measurement. The arbiter runs the admitted launch (AdmitRequest::submit) while it holds its
+// lock, so launches reach the GPU in admission order, and it numbers them (LaunchRecord). A GPU
+// without MPS runs the queued work of all processes in that order, so a launch started when it
+// was launched or when its predecessor in that order ended, whichever is later:
+//     device time = end - max(launch, end of the previous admitted launch).
+// Each process reports the ends of its own launches (from events, ReportEnds); when both ends of
+// a pair are known the arbiter computes the device time, corrects the slice's charge by
+// (device time - estimate) and keeps the device time for the launching process to learn from
+// (LaunchDuration). Exact on the simulated GPU; on a real one, errors in docs/compute.md.
+//
 // All functions take the arbiter lock themselves and never block on anything but that lock;
 // `now` is passed in, so tests drive them with a synthetic clock. No allocation, no exceptions.
 #pragma once
@@ -76,6 +86,10 @@ struct AdmitRequest {
   uint64_t measured_ns = 0;   // measured device time of completed work (statistics)
   uint64_t held_ns = 0;       // on admission: how long this launch waited (statistics)
   bool waiting = false;       // this thread is registered as waiting (an earlier call said so)
+  // Called on admission with the lock held (the real launch); a non-zero result means the
+  // driver refused the launch: it is not charged.
+  int (*submit)(void* arg) = nullptr;
+  void* submit_arg = nullptr;
 };
 
 struct AdmitDecision {
@@ -84,9 +98,12 @@ struct AdmitDecision {
   bool waiting = false;      // the thread is now registered as waiting
   bool wake = false;         // the caller should wake sleeping gates (WakeArbiter)
   uint64_t start_ns = 0;     // admitted: estimated device start of the launch
+  uint64_t seq = 0;          // admitted: its admission number (LaunchRecord)
   uint64_t turn_epoch = 0;   // admitted: the turn it was admitted in
   uint64_t retry_at_ns = 0;  // not admitted: ask again no later than this
   uint32_t generation = 0;   // not admitted: value to sleep on (WaitArbiter)
+  bool submitted = false;    // `submit` ran
+  int submit_rc = 0;         // and returned this
 };
 
 // Decides whether the launch may go to the driver now. On admission the estimate is charged to
@@ -94,6 +111,15 @@ struct AdmitDecision {
 // waiting and should sleep until retry_at_ns or a generation change, then ask again with
 // `waiting` set (or call CancelWait).
 AdmitDecision TryAdmit(Arbiter* arbiter, const AdmitRequest& request, const ProcIdentity& self);
+
+// Reports the ends (host clock) of launches `seqs` of this process; computes what can now be
+// measured and corrects the charges.
+void ReportEnds(Arbiter* arbiter, int slice, int proc, const uint64_t* seqs, const uint64_t* ends,
+                int count, const ProcIdentity& self, uint64_t now_ns);
+
+// The measured device time of launch `seq`, once known (lock-free). False while its end or its
+// predecessor's end is missing, or when the record has been reused.
+bool LaunchDuration(const Arbiter* arbiter, uint64_t seq, uint64_t* duration_ns);
 
 // The thread stops waiting without launching; `correction_ns` is applied as in TryAdmit.
 void CancelWait(Arbiter* arbiter, int slice, int proc, int64_t correction_ns, uint64_t measured_ns,
