@@ -405,6 +405,14 @@ int RunShare(int argc, char** argv) {
       last_start = std::max(last_start, t.start_ns);
     }
     std::vector<std::optional<double>> targets = ExpectedShares(policies);
+    // A latency tenant (with gaps) takes what it needs: the share of tenants it can hold (same
+    // or less important level) cannot be predicted.
+    for (const TenantPolicy& p : policies) {
+      if (p.saturating) continue;
+      for (size_t i = 0; i < policies.size(); ++i) {
+        if (policies[i].level >= p.level) targets[i].reset();
+      }
+    }
     uint64_t t0 = run->t0, end = run->t0 + static_cast<uint64_t>(o.seconds * 1e9);
     uint64_t phase = t0 + last_start;
     uint64_t window = static_cast<uint64_t>(o.window * 1e9);

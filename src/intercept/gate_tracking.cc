@@ -191,9 +191,10 @@ void PollLocked(ContextGate* cg) {
       continue;
     }
     if (!shm::LaunchDuration(dg.arbiter, l.seq, &duration)) {
-      // Not yet measured; give up on it once the record has been reused.
+      // Not yet measured (its predecessor's process has not reported); give up on it once the
+      // GPU has moved well past it.
       uint64_t next = std::atomic_ref<uint64_t>(dg.arbiter->header.next_seq).load();
-      if (next > l.seq + shm::kLaunchRecords / 2) {
+      if (next > l.seq + 256) {
         ++cg->learn_head;
         continue;
       }

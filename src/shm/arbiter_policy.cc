@@ -284,8 +284,11 @@ AdmitDecision TryAdmit(Arbiter* a, const AdmitRequest& req, const ProcIdentity& 
     return 0;
   };
 
+  uint64_t unheld_at = UINT64_MAX;
   if (owner == me_index) {
-    if (HigherWaiting(a, me_index, now)) {
+    if (HigherWaiting(a, me_index, now) || Held(a, me_index, now, &unheld_at)) {
+      // A more important slice waits, or has work and is between launches: the owner stops at
+      // this kernel boundary.
       ++me.preempted;
       ++h.preemptions;
       EndTurn(a);
@@ -405,7 +408,7 @@ bool Measure(Arbiter* a, LaunchRecord& rec, uint64_t now) {
   if ((rec.flags & kLaunchEnded) == 0 || (rec.flags & kLaunchMeasured) != 0) return false;
   const LaunchRecord& pred = a->launches[(rec.seq - 1) % kLaunchRecords];
   uint64_t begin = rec.launch_ns;
-  if (pred.seq == rec.seq - 1) {
+  if (rec.seq > 1 && pred.seq == rec.seq - 1) {  // seq 0 is never used
     if ((pred.flags & kLaunchEnded) == 0) return false;
     begin = Max(begin, pred.end_ns);
   }

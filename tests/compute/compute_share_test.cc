@@ -1,0 +1,138 @@
+// Compute sharing on the simulated GPU, end to end: `vgpu bench share --sim --json` runs tenants as
+// separate processes, each in its own slice with libvgpu.so, and these tests check the Done-when
+// of compute slices on short runs (2-3 s; `vgpu bench share --seconds 10` gives the full 10 s
+// windows, docs/compute.md):
+//   - 2 to 4 saturating capped tenants (10-90%) get their cap within 3 points, and converge
+//     within a second; a capped tenant alone stays at its cap;
+//   - elastic: guarantee 30 alone gets >= 95%, and is back at 30 +- 3 one second after a tenant
+//     with guarantee 70 starts;
+//   - priority: a high tenant next to a saturating low one waits at most one time slice plus one
+//     kernel (p99) and keeps >= 95% of its throughput alone;
+//   - graph, cooperative, Ex and per-thread-stream launches are held like plain launches;
+//   - spare time is shared by weight.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "run_command.h"
+
+namespace vgpu {
+namespace {
+
+using nlohmann::json;
+
+json Bench(const std::string& args) {
+  testing::CommandResult r =
+      testing::RunCommand(std::string(VGPU_BIN) + " bench share --sim --json " + args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  if (r.exit_code != 0) return json::object();
+  json j = json::parse(r.out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << r.out;
+  return j;
+}
+
+const json& Tenant(const json& report, const std::string& name) {
+  for (const json& t : report["tenants"]) {
+    if (t["name"] == name) return t;
+  }
+  static const json kNone = json::object();
+  ADD_FAILURE() << "no tenant " << name;
+  return kNone;
+}
+
+// Every tenant within `tolerance` points of its target over the run, the simulated GPU's own
+// count agreeing with the tenants' events, and converged within a second.
+void ExpectTargets(const json& report, double tolerance) {
+  ASSERT_TRUE(report.contains("tenants"));
+  for (const json& t : report["tenants"]) {
+    SCOPED_TRACE(t.dump());
+    ASSERT_TRUE(t["target"].is_number());
+    double target = t["target"];
+    EXPECT_NEAR(t["share"].get<double>(), target, tolerance);
+    EXPECT_LE(t["worst_window_pp"].get<double>(), tolerance);
+    ASSERT_TRUE(t["share_timeline"].is_number());
+    EXPECT_NEAR(t["share_timeline"].get<double>(), t["share"].get<double>(), 0.5);
+    ASSERT_TRUE(t["converge_s"].is_number());
+    EXPECT_LE(t["converge_s"].get<int>(), 1);
+  }
+}
+
+TEST(ComputeShare, TwoCappedTenants) {
+  ExpectTargets(Bench("--seconds 2.5 --tenant a:max=30 --tenant b:max=70"), 3.0);
+}
+
+TEST(ComputeShare, TenAndNinety) {
+  ExpectTargets(Bench("--seconds 2.5 --tenant a:max=10 --tenant b:max=90"), 3.0);
+}
+
+TEST(ComputeShare, FourCappedTenants) {
+  ExpectTargets(Bench("--seconds 2.5 --tenant a:max=10 --tenant b:max=20 --tenant c:max=30 "
+                      "--tenant d:max=40"),
+                3.0);
+}
+
+TEST(ComputeShare, ACappedTenantAloneStaysAtItsCap) {
+  ExpectTargets(Bench("--seconds 2 --tenant a:max=40"), 3.0);
+}
+
+TEST(ComputeShare, ElasticUsesIdleTimeAndGivesItBackWithinASecond) {
+  json r = Bench("--seconds 3 --tenant a:guarantee=30 --tenant b:guarantee=70,start=1s");
+  const json& a = Tenant(r, "a");
+  ASSERT_EQ(a["per_second"].size(), 3u);
+  EXPECT_GE(a["per_second"][0].get<double>(), 95.0) << a.dump();  // alone
+  EXPECT_NEAR(a["per_second"][2].get<double>(), 30.0, 3.0) << a.dump();
+  EXPECT_NEAR(Tenant(r, "b")["per_second"][2].get<double>(), 70.0, 3.0);
+}
+
+TEST(ComputeShare, HighPriorityWaitsOneSliceAtMostAndKeepsItsThroughput) {
+  // hi: 1 ms kernels with 1 ms of host work in between (a latency-bound service); lo saturates.
+  json r = Bench(
+      "--seconds 2 --baseline --baseline-seconds 2 --tenant hi:priority=high,gap=1ms "
+      "--tenant lo:priority=low");
+  const json& hi = Tenant(r, "hi");
+  SCOPED_TRACE(hi.dump());
+  EXPECT_LE(hi["wait_p99_ms"].get<double>(), 5.0 + 1.0);  // one time slice + one kernel
+  EXPECT_GE(hi["throughput_ratio"].get<double>(), 0.95);
+}
+
+TEST(ComputeShare, HighPriorityAfterIdleWaitsForTheQueuedSliceOnly) {
+  // hi asks every 20 ms (longer than a time slice): lo runs in between, hi preempts it.
+  json r = Bench("--seconds 2 --tenant hi:priority=high,gap=20ms --tenant lo:priority=low");
+  EXPECT_LE(Tenant(r, "hi")["wait_p99_ms"].get<double>(), 5.0 + 1.0);
+  EXPECT_GE(Tenant(r, "lo")["share"].get<double>(), 85.0);
+}
+
+// Each launch path is held like a plain launch: a tenant capped at 25% alone stays there.
+void ExpectHeld(const std::string& launch) {
+  json r = Bench("--seconds 2 --tenant t:max=25,launch=" + launch);
+  const json& t = Tenant(r, "t");
+  SCOPED_TRACE(t.dump());
+  EXPECT_NEAR(t["share"].get<double>(), 25.0, 3.0);
+  EXPECT_NEAR(t["share_timeline"].get<double>(), 25.0, 3.0);
+}
+
+TEST(ComputeShare, GraphLaunchesAreHeld) { ExpectHeld("graph"); }
+TEST(ComputeShare, CooperativeLaunchesAreHeld) { ExpectHeld("coop"); }
+TEST(ComputeShare, ExLaunchesAreHeld) { ExpectHeld("ex"); }
+TEST(ComputeShare, PerThreadStreamLaunchesAreHeld) { ExpectHeld("ptsz"); }
+
+TEST(ComputeShare, SpareTimeIsSharedByWeight) {
+  ExpectTargets(Bench("--seconds 2.5 --tenant a:elastic --tenant b:elastic,weight=3"), 3.0);
+}
+
+TEST(ComputeShare, BadTenantsAreRefusedWithTheirName) {
+  testing::CommandResult r =
+      testing::RunCommand(std::string(VGPU_BIN) + " bench share --sim --tenant a:max=130");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--tenant a: --cores: \"130\""), std::string::npos) << r.err;
+  r = testing::RunCommand(std::string(VGPU_BIN) + " bench share --sim --tenant a:speed=3");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown key"), std::string::npos) << r.err;
+  r = testing::RunCommand(std::string(VGPU_BIN) + " bench share --sim --tenant b:launch=warp");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("launch: \"warp\""), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace vgpu
