@@ -16,6 +16,7 @@ struct TenantOptions {
   std::string module;             // a compiled sim_sleep_ns kernel instead of the built-in PTX
   uint64_t cycles_per_us = 0;     // for a module with a vgpu_cycles_per_us global
   std::string out;                // where to write "call_ns start_ns end_ns" lines
+  bool calibrate = false;         // print the cycles per us of --module's kernel and exit
 };
 
 // Runs the tenant (protocol in bench_tenant.cc). Returns the process exit code.

@@ -471,16 +471,21 @@ int RunShare(int argc, char** argv) {
 int RunTenant(int argc, char** argv) {
   TenantOptions t;
   CLI::App app("The tenant program of vgpu bench share (internal).", "vgpu bench tenant");
-  app.add_option("--kernel-ns", t.kernel_ns)->required();
+  app.add_option("--kernel-ns", t.kernel_ns);
   app.add_option("--gap-ns", t.gap_ns);
   app.add_option("--offset-ns", t.offset_ns);
-  app.add_option("--stop-ns", t.stop_ns)->required();
+  app.add_option("--stop-ns", t.stop_ns);
+  app.add_flag("--calibrate", t.calibrate,
+               "print the cycles per microsecond of --module's clock64 kernel and exit");
   app.add_option("--depth", t.depth);
   app.add_option("--launch", t.launch);
   app.add_option("--module", t.module);
   app.add_option("--cycles-per-us", t.cycles_per_us);
-  app.add_option("--out", t.out)->required();
+  app.add_option("--out", t.out);
   if (auto code = ParseArgs(app, argc, argv)) return *code;
+  if (!t.calibrate && (t.out.empty() || t.stop_ns == 0)) {
+    return ReportStatus("bench tenant", Status::InvalidArgument("--out and --stop-ns are needed"));
+  }
   return RunBenchTenant(t);
 }
 

@@ -328,6 +328,7 @@ void GateResetInChild() {
     dg.failed = false;
   }
   g_state.identity_valid = false;
+  g_state.stats = GateStats{};
 }
 
 GateStats GetGateStats() {

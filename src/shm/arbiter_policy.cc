@@ -24,6 +24,8 @@ uint64_t TimeSlice(const ArbiterSlice& s) {
   return t < kMinTimeSliceNs ? kDefaultTimeSliceNs : t;
 }
 uint64_t IdleRelease(const ArbiterSlice& s) { return TimeSlice(s) / 10; }
+// How long a slice counts as having work after its last work ended (priority hold).
+uint64_t Grace(const ArbiterSlice& s) { return 2 * TimeSlice(s); }
 
 bool InUse(const ArbiterSlice& s) { return s.key != 0 && s.members > 0; }
 
@@ -55,7 +57,7 @@ bool Held(const Arbiter* a, int index, uint64_t now, uint64_t* lapse) {
     held = true;
     uint64_t until = capped_out      ? o.busy_until_ns
                      : o.waiters > 0 ? now + TimeSlice(o)
-                                     : Max(o.busy_until_ns, o.last_launch_ns + TimeSlice(o));
+                                     : Max(o.busy_until_ns, o.last_launch_ns) + Grace(o);
     *lapse = Min(*lapse, until);
   }
   return held;
@@ -209,7 +211,9 @@ void AccrueCredits(ArbiterSlice* s, uint64_t now_ns) {
 
 bool SliceActive(const ArbiterSlice& s, uint64_t now_ns) {
   if (!InUse(s)) return false;
-  return s.waiters > 0 || s.busy_until_ns > now_ns || now_ns - s.last_launch_ns < TimeSlice(s);
+  // Work queued, a gate waiting, or work that ended less than two time slices ago (a tenant
+  // between requests still has work, even when its host is slow to ask again).
+  return s.waiters > 0 || now_ns < Max(s.busy_until_ns, s.last_launch_ns) + Grace(s);
 }
 
 AdmitDecision TryAdmit(Arbiter* a, const AdmitRequest& req, const ProcIdentity& self) {

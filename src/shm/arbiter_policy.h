@@ -18,7 +18,7 @@
 //   2. priority level (realtime, high, normal, low, idle);
 //   3. the smallest weighted virtual time (device time used / weight): weighted fair sharing.
 // A slice is held by priority while a slice of a more important level has work (a waiting gate,
-// queued work, or work that ended less than its time slice ago), unless the held slice is below its
+// queued work, or work that ended less than 2 time slices ago), unless the held slice is below its
 // guarantee and the other is not realtime. A waiting slice of a higher tier or level than the
 // owner ends the owner's turn at once (the owner's next launch waits: preemption at the next kernel
 // boundary; its queued work, at most one time slice, still runs). A turn also ends when its time

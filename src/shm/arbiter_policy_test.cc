@@ -267,7 +267,7 @@ TEST(ArbiterPolicy, HighPriorityWaitsAtMostOneSliceAndKeepsItsThroughput) {
 TEST(ArbiterPolicy, HighPriorityArrivingAfterIdleWaitsForTheQueuedSliceOnly) {
   TenantSpec high;
   high.level = kPriorityHigh;
-  high.gap_ns = 20 * kMs;  // longer than a time slice: low runs in between
+  high.gap_ns = 100 * kMs;  // much longer than its hold (2 time slices): low runs in between
   TenantSpec low;
   low.level = kPriorityLow;
   Model m({high, low});

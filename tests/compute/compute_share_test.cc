@@ -97,10 +97,11 @@ TEST(ComputeShare, HighPriorityWaitsOneSliceAtMostAndKeepsItsThroughput) {
 }
 
 TEST(ComputeShare, HighPriorityAfterIdleWaitsForTheQueuedSliceOnly) {
-  // hi asks every 20 ms (longer than a time slice): lo runs in between, hi preempts it.
-  json r = Bench("--seconds 2 --tenant hi:priority=high,gap=20ms --tenant lo:priority=low");
+  // hi asks every 50 ms (much longer than its hold of two time slices): lo runs in between and
+  // hi preempts it at its next kernel boundary.
+  json r = Bench("--seconds 2 --tenant hi:priority=high,gap=50ms --tenant lo:priority=low");
   EXPECT_LE(Tenant(r, "hi")["wait_p99_ms"].get<double>(), 5.0 + 1.0);
-  EXPECT_GE(Tenant(r, "lo")["share"].get<double>(), 85.0);
+  EXPECT_GE(Tenant(r, "lo")["share"].get<double>(), 70.0);
 }
 
 // Each launch path is held like a plain launch: a tenant capped at 25% alone stays there.
