@@ -308,12 +308,14 @@ int RunBenchTenant(const TenantOptions& o) {
     return 0;
   };
 
-  std::printf("ready\n");
-  std::fflush(stdout);
-  uint64_t t0 = 0;
-  if (std::scanf("%" SCNu64, &t0) != 1) {
-    std::fprintf(stderr, "vgpu bench tenant: no start time on stdin\n");
-    return kExitFailure;
+  uint64_t t0 = Now();
+  if (!o.start_now) {
+    std::printf("ready\n");
+    std::fflush(stdout);
+    if (std::scanf("%" SCNu64, &t0) != 1) {
+      std::fprintf(stderr, "vgpu bench tenant: no start time on stdin\n");
+      return kExitFailure;
+    }
   }
   uint64_t begin = t0 + o.offset_ns, end_at = t0 + o.stop_ns;
   SleepUntil(begin);
@@ -353,6 +355,7 @@ int RunBenchTenant(const TenantOptions& o) {
     std::fprintf(file, "%" PRIu64 " %" PRIu64 " %" PRIu64 "\n", r[0], r[1], r[2]);
   }
   std::fclose(file);
+  if (o.start_now) return kExitOk;
   // Stay registered with the GPU until the parent has read the timeline (it closes stdin).
   std::printf("done\n");
   std::fflush(stdout);

@@ -16,6 +16,7 @@ struct TenantOptions {
   std::string module;             // a compiled sim_sleep_ns kernel instead of the built-in PTX
   uint64_t cycles_per_us = 0;     // for a module with a vgpu_cycles_per_us global
   std::string out;                // where to write "call_ns start_ns end_ns" lines
+  bool start_now = false;         // start at once (no start time on stdin, no wait at the end)
   bool calibrate = false;         // print the cycles per us of --module's kernel and exit
 };
 

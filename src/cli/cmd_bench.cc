@@ -475,6 +475,7 @@ int RunTenant(int argc, char** argv) {
   app.add_option("--gap-ns", t.gap_ns);
   app.add_option("--offset-ns", t.offset_ns);
   app.add_option("--stop-ns", t.stop_ns);
+  app.add_flag("--start-now", t.start_now, "start at once (no protocol with a parent)");
   app.add_flag("--calibrate", t.calibrate,
                "print the cycles per microsecond of --module's clock64 kernel and exit");
   app.add_option("--depth", t.depth);

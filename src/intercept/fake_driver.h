@@ -60,8 +60,18 @@ struct FakeState {
 
 // Launch entry points of the fake driver, counted in FakeState::launch_kinds.
 enum LaunchKind {
-  kKernel, kKernelPtsz, kEx, kExPtsz, kCoop, kCoopPtsz, kGraph, kGraphPtsz, kLaunch, kGrid,
-  kGridAsync, kLaunchKinds
+  kKernel,
+  kKernelPtsz,
+  kEx,
+  kExPtsz,
+  kCoop,
+  kCoopPtsz,
+  kGraph,
+  kGraphPtsz,
+  kLaunch,
+  kGrid,
+  kGridAsync,
+  kLaunchKinds
 };
 
 FakeState& Fake();

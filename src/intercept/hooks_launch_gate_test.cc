@@ -3,8 +3,8 @@
 // a more important slice has the GPU, and reaches the driver once it is free; launches pass
 // straight through without compute settings and when their stream is being captured.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -67,7 +67,8 @@ class LaunchGateTest : public ::testing::Test {
     ASSERT_GE(high_, 0);
     if (high_ == 0) {
       shm::ArbiterMapping m;
-      if (shm::ArbiterMapping::OpenOrCreate(path.c_str(), "GPU-fake", &m) != shm::RegionError::kOk) {
+      if (shm::ArbiterMapping::OpenOrCreate(path.c_str(), "GPU-fake", &m) !=
+          shm::RegionError::kOk) {
         _exit(1);
       }
       shm::ProcIdentity self = shm::CurrentProcIdentity();
@@ -181,8 +182,9 @@ TEST_F(LaunchGateTest, LegacyAsyncGridLaunchesAreHeld) {
 TEST_F(LaunchGateTest, AFreeGpuAdmitsAtOnceAndMeasuresTheLaunch) {
   InstallLimited();
   for (int i = 0; i < 20; ++i) {
-    EXPECT_LT(HeldMs([&] { return cuLaunchKernel(f_, 1, 1, 1, 32, 1, 1, 0, s_, nullptr, nullptr); }),
-              50.0);
+    EXPECT_LT(
+        HeldMs([&] { return cuLaunchKernel(f_, 1, 1, 1, 32, 1, 1, 0, s_, nullptr, nullptr); }),
+        50.0);
   }
   // A launch after them polls the completed ones and reports them to the arbiter.
   EXPECT_EQ(cuLaunchKernel(f_, 1, 1, 1, 32, 1, 1, 0, s_, nullptr, nullptr), CUDA_SUCCESS);

@@ -11,6 +11,10 @@
 //   - graph, cooperative, Ex and per-thread-stream launches are held like plain launches;
 //   - spare time is shared by weight.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -133,6 +137,95 @@ TEST(ComputeShare, BadTenantsAreRefusedWithTheirName) {
   r = testing::RunCommand(std::string(VGPU_BIN) + " bench share --sim --tenant b:launch=warp");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("launch: \"warp\""), std::string::npos) << r.err;
+}
+
+// vgpu run's compute flags reach the gate: a tenant started by `vgpu run --cores 25` gets 25%.
+TEST(ComputeShare, VgpuRunCoresLimitsTheCommand) {
+  char tmpl[] = "/tmp/vgpu-compute-run-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::string env = "VGPU_STATE_DIR=" + dir + "/state VGPU_SIMGPU_STATE=" + dir +
+                    "/simgpu.state VGPU_SIMGPU_LOG_LEVEL=1 LIBCUDA_LOG_LEVEL=1 ";
+  std::string out = dir + "/kernels";
+  testing::CommandResult r = testing::RunCommand(
+      env + VGPU_BIN + " run --sim --cores 25 --priority low -- " + VGPU_BIN +
+      " bench tenant --start-now --kernel-ns 1000000 --stop-ns 2000000000 --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(out);
+  uint64_t call = 0, start = 0, end = 0, first = 0, last = 0, busy = 0;
+  while (in >> call >> start >> end) {
+    if (first == 0) first = start;
+    // The first half second converges; count the rest.
+    if (start >= first + 500000000ULL) busy += end - start;
+    last = end;
+  }
+  ASSERT_GT(last, first + 1500000000ULL);
+  double share =
+      100.0 * static_cast<double>(busy) / static_cast<double>(last - first - 500000000ULL);
+  EXPECT_NEAR(share, 25.0, 3.0);
+  std::system(("rm -rf " + dir).c_str());
+}
+
+TEST(ComputeShare, VgpuRunComputeFlagsAreValidated) {
+  std::string run = std::string(VGPU_BIN) + " run ";
+  testing::CommandResult r = testing::RunCommand(run + "--guarantee 50 --cores 40 -- true");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--guarantee: \"50\""), std::string::npos) << r.err;
+  r = testing::RunCommand(run + "--weight 0 -- true");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--weight"), std::string::npos) << r.err;
+  r = testing::RunCommand(run + "--time-slice 10s -- true");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--time-slice"), std::string::npos) << r.err;
+  r = testing::RunCommand(run + "--priority urgent -- true");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("realtime, high, normal, low or idle"), std::string::npos) << r.err;
+  // The limits file the command sees.
+  r = testing::RunCommand(run +
+                          "--cores 60 --guarantee 20 --weight 3 --priority high --time-slice 2ms "
+                          "-- sh -c 'cat $VGPU_LIMITS_FILE'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const char* line : {"cores=60\n", "guarantee=20\n", "mode=elastic\n", "weight=3\n",
+                           "priority=high\n", "time_slice=2000000ns\n", "arbiter_dir="}) {
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << " in " << r.out;
+  }
+}
+
+// vgpu top shows each slice's configured and achieved share while tenants run.
+TEST(ComputeShare, TopShowsConfiguredAndAchievedShares) {
+  char tmpl[] = "/tmp/vgpu-compute-top-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::string bench = std::string(VGPU_BIN) + " bench share --sim --seconds 3 --state-dir " + dir +
+                      " --tenant a:max=30 --tenant b:max=70 > /dev/null 2>&1 &";
+  ASSERT_EQ(std::system(bench.c_str()), 0);
+  json top;
+  for (int i = 0; i < 40; ++i) {
+    usleep(100 * 1000);
+    testing::CommandResult r =
+        testing::RunCommand(std::string(VGPU_BIN) + " top --once --json " + "--state-dir " + dir);
+    if (r.exit_code != 0) continue;
+    json j = json::parse(r.out, nullptr, false);
+    if (j.is_discarded() || j["arbiters"].empty() || j["arbiters"][0]["slices"].size() != 2) {
+      continue;
+    }
+    top = j;
+    if (i >= 20) break;  // let the shares settle: about 2 s into the run
+  }
+  ASSERT_FALSE(top.is_null()) << "no arbiter seen";
+  for (const json& s : top["arbiters"][0]["slices"]) {
+    const json& c = s["compute"];
+    SCOPED_TRACE(s.dump());
+    EXPECT_EQ(c["mode"], "capped");
+    EXPECT_EQ(c["priority"], "normal");
+    EXPECT_NEAR(c["achieved_pct"].get<double>(), c["max"].get<double>(), 5.0);
+  }
+  // The slices themselves carry their compute view per device.
+  int with_compute = 0;
+  for (const json& s : top["slices"]) {
+    if (!s["devices"].empty() && s["devices"][0]["compute"].is_object()) ++with_compute;
+  }
+  EXPECT_EQ(with_compute, 2);
+  sleep(3);
+  std::system(("rm -rf " + dir).c_str());
 }
 
 }  // namespace
