@@ -4,20 +4,19 @@
 // (shm/arbiter_policy.h) admits it, lets it reach the driver, and tracks it until it completes.
 //
 // In-flight accounting. Launches are asynchronous: what a slice has queued on the GPU matters,
-// not how fast it calls cuLaunchKernel. After each admitted launch the gate records an event (a
+// not how fast it calls cuLaunchKernel. The arbiter admits a launch against its model of the GPU's
+// queue (estimated durations of all admitted work) and runs it under its lock, so that launches
+// reach the GPU in admission order. After each admitted launch the gate records an event (a
 // timing event of its own, from a per-context pool) on the launch's stream. At every later gated
 // launch (and while waiting) it polls the oldest events; a completed one gives the launch's end
-// time on the host clock, through a reference event recorded on a private idle stream whose host
-// time is known (re-taken every few seconds). A launch's device time is measured only where its
-// start is known without looking at other processes:
-//   - admitted right after this process's previous launch (the arbiter says so): it started when
-//     that one ended, or when it was launched if later: end - max(launch, previous end);
-//   - admitted onto an idle GPU: end - launch.
-// Such a measurement updates the site's estimate (kernel_estimates.h) and corrects the slice's
-// charge by (measured - estimated). A launch queued behind another slice's work keeps its
-// estimated charge. A site never measured is admitted only onto an idle GPU, once, so that its
-// first measurement is clean. On the simulated GPU (FIFO, exact event times) this is exact;
-// on a real GPU the errors are documented in docs/compute.md.
+// on the host clock, through a reference event recorded on a private idle stream whose host time
+// is known (re-taken every 5 s). The gate reports these ends to the arbiter (shm::ReportEnds),
+// which measures each launch's device time as end - max(launch, end of the launch admitted just
+// before it, from whichever process), corrects the slice's charge, and hands the device time back
+// (shm::LaunchDuration) for the site's estimate (kernel_estimates.h). A site never measured
+// (nor its function at another grid size) has no estimate: at most one such launch per context
+// is in flight at a time. On the simulated GPU (FIFO, exact event times) all of this is exact; on
+// a real GPU the errors are in docs/compute.md.
 //
 // Not gated: launches into a stream that is being captured (the captured graph is gated when it
 // is launched), launches without a current context (the driver reports the error), and launches

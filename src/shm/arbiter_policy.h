@@ -6,10 +6,13 @@
 // Model. Kernels of different processes take turns on a GPU without MPS, so what a slice can be
 // given is a share of the GPU's time. The arbiter gives out *turns*: one slice at a time owns the
 // GPU and may queue work whose estimated end lies within its turn (turn length = the slice's
-// time slice, 5 ms by default) and at most one time slice ahead of now. Launches are asynchronous,
-// so the arbiter tracks queued work by estimate: each admitted launch moves the GPU's estimated
-// busy-until forward by the launch's estimated duration, and the gate corrects the charge when it
-// measures the real duration at completion (see intercept/gate.h).
+// time slice, 5 ms by default) and at most one time slice ahead of now (the first launch of a
+// turn excepted: it may queue behind the previous owner's work). Launches are asynchronous, so
+// the arbiter models the GPU's queue: each admitted launch moves the GPU's estimated busy-until
+// forward by its estimated duration (learnt by the gate, intercept/gate.h) and is charged that
+// estimate; the charge is corrected when the launch's real device time is known (Measurement).
+// When an admitted launch uses up its slice's turn (or cap) and another slice waits, the turn is
+// handed over at once, so the next owner queues its work while the last one's still runs.
 //
 // Who gets the next turn (rank, highest first), among slices with a waiting gate that are not
 // over their cap (max credit positive) and not held by priority:
@@ -20,15 +23,18 @@
 // A slice is held by priority while a slice of a more important level has work (a waiting gate,
 // queued work, or work that ended less than 2 time slices ago), unless the held slice is below its
 // guarantee and the other is not realtime. A waiting slice of a higher tier or level than the
-// owner ends the owner's turn at once (the owner's next launch waits: preemption at the next kernel
-// boundary; its queued work, at most one time slice, still runs). A turn also ends when its time
-// is used, when the owner's cap credit runs out, when the owner has been idle for a tenth of its
-// time slice with nothing queued, or when its processes are gone.
+// owner, or a more important slice that has work, ends the owner's turn at once (the owner's next
+// launch waits: preemption at the next kernel boundary; its queued work, at most one time slice,
+// still runs). A turn also ends when its work reaches the turn's end, when the owner's cap credit
+// runs out, when the owner has not asked for a tenth of its time slice (and either has no gate
+// waiting or has let its queue run dry), or when its processes are gone.
 //
 // Credits. guarantee credit += guarantee% of elapsed time, max credit += max% of elapsed time,
-// both -= device time charged; each is capped at a burst of its share of max(4 time slices,
-// 20 ms); the guarantee credit is also floored at minus that burst (a slice that borrowed idle
-// time gives it back at once instead of paying off a debt). Capped slices have guarantee = max.
+// both -= device time charged, accrued only while the slice has work (an idle slice hoards
+// nothing); each is capped at a burst of its share of max(20 time slices, 100 ms) (room to catch
+// up after a late wake-up); the guarantee credit is also floored at minus that burst (a slice that
+// borrowed idle time gives it back at once instead of paying off a debt). Capped slices have
+// guarantee = max (none when the max is 100). Slices start with no credit.
 //
 // Measurement. The arbiter runs the admitted launch (AdmitRequest::submit) while it holds its
 // lock, so launches reach the GPU in admission order, and it numbers them (LaunchRecord). A GPU
