@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <mutex>
+#include <set>
 
 #include "intercept/runtime.h"
 
@@ -423,6 +424,7 @@ CUresult LegacyGridAsync(CUfunction, int, int, CUstream) {
 struct FakeEvent {
   uint64_t t_ns = 0;
 };
+std::set<FakeEvent*> g_events;  // live events; a reset frees them, as a context's end does
 uint64_t FakeNow() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -430,13 +432,17 @@ uint64_t FakeNow() {
 }
 CUresult EventCreate(CUevent* ev, unsigned int) {
   std::lock_guard<std::recursive_mutex> lock(g_mutex);
-  *ev = reinterpret_cast<CUevent>(new FakeEvent);
+  auto* e = new FakeEvent;
+  g_events.insert(e);
+  *ev = reinterpret_cast<CUevent>(e);
   ++g_state.events_live;
   return CUDA_SUCCESS;
 }
 CUresult EventDestroy(CUevent ev) {
   std::lock_guard<std::recursive_mutex> lock(g_mutex);
-  delete reinterpret_cast<FakeEvent*>(ev);
+  auto* e = reinterpret_cast<FakeEvent*>(ev);
+  if (g_events.erase(e) == 0) return CUDA_ERROR_INVALID_HANDLE;
+  delete e;
   --g_state.events_live;
   return CUDA_SUCCESS;
 }
@@ -587,6 +593,11 @@ nvmlDevice_t FakeNvmlDevice(int index) {
 DriverApi MakeFakeDriver() {
   for (NodeRef* n : g_nodes) delete n;
   g_nodes.clear();
+  {
+    std::lock_guard<std::recursive_mutex> lock(g_mutex);
+    for (FakeEvent* e : g_events) delete e;
+    g_events.clear();
+  }
   g_state = FakeState();
   DriverApi api;
   api.cuMemAlloc_v2 = MemAlloc;

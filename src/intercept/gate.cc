@@ -302,7 +302,9 @@ void GateForgetContext(CUcontext context) {
 }
 
 void GateAtExit() {
-  Locked lock;
+  // Another thread may be inside a launch (the driver can block); the others then sweep this
+  // process's records when it is gone, so exit does not wait.
+  if (pthread_mutex_trylock(&g_state.mutex) != 0) return;
   for (int d = 0; d < shm::kMaxDevices; ++d) {
     DeviceGate& dg = g_state.devices[d];
     if (dg.arbiter == nullptr) continue;
@@ -313,6 +315,7 @@ void GateAtExit() {
     }
     dg.arbiter = nullptr;
   }
+  pthread_mutex_unlock(&g_state.mutex);
 }
 
 void GateResetInChild() {

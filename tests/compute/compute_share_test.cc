@@ -190,6 +190,44 @@ TEST(ComputeShare, VgpuRunComputeFlagsAreValidated) {
   }
 }
 
+// A killed tenant never holds the GPU: a high-priority tenant that saturates the GPU is SIGKILLed;
+// the low-priority tenant it held gets the whole GPU within a few milliseconds.
+TEST(ComputeShare, AKilledTenantReleasesTheGpu) {
+  char tmpl[] = "/tmp/vgpu-compute-kill-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::string v = VGPU_BIN;
+  std::string tenant = " bench tenant --start-now --kernel-ns 1000000 --out ";
+  std::string script = "export VGPU_STATE_DIR=" + dir + "/state VGPU_SIMGPU_STATE=" + dir +
+                       "/simgpu.state VGPU_SIMGPU_LOG_LEVEL=1 LIBCUDA_LOG_LEVEL=1; " + v +
+                       " run --sim --priority high -- " + v + tenant + dir +
+                       "/hi --stop-ns 5000000000 & HI=$!; " + "sleep 0.3; " + v +
+                       " run --sim --priority low -- " + v + tenant + dir +
+                       "/lo --stop-ns 2000000000 & LO=$!; sleep 1; "
+                       "python3 -c 'import time; print(time.monotonic_ns())' > " +
+                       dir + "/killed; " + "kill -9 $(pgrep -P $HI); wait $LO; wait $HI; exit 0";
+  testing::CommandResult r = testing::RunCommand(script);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  uint64_t killed = 0;
+  std::ifstream(dir + "/killed") >> killed;
+  ASSERT_GT(killed, 0u);
+  std::ifstream in(dir + "/lo");
+  uint64_t call = 0, start = 0, end = 0, first = 0, last = 0, busy = 0, before = 0;
+  while (in >> call >> start >> end) {
+    if (start < killed) {
+      before += end - start;
+      continue;
+    }
+    if (first == 0) first = start;
+    busy += end - start;
+    last = end;
+  }
+  ASSERT_GT(first, 0u) << "the low tenant never ran after the kill";
+  EXPECT_LT(before, 20000000u);           // held while the high tenant worked
+  EXPECT_LT(first - killed, 200000000u);  // running again within 0.2 s of the kill
+  EXPECT_GE(100.0 * static_cast<double>(busy) / static_cast<double>(last - first), 95.0);
+  std::system(("rm -rf " + dir).c_str());
+}
+
 // vgpu top shows each slice's configured and achieved share while tenants run.
 TEST(ComputeShare, TopShowsConfiguredAndAchievedShares) {
   char tmpl[] = "/tmp/vgpu-compute-top-XXXXXX";
