@@ -260,6 +260,11 @@ CUresult GatedLaunch(const LaunchSite& site, RealLaunch launch, void* args) {
       if (ContextGate* again = ContextFor(dc.context, dc.device)) PollLocked(again);
     }
     if (dg == nullptr || !d.submitted) {
+      // Giving up (the arbiter could not be locked, or our records are gone): stop counting as
+      // waiting, or the slice would look busy to the others.
+      if (waiting && dg != nullptr && dg->arbiter != nullptr) {
+        shm::CancelWait(dg->arbiter, dg->slice, dg->proc, 0, 0, self, NowNs());
+      }
       __atomic_add_fetch(&g_state.stats.passed, 1, __ATOMIC_RELAXED);
       pthread_mutex_unlock(&g_state.mutex);
       return launch(args);

@@ -128,7 +128,7 @@ inline constexpr uint32_t kMaxWeight = 10000;
 
 // A slice's compute settings on one GPU.
 struct ArbiterSliceConfig {
-  uint32_t guarantee_pct;  // 0..100; in capped mode equal to max_pct
+  uint32_t guarantee_pct;  // 0..100; in capped mode max_pct (0 when max_pct is 100)
   uint32_t max_pct;        // 1..100
   uint32_t weight;         // 1..kMaxWeight, share of spare time among slices of equal rank
   int32_t level;           // PriorityLevel
