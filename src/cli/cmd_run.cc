@@ -1,10 +1,12 @@
 // vgpu run: runs a command in a GPU slice on this machine.
 //
-//   vgpu run [--sim] [--memory SIZE] [--cores PCT] [--priority LEVEL] [--device LIST]
+//   vgpu run [--sim] [--memory SIZE] [--cores PCT] [--guarantee PCT] [--elastic]
+//            [--weight N] [--priority LEVEL] [--time-slice DURATION] [--device LIST]
 //            [--name NAME] -- CMD ARGS...
 //
 // Creates a private slice directory in the registry (<state>/slices/<name>, see
-// shm/slice_registry.h) holding a read-only limits file and the slice's accounting region,
+// shm/slice_registry.h and slice_setup.h) holding a read-only limits file and the slice's
+// accounting region,
 // preloads libvgpu.so (found next to the executable: <exe>/../lib/libvgpu.so), runs CMD, and
 // removes the slice when CMD ends. With --sim the simulated GPU's libraries
 // (<exe>/../lib/simgpu) come first on the library path. The exit status is CMD's (128 + signal
@@ -28,193 +30,10 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
-#include "common/units.h"
-#include "shm/region_file.h"
-#include "shm/slice_registry.h"
-
-extern char** environ;
+#include "cli/slice_setup.h"
 
 namespace vgpu::cli {
 namespace {
-
-namespace fs = std::filesystem;
-
-struct RunOptions {
-  bool sim = false;
-  std::string memory;
-  std::string cores;
-  std::string priority;
-  std::string devices;
-  std::string name;
-  std::vector<std::string> command;
-};
-
-struct SliceSpec {
-  uint64_t memory = shm::kNoLimit;
-  int cores = 0;  // 0: no compute limit
-  int priority = 1;
-  std::vector<std::string> devices;
-};
-
-Result<SliceSpec> Validate(const RunOptions& o) {
-  SliceSpec s;
-  if (!o.memory.empty()) {
-    Result<uint64_t> m = ParseByteSize(o.memory, "--memory");
-    if (!m.has_value()) return m.error();
-    if (*m == 0) return Status::InvalidArgument("--memory: \"" + o.memory + "\": must be above 0");
-    s.memory = *m;
-  }
-  if (!o.cores.empty()) {
-    Result<int> c = ParsePercent(o.cores, "--cores");
-    if (!c.has_value()) return c.error();
-    if (*c == 0) return Status::InvalidArgument("--cores: \"" + o.cores + "\": must be 1-100");
-    s.cores = *c == 100 ? 0 : *c;
-  }
-  if (!o.priority.empty()) {
-    if (o.priority == "high" || o.priority == "0") {
-      s.priority = 0;
-    } else if (o.priority == "low" || o.priority == "1") {
-      s.priority = 1;
-    } else {
-      return Status::InvalidArgument("--priority: \"" + o.priority + "\": use high (0) or low (1)");
-    }
-  }
-  if (!o.devices.empty()) {
-    size_t start = 0;
-    while (start <= o.devices.size()) {
-      size_t comma = o.devices.find(',', start);
-      std::string d =
-          o.devices.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      bool index = !d.empty() && d.find_first_not_of("0123456789") == std::string::npos;
-      bool uuid = d.rfind("GPU-", 0) == 0 || d.rfind("MIG-", 0) == 0;
-      if (!index && !uuid) {
-        return Status::InvalidArgument("--device: \"" + d +
-                                       "\": use device indices or GPU- UUIDs, e.g. 0,1");
-      }
-      s.devices.push_back(d);
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-    if (s.devices.size() > static_cast<size_t>(shm::kMaxDevices)) {
-      return Status::InvalidArgument("--device: at most " + std::to_string(shm::kMaxDevices) +
-                                     " devices");
-    }
-  }
-  if (o.command.empty()) {
-    return Status::InvalidArgument("no command given (usage: vgpu run [options] -- CMD ARGS...)");
-  }
-  return s;
-}
-
-std::string JoinCommand(const std::vector<std::string>& command) {
-  std::string s;
-  for (const std::string& a : command) {
-    if (!s.empty()) s += ' ';
-    s += a;
-  }
-  return s;
-}
-
-// Creates <state>/slices/<name>-XXXXXX (mode 0700) and returns its path.
-Result<std::string> MakeSliceDir(const std::string& name) {
-  std::string state = shm::DefaultStateDir();
-  std::error_code ec;
-  fs::create_directories(fs::path(state) / "slices", ec);
-  if (ec) return Status::IoError("cannot create " + state + "/slices: " + ec.message());
-  std::string tmpl = state + "/slices/" + name + "-XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  if (mkdtemp(buf.data()) == nullptr) {
-    return Status::IoError("cannot create a slice directory in " + state +
-                           "/slices: " + std::strerror(errno));
-  }
-  return std::string(buf.data());
-}
-
-Status WriteLimits(const std::string& dir, const SliceSpec& s, bool sim,
-                   const std::string& command) {
-  std::ofstream out(dir + "/limits");
-  std::string comment = command.substr(0, 200);
-  for (char& c : comment) {
-    if (c == '\n' || c == '\r') c = ' ';
-  }
-  out << "# limits of this slice, written by vgpu run for: " << comment << "\n";
-  if (s.memory != shm::kNoLimit) out << "memory=" << s.memory << "\n";
-  if (s.cores != 0) out << "cores=" << s.cores << "\n";
-  out << "priority=" << s.priority << "\n";
-  out << "region=" << dir << "/region\n";
-  // The simulated GPU's contexts take no device memory of their own.
-  if (sim) out << "context_overhead=0\n";
-  out.close();
-  if (!out) return Status::IoError("cannot write " + dir + "/limits");
-  chmod((dir + "/limits").c_str(), 0444);
-  return Status::Ok();
-}
-
-Status CreateRegion(const std::string& dir, const SliceSpec& s) {
-  shm::RegionConfig config{};
-  config.device_count = s.devices.empty() ? 1 : static_cast<uint32_t>(s.devices.size());
-  config.priority = s.priority;
-  for (int d = 0; d < shm::kMaxDevices; ++d) {
-    config.memory_limit[d] = s.memory;
-    config.sm_limit[d] = static_cast<uint32_t>(s.cores);
-  }
-  shm::Mapping mapping;
-  shm::RegionError e = shm::Mapping::OpenOrCreate((dir + "/region").c_str(), config, &mapping);
-  if (e != shm::RegionError::kOk) {
-    return Status::IoError("cannot create the slice region in " + dir + ": " +
-                           shm::RegionErrorText(e));
-  }
-  return Status::Ok();
-}
-
-std::vector<std::string> ChildEnvironment(const std::string& dir, const SliceSpec& s, bool sim,
-                                          const std::string& libvgpu,
-                                          const std::string& simgpu_dir) {
-  auto get = [](const char* name) -> std::string {
-    const char* v = std::getenv(name);
-    return v != nullptr ? v : "";
-  };
-  // libvgpu.so goes first, except for sanitizer runtimes, which must precede every other library.
-  std::string first, rest;
-  std::string existing = get("LD_PRELOAD");
-  for (size_t pos = 0; pos < existing.size();) {
-    size_t end = existing.find_first_of(" :", pos);
-    if (end == std::string::npos) end = existing.size();
-    std::string entry = existing.substr(pos, end - pos);
-    pos = end + 1;
-    if (entry.empty()) continue;
-    std::string base = fs::path(entry).filename().string();
-    bool sanitizer = base.rfind("libasan", 0) == 0 || base.rfind("libtsan", 0) == 0 ||
-                     base.rfind("libubsan", 0) == 0 || base.rfind("libhwasan", 0) == 0;
-    (sanitizer ? first : rest) += entry + " ";
-  }
-  std::vector<std::pair<std::string, std::string>> set = {
-      {"LD_PRELOAD", first + libvgpu + (rest.empty() ? "" : " " + rest)},
-      {"VGPU_LIMITS_FILE", dir + "/limits"},
-      {"CUDA_DEVICE_MEMORY_SHARED_CACHE", dir + "/region"},
-  };
-  if (!s.devices.empty()) {
-    std::string list;
-    for (const std::string& d : s.devices) list += (list.empty() ? "" : ",") + d;
-    set.push_back({"CUDA_VISIBLE_DEVICES", list});
-  }
-  if (sim) {
-    std::string path = get("LD_LIBRARY_PATH");
-    set.push_back({"LD_LIBRARY_PATH", simgpu_dir + (path.empty() ? "" : ":" + path)});
-    set.push_back({"VGPU_REAL_LIBCUDA", simgpu_dir + "/libcuda.so.1"});
-    set.push_back({"VGPU_REAL_LIBNVML", simgpu_dir + "/libnvidia-ml.so.1"});
-  }
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string entry(*e);
-    bool replaced = false;
-    for (const auto& [k, v] : set) replaced |= entry.rfind(k + "=", 0) == 0;
-    if (!replaced) env.push_back(entry);
-  }
-  for (const auto& [k, v] : set) env.push_back(k + "=" + v);
-  return env;
-}
 
 volatile sig_atomic_t g_child = 0;
 
@@ -274,19 +93,32 @@ int RunChild(const std::vector<std::string>& command, std::vector<std::string> e
 }  // namespace
 
 int RunRun(int argc, char** argv) {
-  RunOptions o;
+  SliceFlags flags;
+  bool sim = false;
+  std::string name_flag;
+  std::vector<std::string> command;
   CLI::App app(
-      "Runs a command in a GPU slice: a memory limit (and compute share) enforced by libvgpu.so "
+      "Runs a command in a GPU slice: a memory limit and a compute share enforced by libvgpu.so "
       "for the command and every process it starts.\n"
-      "Example: vgpu run --memory 8GiB --cores 30 -- python train.py",
+      "Example: vgpu run --memory 8GiB --cores 30 -- python train.py\n"
+      "Compute: --cores is the maximum share (never exceeded, even alone); --guarantee makes the "
+      "slice elastic (its guarantee is reserved, idle GPU time is used up to --cores).",
       "vgpu run");
-  app.add_flag("--sim", o.sim, "run on the simulated GPU (build/lib/simgpu)");
-  app.add_option("--memory", o.memory, "device memory per GPU (4GiB, 4096m, 16GB, ...)");
-  app.add_option("--cores", o.cores, "share of each GPU's compute, percent (1-100)");
-  app.add_option("--priority", o.priority, "high (0) or low (1, the default)");
-  app.add_option("--device", o.devices, "GPUs to use: indices or UUIDs, e.g. 0,1");
-  app.add_option("--name", o.name, "name of the slice in vgpu top (default: the command)");
-  app.add_option("command", o.command, "the command and its arguments (after --)");
+  app.add_flag("--sim", sim, "run on the simulated GPU (build/lib/simgpu)");
+  app.add_option("--memory", flags.memory, "device memory per GPU (4GiB, 4096m, 16GB, ...)");
+  app.add_option("--cores", flags.cores, "maximum share of each GPU's time, percent (1-100)");
+  app.add_option("--guarantee", flags.guarantee,
+                 "guaranteed share, percent (0-100, at most --cores); implies --elastic");
+  app.add_flag("--elastic", flags.elastic,
+               "use idle GPU time up to --cores (default: capped at --cores)");
+  app.add_option("--weight", flags.weight, "share of spare GPU time among equals (1-10000)");
+  app.add_option("--priority", flags.priority,
+                 "realtime, high, normal (default), low or idle (HAMi: 0 high, 1 normal)");
+  app.add_option("--time-slice", flags.time_slice,
+                 "length of this slice's turns on the GPU (default 5ms; 500us-1s)");
+  app.add_option("--device", flags.devices, "GPUs to use: indices or UUIDs, e.g. 0,1");
+  app.add_option("--name", name_flag, "name of the slice in vgpu top (default: the command)");
+  app.add_option("command", command, "the command and its arguments (after --)");
   // Everything after "--" is the command, options included.
   std::vector<char*> own(argv, argv + argc);
   std::vector<std::string> tail;
@@ -298,42 +130,24 @@ int RunRun(int argc, char** argv) {
     }
   }
   if (auto code = ParseArgs(app, static_cast<int>(own.size()), own.data())) return *code;
-  o.command.insert(o.command.end(), tail.begin(), tail.end());
-  Result<SliceSpec> spec = Validate(o);
+  command.insert(command.end(), tail.begin(), tail.end());
+  Result<SliceSpec> spec = ParseSliceSpec(flags);
   if (!spec.has_value()) return ReportStatus("run", spec.error());
-
-  std::string lib_dir = LibraryDir();
-  std::string libvgpu = lib_dir + "/libvgpu.so";
-  std::string simgpu_dir = lib_dir + "/simgpu";
-  if (access(libvgpu.c_str(), R_OK) != 0) {
-    std::fprintf(stderr, "vgpu run: %s not found (build it: cmake --build build)\n",
-                 libvgpu.c_str());
+  if (command.empty()) {
+    return ReportStatus("run", Status::InvalidArgument(
+                                   "no command given (usage: vgpu run [options] -- CMD ARGS...)"));
+  }
+  Result<Libraries> libs = FindLibraries(sim, "vgpu run");
+  if (!libs.has_value()) {
+    std::fprintf(stderr, "vgpu run: %s\n", libs.error().message().c_str());
     return kExitFailure;
   }
-  if (o.sim && access((simgpu_dir + "/libcuda.so.1").c_str(), R_OK) != 0) {
-    std::fprintf(stderr,
-                 "vgpu run: --sim: the simulated GPU is not built (%s/libcuda.so.1 missing; it "
-                 "needs the CUDA toolkit's headers)\n",
-                 simgpu_dir.c_str());
-    return kExitFailure;
-  }
-  std::string name = o.name;
-  if (name.empty()) name = fs::path(o.command[0]).filename().string();
-  for (char& c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
-  }
-  Result<std::string> dir = MakeSliceDir(name);
+  std::string name = SliceName(name_flag.empty() ? command[0] : name_flag);
+  std::string command_text;
+  for (const std::string& a : command) command_text += (command_text.empty() ? "" : " ") + a;
+  Result<SliceDir> dir = SliceDir::Create(name, *spec, sim, command_text);
   if (!dir.has_value()) return ReportStatus("run", dir.error());
-  std::string command_text = JoinCommand(o.command);
-  Status st = WriteLimits(*dir, *spec, o.sim, command_text);
-  if (st.ok()) st = CreateRegion(*dir, *spec);
-  if (st.ok()) st = shm::WriteSliceMeta(*dir, {getpid(), command_text});
-  int code = st.ok()
-                 ? RunChild(o.command, ChildEnvironment(*dir, *spec, o.sim, libvgpu, simgpu_dir))
-                 : ReportStatus("run", st);
-  std::error_code ec;
-  fs::remove_all(*dir, ec);
-  return code;
+  return RunChild(command, dir->ChildEnvironment(libs->libvgpu, libs->simgpu_dir));
 }
 
 }  // namespace vgpu::cli

@@ -4,6 +4,10 @@
 //
 //   vgpu top [--once] [--json] [--interval SECONDS] [--state-dir DIR] [--sim]
 //
+// Compute sharing: each slice's configured shares (max, guarantee, mode, weight, priority, time
+// slice) and achieved share over the last second, from the per-GPU arbiters in <state>/arbiter
+// (shm/arbiter.h), and per GPU the slice holding the current turn.
+//
 // A slice whose region cannot be read (another version, corrupted) is listed with the reason;
 // a slice whose `vgpu run` is gone is marked stale. Nothing is ever modified.
 #include <dlfcn.h>
@@ -21,6 +25,7 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/top_compute.h"
 #include "common/nvml_api.h"
 #include "common/units.h"
 #include "shm/proc_identity.h"
@@ -200,8 +205,43 @@ std::string JsonString(const std::string& s) {
   return out + "\"";
 }
 
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+std::string ComputeJson(const ComputeSliceView* c) {
+  if (c == nullptr) return "null";
+  return "{\"max\":" + std::to_string(c->config.max_pct) +
+         ",\"guarantee\":" + std::to_string(c->config.guarantee_pct) + ",\"mode\":\"" +
+         (c->config.mode == shm::kModeElastic ? "elastic" : "capped") +
+         "\",\"weight\":" + std::to_string(c->config.weight) + ",\"priority\":\"" +
+         shm::PriorityName(c->config.level) +
+         "\",\"time_slice_ms\":" + Num(static_cast<double>(c->config.time_slice_ns) / 1e6) +
+         ",\"achieved_pct\":" + Num(c->achieved_pct) +
+         ",\"used_ns\":" + std::to_string(c->used_ns) +
+         ",\"kernels\":" + std::to_string(c->kernels) +
+         ",\"held_ns\":" + std::to_string(c->held_ns) + ",\"turns\":" + std::to_string(c->turns) +
+         ",\"preempted\":" + std::to_string(c->preempted) +
+         ",\"waiting\":" + std::to_string(c->waiters) + "}";
+}
+
+// The compute record of device `d` of a slice: by the UUID its processes recorded, else any.
+const ComputeSliceView* SliceCompute(const std::vector<ArbiterView>& arbiters,
+                                     const shm::SliceEntry& s, int d) {
+  std::string region = s.dir + "/region";
+  std::string uuid(s.region.header.uuid[d], strnlen(s.region.header.uuid[d], shm::kUuidLength));
+  const ComputeSliceView* c = FindComputeSlice(arbiters, region, uuid);
+  if (c == nullptr && d == 0 && s.region.header.config.device_count <= 1) {
+    c = FindComputeSlice(arbiters, region, "");
+  }
+  return c;
+}
+
 std::string Json(const std::vector<GpuInfo>& gpus, const std::string& note,
-                 const std::vector<shm::SliceEntry>& slices) {
+                 const std::vector<shm::SliceEntry>& slices,
+                 const std::vector<ArbiterView>& arbiters) {
   std::string j = "{\"gpus\":[";
   for (size_t i = 0; i < gpus.size(); ++i) {
     const GpuInfo& g = gpus[i];
@@ -226,7 +266,7 @@ std::string Json(const std::vector<GpuInfo>& gpus, const std::string& note,
       continue;
     }
     const shm::RegionHeader& h = s.region.header;
-    j += ",\"priority\":" + std::to_string(h.config.priority) + ",\"devices\":[";
+    j += ",\"priority\":" + JsonString(shm::PriorityName(h.config.priority)) + ",\"devices\":[";
     bool first = true;
     for (int d : SliceDevices(s.region)) {
       j += first ? "" : ",";
@@ -235,7 +275,8 @@ std::string Json(const std::vector<GpuInfo>& gpus, const std::string& note,
       j += "{\"index\":" + std::to_string(d) + ",\"uuid\":" + JsonString(h.uuid[d]) +
            ",\"memory_limit\":" + (limit == shm::kNoLimit ? "null" : std::to_string(limit)) +
            ",\"memory_used\":" + std::to_string(h.device_used[d]) + ",\"cores\":" +
-           (h.config.sm_limit[d] == 0 ? "null" : std::to_string(h.config.sm_limit[d])) + "}";
+           (h.config.sm_limit[d] == 0 ? "null" : std::to_string(h.config.sm_limit[d])) +
+           ",\"compute\":" + ComputeJson(SliceCompute(arbiters, s, d)) + "}";
     }
     j += "],\"processes\":[";
     std::vector<ProcessView> procs = Processes(s.region);
@@ -250,12 +291,30 @@ std::string Json(const std::vector<GpuInfo>& gpus, const std::string& note,
     }
     j += "]}";
   }
+  j += "],\"arbiters\":[";
+  for (size_t i = 0; i < arbiters.size(); ++i) {
+    const ArbiterView& a = arbiters[i];
+    j += (i ? "," : "");
+    j += "{\"uuid\":" + JsonString(a.uuid) + ",\"path\":" + JsonString(a.path) +
+         ",\"error\":" + (a.error.empty() ? "null" : JsonString(a.error)) +
+         ",\"owner\":" + (a.owner.empty() ? "null" : JsonString(a.owner)) +
+         ",\"turns\":" + std::to_string(a.turns) +
+         ",\"preemptions\":" + std::to_string(a.preemptions) + ",\"slices\":[";
+    for (size_t k = 0; k < a.slices.size(); ++k) {
+      j += (k ? "," : "");
+      j += "{\"name\":" + JsonString(a.slices[k].name) +
+           ",\"members\":" + std::to_string(a.slices[k].members) +
+           ",\"compute\":" + ComputeJson(&a.slices[k]) + "}";
+    }
+    j += "]}";
+  }
   j += "]}\n";
   return j;
 }
 
 std::string Text(const std::vector<GpuInfo>& gpus, const std::string& note,
-                 const std::vector<shm::SliceEntry>& slices, const std::string& state_dir) {
+                 const std::vector<shm::SliceEntry>& slices, const std::string& state_dir,
+                 const std::vector<ArbiterView>& arbiters) {
   std::string t;
   char line[512];
   if (gpus.empty()) t += "GPUs: " + (note.empty() ? std::string("none found") : note) + "\n";
@@ -265,6 +324,15 @@ std::string Text(const std::vector<GpuInfo>& gpus, const std::string& note,
                   FormatBytes(g.memory_total).c_str(),
                   g.utilization < 0 ? "n/a" : (std::to_string(g.utilization) + "%").c_str());
     t += line;
+    for (const ArbiterView& a : arbiters) {
+      if (a.uuid != g.uuid || !a.error.empty()) continue;
+      std::snprintf(line, sizeof line,
+                    "       compute: %zu slice(s), turn held by %s, %llu turns, %llu preemptions\n",
+                    a.slices.size(), a.owner.empty() ? "none" : a.owner.c_str(),
+                    static_cast<unsigned long long>(a.turns),
+                    static_cast<unsigned long long>(a.preemptions));
+      t += line;
+    }
   }
   t += "\n";
   if (slices.empty()) {
@@ -290,8 +358,15 @@ std::string Text(const std::vector<GpuInfo>& gpus, const std::string& note,
           h.config.sm_limit[d] == 0 ? "all" : std::to_string(h.config.sm_limit[d]) + "%";
       std::snprintf(line, sizeof line, "  device %d  memory %s / %s%s  cores %s  priority %s\n", d,
                     FormatBytes(h.device_used[d]).c_str(), limit_text.c_str(), pct.c_str(),
-                    cores.c_str(), h.config.priority == 0 ? "high" : "low");
+                    cores.c_str(), shm::PriorityName(h.config.priority));
       t += line;
+      if (const ComputeSliceView* c = SliceCompute(arbiters, s, d)) {
+        std::snprintf(line, sizeof line,
+                      "            compute %s  achieved %.1f%%  waited %.2f s in total\n",
+                      ComputePolicyText(c->config).c_str(), c->achieved_pct,
+                      static_cast<double>(c->held_ns) / 1e9);
+        t += line;
+      }
     }
     std::vector<ProcessView> procs = Processes(s.region);
     if (procs.empty()) t += "  no processes using the GPU\n";
@@ -337,7 +412,9 @@ int RunTop(int argc, char** argv) {
     const std::string& note = nvml_lib.note();
     std::vector<GpuInfo> gpus = nvml_lib.Read();
     std::vector<shm::SliceEntry> slices = shm::ReadSlices(state_dir);
-    std::string view = json ? Json(gpus, note, slices) : Text(gpus, note, slices, state_dir);
+    std::vector<ArbiterView> arbiters = ReadArbiters(state_dir + "/arbiter");
+    std::string view =
+        json ? Json(gpus, note, slices, arbiters) : Text(gpus, note, slices, state_dir, arbiters);
     if (!once && tty && !json) std::fputs("\033[H\033[2J", stdout);
     std::fputs(view.c_str(), stdout);
     std::fflush(stdout);

@@ -22,5 +22,6 @@ int RunTop(int argc, char** argv);
 int RunSim(int argc, char** argv);
 int RunNode(int argc, char** argv);
 int RunScheduler(int argc, char** argv);
+int RunBench(int argc, char** argv);
 
 }  // namespace vgpu::cli

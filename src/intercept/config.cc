@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "common/units.h"
+#include "intercept/compute_config.h"
 
 namespace vgpu::intercept {
 namespace {
@@ -82,16 +83,6 @@ Setting ParseCores(string_view v, const char* where, ConfigErrors* errors) {
   return {Setting::kValue, static_cast<uint64_t>(p.value)};
 }
 
-Setting ParsePriority(string_view v, const char* where, ConfigErrors* errors) {
-  Parsed<uint64_t> p = ParseUnsignedRaw(v);
-  if (!p.ok() || p.value > 1000) {
-    errors->Add("%s: \"%.*s\" is not a priority (0 high, 1 low)", where, static_cast<int>(v.size()),
-                v.data());
-    return {Setting::kInvalid, 0};
-  }
-  return {Setting::kValue, p.value};
-}
-
 Setting ParseSize(string_view v, const char* where, ConfigErrors* errors) {
   Parsed<uint64_t> p = ParseByteSizeRaw(v);
   if (!p.ok()) {
@@ -153,14 +144,7 @@ bool ApplyKey(string_view key, string_view value, bool file_keys, const char* wh
     }
     return true;
   }
-  if (key == "CUDA_TASK_PRIORITY" || (file_keys && key == "priority")) {
-    Setting v = ParsePriority(value, where, errors);
-    if (s->priority.state == Setting::kUnset || v.state == Setting::kInvalid ||
-        (s->priority.state == Setting::kValue && v.value > s->priority.value)) {
-      s->priority = v;
-    }
-    return true;
-  }
+  if (ApplyComputeKey(key, value, file_keys, where, s, errors)) return true;
   if (key == "VGPU_CONTEXT_OVERHEAD" || (file_keys && key == "context_overhead")) {
     Setting v = ParseSize(value, where, errors);
     if (v.state == Setting::kValue) {
@@ -237,6 +221,7 @@ Config::Config() {
     memory_limit[d] = kNoLimit;
     region_limit[d] = kNoLimit;
     sm_limit[d] = 0;
+    guarantee[d] = 0;
   }
 }
 
@@ -344,11 +329,7 @@ void MergeFileSources(const SourceSettings& other, SourceSettings* into) {
     Assign(&into->sm[d], other.sm[d]);
     if (into->uuid[d][0] == '\0') std::memcpy(into->uuid[d], other.uuid[d], sizeof(other.uuid[d]));
   }
-  if (other.priority.state != Setting::kUnset &&
-      (into->priority.state != Setting::kValue || other.priority.state == Setting::kInvalid ||
-       other.priority.value > into->priority.value)) {
-    if (into->priority.state != Setting::kInvalid) into->priority = other.priority;
-  }
+  MergeComputeSources(other, into);
   if (other.context_overhead.state == Setting::kValue &&
       (into->context_overhead.state != Setting::kValue ||
        other.context_overhead.value > into->context_overhead.value)) {
@@ -382,20 +363,7 @@ void CombineSettings(const SourceSettings& file, const SourceSettings& env, int 
     std::memcpy(config->uuid[d], file.uuid[d], sizeof(config->uuid[d]));
   }
 
-  // Priority: 0 high, 1 low; the environment may only lower it (a larger number).
-  int64_t priority = -1;
-  if (file.priority.state == Setting::kInvalid) {
-    priority = 1;
-  } else if (file.priority.state == Setting::kValue) {
-    priority = static_cast<int64_t>(file.priority.value);
-  }
-  if (env.priority.state == Setting::kValue) {
-    int64_t e = static_cast<int64_t>(env.priority.value);
-    if (priority < 0 || e > priority) priority = e;
-  } else if (env.priority.state == Setting::kInvalid && priority < 0) {
-    priority = 1;
-  }
-  config->priority = priority < 0 ? 1 : static_cast<int32_t>(priority);
+  CombineCompute(file, env, config);
 
   uint64_t overhead = 0;
   bool overhead_set = false;
@@ -456,6 +424,9 @@ void LoadConfig(char* const* envp, Config* config, ConfigErrors* errors) {
     MergeFileSources(extra, &file);
   }
   CombineSettings(file, env, visible, ::getuid(), config, errors);
+  if (config->compute_limited && config->arbiter_dir[0] == '\0') {
+    DefaultArbiterDir(envp, ::getuid(), config->arbiter_dir, sizeof(config->arbiter_dir));
+  }
 }
 
 }  // namespace vgpu::intercept

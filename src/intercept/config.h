@@ -17,7 +17,9 @@
 //     allocation refused) — never "no limit".
 //   - compute (percent): the same, with 0 or 100 meaning no limit; the safe side of a bad value
 //     with nothing to fall back on is 1%.
-//   - priority: the larger number (lower priority) wins; the file's value is the floor.
+//   - compute sharing (compute_config.h): max share as above; guarantee and weight min(file,
+//     env); priority level: the less important of the two; mode, time slice and arbiter
+//     directory: the file's when it sets them.
 //   - context overhead: the larger of the file's and the environment's.
 //   - region path: the file's, else CUDA_DEVICE_MEMORY_SHARED_CACHE, else VGPU_REGION, else a
 //     per-user default in /tmp when any limit is set.
@@ -29,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "shm/arbiter.h"
 #include "shm/region.h"
 
 namespace vgpu::intercept {
@@ -60,8 +63,14 @@ struct SourceSettings {
   Setting memory[kMaxDevices];
   Setting sm_all;
   Setting sm[kMaxDevices];
-  Setting priority;
+  Setting priority;  // a shm::PriorityLevel
   Setting context_overhead;
+  Setting guarantee_all;
+  Setting guarantee[kMaxDevices];
+  Setting weight;
+  Setting mode;        // shm::ComputeMode
+  Setting time_slice;  // nanoseconds
+  char arbiter_dir[kPathMax] = {};
   char region[kPathMax] = {};
   char uuid[kMaxDevices][shm::kUuidLength] = {};
   int highest_device = -1;  // highest per-device index mentioned
@@ -71,8 +80,13 @@ struct SourceSettings {
 struct Config {
   uint64_t memory_limit[kMaxDevices];  // per-process effective limit (bytes or kNoLimit)
   uint64_t region_limit[kMaxDevices];  // the limit written into a region this process creates
-  uint32_t sm_limit[kMaxDevices];      // percent; 0 = no compute limit
-  int32_t priority = 1;
+  uint32_t sm_limit[kMaxDevices];      // max share, percent; 0 = no compute limit
+  uint32_t guarantee[kMaxDevices];     // guaranteed share, percent (capped mode: the max)
+  uint32_t weight = 1;                 // share of spare GPU time among equals
+  uint32_t compute_mode = shm::kModeCapped;
+  uint64_t time_slice_ns = shm::kDefaultTimeSliceNs;
+  int32_t priority = shm::kPriorityNormal;  // shm::PriorityLevel
+  char arbiter_dir[kPathMax] = {};          // "" = the default (compute_config.h)
   uint64_t context_overhead = kDefaultContextOverhead;
   char region_path[kPathMax] = {};
   char real_libcuda[kPathMax] = {};
@@ -82,7 +96,7 @@ struct Config {
   uint32_t device_count = 1;  // devices the slice is configured for (for display)
   uint32_t test_critical_delay_us = 0;
   bool any_memory_limit = false;
-  bool compute_limited = false;
+  bool compute_limited = false;  // any compute setting: launches go through the gate
 
   Config();
 };

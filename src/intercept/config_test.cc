@@ -51,7 +51,7 @@ TEST(Config, HamiEnvironmentNames) {
   EXPECT_EQ(r.config.sm_limit[0], 30u);
   EXPECT_EQ(r.config.sm_limit[2], 50u);
   EXPECT_TRUE(r.config.compute_limited);
-  EXPECT_EQ(r.config.priority, 0);
+  EXPECT_EQ(r.config.priority, shm::kPriorityHigh);  // HAMi's 0
   EXPECT_EQ(r.config.log_level, 4);
   EXPECT_STREQ(r.config.region_path, "/tmp/x.cache");
   EXPECT_EQ(r.config.device_count, 3u);
@@ -109,9 +109,11 @@ TEST(Config, TheFileWinsTheEnvironmentCanOnlyLower) {
   // "No limit" in the environment does not lift the file's limit.
   Result zero = Combine("memory=4GiB\n", {"CUDA_DEVICE_MEMORY_LIMIT=0"});
   EXPECT_EQ(zero.config.memory_limit[0], 4 * kGiB);
-  // Priority: the environment may only make it lower (a larger number).
-  EXPECT_EQ(Combine("priority=1\n", {"CUDA_TASK_PRIORITY=0"}).config.priority, 1);
-  EXPECT_EQ(Combine("priority=0\n", {"CUDA_TASK_PRIORITY=1"}).config.priority, 1);
+  // Priority: the environment may only make it less important (HAMi: 0 high, 1 normal).
+  EXPECT_EQ(Combine("priority=1\n", {"CUDA_TASK_PRIORITY=0"}).config.priority,
+            shm::kPriorityNormal);
+  EXPECT_EQ(Combine("priority=0\n", {"CUDA_TASK_PRIORITY=1"}).config.priority,
+            shm::kPriorityNormal);
   // The file's region wins over the environment's.
   EXPECT_STREQ(
       Combine("region=/a\nmemory=1g\n", {"CUDA_DEVICE_MEMORY_SHARED_CACHE=/b"}).config.region_path,

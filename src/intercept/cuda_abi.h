@@ -28,6 +28,7 @@ enum CUresult : int {
   CUDA_ERROR_INVALID_CONTEXT = 201,
   CUDA_ERROR_INVALID_HANDLE = 400,
   CUDA_ERROR_NOT_FOUND = 500,
+  CUDA_ERROR_NOT_READY = 600,
   CUDA_ERROR_NOT_SUPPORTED = 801,
   CUDA_ERROR_UNKNOWN = 999,
 };
@@ -46,6 +47,7 @@ struct CUlaunchAttribute_st;
 struct CUexecAffinityParam_st;
 struct CUctxCreateParams_st;
 struct CUDA_GRAPH_INSTANTIATE_PARAMS_st;
+struct CUevent_st;
 using CUcontext = CUctx_st*;
 using CUstream = CUstream_st*;
 using CUfunction = CUfunc_st*;
@@ -55,6 +57,7 @@ using CUmemoryPool = CUmemPoolHandle_st*;
 using CUgraph = CUgraph_st*;
 using CUgraphNode = CUgraphNode_st*;
 using CUgraphExec = CUgraphExec_st*;
+using CUevent = CUevent_st*;
 using CUexecAffinityParam = CUexecAffinityParam_st;
 using CUctxCreateParams = CUctxCreateParams_st;
 using CUDA_GRAPH_INSTANTIATE_PARAMS = CUDA_GRAPH_INSTANTIATE_PARAMS_st;
@@ -238,6 +241,12 @@ enum CUstreamCaptureStatus : int {
   CU_STREAM_CAPTURE_STATUS_NONE = 0,
   CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
   CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2,
+};
+
+enum CUstreamCaptureMode : int {
+  CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
+  CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+  CU_STREAM_CAPTURE_MODE_RELAXED = 2,
 };
 
 struct CUlaunchConfig {

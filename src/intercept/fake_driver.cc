@@ -1,7 +1,10 @@
 #include "intercept/fake_driver.h"
 
+#include <time.h>
+
 #include <cstring>
 #include <mutex>
+#include <set>
 
 #include "intercept/runtime.h"
 
@@ -361,6 +364,12 @@ CUresult GraphInstantiateWithParams(CUgraphExec* exec, CUgraph g, CUDA_GRAPH_INS
 CUresult GraphExecDestroy(CUgraphExec) { return CUDA_SUCCESS; }
 CUresult GraphLaunch(CUgraphExec, CUstream) {
   ++g_state.launches;
+  ++g_state.launch_kinds[kGraph];
+  return CUDA_SUCCESS;
+}
+CUresult GraphLaunchPtsz(CUgraphExec, CUstream) {
+  ++g_state.launches;
+  ++g_state.launch_kinds[kGraphPtsz];
   return CUDA_SUCCESS;
 }
 
@@ -378,11 +387,87 @@ CUresult DeviceTotalMem(size_t* bytes, CUdevice dev) {
 CUresult LaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                       unsigned, CUstream, void**, void**) {
   ++g_state.launches;
+  ++g_state.launch_kinds[kKernel];
   return CUDA_SUCCESS;
 }
 CUresult LaunchKernelPtsz(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                           unsigned, CUstream, void**, void**) {
   g_state.launches += 100;
+  ++g_state.launch_kinds[kKernelPtsz];
+  return CUDA_SUCCESS;
+}
+template <int kKind>
+CUresult LaunchEx(const CUlaunchConfig*, CUfunction, void**, void**) {
+  ++g_state.launch_kinds[kKind];
+  return CUDA_SUCCESS;
+}
+template <int kKind>
+CUresult LaunchCoop(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                    unsigned, CUstream, void**) {
+  ++g_state.launch_kinds[kKind];
+  return CUDA_SUCCESS;
+}
+CUresult LegacyLaunch(CUfunction) {
+  ++g_state.launch_kinds[kLaunch];
+  return CUDA_SUCCESS;
+}
+CUresult LegacyGrid(CUfunction, int, int) {
+  ++g_state.launch_kinds[kGrid];
+  return CUDA_SUCCESS;
+}
+CUresult LegacyGridAsync(CUfunction, int, int, CUstream) {
+  ++g_state.launch_kinds[kGridAsync];
+  return CUDA_SUCCESS;
+}
+
+// ---- events and streams (the compute gate's tracking): events complete when recorded
+struct FakeEvent {
+  uint64_t t_ns = 0;
+};
+std::set<FakeEvent*> g_events;  // live events; a reset frees them, as a context's end does
+uint64_t FakeNow() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
+}
+CUresult EventCreate(CUevent* ev, unsigned int) {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  auto* e = new FakeEvent;
+  g_events.insert(e);
+  *ev = reinterpret_cast<CUevent>(e);
+  ++g_state.events_live;
+  return CUDA_SUCCESS;
+}
+CUresult EventDestroy(CUevent ev) {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  auto* e = reinterpret_cast<FakeEvent*>(ev);
+  if (g_events.erase(e) == 0) return CUDA_ERROR_INVALID_HANDLE;
+  delete e;
+  --g_state.events_live;
+  return CUDA_SUCCESS;
+}
+CUresult EventRecord(CUevent ev, CUstream) {
+  reinterpret_cast<FakeEvent*>(ev)->t_ns = FakeNow();
+  return CUDA_SUCCESS;
+}
+CUresult EventQuery(CUevent) { return CUDA_SUCCESS; }
+CUresult EventSynchronize(CUevent) { return CUDA_SUCCESS; }
+CUresult EventElapsed(float* ms, CUevent a, CUevent b) {
+  double d = static_cast<double>(reinterpret_cast<FakeEvent*>(b)->t_ns) -
+             static_cast<double>(reinterpret_cast<FakeEvent*>(a)->t_ns);
+  *ms = static_cast<float>(d / 1e6);
+  return CUDA_SUCCESS;
+}
+char g_stream_storage;
+CUresult StreamCreate(CUstream* s, unsigned int) {
+  *s = reinterpret_cast<CUstream>(&g_stream_storage);
+  return CUDA_SUCCESS;
+}
+thread_local CUstreamCaptureMode t_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+CUresult ExchangeCaptureMode(CUstreamCaptureMode* mode) {
+  CUstreamCaptureMode old = t_capture_mode;
+  t_capture_mode = *mode;
+  *mode = old;
   return CUDA_SUCCESS;
 }
 CUresult DeviceGetUuid(CUuuid* uuid, CUdevice dev) {
@@ -508,6 +593,11 @@ nvmlDevice_t FakeNvmlDevice(int index) {
 DriverApi MakeFakeDriver() {
   for (NodeRef* n : g_nodes) delete n;
   g_nodes.clear();
+  {
+    std::lock_guard<std::recursive_mutex> lock(g_mutex);
+    for (FakeEvent* e : g_events) delete e;
+    g_events.clear();
+  }
   g_state = FakeState();
   DriverApi api;
   api.cuMemAlloc_v2 = MemAlloc;
@@ -550,7 +640,23 @@ DriverApi MakeFakeDriver() {
   api.cuGraphInstantiateWithParams_ptsz = GraphInstantiateWithParams;
   api.cuGraphExecDestroy = GraphExecDestroy;
   api.cuGraphLaunch = GraphLaunch;
-  api.cuGraphLaunch_ptsz = GraphLaunch;
+  api.cuGraphLaunch_ptsz = GraphLaunchPtsz;
+  api.cuLaunchKernelEx = LaunchEx<kEx>;
+  api.cuLaunchKernelEx_ptsz = LaunchEx<kExPtsz>;
+  api.cuLaunchCooperativeKernel = LaunchCoop<kCoop>;
+  api.cuLaunchCooperativeKernel_ptsz = LaunchCoop<kCoopPtsz>;
+  api.cuLaunch = LegacyLaunch;
+  api.cuLaunchGrid = LegacyGrid;
+  api.cuLaunchGridAsync = LegacyGridAsync;
+  api.cuEventCreate = EventCreate;
+  api.cuEventDestroy_v2 = EventDestroy;
+  api.cuEventRecord = EventRecord;
+  api.cuEventRecord_ptsz = EventRecord;
+  api.cuEventQuery = EventQuery;
+  api.cuEventSynchronize = EventSynchronize;
+  api.cuEventElapsedTime = EventElapsed;
+  api.cuStreamCreate = StreamCreate;
+  api.cuThreadExchangeStreamCaptureMode = ExchangeCaptureMode;
   api.cuCtxGetCurrent = CtxGetCurrent;
   api.cuCtxGetDevice = CtxGetDevice;
   api.cuCtxCreate = CtxCreate2;

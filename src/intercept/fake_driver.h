@@ -7,7 +7,9 @@
 //   - a pool reserves in chunks of `pool_chunk` and keeps freed memory until trimmed;
 //   - arrays report `array_padding` extra bytes through cuArrayGetMemoryRequirements;
 //   - `fail_next` makes the next allocating call fail with CUDA_ERROR_UNKNOWN;
-//   - `calls` counts calls that reached the fake driver's allocators.
+//   - `calls` counts calls that reached the fake driver's allocators;
+//   - kernels take no time: an event completes when it is recorded (at the host time of the
+//     record), so launch tracking works and every launch measures 0 ns.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +39,8 @@ struct FakeState {
   bool internal_proc_pointers = false;  // cuGetProcAddress returns non-exported addresses
   int calls = 0;                        // allocating calls that reached the driver
   int launches = 0;
+  int launch_kinds[16] = {};  // per launch entry point (LaunchKind), for the gate's tests
+  int events_live = 0;
   uint64_t next_address = 0x7f0000000000ULL;
   std::map<uint64_t, std::pair<int, uint64_t>> allocations;  // address -> (device, bytes)
   struct Pool {
@@ -52,6 +56,22 @@ struct FakeState {
   std::vector<CUcontext> created_contexts;
   std::vector<FakeGraph*> graphs;
   std::map<uint64_t, std::string> exported_extra;  // symbols the fake "library" also exports
+};
+
+// Launch entry points of the fake driver, counted in FakeState::launch_kinds.
+enum LaunchKind {
+  kKernel,
+  kKernelPtsz,
+  kEx,
+  kExPtsz,
+  kCoop,
+  kCoopPtsz,
+  kGraph,
+  kGraphPtsz,
+  kLaunch,
+  kGrid,
+  kGridAsync,
+  kLaunchKinds
 };
 
 FakeState& Fake();

@@ -1,6 +1,7 @@
 #include "intercept/hook_util.h"
 
 #include "common/log.h"
+#include "intercept/gate.h"
 
 namespace vgpu::intercept {
 
@@ -26,6 +27,7 @@ void ReleaseEntry(const AllocEntry& entry) {
 
 void ReleaseContextAllocations(CUcontext context) {
   if (context == nullptr) return;
+  if (g_compute_limited.load(std::memory_order_relaxed)) GateForgetContext(context);
   uint64_t key = ContextKey(context);
   GetRuntime().table.RemoveIf(
       [](const AllocEntry& e, void* arg) {

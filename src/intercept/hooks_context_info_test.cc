@@ -167,6 +167,7 @@ TEST(LaunchHooks, PassThroughToTheRightVariant) {
   ASSERT_EQ(cuGraphLaunch(nullptr, nullptr), CUDA_SUCCESS);
   EXPECT_EQ(Fake().launches, 102);
   // Functions the driver lacks are reported, not crashed on.
+  g_cuda.cuLaunchKernelEx = nullptr;
   EXPECT_EQ(cuLaunchKernelEx(nullptr, nullptr, nullptr, nullptr), CUDA_ERROR_NOT_SUPPORTED);
 }
 

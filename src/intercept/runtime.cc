@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "intercept/gate.h"
 #include "intercept/hooks.h"
 #include "intercept/proc_address.h"
 #include "shm/region_ops.h"
@@ -170,6 +171,7 @@ void ResetRuntimeInChild() {
   g_runtime.accountant.ResetInChild();
   g_runtime.table.ResetInChild();
   g_runtime.pools.ResetInChild();
+  GateResetInChild();
   ContextState& c = g_runtime.contexts;
   std::memcpy(&c.mutex, &fresh, sizeof(fresh));
   for (int d = 0; d < kMaxDevices; ++d) {

@@ -16,7 +16,8 @@
 //     created_unix_ns  u64  wall-clock creation time (informational)
 //     config           RegionConfig, immutable once state is ready:
 //       device_count     u32  devices configured (1..kMaxDevices)
-//       priority         i32  CUDA_TASK_PRIORITY of the slice (0 high, 1 low)
+//       priority         i32  priority level of the slice: 0 realtime, 1 high, 2 normal, 3 low,
+//                            4 idle (shm/arbiter.h; minor 0 wrote HAMi's 0 high, 1 low)
 //       memory_limit[16] u64  bytes per CUDA device index; kNoLimit when unlimited
 //       sm_limit[16]     u32  percent of the device's compute per index; 0 or 100: none
 //     config_checksum  u64  FNV-1a of `config`; a mismatch means the region is corrupted
@@ -63,7 +64,7 @@ namespace vgpu::shm {
 
 inline constexpr uint64_t kRegionMagic = 0x45434c5355504756ULL;  // "VGPUSLCE" little-endian
 inline constexpr uint32_t kRegionMajor = 1;
-inline constexpr uint32_t kRegionMinor = 0;
+inline constexpr uint32_t kRegionMinor = 1;
 inline constexpr int kMaxDevices = 16;
 inline constexpr int kMaxProcs = 1024;
 inline constexpr uint64_t kNoLimit = ~0ULL;

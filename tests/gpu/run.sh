@@ -1,29 +1,39 @@
 #!/usr/bin/env bash
 # libvgpu.so on a real NVIDIA GPU: the checks of tests/intercept (simulated GPU) against the real
-# driver, plus a CUDA runtime (cudaMalloc) program.
+# driver, plus a CUDA runtime (cudaMalloc) program, then the compute-sharing checks of
+# tests/compute (caps, elastic give-back, priority, every launch path) with `vgpu bench share`.
 #
-#   tests/gpu/run.sh [--libvgpu PATH] [--races N] [--simulated-driver DIR]
+#   tests/gpu/run.sh [--libvgpu PATH] [--vgpu PATH] [--races N] [--compute-seconds S]
+#                    [--only memory|compute] [--simulated-driver DIR]
 #
 # --simulated-driver DIR runs the driver API checks against the simulated GPU in DIR
 # (build/lib/simgpu) instead, to test this script on a machine without a GPU; the CUDA runtime
 # checks are skipped then (the simulation does not serve libcudart).
 #
 # Builds its test programs here with nvcc (tests/intercept/intercept_worker.cc, a driver API
-# program; tests/gpu/runtime_fill.cu, a runtime program), so it needs only the CUDA toolkit, the
-# driver and a libvgpu.so (default: build/lib/libvgpu.so next to this checkout).
+# program; tests/gpu/runtime_fill.cu, a runtime program; tests/gpu/spin_kernel.cu, the calibrated
+# clock64 busy kernel of the compute checks), so it needs only the CUDA toolkit, the driver,
+# python3 (to read the bench's JSON) and the build outputs: build/lib/libvgpu.so and
+# build/bin/vgpu next to this checkout (or --libvgpu / --vgpu).
 # Exit status: 0 every check passed, 1 a check failed, 77 skipped (no GPU, driver or nvcc).
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 libvgpu=$root/build/lib/libvgpu.so
+vgpu=$root/build/bin/vgpu
 races=30
+compute_seconds=10
+only=
 simulated=
 while [[ $# -gt 0 ]]; do
   case $1 in
     --libvgpu) libvgpu=$2; shift 2 ;;
+    --vgpu) vgpu=$2; shift 2 ;;
     --races) races=$2; shift 2 ;;
+    --compute-seconds) compute_seconds=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
     --simulated-driver) simulated=$(cd "$2" && pwd); shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -93,6 +103,7 @@ in_slice() {
 }
 field() { awk -v k="$1" '$1 == k {sub(/^[^ ]+ /, ""); print; exit}'; }
 
+if [[ $only != compute ]]; then
 # ---- 1. every allocation path holds N bytes and not one byte more ----------------------------
 n=$((256 * MiB))
 for spec in alloc:1 managed:1 pitch:512 vmm:$((2 * MiB)) async:1 async_ptsz:1 pool:1 \
@@ -242,6 +253,84 @@ exec {hog_fd}>&-
 out=$(in_slice kill $limit "$work/worker" fill alloc $((1000 * MiB)) 2>&1 | field first)
 [[ $out == CUDA_SUCCESS ]] && pass "after the kills the whole slice can be allocated again" ||
   fail "after the kills: $out"
+
+fi
+
+# ---- 6. compute: caps, elastic give-back, priority, every launch path --------------------------
+# `vgpu bench share` runs tenants of calibrated busy kernels, each a process in its own slice
+# (libvgpu.so from vgpu's own build), on this GPU (or, with --simulated-driver, through the same
+# real-GPU code path against the simulated driver). Shares and waits come from CUDA events in each
+# tenant; the checks are those of tests/compute.
+compute_checks() {
+  if [[ ! -x $vgpu ]]; then fail "compute: $vgpu not found (--vgpu)"; return; fi
+  if ! command -v python3 > /dev/null; then fail "compute: python3 is needed to read the results"; return; fi
+  "$nvcc" -fatbin -arch=native -o "$work/spin.fatbin" "$root/tests/gpu/spin_kernel.cu" 2>/dev/null ||
+    "$nvcc" -fatbin -o "$work/spin.fatbin" "$root/tests/gpu/spin_kernel.cu" ||
+    { fail "compute: cannot build the spin kernel"; return; }
+  local cycles=1000
+  if [[ -z $simulated ]]; then
+    cycles=$("$vgpu" bench tenant --calibrate --module "$work/spin.fatbin") ||
+      { fail "compute: calibration failed"; return; }
+    echo "spin kernel: $cycles cycles per microsecond"
+  fi
+  local s=$compute_seconds
+  bench() {
+    VGPU_STATE_DIR=$work/state LIBCUDA_LOG_LEVEL=1 "$vgpu" bench share --json \
+      --module "$work/spin.fatbin" --cycles-per-us "$cycles" "$@"
+  }
+  # check MODE ARGS < json: prints one line per tenant and exits non-zero when a check fails.
+  check() {
+    python3 -c '
+import json, sys
+mode, args = sys.argv[1], sys.argv[2:]
+r = json.load(sys.stdin)
+t = {x["name"]: x for x in r["tenants"]}
+ok = True
+for x in r["tenants"]:
+    print("    %-4s target %-6s share %6.2f worst window %-6s wait p50 %.3f ms p99 %.3f ms, %.1f kernels/s%s" % (
+        x["name"], x["target"], x["share"], x["worst_window_pp"], x["wait_p50_ms"], x["wait_p99_ms"],
+        x["throughput"], "" if x["throughput_ratio"] is None else ", %.1f%% of alone" % (100 * x["throughput_ratio"])))
+if mode == "targets":
+    tol = float(args[0])
+    for x in r["tenants"]:
+        ok &= abs(x["share"] - x["target"]) <= tol and x["worst_window_pp"] <= tol
+elif mode == "elastic":
+    a, b, start = t["a"], t["b"], int(args[0])
+    print("    a per second:", a["per_second"])
+    ok &= min(a["per_second"][1:start]) >= 95 and abs(a["per_second"][start + 1] - 30) <= 3
+elif mode == "priority":
+    hi = t["hi"]
+    ok &= hi["wait_p99_ms"] <= r["time_slice_ms"] + hi["kernel_ms"] and hi["throughput_ratio"] >= 0.95
+elif mode == "held":
+    ok &= abs(t["t"]["share"] - float(args[0])) <= 3
+sys.exit(0 if ok else 1)
+' "$@"
+  }
+  local out
+  out=$(bench --seconds "$s" --tenant a:max=30 --tenant b:max=70) &&
+    echo "$out" | check targets 3 && pass "compute: caps 30/70 within 3 points over ${s} s" ||
+    fail "compute: caps 30/70: $out"
+  out=$(bench --seconds "$s" --tenant a:max=10 --tenant b:max=20 --tenant c:max=30 --tenant d:max=40) &&
+    echo "$out" | check targets 3 && pass "compute: caps 10/20/30/40 within 3 points" ||
+    fail "compute: caps 10/20/30/40: $out"
+  out=$(bench --seconds "$s" --tenant a:max=50) && echo "$out" | check targets 3 &&
+    pass "compute: a capped tenant alone stays at its cap" || fail "compute: alone at 50: $out"
+  local start=$(( s < 4 ? 2 : s / 2 ))
+  out=$(bench --seconds "$(( start + 2 ))" --tenant a:guarantee=30 --tenant "b:guarantee=70,start=${start}s") &&
+    echo "$out" | check elastic "$start" &&
+    pass "compute: elastic 30 alone >= 95%, back to 30 +- 3 within a second of a 70 guarantee" ||
+    fail "compute: elastic: $out"
+  out=$(bench --seconds "$s" --baseline --baseline-seconds "$s" --tenant hi:priority=high,gap=1ms \
+        --tenant lo:priority=low) && echo "$out" | check priority &&
+    pass "compute: high priority waits <= slice + kernel (p99), keeps >= 95% of its throughput" ||
+    fail "compute: priority: $out"
+  for launch in graph coop ex ptsz; do
+    out=$(bench --seconds "$(( s < 3 ? s : 3 ))" --tenant "t:max=25,launch=$launch") &&
+      echo "$out" | check held 25 && pass "compute: $launch launches are held like plain launches" ||
+      fail "compute: $launch launches: $out"
+  done
+}
+[[ $only != memory ]] && compute_checks
 
 echo
 if ((failures == 0)); then

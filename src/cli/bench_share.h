@@ -1,0 +1,58 @@
+// `vgpu bench share`: the tenants, their results and the report (cmd_bench.cc runs them,
+// share_report.cc prints them).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/share_stats.h"
+#include "cli/slice_setup.h"
+#include "common/result.h"
+
+namespace vgpu::cli {
+
+struct BenchTenant {
+  std::string name;
+  SliceFlags flags;
+  SliceSpec spec;
+  uint64_t kernel_ns = 0;  // 0: the bench's --kernel
+  uint64_t gap_ns = 0;
+  uint64_t start_ns = 0;  // offset from the common start
+  std::string launch = "kernel";
+  int depth = 0;  // 0: enough for 10 ms of kernels
+};
+
+// Parses "name[:key=value,key=value,...]"; errors name the tenant and the key.
+Result<BenchTenant> ParseTenant(const std::string& text);
+
+struct TenantResult {
+  std::vector<KernelRecord> records;
+  std::optional<double> target;          // expected share with all tenants running
+  double share = 0;                      // achieved share once all tenants run (from events)
+  std::optional<double> share_timeline;  // the same from the simulated GPU's timeline
+  std::vector<double> per_second;        // share in each second of the run (from the common start)
+  std::vector<double> windows;           // share in each `window_s` window of the shared phase
+  double worst_window_pp = 0;            // largest |window - target|
+  int converge_s = -1;                   // seconds after the last start until within +-3 pp
+  uint64_t wait_p50_ns = 0, wait_p99_ns = 0, wait_max_ns = 0;
+  double throughput = 0;  // kernels per second while it ran
+  std::optional<double> alone_throughput;
+  std::optional<uint64_t> alone_wait_p99_ns;
+};
+
+struct BenchReport {
+  bool sim = false;
+  double seconds = 0;
+  double window_s = 0;
+  uint64_t kernel_ns = 0;
+  uint64_t time_slice_ns = 0;
+  std::vector<BenchTenant> tenants;
+  std::vector<TenantResult> results;
+};
+
+std::string ReportText(const BenchReport& report);
+std::string ReportJson(const BenchReport& report);
+
+}  // namespace vgpu::cli

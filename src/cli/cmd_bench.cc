@@ -1,0 +1,508 @@
+// vgpu bench share: runs N tenants of busy kernels, each a separate process in its own slice with
+// libvgpu.so (the same setup as vgpu run), on the simulated GPU (--sim) or a real one, and reports
+// per tenant its target and achieved share of the GPU and its launch-to-start waits.
+//
+//   vgpu bench share [--sim] [--seconds S] [--kernel DUR] [--time-slice DUR] [--window S]
+//                    [--baseline] [--json] --tenant NAME[:key=value,...] ...
+//
+// On the simulated GPU each run gets a private simulated GPU and registry (a temporary state
+// directory) unless --state-dir is given; on a real GPU the tenants join the machine's arbiter like
+// any slice. `vgpu bench tenant` is the tenant program (internal).
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/bench_share.h"
+#include "cli/bench_tenant.h"
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+#include "cli/share_sampler.h"
+#include "common/units.h"
+
+extern char** environ;
+
+namespace vgpu::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+uint64_t Now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+struct Options {
+  bool sim = false;
+  bool json = false;
+  bool baseline = false;
+  double seconds = 10;
+  double window = 10;
+  double baseline_seconds = 3;
+  std::string kernel = "1ms";
+  std::string time_slice;
+  std::string module;
+  uint64_t cycles_per_us = 0;
+  std::string state_dir;
+  std::string records_dir;
+  std::vector<std::string> tenant_texts;
+};
+
+struct Child {
+  pid_t pid = -1;
+  int in = -1;   // its stdin (we write the start time, then close)
+  int out = -1;  // its stdout ("ready", "done")
+  std::string out_file;
+  std::string err_file;
+  std::string seen;
+};
+
+// Reads what is available on the child's stdout; true when `word` has been seen.
+bool Saw(Child& c, const char* word) {
+  char buf[256];
+  for (;;) {
+    ssize_t n = read(c.out, buf, sizeof buf);
+    if (n <= 0) break;
+    c.seen.append(buf, static_cast<size_t>(n));
+  }
+  return c.seen.find(word) != std::string::npos;
+}
+
+Result<Child> Spawn(const BenchTenant& t, const SliceDir& dir, const Libraries& libs,
+                    const Options& o, uint64_t kernel_ns, uint64_t stop_ns, uint64_t offset_ns,
+                    const std::string& work, size_t index) {
+  Child c;
+  c.out_file = work + "/tenant" + std::to_string(index) + ".kernels";
+  c.err_file = work + "/tenant" + std::to_string(index) + ".stderr";
+  int depth = t.depth > 0
+                  ? t.depth
+                  : static_cast<int>(std::clamp<uint64_t>(10000000 / kernel_ns + 1, 2, 256));
+  std::vector<std::string> args = {"/proc/self/exe",
+                                   "bench",
+                                   "tenant",
+                                   "--kernel-ns",
+                                   std::to_string(kernel_ns),
+                                   "--gap-ns",
+                                   std::to_string(t.gap_ns),
+                                   "--offset-ns",
+                                   std::to_string(offset_ns),
+                                   "--stop-ns",
+                                   std::to_string(stop_ns),
+                                   "--depth",
+                                   std::to_string(depth),
+                                   "--launch",
+                                   t.launch,
+                                   "--out",
+                                   c.out_file};
+  if (!o.module.empty()) {
+    args.push_back("--module");
+    args.push_back(o.module);
+  }
+  if (o.cycles_per_us > 0) {
+    args.push_back("--cycles-per-us");
+    args.push_back(std::to_string(o.cycles_per_us));
+  }
+  std::string exe = fs::read_symlink("/proc/self/exe").string();
+  args[0] = exe;
+  std::vector<std::string> env = dir.ChildEnvironment(libs.libvgpu, libs.simgpu_dir);
+  env.push_back("LIBCUDA_LOG_LEVEL=1");
+  env.push_back("VGPU_SIMGPU_LOG_LEVEL=1");
+  int in_pipe[2], out_pipe[2];
+  if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0) {
+    return Status::IoError("pipe: " + std::string(std::strerror(errno)));
+  }
+  std::vector<char*> argv, envp;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::fflush(nullptr);
+  c.pid = fork();
+  if (c.pid < 0) return Status::IoError("fork: " + std::string(std::strerror(errno)));
+  if (c.pid == 0) {
+    dup2(in_pipe[0], 0);
+    dup2(out_pipe[1], 1);
+    int err = open(c.err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (err >= 0) dup2(err, 2);
+    execve(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  close(in_pipe[0]);
+  close(out_pipe[1]);
+  c.in = in_pipe[1];
+  c.out = out_pipe[0];
+  fcntl(c.out, F_SETFL, O_NONBLOCK);
+  return c;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+std::vector<KernelRecord> ReadRecords(const std::string& path) {
+  std::vector<KernelRecord> out;
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) return out;
+  KernelRecord r;
+  while (std::fscanf(f, "%" SCNu64 " %" SCNu64 " %" SCNu64, &r.call_ns, &r.start_ns, &r.end_ns) ==
+         3) {
+    out.push_back(r);
+  }
+  std::fclose(f);
+  return out;
+}
+
+struct RunOutput {
+  uint64_t t0 = 0;
+  std::vector<std::vector<KernelRecord>> records;
+  std::vector<std::optional<double>> timeline;  // share of [t0 + start, t0 + stop) per tenant
+};
+
+// Runs `tenants` together for `seconds`; each in its own slice.
+Result<RunOutput> RunTenants(const std::vector<BenchTenant>& tenants, const Options& o,
+                             const Libraries& libs, uint64_t kernel_ns, double seconds,
+                             const std::string& work) {
+  uint64_t stop_ns = static_cast<uint64_t>(seconds * 1e9);
+  std::vector<SliceDir> dirs;
+  std::vector<Child> children;
+  auto kill_all = [&]() {
+    for (Child& c : children) {
+      if (c.pid > 0) kill(c.pid, SIGKILL);
+    }
+    for (Child& c : children) {
+      if (c.pid > 0) waitpid(c.pid, nullptr, 0);
+      c.pid = -1;
+    }
+  };
+  for (size_t i = 0; i < tenants.size(); ++i) {
+    const BenchTenant& t = tenants[i];
+    Result<SliceDir> dir = SliceDir::Create(SliceName("bench-" + t.name), t.spec, o.sim,
+                                            "vgpu bench share tenant " + t.name);
+    if (!dir.has_value()) {
+      kill_all();
+      return dir.error();
+    }
+    dirs.push_back(std::move(*dir));
+    Result<Child> c = Spawn(t, dirs.back(), libs, o, t.kernel_ns ? t.kernel_ns : kernel_ns, stop_ns,
+                            t.start_ns, work, children.size());
+    if (!c.has_value()) {
+      kill_all();
+      return c.error();
+    }
+    children.push_back(*c);
+  }
+  // Wait until every tenant has initialised CUDA.
+  uint64_t deadline = Now() + 120ULL * 1000000000ULL;
+  for (Child& c : children) {
+    while (!Saw(c, "ready")) {
+      int status;
+      if (waitpid(c.pid, &status, WNOHANG) == c.pid) {
+        c.pid = -1;
+        std::string err = ReadAll(c.err_file);
+        kill_all();
+        return Status::Internal("a tenant failed to start: " + err);
+      }
+      if (Now() > deadline) {
+        kill_all();
+        return Status::Internal("tenants did not start within 120 s");
+      }
+      usleep(2000);
+    }
+  }
+  RunOutput out;
+  out.t0 = Now() + 20ULL * 1000000;
+  std::string start = std::to_string(out.t0) + "\n";
+  for (Child& c : children) {
+    if (write(c.in, start.data(), start.size()) != static_cast<ssize_t>(start.size())) {
+      kill_all();
+      return Status::IoError("cannot start a tenant");
+    }
+  }
+  std::unique_ptr<ShareSampler> sampler;
+  if (o.sim) {
+    std::vector<pid_t> pids;
+    for (const Child& c : children) pids.push_back(c.pid);
+    sampler = ShareSampler::Open(pids);
+  }
+  deadline = out.t0 + stop_ns + 60ULL * 1000000000ULL;
+  for (;;) {
+    usleep(100 * 1000);
+    if (sampler) sampler->Sample(Now());
+    bool all_done = true;
+    for (Child& c : children) {
+      if (c.pid > 0 && !Saw(c, "done")) {
+        int status;
+        if (waitpid(c.pid, &status, WNOHANG) == c.pid) {
+          c.pid = -1;
+          std::string err = ReadAll(c.err_file);
+          kill_all();
+          return Status::Internal("a tenant failed: " + err);
+        }
+        all_done = false;
+      }
+    }
+    if (all_done) break;
+    if (Now() > deadline) {
+      kill_all();
+      return Status::Internal("tenants did not finish in time");
+    }
+  }
+  if (sampler) sampler->Sample(Now());
+  for (Child& c : children) close(c.in);
+  for (Child& c : children) {
+    int status = 0;
+    waitpid(c.pid, &status, 0);
+    close(c.out);
+    out.records.push_back(ReadRecords(c.out_file));
+  }
+  for (size_t i = 0; i < tenants.size(); ++i) {
+    if (sampler) {
+      out.timeline.push_back(sampler->Share(i, out.t0 + tenants[i].start_ns, out.t0 + stop_ns));
+    } else {
+      out.timeline.push_back(std::nullopt);
+    }
+  }
+  return out;
+}
+
+std::vector<uint64_t> Waits(const std::vector<KernelRecord>& records) {
+  std::vector<uint64_t> w;
+  for (const KernelRecord& r : records)
+    w.push_back(r.start_ns > r.call_ns ? r.start_ns - r.call_ns : 0);
+  return w;
+}
+
+int RunShare(int argc, char** argv) {
+  Options o;
+  CLI::App app(
+      "Runs tenants of busy kernels, each a process in its own slice, and reports each tenant's "
+      "target and achieved share of the GPU and its launch-to-start waits.\n"
+      "Example: vgpu bench share --sim --seconds 10 --tenant a:max=30 --tenant b:max=70 --json\n"
+      "Tenant keys: max (or cores), guarantee, weight, priority, elastic, mode, time_slice, "
+      "kernel (duration), gap (think time between kernels: a latency tenant), start (delay), "
+      "launch (kernel, ptsz, ex, coop, graph), depth (kernels in flight).",
+      "vgpu bench share");
+  app.add_flag("--sim", o.sim, "use the simulated GPU (a private one per run)");
+  app.add_option("--seconds", o.seconds, "length of the run (default 10)")
+      ->check(CLI::Range(0.5, 3600.0));
+  app.add_option("--window", o.window, "window for the worst deviation, seconds (default 10)")
+      ->check(CLI::Range(0.1, 3600.0));
+  app.add_option("--kernel", o.kernel, "duration of each kernel (default 1ms)");
+  app.add_option("--time-slice", o.time_slice, "time slice of every tenant (default 5ms)");
+  app.add_flag("--baseline", o.baseline,
+               "first run each tenant alone, to compare its throughput and waits");
+  app.add_option("--baseline-seconds", o.baseline_seconds, "length of each alone run (default 3)")
+      ->check(CLI::Range(0.5, 3600.0));
+  app.add_option("--module", o.module, "a compiled module with a sim_sleep_ns kernel");
+  app.add_option("--cycles-per-us", o.cycles_per_us, "calibration for --module's clock64 kernel");
+  app.add_option("--state-dir", o.state_dir, "registry and arbiters (default: private with --sim)");
+  app.add_option("--records", o.records_dir,
+                 "write each tenant's kernels (call, start, end in ns) to DIR/NAME.kernels");
+  app.add_option("--tenant", o.tenant_texts, "NAME[:key=value,...], 1 to 16 times")->required();
+  app.add_flag("--json", o.json, "JSON output");
+  if (auto code = ParseArgs(app, argc, argv)) return *code;
+  Result<int64_t> kernel = ParseDuration(o.kernel, "--kernel");
+  if (!kernel.has_value()) return ReportStatus("bench share", kernel.error());
+  if (*kernel <= 0) {
+    return ReportStatus("bench share", Status::InvalidArgument("--kernel: must be above 0"));
+  }
+  if (o.tenant_texts.size() > 16) {
+    return ReportStatus("bench share", Status::InvalidArgument("--tenant: at most 16 tenants"));
+  }
+  BenchReport report;
+  report.sim = o.sim;
+  report.seconds = o.seconds;
+  report.kernel_ns = static_cast<uint64_t>(*kernel);
+  report.time_slice_ns = shm::kDefaultTimeSliceNs;
+  for (const std::string& text : o.tenant_texts) {
+    Result<BenchTenant> t = ParseTenant(text);
+    if (!t.has_value()) return ReportStatus("bench share", t.error());
+    if (!o.time_slice.empty() && t->flags.time_slice.empty()) {
+      t->flags.time_slice = o.time_slice;
+      Result<SliceSpec> spec = ParseSliceSpec(t->flags, "--time-slice ");
+      if (!spec.has_value()) return ReportStatus("bench share", spec.error());
+      t->spec = *spec;
+    }
+    if (t->kernel_ns == 0) t->kernel_ns = report.kernel_ns;
+    if (t->start_ns >= static_cast<uint64_t>(o.seconds * 1e9)) {
+      return ReportStatus("bench share", Status::InvalidArgument("--tenant " + t->name +
+                                                                 ": start is after the end"));
+    }
+    // Every tenant takes part in the arbitration, even with no limit of its own.
+    t->spec.mode_given = true;
+    report.tenants.push_back(*t);
+  }
+  if (report.tenants.front().spec.time_slice_ns != 0) {
+    report.time_slice_ns = report.tenants.front().spec.time_slice_ns;
+  }
+  Result<Libraries> libs = FindLibraries(o.sim, "vgpu bench share");
+  if (!libs.has_value()) {
+    std::fprintf(stderr, "vgpu bench share: %s\n", libs.error().message().c_str());
+    return kExitFailure;
+  }
+  char tmpl[] = "/tmp/vgpu-bench-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) {
+    std::fprintf(stderr, "vgpu bench share: cannot create a work directory\n");
+    return kExitFailure;
+  }
+  std::string work = tmpl;
+  if (!o.state_dir.empty()) {
+    setenv("VGPU_STATE_DIR", o.state_dir.c_str(), 1);
+  } else if (o.sim) {
+    setenv("VGPU_STATE_DIR", (work + "/state").c_str(), 1);
+  }
+  if (o.sim) setenv("VGPU_SIMGPU_STATE", (work + "/simgpu.state").c_str(), 1);
+
+  int code = kExitOk;
+  std::vector<std::optional<double>> alone_tput(report.tenants.size());
+  std::vector<std::optional<uint64_t>> alone_p99(report.tenants.size());
+  if (o.baseline) {
+    for (size_t i = 0; i < report.tenants.size() && code == kExitOk; ++i) {
+      BenchTenant solo = report.tenants[i];
+      solo.start_ns = 0;
+      Result<RunOutput> r =
+          RunTenants({solo}, o, *libs, report.kernel_ns, o.baseline_seconds, work);
+      if (!r.has_value()) {
+        code = ReportStatus("bench share", r.error());
+        break;
+      }
+      alone_tput[i] = static_cast<double>(r->records[0].size()) / o.baseline_seconds;
+      alone_p99[i] = Quantile(Waits(r->records[0]), 0.99);
+    }
+  }
+  Result<RunOutput> run = Status::Ok();
+  if (code == kExitOk) {
+    run = RunTenants(report.tenants, o, *libs, report.kernel_ns, o.seconds, work);
+    if (!run.has_value()) code = ReportStatus("bench share", run.error());
+  }
+  if (code == kExitOk) {
+    std::vector<TenantPolicy> policies;
+    uint64_t last_start = 0;
+    for (const BenchTenant& t : report.tenants) {
+      TenantPolicy p;
+      p.max = t.spec.cores == 0 ? 100 : t.spec.cores;
+      p.guarantee = t.spec.guarantee < 0 ? 0 : t.spec.guarantee;
+      p.weight = t.spec.weight > 0 ? t.spec.weight : 1;
+      p.level = t.spec.priority;
+      p.elastic = t.spec.elastic;
+      p.saturating = t.gap_ns == 0;
+      policies.push_back(p);
+      last_start = std::max(last_start, t.start_ns);
+    }
+    std::vector<std::optional<double>> targets = ExpectedShares(policies);
+    // A latency tenant (with gaps) takes what it needs: the share of tenants it can hold (same
+    // or less important level) cannot be predicted.
+    for (const TenantPolicy& p : policies) {
+      if (p.saturating) continue;
+      for (size_t i = 0; i < policies.size(); ++i) {
+        if (policies[i].level >= p.level) targets[i].reset();
+      }
+    }
+    uint64_t t0 = run->t0, end = run->t0 + static_cast<uint64_t>(o.seconds * 1e9);
+    uint64_t phase = t0 + last_start;
+    uint64_t window = static_cast<uint64_t>(o.window * 1e9);
+    if (window > end - phase) window = end - phase;
+    report.window_s = static_cast<double>(window) / 1e9;
+    if (!o.records_dir.empty()) {
+      std::error_code dir_ec;
+      fs::create_directories(o.records_dir, dir_ec);
+      for (size_t i = 0; i < report.tenants.size(); ++i) {
+        std::ofstream f(o.records_dir + "/" + report.tenants[i].name + ".kernels");
+        for (const KernelRecord& r : run->records[i]) {
+          f << r.call_ns << " " << r.start_ns << " " << r.end_ns << "\n";
+        }
+      }
+    }
+    for (size_t i = 0; i < report.tenants.size(); ++i) {
+      const std::vector<KernelRecord>& rec = run->records[i];
+      TenantResult x;
+      x.records = rec;
+      x.target = targets[i];
+      x.share = BusyPercent(rec, phase, end);
+      if (run->timeline[i]) {
+        x.share_timeline = run->timeline[i];
+        // The timeline covers the tenant's whole run; report it for the shared phase only when
+        // the tenant started with the others.
+        if (report.tenants[i].start_ns != last_start) x.share_timeline.reset();
+      }
+      x.per_second = WindowPercents(rec, t0, end, 1000000000ULL, 1000000000ULL);
+      x.windows =
+          WindowPercents(rec, phase, end, window, std::min<uint64_t>(window, 1000000000ULL));
+      if (x.target) {
+        for (double w : x.windows)
+          x.worst_window_pp = std::max(x.worst_window_pp, std::fabs(w - *x.target));
+        std::vector<double> shared(
+            x.per_second.begin() + static_cast<long>(last_start / 1000000000ULL),
+            x.per_second.end());
+        x.converge_s = ConvergedAfter(shared, *x.target, 3.0);
+      }
+      std::vector<uint64_t> waits = Waits(rec);
+      x.wait_p50_ns = Quantile(waits, 0.5);
+      x.wait_p99_ns = Quantile(waits, 0.99);
+      x.wait_max_ns = Quantile(waits, 1.0);
+      double active = o.seconds - static_cast<double>(report.tenants[i].start_ns) / 1e9;
+      x.throughput = active > 0 ? static_cast<double>(rec.size()) / active : 0;
+      x.alone_throughput = alone_tput[i];
+      x.alone_wait_p99_ns = alone_p99[i];
+      report.results.push_back(std::move(x));
+    }
+    std::fputs(o.json ? ReportJson(report).c_str() : ReportText(report).c_str(), stdout);
+  }
+  std::error_code ec;
+  fs::remove_all(work, ec);
+  return code;
+}
+
+int RunTenant(int argc, char** argv) {
+  TenantOptions t;
+  CLI::App app("The tenant program of vgpu bench share (internal).", "vgpu bench tenant");
+  app.add_option("--kernel-ns", t.kernel_ns);
+  app.add_option("--gap-ns", t.gap_ns);
+  app.add_option("--offset-ns", t.offset_ns);
+  app.add_option("--stop-ns", t.stop_ns);
+  app.add_flag("--start-now", t.start_now, "start at once (no protocol with a parent)");
+  app.add_flag("--calibrate", t.calibrate,
+               "print the cycles per microsecond of --module's clock64 kernel and exit");
+  app.add_option("--depth", t.depth);
+  app.add_option("--launch", t.launch);
+  app.add_option("--module", t.module);
+  app.add_option("--cycles-per-us", t.cycles_per_us);
+  app.add_option("--out", t.out);
+  if (auto code = ParseArgs(app, argc, argv)) return *code;
+  if (!t.calibrate && (t.out.empty() || t.stop_ns == 0)) {
+    return ReportStatus("bench tenant", Status::InvalidArgument("--out and --stop-ns are needed"));
+  }
+  return RunBenchTenant(t);
+}
+
+}  // namespace
+
+int RunBench(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "share") == 0) return RunShare(argc - 1, argv + 1);
+  if (argc >= 2 && std::strcmp(argv[1], "tenant") == 0) return RunTenant(argc - 1, argv + 1);
+  bool help = argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0;
+  std::fprintf(help ? stdout : stderr,
+               "Usage: vgpu bench share [options] --tenant NAME[:key=value,...] ...\n"
+               "  share   run tenants of busy kernels and report their GPU shares and waits\n"
+               "          (vgpu bench share --help)\n");
+  if (help) return kExitOk;
+  std::fprintf(stderr, "vgpu bench: unknown benchmark \"%s\"\n", argv[1]);
+  return kExitBadInput;
+}
+
+}  // namespace vgpu::cli

@@ -1,0 +1,205 @@
+// Tenant specs and the report of `vgpu bench share` (text table and JSON).
+#include <cinttypes>
+#include <cstdio>
+#include <string>
+
+#include "cli/bench_share.h"
+#include "common/units.h"
+#include "shm/arbiter.h"
+
+namespace vgpu::cli {
+namespace {
+
+std::string Num(double v, int decimals = 2) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string Ms(uint64_t ns) { return Num(static_cast<double>(ns) / 1e6, 3); }
+
+std::string OptNum(const std::optional<double>& v) { return v ? Num(*v) : "null"; }
+
+std::string Series(const std::vector<double>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + Num(v[i]);
+  return s + "]";
+}
+
+std::string Quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) out += c;
+  }
+  return out + "\"";
+}
+
+std::string Policy(const BenchTenant& t) {
+  const SliceSpec& s = t.spec;
+  std::string p = "max " + std::to_string(s.cores == 0 ? 100 : s.cores);
+  if (s.elastic) {
+    p += " guar " + std::to_string(s.guarantee < 0 ? 0 : s.guarantee) + " elastic";
+  } else {
+    p += " capped";
+  }
+  if (s.weight > 0) p += " w" + std::to_string(s.weight);
+  p += std::string(" ") + shm::PriorityName(s.priority);
+  return p;
+}
+
+}  // namespace
+
+Result<BenchTenant> ParseTenant(const std::string& text) {
+  BenchTenant t;
+  size_t colon = text.find(':');
+  t.name = text.substr(0, colon);
+  if (t.name.empty()) {
+    return Status::InvalidArgument("--tenant: \"" + text + "\": a tenant needs a name (a:max=30)");
+  }
+  std::string where = "--tenant " + t.name + ": ";
+  std::string rest = colon == std::string::npos ? "" : text.substr(colon + 1);
+  size_t pos = 0;
+  while (pos < rest.size()) {
+    size_t comma = rest.find(',', pos);
+    std::string item =
+        rest.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    pos = comma == std::string::npos ? rest.size() : comma + 1;
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    std::string key = item.substr(0, eq);
+    std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    auto duration = [&](uint64_t* out) -> Status {
+      Result<int64_t> d = ParseDuration(value, where + key);
+      if (!d.has_value()) return d.error();
+      *out = static_cast<uint64_t>(*d);
+      return Status::Ok();
+    };
+    Status st = Status::Ok();
+    if (key == "max" || key == "cores") {
+      t.flags.cores = value;
+    } else if (key == "guarantee") {
+      t.flags.guarantee = value;
+    } else if (key == "weight") {
+      t.flags.weight = value;
+    } else if (key == "priority") {
+      t.flags.priority = value;
+    } else if (key == "elastic" && value.empty()) {
+      t.flags.elastic = true;
+    } else if (key == "mode" && (value == "elastic" || value == "capped")) {
+      t.flags.elastic = value == "elastic";
+    } else if (key == "time_slice") {
+      t.flags.time_slice = value;
+    } else if (key == "kernel") {
+      st = duration(&t.kernel_ns);
+      if (st.ok() && t.kernel_ns == 0) {
+        st = Status::InvalidArgument(where + "kernel: must be above 0");
+      }
+    } else if (key == "gap") {
+      st = duration(&t.gap_ns);
+    } else if (key == "start") {
+      st = duration(&t.start_ns);
+    } else if (key == "launch") {
+      if (value != "kernel" && value != "ptsz" && value != "ex" && value != "coop" &&
+          value != "graph") {
+        st = Status::InvalidArgument(where + "launch: \"" + value +
+                                     "\": use kernel, ptsz, ex, coop or graph");
+      }
+      t.launch = value;
+    } else if (key == "depth") {
+      Result<uint64_t> d = ParseUnsigned(value, where + "depth");
+      if (!d.has_value()) return d.error();
+      if (*d < 1 || *d > 1024) return Status::InvalidArgument(where + "depth: must be 1-1024");
+      t.depth = static_cast<int>(*d);
+    } else {
+      st = Status::InvalidArgument(
+          where + "\"" + item +
+          "\": unknown key (max, guarantee, weight, priority, elastic, mode, time_slice, kernel, "
+          "gap, start, launch, depth)");
+    }
+    if (!st.ok()) return st;
+  }
+  Result<SliceSpec> spec = ParseSliceSpec(t.flags, where);
+  if (!spec.has_value()) return spec.error();
+  t.spec = *spec;
+  return t;
+}
+
+std::string ReportText(const BenchReport& r) {
+  std::string t;
+  char line[512];
+  std::snprintf(
+      line, sizeof line,
+      "vgpu bench share: %s GPU, %.1f s, time slice %s ms, kernels %s ms, windows %.0f s\n",
+      r.sim ? "simulated" : "real", r.seconds, Ms(r.time_slice_ns).c_str(), Ms(r.kernel_ns).c_str(),
+      r.window_s);
+  t += line;
+  std::snprintf(line, sizeof line, "%-10s %-34s %7s %8s %8s %7s %8s %9s %9s %10s %s\n", "tenant",
+                "policy", "target", "achieved", "timeline", "worst", "converge", "wait p50",
+                "wait p99", "kernels/s", "vs alone");
+  t += line;
+  for (size_t i = 0; i < r.tenants.size(); ++i) {
+    const BenchTenant& b = r.tenants[i];
+    const TenantResult& x = r.results[i];
+    std::string policy = Policy(b);
+    if (b.gap_ns > 0) policy += " gap " + Ms(b.gap_ns) + "ms";
+    if (b.launch != "kernel") policy += " " + b.launch;
+    if (b.start_ns > 0) policy += " @" + Num(static_cast<double>(b.start_ns) / 1e9, 1) + "s";
+    std::string alone = x.alone_throughput && *x.alone_throughput > 0
+                            ? Num(100.0 * x.throughput / *x.alone_throughput, 1) + "%"
+                            : "-";
+    std::snprintf(line, sizeof line, "%-10s %-34s %7s %8s %8s %7s %8s %9s %9s %10s %s\n",
+                  b.name.c_str(), policy.c_str(), x.target ? Num(*x.target, 1).c_str() : "-",
+                  Num(x.share, 2).c_str(),
+                  x.share_timeline ? Num(*x.share_timeline, 2).c_str() : "-",
+                  x.target ? ("±" + Num(x.worst_window_pp, 2)).c_str() : "-",
+                  x.converge_s >= 0 ? (std::to_string(x.converge_s) + " s").c_str() : "-",
+                  (Ms(x.wait_p50_ns) + "ms").c_str(), (Ms(x.wait_p99_ns) + "ms").c_str(),
+                  Num(x.throughput, 1).c_str(), alone.c_str());
+    t += line;
+  }
+  t += "target: expected share with all tenants running; achieved: share once all run (events); "
+       "timeline: the simulated GPU's own count; worst: largest deviation of a window from the "
+       "target; converge: seconds after the last tenant started until every 1 s window is "
+       "within 3 points; wait: launch call to kernel start.\n";
+  return t;
+}
+
+std::string ReportJson(const BenchReport& r) {
+  std::string j = "{\"gpu\":" + Quote(r.sim ? "simulated" : "real") +
+                  ",\"seconds\":" + Num(r.seconds, 3) + ",\"window_s\":" + Num(r.window_s, 3) +
+                  ",\"kernel_ms\":" + Ms(r.kernel_ns) +
+                  ",\"time_slice_ms\":" + Ms(r.time_slice_ns) + ",\"tenants\":[";
+  for (size_t i = 0; i < r.tenants.size(); ++i) {
+    const BenchTenant& b = r.tenants[i];
+    const TenantResult& x = r.results[i];
+    const SliceSpec& s = b.spec;
+    j += i ? "," : "";
+    j += "{\"name\":" + Quote(b.name) + ",\"max\":" + std::to_string(s.cores == 0 ? 100 : s.cores) +
+         ",\"guarantee\":" +
+         std::to_string(s.elastic ? (s.guarantee < 0 ? 0 : s.guarantee)
+                                  : (s.cores == 0 ? 0 : s.cores)) +
+         ",\"weight\":" + std::to_string(s.weight > 0 ? s.weight : 1) +
+         ",\"priority\":" + Quote(shm::PriorityName(s.priority)) +
+         ",\"mode\":" + Quote(s.elastic ? "elastic" : "capped") + ",\"launch\":" + Quote(b.launch) +
+         ",\"kernel_ms\":" + Ms(b.kernel_ns) + ",\"gap_ms\":" + Ms(b.gap_ns) +
+         ",\"start_s\":" + Num(static_cast<double>(b.start_ns) / 1e9, 3) +
+         ",\"target\":" + OptNum(x.target) + ",\"share\":" + Num(x.share, 3) +
+         ",\"share_timeline\":" + OptNum(x.share_timeline) +
+         ",\"per_second\":" + Series(x.per_second) + ",\"windows\":" + Series(x.windows) +
+         ",\"worst_window_pp\":" + (x.target ? Num(x.worst_window_pp, 3) : "null") +
+         ",\"converge_s\":" + (x.converge_s >= 0 ? std::to_string(x.converge_s) : "null") +
+         ",\"kernels\":" + std::to_string(x.records.size()) +
+         ",\"throughput\":" + Num(x.throughput, 3) + ",\"wait_p50_ms\":" + Ms(x.wait_p50_ns) +
+         ",\"wait_p99_ms\":" + Ms(x.wait_p99_ns) + ",\"wait_max_ms\":" + Ms(x.wait_max_ns) +
+         ",\"alone_throughput\":" + OptNum(x.alone_throughput) +
+         ",\"alone_wait_p99_ms\":" + (x.alone_wait_p99_ns ? Ms(*x.alone_wait_p99_ns) : "null") +
+         ",\"throughput_ratio\":" +
+         (x.alone_throughput && *x.alone_throughput > 0 ? Num(x.throughput / *x.alone_throughput, 4)
+                                                        : "null") +
+         "}";
+  }
+  return j + "]}\n";
+}
+
+}  // namespace vgpu::cli

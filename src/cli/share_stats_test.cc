@@ -1,0 +1,114 @@
+// Expected shares of the bench (the arbiter's policy as a formula), window statistics, and the
+// parsing of slice flags shared by vgpu run and vgpu bench share.
+#include "cli/share_stats.h"
+
+#include <gtest/gtest.h>
+
+#include "cli/slice_setup.h"
+
+namespace vgpu::cli {
+namespace {
+
+TenantPolicy Capped(int max) {
+  TenantPolicy p;
+  p.max = max;
+  return p;
+}
+
+TenantPolicy Elastic(int guarantee, int max = 100, int weight = 1) {
+  TenantPolicy p;
+  p.elastic = true;
+  p.guarantee = guarantee;
+  p.max = max;
+  p.weight = weight;
+  return p;
+}
+
+TEST(ShareStats, ExpectedSharesFollowThePolicy) {
+  auto s = ExpectedShares({Capped(30), Capped(70)});
+  EXPECT_NEAR(*s[0], 30, 1e-6);
+  EXPECT_NEAR(*s[1], 70, 1e-6);
+  s = ExpectedShares({Capped(50)});
+  EXPECT_NEAR(*s[0], 50, 1e-6);  // alone at its cap
+  s = ExpectedShares({Elastic(30)});
+  EXPECT_NEAR(*s[0], 100, 1e-6);
+  s = ExpectedShares({Elastic(30), Elastic(70)});
+  EXPECT_NEAR(*s[0], 30, 1e-6);
+  EXPECT_NEAR(*s[1], 70, 1e-6);
+  s = ExpectedShares({Elastic(0, 100, 1), Elastic(0, 100, 3)});
+  EXPECT_NEAR(*s[0], 25, 1e-6);
+  EXPECT_NEAR(*s[1], 75, 1e-6);
+  s = ExpectedShares({Elastic(40), Elastic(0, 100, 20)});
+  EXPECT_NEAR(*s[0], 40, 1e-6);
+  s = ExpectedShares({Capped(60), Capped(60)});  // over-committed: guarantees scaled
+  EXPECT_NEAR(*s[0], 50, 1e-6);
+  TenantPolicy high = Elastic(0);
+  high.level = 1;
+  TenantPolicy low = Elastic(0);
+  low.level = 3;
+  s = ExpectedShares({high, low});
+  EXPECT_NEAR(*s[0], 100, 1e-6);
+  EXPECT_NEAR(*s[1], 0, 1e-6);
+  high.max = 30;
+  s = ExpectedShares({high, low});
+  EXPECT_NEAR(*s[1], 70, 1e-6);
+  TenantPolicy latency;
+  latency.saturating = false;
+  s = ExpectedShares({latency, Capped(20)});
+  EXPECT_FALSE(s[0].has_value());
+  EXPECT_NEAR(*s[1], 20, 1e-6);
+}
+
+TEST(ShareStats, WindowsQuantilesAndConvergence) {
+  std::vector<KernelRecord> r;
+  for (uint64_t t = 0; t < 10; ++t) r.push_back({t * 100, t * 100, t * 100 + 30});
+  EXPECT_NEAR(BusyPercent(r, 0, 1000), 30, 1e-9);
+  EXPECT_NEAR(BusyPercent(r, 0, 50), 60, 1e-9);
+  auto w = WindowPercents(r, 0, 1000, 500, 250);
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_NEAR(w[0], 30, 1e-9);
+  EXPECT_EQ(Quantile({5, 1, 3, 2, 4}, 0.5), 3u);
+  EXPECT_EQ(Quantile({5, 1, 3, 2, 4}, 1.0), 5u);
+  EXPECT_EQ(Quantile({}, 0.5), 0u);
+  EXPECT_EQ(ConvergedAfter({50, 40, 31, 29, 30}, 30, 3), 2);
+  EXPECT_EQ(ConvergedAfter({30, 30}, 30, 3), 0);
+  EXPECT_EQ(ConvergedAfter({30, 50}, 30, 3), -1);
+}
+
+TEST(SliceSpec, FlagsAreValidatedWithTheirNames) {
+  SliceFlags f;
+  f.cores = "40";
+  f.guarantee = "30";
+  f.weight = "3";
+  f.priority = "low";
+  f.time_slice = "2ms";
+  Result<SliceSpec> s = ParseSliceSpec(f);
+  ASSERT_TRUE(s.has_value()) << s.error().message();
+  EXPECT_EQ(s->cores, 40);
+  EXPECT_EQ(s->guarantee, 30);
+  EXPECT_TRUE(s->elastic);
+  EXPECT_EQ(s->weight, 3);
+  EXPECT_EQ(s->priority, shm::kPriorityLow);
+  EXPECT_EQ(s->time_slice_ns, 2000000u);
+  std::string text = LimitsText(*s, "/d", true, "/s/arbiter", "x");
+  EXPECT_NE(text.find("cores=40\n"), std::string::npos);
+  EXPECT_NE(text.find("guarantee=30\n"), std::string::npos);
+  EXPECT_NE(text.find("mode=elastic\n"), std::string::npos);
+  EXPECT_NE(text.find("priority=low\n"), std::string::npos);
+  EXPECT_NE(text.find("arbiter_dir=/s/arbiter\n"), std::string::npos);
+  f.guarantee = "50";
+  EXPECT_NE(ParseSliceSpec(f).error().message().find("--guarantee: \"50\""), std::string::npos);
+  f = SliceFlags{};
+  f.priority = "urgent";
+  EXPECT_NE(ParseSliceSpec(f, "tenant a: ").error().message().find("tenant a: --priority"),
+            std::string::npos);
+  f = SliceFlags{};
+  f.weight = "0";
+  EXPECT_FALSE(ParseSliceSpec(f).has_value());
+  f = SliceFlags{};
+  f.time_slice = "10s";
+  EXPECT_FALSE(ParseSliceSpec(f).has_value());
+}
+
+}  // namespace
+}  // namespace vgpu::cli

@@ -1,0 +1,90 @@
+// Creating a slice on this machine for a command: the slice directory in the registry (a
+// read-only limits file, the accounting region, a meta file) and the environment that makes the
+// command run inside it (libvgpu.so preloaded, the simulated GPU's libraries first with --sim).
+// Shared by `vgpu run` and `vgpu bench share` (whose tenants are slices too).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "shm/arbiter.h"
+#include "shm/region.h"
+
+namespace vgpu::cli {
+
+// A slice's settings as given on a command line (text, validated by ParseSliceSpec).
+struct SliceFlags {
+  std::string memory;
+  std::string cores;      // max share
+  std::string guarantee;  // guaranteed share (makes the slice elastic unless --capped)
+  std::string weight;
+  std::string priority;    // realtime, high, normal, low, idle (or 0 / 1)
+  std::string time_slice;  // e.g. 5ms
+  bool elastic = false;
+  std::string devices;
+};
+
+struct SliceSpec {
+  uint64_t memory = shm::kNoLimit;
+  int cores = 0;       // max share; 0: none
+  int guarantee = -1;  // -1: not given
+  int weight = 0;      // 0: not given
+  int priority = shm::kPriorityNormal;
+  bool priority_given = false;
+  bool elastic = false;
+  bool mode_given = false;     // write the mode even when capped (takes part in arbitration)
+  uint64_t time_slice_ns = 0;  // 0: not given
+  std::vector<std::string> devices;
+};
+
+// Validates the flags; errors name the flag and the value (`--cores: "120": ...`). `prefix` is
+// prepended to flag names in messages (the bench's "tenant a: ").
+Result<SliceSpec> ParseSliceSpec(const SliceFlags& flags, const std::string& prefix = "");
+
+// The limits file text of a slice (key=value lines, see docs/intercept.md and docs/compute.md).
+std::string LimitsText(const SliceSpec& spec, const std::string& dir, bool sim,
+                       const std::string& arbiter_dir, const std::string& comment);
+
+// A slice directory that lives as long as this object.
+class SliceDir {
+ public:
+  // Creates <state>/slices/<name>-XXXXXX with its limits file, region and meta file.
+  static Result<SliceDir> Create(const std::string& name, const SliceSpec& spec, bool sim,
+                                 const std::string& command_text);
+  SliceDir() = default;
+  ~SliceDir();
+  SliceDir(SliceDir&& other) noexcept;
+  SliceDir& operator=(SliceDir&& other) noexcept;
+  SliceDir(const SliceDir&) = delete;
+  SliceDir& operator=(const SliceDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string region_path() const { return path_ + "/region"; }
+  // The environment for a command in this slice: the current environment with LD_PRELOAD,
+  // VGPU_LIMITS_FILE, CUDA_DEVICE_MEMORY_SHARED_CACHE (and CUDA_VISIBLE_DEVICES, and with
+  // --sim the simulated GPU's libraries) set.
+  std::vector<std::string> ChildEnvironment(const std::string& libvgpu,
+                                            const std::string& simgpu_dir) const;
+
+ private:
+  std::string path_;
+  SliceSpec spec_;
+  bool sim_ = false;
+};
+
+// Where the interception library and the simulated GPU are (next to the executable); an error
+// message when they are missing.
+struct Libraries {
+  std::string libvgpu;
+  std::string simgpu_dir;
+};
+Result<Libraries> FindLibraries(bool sim, const std::string& who);
+
+// A safe slice name from a command or tenant name.
+std::string SliceName(const std::string& text);
+
+}  // namespace vgpu::cli

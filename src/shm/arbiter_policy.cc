@@ -1,0 +1,487 @@
+// The scheduling decisions of the arbiter (see arbiter_policy.h for the rules).
+#include "shm/arbiter_policy.h"
+
+#include <climits>
+
+#include "shm/arbiter_internal.h"
+#include "shm/region_ops.h"
+
+namespace vgpu::shm {
+namespace {
+
+constexpr uint64_t kMaxSleepNs = 20ULL * 1000 * 1000;  // waiters look again at least this often
+constexpr uint64_t kMinSleepNs = 20ULL * 1000;         // and never spin faster than this
+constexpr uint64_t kMinBurstWindowNs = 100ULL * 1000 * 1000;
+constexpr uint64_t kMaxAccrualNs = 10ULL * 1000 * 1000 * 1000;
+constexpr int64_t kCreditFloorNs = -60LL * 1000 * 1000 * 1000;
+constexpr int64_t kVtimeRebase = 1LL << 61;
+
+uint64_t Min(uint64_t a, uint64_t b) { return a < b ? a : b; }
+uint64_t Max(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+uint64_t TimeSlice(const ArbiterSlice& s) {
+  uint64_t t = s.config.time_slice_ns;
+  return t < kMinTimeSliceNs ? kDefaultTimeSliceNs : t;
+}
+uint64_t IdleRelease(const ArbiterSlice& s) { return TimeSlice(s) / 10; }
+// How long a slice counts as having work after its last work ended (priority hold).
+uint64_t Grace(const ArbiterSlice& s) { return 2 * TimeSlice(s); }
+
+bool InUse(const ArbiterSlice& s) { return s.key != 0 && s.members > 0; }
+
+int Tier(const ArbiterSlice& s) {
+  if (s.config.level == kPriorityRealtime) return 2;
+  if (s.config.guarantee_pct > 0 && s.credit_g_ns > 0) return 1;
+  return 0;
+}
+
+// Larger is more important: tier first, then the priority level.
+int Class(const ArbiterSlice& s) { return Tier(s) * 8 + (kPriorityLevels - s.config.level); }
+
+bool CapOk(const ArbiterSlice& s) { return s.config.max_pct >= 100 || s.credit_m_ns > 0; }
+
+// True if a more important slice with work holds `index`; *lapse is lowered to when the hold may
+// end.
+bool Held(const Arbiter* a, int index, uint64_t now, uint64_t* lapse) {
+  const ArbiterSlice& s = a->slices[index];
+  int tier = Tier(s);
+  if (tier == 2) return false;
+  bool held = false;
+  for (int t = 0; t < kMaxArbiterSlices; ++t) {
+    const ArbiterSlice& o = a->slices[t];
+    if (t == index || !InUse(o) || o.config.level >= s.config.level) continue;
+    if (tier == 1 && o.config.level != kPriorityRealtime) continue;
+    if (!SliceActive(o, now)) continue;
+    bool capped_out = !CapOk(o);
+    if (capped_out && o.busy_until_ns <= now) continue;  // it cannot use the GPU now
+    held = true;
+    uint64_t until = capped_out      ? o.busy_until_ns
+                     : o.waiters > 0 ? now + TimeSlice(o)
+                                     : Max(o.busy_until_ns, o.last_launch_ns) + Grace(o);
+    *lapse = Min(*lapse, until);
+  }
+  return held;
+}
+
+bool Eligible(const Arbiter* a, int index, uint64_t now) {
+  const ArbiterSlice& s = a->slices[index];
+  uint64_t ignored = UINT64_MAX;
+  return InUse(s) && s.waiters > 0 && CapOk(s) && !Held(a, index, now, &ignored);
+}
+
+// The eligible slice that should own the next turn, or -1.
+int Best(const Arbiter* a, uint64_t now) {
+  int best = -1;
+  for (int i = 0; i < kMaxArbiterSlices; ++i) {
+    if (!Eligible(a, i, now)) continue;
+    if (best < 0) {
+      best = i;
+      continue;
+    }
+    const ArbiterSlice& s = a->slices[i];
+    const ArbiterSlice& b = a->slices[best];
+    int cs = Class(s), cb = Class(b);
+    if (cs > cb || (cs == cb && s.vtime < b.vtime)) best = i;
+  }
+  return best;
+}
+
+// Would `x` be chosen before `y`?
+bool Outranks(const ArbiterSlice& x, const ArbiterSlice& y) {
+  int cx = Class(x), cy = Class(y);
+  return cx > cy || (cx == cy && x.vtime < y.vtime);
+}
+
+// A waiting, eligible slice of a higher class than `index`?
+bool HigherWaiting(const Arbiter* a, int index, uint64_t now) {
+  int mine = Class(a->slices[index]);
+  for (int i = 0; i < kMaxArbiterSlices; ++i) {
+    if (i != index && Eligible(a, i, now) && Class(a->slices[i]) > mine) return true;
+  }
+  return false;
+}
+
+// The new owner's turn: its work must end within one time slice of the GPU's current busy-until.
+void StartTurn(Arbiter* a, int index, uint64_t now) {
+  ArbiterHeader& h = a->header;
+  ArbiterSlice& s = a->slices[index];
+  h.turn_epoch++;
+  h.turn_start_ns = Max(now, h.busy_until_ns);
+  h.turn_end_ns = h.turn_start_ns + TimeSlice(s);
+  h.turn_launches = 0;
+  s.turns++;
+  h.turns++;
+  StoreI32(h.owner, index);
+  internal::BumpGenerationLocked(a);
+}
+
+void EndTurn(Arbiter* a) {
+  StoreI32(a->header.owner, -1);
+  internal::BumpGenerationLocked(a);
+}
+
+void AddUsage(ArbiterSlice& s, uint64_t at, int64_t ns) {
+  uint64_t index = at / kUsageBucketNs;
+  UsageBucket& b = s.usage[index % kUsageBuckets];
+  if (b.index != index) {
+    StoreU64(b.index, index);
+    StoreU64(b.ns, 0);
+  }
+  int64_t v = static_cast<int64_t>(b.ns) + ns;
+  StoreU64(b.ns, v < 0 ? 0 : static_cast<uint64_t>(v));
+}
+
+void RebaseVtimes(Arbiter* a) {
+  int64_t low = INT64_MAX;
+  for (const ArbiterSlice& s : a->slices) {
+    if (s.key != 0 && s.vtime < low) low = s.vtime;
+  }
+  if (low == INT64_MAX) return;
+  for (ArbiterSlice& s : a->slices) {
+    if (s.key != 0) s.vtime -= low;
+  }
+}
+
+// Charges `ns` (negative: gives back) of device time to `s`, counted at time `at`.
+void Charge(Arbiter* a, ArbiterSlice& s, int64_t ns, uint64_t at) {
+  if (ns == 0) return;
+  int64_t burst_g = CreditBurst(s.config, s.config.guarantee_pct);
+  int64_t burst_m = CreditBurst(s.config, s.config.max_pct);
+  int64_t g = s.credit_g_ns - ns;
+  if (g > burst_g) g = burst_g;
+  if (g < -burst_g) g = -burst_g;
+  StoreI64(s.credit_g_ns, g);
+  int64_t m = s.credit_m_ns - ns;
+  if (m > burst_m) m = burst_m;
+  if (m < kCreditFloorNs) m = kCreditFloorNs;
+  StoreI64(s.credit_m_ns, m);
+  int64_t weight = s.config.weight == 0 ? 1 : s.config.weight;
+  StoreI64(s.vtime, s.vtime + ns * kWeightScale / weight);
+  if (s.vtime > kVtimeRebase) RebaseVtimes(a);
+  int64_t used = static_cast<int64_t>(s.used_ns) + ns;
+  StoreU64(s.used_ns, used < 0 ? 0 : static_cast<uint64_t>(used));
+  AddUsage(s, at, ns);
+}
+
+// Validates the caller's records. REQUIRES the lock.
+bool Mine(const Arbiter* a, int slice, int proc, const ProcIdentity& self) {
+  if (slice < 0 || slice >= kMaxArbiterSlices || proc < 0 || proc >= kMaxArbiterProcs) {
+    return false;
+  }
+  const ArbiterProc& p = a->procs[proc];
+  return p.pid == self.pid && p.start_time == self.start_time && p.slice == slice &&
+         a->slices[slice].key != 0;
+}
+
+void Unwait(ArbiterSlice& s, ArbiterProc& p) {
+  if (s.waiters > 0) --s.waiters;
+  if (p.waiters > 0) --p.waiters;
+}
+
+void ApplyCorrectionLocked(Arbiter* a, ArbiterSlice& s, int64_t correction, uint64_t measured,
+                           uint64_t now) {
+  Charge(a, s, correction, now);
+  StoreU64(s.measured_ns, s.measured_ns + measured);
+}
+
+}  // namespace
+
+int64_t CreditBurst(const ArbiterSliceConfig& config, uint32_t pct) {
+  uint64_t ts = config.time_slice_ns < kMinTimeSliceNs ? kDefaultTimeSliceNs : config.time_slice_ns;
+  uint64_t window = Max(20 * ts, kMinBurstWindowNs);
+  return static_cast<int64_t>(window * pct / 100);
+}
+
+void AccrueCredits(ArbiterSlice* s, uint64_t now_ns) {
+  if (now_ns <= s->accrued_at_ns) return;
+  if (!SliceActive(*s, now_ns)) {
+    // An idle slice does not hoard credit: it accrues only while it has work or waits.
+    StoreU64(s->accrued_at_ns, now_ns);
+    return;
+  }
+  uint64_t dt = Min(now_ns - s->accrued_at_ns, kMaxAccrualNs);
+  int64_t burst_g = CreditBurst(s->config, s->config.guarantee_pct);
+  int64_t burst_m = CreditBurst(s->config, s->config.max_pct);
+  int64_t g = s->credit_g_ns + static_cast<int64_t>(dt * s->config.guarantee_pct / 100);
+  int64_t m = s->credit_m_ns + static_cast<int64_t>(dt * s->config.max_pct / 100);
+  StoreI64(s->credit_g_ns, g > burst_g ? burst_g : g);
+  StoreI64(s->credit_m_ns, m > burst_m ? burst_m : m);
+  StoreU64(s->accrued_at_ns, now_ns);
+}
+
+bool SliceActive(const ArbiterSlice& s, uint64_t now_ns) {
+  if (!InUse(s)) return false;
+  // Work queued, a gate waiting, or work that ended less than two time slices ago (a tenant
+  // between requests still has work, even when its host is slow to ask again).
+  return s.waiters > 0 || now_ns < Max(s.busy_until_ns, s.last_launch_ns) + Grace(s);
+}
+
+AdmitDecision TryAdmit(Arbiter* a, const AdmitRequest& req, const ProcIdentity& self) {
+  AdmitDecision d;
+  ArbiterLock lock(a, self, kDefaultLockTimeoutMs);
+  if (!lock.held()) {
+    d.status = lock.status();
+    return d;
+  }
+  if (!Mine(a, req.slice, req.proc, self)) {
+    d.status = RegionError::kNoSlot;
+    return d;
+  }
+  ArbiterHeader& h = a->header;
+  const uint64_t now = req.now_ns;
+  const int me_index = req.slice;
+  ArbiterSlice& me = a->slices[me_index];
+  ArbiterProc& proc = a->procs[req.proc];
+  for (ArbiterSlice& s : a->slices) {
+    if (InUse(s)) AccrueCredits(&s, now);
+  }
+  ApplyCorrectionLocked(a, me, req.correction_ns, req.measured_ns, now);
+
+  // A slice coming back from idle starts level with the active ones (no hoarded advantage).
+  if (!req.waiting && me.waiters == 0 && now - me.last_demand_ns > TimeSlice(me)) {
+    int64_t low = INT64_MAX;
+    for (int i = 0; i < kMaxArbiterSlices; ++i) {
+      const ArbiterSlice& o = a->slices[i];
+      if (i != me_index && SliceActive(o, now) && o.vtime < low) low = o.vtime;
+    }
+    if (low != INT64_MAX && me.vtime < low) StoreI64(me.vtime, low);
+  }
+  StoreU64(me.last_demand_ns, now);
+  if (!req.waiting) {
+    ++me.waiters;
+    ++proc.waiters;
+  }
+  d.waiting = true;
+
+  // Is the current turn still valid?
+  int owner = h.owner;
+  if (owner >= 0) {
+    ArbiterSlice& o = a->slices[owner];
+    bool over = !InUse(o) || now >= h.turn_end_ns;
+    // The owner has stopped asking (its queued work still runs first), or it lets the GPU run dry
+    // (a gate that sleeps past its time on a loaded machine): the turn is free.
+    if (!over && owner != me_index && now - o.last_launch_ns >= IdleRelease(o) &&
+        (o.waiters == 0 || o.busy_until_ns <= now)) {
+      over = true;
+    }
+    if (over) {
+      EndTurn(a);
+      owner = -1;
+      d.wake = true;
+    }
+  }
+
+  const uint64_t est = req.estimate_ns;
+  uint64_t self_wait_until = 0;
+  // 0: fits in the turn; 1: the turn has room but not yet (queue-ahead bound); 2: turn is full.
+  // 0: fits in the turn; 1: the turn has room but not yet (queue-ahead bound: the GPU may have
+  // at most one time slice of work queued, plus the first launch of a turn); 2: turn is full.
+  auto fit = [&]() -> int {
+    uint64_t start = Max(now, h.busy_until_ns);
+    uint64_t end = start + est;
+    if (h.turn_launches == 0) return 0;
+    if (end > h.turn_end_ns) return 2;
+    if (end > now + TimeSlice(me) && start > now) {
+      self_wait_until = end - TimeSlice(me);
+      return 1;
+    }
+    return 0;
+  };
+
+  uint64_t unheld_at = UINT64_MAX;
+  if (owner == me_index) {
+    if (HigherWaiting(a, me_index, now) || Held(a, me_index, now, &unheld_at)) {
+      // A more important slice waits, or has work and is between launches: the owner stops at
+      // this kernel boundary.
+      ++me.preempted;
+      ++h.preemptions;
+      EndTurn(a);
+      owner = -1;
+      d.wake = true;
+    } else if (!CapOk(me)) {
+      EndTurn(a);
+      owner = -1;
+      d.wake = true;
+    } else if (int f = fit(); f == 2) {
+      EndTurn(a);
+      owner = -1;
+      d.wake = true;
+    }
+  } else if (owner >= 0 && Eligible(a, me_index, now) && Class(me) > Class(a->slices[owner])) {
+    ArbiterSlice& o = a->slices[owner];
+    ++o.preempted;
+    ++h.preemptions;
+    EndTurn(a);
+    owner = -1;
+    d.wake = true;
+  }
+  if (owner < 0) {
+    int best = Best(a, now);
+    if (best >= 0) {
+      StartTurn(a, best, now);
+      owner = best;
+      d.wake = true;
+    }
+  }
+
+  if (owner == me_index && fit() == 0) {
+    uint64_t start = Max(now, h.busy_until_ns);
+    // The launch reaches the driver under the lock, so the GPU queues work in the order the
+    // arbiter admitted it: its model of the queue stays true.
+    uint64_t launch_ns = MonotonicNowNs();
+    if (req.submit != nullptr) {
+      d.submit_rc = req.submit(req.submit_arg);
+      d.submitted = true;
+      if (d.submit_rc != 0) {
+        Unwait(me, proc);
+        d.waiting = false;
+        return d;  // the driver refused it: nothing was queued, nothing is charged
+      }
+    }
+    h.last_proc = req.proc;
+    uint64_t seq = h.next_seq++;
+    LaunchRecord& rec = a->launches[seq % kLaunchRecords];
+    StoreU64(rec.seq, 0);  // invalid while it is rewritten
+    rec.key = me.key;
+    rec.slice = me_index;
+    rec.proc = req.proc;
+    rec.launch_ns = launch_ns;
+    rec.estimate_ns = est;
+    rec.end_ns = 0;
+    rec.duration_ns = 0;
+    std::atomic_ref<uint32_t>(rec.flags).store(0, std::memory_order_relaxed);
+    StoreU64(rec.seq, seq);
+    d.seq = seq;
+    Charge(a, me, static_cast<int64_t>(est), start);
+    StoreU64(h.busy_until_ns, start + est);
+    StoreU64(me.busy_until_ns, start + est);
+    StoreU64(me.last_launch_ns, now);
+    StoreU64(me.kernels, me.kernels + 1);
+    StoreU64(me.held_ns, me.held_ns + req.held_ns);
+    ++h.turn_launches;
+    Unwait(me, proc);
+    d.waiting = false;
+    d.admitted = true;
+    d.start_ns = start;
+    d.turn_epoch = h.turn_epoch;
+    // Hand the turn over now if this launch used it up and another slice is waiting, so that the
+    // next owner queues its work while ours still runs (no gap at the switch).
+    bool capped_out = !CapOk(me);
+    bool used_up = capped_out || start + 2 * est > h.turn_end_ns;
+    if (used_up || HigherWaiting(a, me_index, now)) {
+      int best = Best(a, now);
+      if (best >= 0 && best != me_index && (capped_out || Outranks(a->slices[best], me))) {
+        StartTurn(a, best, now);
+        d.wake = true;
+      } else if (!CapOk(me)) {
+        EndTurn(a);
+        d.wake = true;
+      }
+    }
+    return d;
+  }
+
+  // Not now: when could the answer change without anyone waking us?
+  uint64_t retry = now + kMaxSleepNs;
+  if (owner == me_index) {
+    if (self_wait_until > now) retry = Min(retry, self_wait_until);
+  } else if (owner >= 0) {
+    const ArbiterSlice& o = a->slices[owner];
+    retry = Min(retry, h.turn_end_ns);
+    uint64_t quiet = o.last_launch_ns + IdleRelease(o);
+    retry = Min(retry, o.waiters == 0 ? quiet : Max(quiet, o.busy_until_ns));
+  }
+  if (!CapOk(me)) {
+    uint64_t need = static_cast<uint64_t>(-me.credit_m_ns) + 1;
+    retry = Min(retry, now + need * 100 / me.config.max_pct + 1);
+  }
+  if (me.config.guarantee_pct > 0 && me.credit_g_ns <= 0) {
+    uint64_t need = static_cast<uint64_t>(-me.credit_g_ns) + 1;
+    retry = Min(retry, now + need * 100 / me.config.guarantee_pct + 1);
+  }
+  Held(a, me_index, now, &retry);
+  d.retry_at_ns = Max(retry, now + kMinSleepNs);
+  d.generation = std::atomic_ref<uint32_t>(h.generation).load(std::memory_order_acquire);
+  return d;
+}
+
+namespace {
+
+// Measures `rec` if its end and its predecessor's end are known. REQUIRES the lock.
+bool Measure(Arbiter* a, LaunchRecord& rec, uint64_t now) {
+  if ((rec.flags & kLaunchEnded) == 0 || (rec.flags & kLaunchMeasured) != 0) return false;
+  const LaunchRecord& pred = a->launches[(rec.seq - 1) % kLaunchRecords];
+  uint64_t begin = rec.launch_ns;
+  if (rec.seq > 1 && pred.seq == rec.seq - 1) {  // seq 0 is never used
+    if ((pred.flags & kLaunchEnded) == 0) return false;
+    begin = Max(begin, pred.end_ns);
+  }
+  uint64_t duration = rec.end_ns > begin ? rec.end_ns - begin : 0;
+  StoreU64(rec.duration_ns, duration);
+  std::atomic_ref<uint32_t>(rec.flags).fetch_or(kLaunchMeasured, std::memory_order_release);
+  if (rec.slice >= 0 && rec.slice < kMaxArbiterSlices && a->slices[rec.slice].key == rec.key) {
+    ArbiterSlice& s = a->slices[rec.slice];
+    AccrueCredits(&s, now);
+    ApplyCorrectionLocked(a, s,
+                          static_cast<int64_t>(duration) - static_cast<int64_t>(rec.estimate_ns),
+                          duration, now);
+  }
+  return true;
+}
+
+}  // namespace
+
+void ReportEnds(Arbiter* a, int slice, int proc, const uint64_t* seqs, const uint64_t* ends,
+                int count, const ProcIdentity& self, uint64_t now_ns) {
+  if (count <= 0) return;
+  ArbiterLock lock(a, self, kDefaultLockTimeoutMs);
+  if (!lock.held() || !Mine(a, slice, proc, self)) return;
+  ArbiterHeader& h = a->header;
+  for (int i = 0; i < count; ++i) {
+    LaunchRecord& rec = a->launches[seqs[i] % kLaunchRecords];
+    if (rec.seq != seqs[i] || rec.proc != proc) continue;
+    StoreU64(rec.end_ns, ends[i]);
+    std::atomic_ref<uint32_t>(rec.flags).fetch_or(kLaunchEnded, std::memory_order_release);
+    // The last admitted launch has ended: the GPU's queue is empty from then on.
+    if (rec.seq + 1 == h.next_seq) StoreU64(h.busy_until_ns, ends[i]);
+    // Measure it, and the ones after it that were waiting for this end.
+    for (uint64_t seq = rec.seq; seq < h.next_seq && seq + kLaunchRecords > rec.seq; ++seq) {
+      LaunchRecord& r = a->launches[seq % kLaunchRecords];
+      if (r.seq != seq || !Measure(a, r, now_ns)) break;
+    }
+  }
+}
+
+bool LaunchDuration(const Arbiter* a, uint64_t seq, uint64_t* duration_ns) {
+  const LaunchRecord& rec = a->launches[seq % kLaunchRecords];
+  uint32_t flags =
+      std::atomic_ref<uint32_t>(const_cast<uint32_t&>(rec.flags)).load(std::memory_order_acquire);
+  if ((flags & kLaunchMeasured) == 0) return false;
+  uint64_t duration = LoadU64(rec.duration_ns);
+  if (LoadU64(rec.seq) != seq) return false;
+  *duration_ns = duration;
+  return true;
+}
+
+void CancelWait(Arbiter* a, int slice, int proc, int64_t correction_ns, uint64_t measured_ns,
+                const ProcIdentity& self, uint64_t now_ns) {
+  ArbiterLock lock(a, self, kDefaultLockTimeoutMs);
+  if (!lock.held() || !Mine(a, slice, proc, self)) return;
+  ArbiterSlice& s = a->slices[slice];
+  AccrueCredits(&s, now_ns);
+  ApplyCorrectionLocked(a, s, correction_ns, measured_ns, now_ns);
+  Unwait(s, a->procs[proc]);
+  internal::BumpGenerationLocked(a);
+}
+
+void ApplyCorrection(Arbiter* a, int slice, int proc, int64_t correction_ns, uint64_t measured_ns,
+                     const ProcIdentity& self, uint64_t now_ns) {
+  if (correction_ns == 0 && measured_ns == 0) return;
+  ArbiterLock lock(a, self, kDefaultLockTimeoutMs);
+  if (!lock.held() || !Mine(a, slice, proc, self)) return;
+  ArbiterSlice& s = a->slices[slice];
+  AccrueCredits(&s, now_ns);
+  ApplyCorrectionLocked(a, s, correction_ns, measured_ns, now_ns);
+}
+
+}  // namespace vgpu::shm

@@ -1,0 +1,270 @@
+// Compute sharing on the simulated GPU, end to end: `vgpu bench share --sim --json` runs tenants as
+// separate processes, each in its own slice with libvgpu.so, and these tests check the Done-when
+// of compute slices on short runs (2-3 s; `vgpu bench share --seconds 10` gives the full 10 s
+// windows, docs/compute.md):
+//   - 2 to 4 saturating capped tenants (10-90%) get their cap within 3 points, and converge
+//     within a second; a capped tenant alone stays at its cap;
+//   - elastic: guarantee 30 alone gets >= 95%, and is back at 30 +- 3 one second after a tenant
+//     with guarantee 70 starts;
+//   - priority: a high tenant next to a saturating low one waits at most one time slice plus one
+//     kernel (p99) and keeps >= 95% of its throughput alone;
+//   - graph, cooperative, Ex and per-thread-stream launches are held like plain launches;
+//   - spare time is shared by weight.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "run_command.h"
+
+namespace vgpu {
+namespace {
+
+using nlohmann::json;
+
+json Bench(const std::string& args) {
+  testing::CommandResult r =
+      testing::RunCommand(std::string(VGPU_BIN) + " bench share --sim --json " + args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  if (r.exit_code != 0) return json::object();
+  json j = json::parse(r.out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << r.out;
+  return j;
+}
+
+const json& Tenant(const json& report, const std::string& name) {
+  for (const json& t : report["tenants"]) {
+    if (t["name"] == name) return t;
+  }
+  static const json kNone = json::object();
+  ADD_FAILURE() << "no tenant " << name;
+  return kNone;
+}
+
+// Every tenant within `tolerance` points of its target over the run, the simulated GPU's own
+// count agreeing with the tenants' events, and converged within a second.
+void ExpectTargets(const json& report, double tolerance) {
+  ASSERT_TRUE(report.contains("tenants"));
+  for (const json& t : report["tenants"]) {
+    SCOPED_TRACE(t.dump());
+    ASSERT_TRUE(t["target"].is_number());
+    double target = t["target"];
+    EXPECT_NEAR(t["share"].get<double>(), target, tolerance);
+    EXPECT_LE(t["worst_window_pp"].get<double>(), tolerance);
+    ASSERT_TRUE(t["share_timeline"].is_number());
+    EXPECT_NEAR(t["share_timeline"].get<double>(), t["share"].get<double>(), 0.5);
+    ASSERT_TRUE(t["converge_s"].is_number());
+    EXPECT_LE(t["converge_s"].get<int>(), 1);
+  }
+}
+
+TEST(ComputeShare, TwoCappedTenants) {
+  ExpectTargets(Bench("--seconds 2.5 --tenant a:max=30 --tenant b:max=70"), 3.0);
+}
+
+TEST(ComputeShare, TenAndNinety) {
+  ExpectTargets(Bench("--seconds 2.5 --tenant a:max=10 --tenant b:max=90"), 3.0);
+}
+
+TEST(ComputeShare, FourCappedTenants) {
+  ExpectTargets(Bench("--seconds 2.5 --tenant a:max=10 --tenant b:max=20 --tenant c:max=30 "
+                      "--tenant d:max=40"),
+                3.0);
+}
+
+TEST(ComputeShare, ACappedTenantAloneStaysAtItsCap) {
+  ExpectTargets(Bench("--seconds 2 --tenant a:max=40"), 3.0);
+}
+
+TEST(ComputeShare, ElasticUsesIdleTimeAndGivesItBackWithinASecond) {
+  json r = Bench("--seconds 3 --tenant a:guarantee=30 --tenant b:guarantee=70,start=1s");
+  const json& a = Tenant(r, "a");
+  ASSERT_EQ(a["per_second"].size(), 3u);
+  EXPECT_GE(a["per_second"][0].get<double>(), 95.0) << a.dump();  // alone
+  EXPECT_NEAR(a["per_second"][2].get<double>(), 30.0, 3.0) << a.dump();
+  EXPECT_NEAR(Tenant(r, "b")["per_second"][2].get<double>(), 70.0, 3.0);
+}
+
+TEST(ComputeShare, HighPriorityWaitsOneSliceAtMostAndKeepsItsThroughput) {
+  // hi: 1 ms kernels with 1 ms of host work in between (a latency-bound service); lo saturates.
+  json r = Bench(
+      "--seconds 2 --baseline --baseline-seconds 2 --tenant hi:priority=high,gap=1ms "
+      "--tenant lo:priority=low");
+  const json& hi = Tenant(r, "hi");
+  SCOPED_TRACE(hi.dump());
+  EXPECT_LE(hi["wait_p99_ms"].get<double>(), 5.0 + 1.0);  // one time slice + one kernel
+  EXPECT_GE(hi["throughput_ratio"].get<double>(), 0.95);
+}
+
+TEST(ComputeShare, HighPriorityAfterIdleWaitsForTheQueuedSliceOnly) {
+  // hi asks every 50 ms (much longer than its hold of two time slices): lo runs in between and
+  // hi preempts it at its next kernel boundary.
+  json r = Bench("--seconds 2 --tenant hi:priority=high,gap=50ms --tenant lo:priority=low");
+  EXPECT_LE(Tenant(r, "hi")["wait_p99_ms"].get<double>(), 5.0 + 1.0);
+  EXPECT_GE(Tenant(r, "lo")["share"].get<double>(), 70.0);
+}
+
+// Each launch path is held like a plain launch: a tenant capped at 25% alone stays there.
+void ExpectHeld(const std::string& launch) {
+  json r = Bench("--seconds 2 --tenant t:max=25,launch=" + launch);
+  const json& t = Tenant(r, "t");
+  SCOPED_TRACE(t.dump());
+  EXPECT_NEAR(t["share"].get<double>(), 25.0, 3.0);
+  EXPECT_NEAR(t["share_timeline"].get<double>(), 25.0, 3.0);
+}
+
+TEST(ComputeShare, GraphLaunchesAreHeld) { ExpectHeld("graph"); }
+TEST(ComputeShare, CooperativeLaunchesAreHeld) { ExpectHeld("coop"); }
+TEST(ComputeShare, ExLaunchesAreHeld) { ExpectHeld("ex"); }
+TEST(ComputeShare, PerThreadStreamLaunchesAreHeld) { ExpectHeld("ptsz"); }
+
+TEST(ComputeShare, SpareTimeIsSharedByWeight) {
+  ExpectTargets(Bench("--seconds 2.5 --tenant a:elastic --tenant b:elastic,weight=3"), 3.0);
+}
+
+TEST(ComputeShare, BadTenantsAreRefusedWithTheirName) {
+  testing::CommandResult r =
+      testing::RunCommand(std::string(VGPU_BIN) + " bench share --sim --tenant a:max=130");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--tenant a: --cores: \"130\""), std::string::npos) << r.err;
+  r = testing::RunCommand(std::string(VGPU_BIN) + " bench share --sim --tenant a:speed=3");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown key"), std::string::npos) << r.err;
+  r = testing::RunCommand(std::string(VGPU_BIN) + " bench share --sim --tenant b:launch=warp");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("launch: \"warp\""), std::string::npos) << r.err;
+}
+
+// vgpu run's compute flags reach the gate: a tenant started by `vgpu run --cores 25` gets 25%.
+TEST(ComputeShare, VgpuRunCoresLimitsTheCommand) {
+  char tmpl[] = "/tmp/vgpu-compute-run-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::string env = "VGPU_STATE_DIR=" + dir + "/state VGPU_SIMGPU_STATE=" + dir +
+                    "/simgpu.state VGPU_SIMGPU_LOG_LEVEL=1 LIBCUDA_LOG_LEVEL=1 ";
+  std::string out = dir + "/kernels";
+  testing::CommandResult r = testing::RunCommand(
+      env + VGPU_BIN + " run --sim --cores 25 --priority low -- " + VGPU_BIN +
+      " bench tenant --start-now --kernel-ns 1000000 --stop-ns 2000000000 --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(out);
+  uint64_t call = 0, start = 0, end = 0, first = 0, last = 0, busy = 0;
+  while (in >> call >> start >> end) {
+    if (first == 0) first = start;
+    // The first half second converges; count the rest.
+    if (start >= first + 500000000ULL) busy += end - start;
+    last = end;
+  }
+  ASSERT_GT(last, first + 1500000000ULL);
+  double share =
+      100.0 * static_cast<double>(busy) / static_cast<double>(last - first - 500000000ULL);
+  EXPECT_NEAR(share, 25.0, 3.0);
+  std::system(("rm -rf " + dir).c_str());
+}
+
+TEST(ComputeShare, VgpuRunComputeFlagsAreValidated) {
+  std::string run = std::string(VGPU_BIN) + " run ";
+  testing::CommandResult r = testing::RunCommand(run + "--guarantee 50 --cores 40 -- true");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--guarantee: \"50\""), std::string::npos) << r.err;
+  r = testing::RunCommand(run + "--weight 0 -- true");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--weight"), std::string::npos) << r.err;
+  r = testing::RunCommand(run + "--time-slice 10s -- true");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--time-slice"), std::string::npos) << r.err;
+  r = testing::RunCommand(run + "--priority urgent -- true");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("realtime, high, normal, low or idle"), std::string::npos) << r.err;
+  // The limits file the command sees.
+  r = testing::RunCommand(run +
+                          "--cores 60 --guarantee 20 --weight 3 --priority high --time-slice 2ms "
+                          "-- sh -c 'cat $VGPU_LIMITS_FILE'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const char* line : {"cores=60\n", "guarantee=20\n", "mode=elastic\n", "weight=3\n",
+                           "priority=high\n", "time_slice=2000000ns\n", "arbiter_dir="}) {
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << " in " << r.out;
+  }
+}
+
+// A killed tenant never holds the GPU: a high-priority tenant that saturates the GPU is SIGKILLed;
+// the low-priority tenant it held gets the whole GPU within a few milliseconds.
+TEST(ComputeShare, AKilledTenantReleasesTheGpu) {
+  char tmpl[] = "/tmp/vgpu-compute-kill-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::string v = VGPU_BIN;
+  std::string tenant = " bench tenant --start-now --kernel-ns 1000000 --out ";
+  std::string script = "export VGPU_STATE_DIR=" + dir + "/state VGPU_SIMGPU_STATE=" + dir +
+                       "/simgpu.state VGPU_SIMGPU_LOG_LEVEL=1 LIBCUDA_LOG_LEVEL=1; " + v +
+                       " run --sim --priority high -- " + v + tenant + dir +
+                       "/hi --stop-ns 5000000000 & HI=$!; " + "sleep 0.3; " + v +
+                       " run --sim --priority low -- " + v + tenant + dir +
+                       "/lo --stop-ns 2000000000 & LO=$!; sleep 1; "
+                       "python3 -c 'import time; print(time.monotonic_ns())' > " +
+                       dir + "/killed; " + "kill -9 $(pgrep -P $HI); wait $LO; wait $HI; exit 0";
+  testing::CommandResult r = testing::RunCommand(script);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  uint64_t killed = 0;
+  std::ifstream(dir + "/killed") >> killed;
+  ASSERT_GT(killed, 0u);
+  std::ifstream in(dir + "/lo");
+  uint64_t call = 0, start = 0, end = 0, first = 0, last = 0, busy = 0, before = 0;
+  while (in >> call >> start >> end) {
+    if (start < killed) {
+      before += end - start;
+      continue;
+    }
+    if (first == 0) first = start;
+    busy += end - start;
+    last = end;
+  }
+  ASSERT_GT(first, 0u) << "the low tenant never ran after the kill";
+  EXPECT_LT(before, 20000000u);           // held while the high tenant worked
+  EXPECT_LT(first - killed, 200000000u);  // running again within 0.2 s of the kill
+  EXPECT_GE(100.0 * static_cast<double>(busy) / static_cast<double>(last - first), 95.0);
+  std::system(("rm -rf " + dir).c_str());
+}
+
+// vgpu top shows each slice's configured and achieved share while tenants run.
+TEST(ComputeShare, TopShowsConfiguredAndAchievedShares) {
+  char tmpl[] = "/tmp/vgpu-compute-top-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::string bench = std::string(VGPU_BIN) + " bench share --sim --seconds 3 --state-dir " + dir +
+                      " --tenant a:max=30 --tenant b:max=70 > /dev/null 2>&1 &";
+  ASSERT_EQ(std::system(bench.c_str()), 0);
+  json top;
+  for (int i = 0; i < 40; ++i) {
+    usleep(100 * 1000);
+    testing::CommandResult r =
+        testing::RunCommand(std::string(VGPU_BIN) + " top --once --json " + "--state-dir " + dir);
+    if (r.exit_code != 0) continue;
+    json j = json::parse(r.out, nullptr, false);
+    if (j.is_discarded() || j["arbiters"].empty() || j["arbiters"][0]["slices"].size() != 2) {
+      continue;
+    }
+    top = j;
+    if (i >= 20) break;  // let the shares settle: about 2 s into the run
+  }
+  ASSERT_FALSE(top.is_null()) << "no arbiter seen";
+  for (const json& s : top["arbiters"][0]["slices"]) {
+    const json& c = s["compute"];
+    SCOPED_TRACE(s.dump());
+    EXPECT_EQ(c["mode"], "capped");
+    EXPECT_EQ(c["priority"], "normal");
+    EXPECT_NEAR(c["achieved_pct"].get<double>(), c["max"].get<double>(), 5.0);
+  }
+  // The slices themselves carry their compute view per device.
+  int with_compute = 0;
+  for (const json& s : top["slices"]) {
+    if (!s["devices"].empty() && s["devices"][0]["compute"].is_object()) ++with_compute;
+  }
+  EXPECT_EQ(with_compute, 2);
+  sleep(3);
+  std::system(("rm -rf " + dir).c_str());
+}
+
+}  // namespace
+}  // namespace vgpu
