@@ -8,7 +8,7 @@ with a fixed seed (so the files are reproducible):
   syn_cpu0        no CPU-only pods
   syn_cpu2x/3x    CPU-only pods resampled to 2x / 3x their count in default
   syn_share60/80  GPU pods redrawn so that sharing pods carry 60% / 80% of the GPU request
-  syn_spec25/40   25% / 40% of GPU pods get a gpu_spec, drawn from gpuspec10's specs for pods of
+  syn_spec25/33/40  25% / 33% / 40% of GPU pods get a gpu_spec, drawn from gpuspec10's specs for pods of
                   the same GPU count and sharing class
   syn_multi35/50  multi-GPU pods (multigpu20's pool) appended until they carry 35% / 50% of the
                   GPU request
@@ -122,7 +122,7 @@ def main():
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     base = load("default")
-    rng = random.Random(a.seed)
+    rng = random.Random()
     variants = {
         "syn_cpu0": lambda: cpu_scaled(base, 0, rng),
         "syn_cpu2x": lambda: cpu_scaled(base, 2, rng),
@@ -130,6 +130,7 @@ def main():
         "syn_share60": lambda: share_target(base, 0.60, rng),
         "syn_share80": lambda: share_target(base, 0.80, rng),
         "syn_spec25": lambda: spec_fraction(base, 0.25, rng),
+        "syn_spec33": lambda: spec_fraction(base, 0.33, rng),
         "syn_spec40": lambda: spec_fraction(base, 0.40, rng),
         "syn_multi35": lambda: multi_target(base, 0.35, rng),
         "syn_multi50": lambda: multi_target(base, 0.50, rng),
@@ -138,6 +139,7 @@ def main():
             rng),
     }
     for name, make in variants.items():
+        rng.seed(f"{a.seed}-{name}")  # each variant draws its own stream
         rows = make()
         path = os.path.join(a.out, f"{name}.csv")
         write(rows, path)

@@ -42,8 +42,10 @@ def trace_paths(spec):
         return sorted(glob.glob(os.path.join(ROOT, "out", "variants", "*.csv")))
     elif spec == "all":
         return trace_paths("bundled") + trace_paths("synthetic")
+    elif "," in spec:
+        return [p for part in spec.split(",") for p in trace_paths(part)]
     else:
-        names = spec.split(",")
+        names = [spec]
     out = []
     for n in names:
         if os.path.exists(n):
