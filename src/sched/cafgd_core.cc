@@ -38,7 +38,7 @@ CafgdCore::CafgdCore(CafgdOptions options, const ModelRegistry* names)
 CafgdCore::CafgdCore(CafgdOptions options, std::vector<WorkloadSpec> given)
     : options_(options), names_(nullptr), fixed_(true) {
   adopted_ = std::move(given);
-  model_ = JointFragModel(adopted_, options_.cpu_weight);
+  model_ = JointFragModel(adopted_, options_.cpu_weight, options_.cpu_mix);
 }
 
 void CafgdCore::Observe(const PodRequest& r) {
@@ -64,7 +64,7 @@ void CafgdCore::MaybeAdopt() {
     return;
   }
   adopted_ = std::move(learned);
-  model_ = JointFragModel(adopted_, options_.cpu_weight);
+  model_ = JointFragModel(adopted_, options_.cpu_weight, options_.cpu_mix);
   ++epoch_;
 }
 

@@ -27,12 +27,13 @@ namespace vgpu::sched {
 
 struct CafgdOptions {
   double cpu_weight = 1.0;      // w_cpu of joint_frag.h
+  bool cpu_mix = true;          // joint_frag.h's per-node mix form of the CPU term
   double prior = 0.0;           // pseudo-count added to every chosen spec's count
   double coverage = 0.95;       // typical-set coverage
   double check_growth = 0.02;   // re-learn every 2% more pods
   double tolerance = 0.02;      // adopt when weights moved by more than this (L1)
-  double scarcity = 0.0;        // weight of the model-pressure cost (0 = off)
-  double scarcity_power = 1.0;  // cost per milli = min(1, pressure)^power
+  double scarcity = 1.0;        // weight of the model-pressure cost (0 = off)
+  double scarcity_power = 2.0;  // cost per milli = min(1, pressure)^power
 };
 
 class CafgdCore {

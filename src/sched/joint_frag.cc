@@ -1,5 +1,6 @@
 #include "sched/joint_frag.h"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -42,8 +43,16 @@ double SpecJointFrag(const WorkloadSpec& m, double cpu_weight, int64_t cpu_free,
                       static_cast<double>(total - unusable_free));
 }
 
-JointFragModel::JointFragModel(std::span<const WorkloadSpec> workload, double cpu_weight)
-    : workload_(workload.begin(), workload.end()), cpu_weight_(cpu_weight) {
+JointFragModel::JointFragModel(std::span<const WorkloadSpec> workload, double cpu_weight,
+                               bool cpu_mix)
+    : workload_(workload.begin(), workload.end()), cpu_weight_(cpu_weight), cpu_mix_(cpu_mix) {
+  double cpu_sum = 0, gpu_sum = 0;
+  for (const WorkloadSpec& m : workload_) {
+    if (m.num_gpus == 0 || m.gpu_milli == 0) continue;
+    cpu_sum += m.weight * static_cast<double>(m.cpu_milli);
+    gpu_sum += m.weight * m.num_gpus * m.gpu_milli;
+  }
+  cpu_per_milli_ = gpu_sum > 0 ? cpu_sum / gpu_sum : 0;
   std::map<std::pair<int32_t, uint64_t>, std::map<int32_t, Group>> grouped;
   for (const WorkloadSpec& m : workload_) {
     if (m.num_gpus == 0 || m.gpu_milli == 0) {
@@ -71,6 +80,11 @@ double JointFragModel::NodeFrag(int64_t cpu_free, std::span<const int32_t> gpu_f
   if (total == 0) return 0;
   const double all = static_cast<double>(total);
   double frag = cpu_only_weight_ * all;
+  const double spec_cpu_weight = cpu_mix_ ? 0.0 : cpu_weight_;
+  if (cpu_mix_ && cpu_per_milli_ > 0) {
+    frag += cpu_weight_ * (1.0 - cpu_only_weight_) *
+            std::max(0.0, all - static_cast<double>(cpu_free) / cpu_per_milli_);
+  }
   const size_t n = gpu_free.size();
   for (const Probe& p : probes_) {
     int usable = 0;
@@ -98,7 +112,7 @@ double JointFragModel::NodeFrag(int64_t cpu_free, std::span<const int32_t> gpu_f
           frag += g.weight[s] * all;
         } else {
           frag += g.weight[s] *
-                  (partial + CpuShortfall(cpu_weight_, cpu_free, g.cpu[s], slots, usable_free));
+                  (partial + CpuShortfall(spec_cpu_weight, cpu_free, g.cpu[s], slots, usable_free));
         }
       }
     }

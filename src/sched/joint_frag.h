@@ -34,7 +34,10 @@ double SpecJointFrag(const WorkloadSpec& m, double cpu_weight, int64_t cpu_free,
 class JointFragModel {
  public:
   JointFragModel() = default;
-  JointFragModel(std::span<const WorkloadSpec> workload, double cpu_weight);
+  // cpu_mix: instead of the per-spec shortfall, one term per node,
+  //   w_cpu * (sum of GPU spec weights) * max(0, sum_i f_i - C / rho),
+  // rho = the workload's mean CPU per GPU milli over its GPU specs.
+  JointFragModel(std::span<const WorkloadSpec> workload, double cpu_weight, bool cpu_mix = false);
 
   bool empty() const { return workload_.empty(); }
   std::span<const WorkloadSpec> workload() const { return workload_; }
@@ -58,6 +61,8 @@ class JointFragModel {
   std::vector<WorkloadSpec> workload_;
   double cpu_weight_ = 0;
   double cpu_only_weight_ = 0;
+  bool cpu_mix_ = false;
+  double cpu_per_milli_ = 0;  // rho
   std::vector<Probe> probes_;
 };
 

@@ -62,7 +62,7 @@ Result<std::unique_ptr<Policy>> MakeCafgdPolicy(const PolicyArgs& args) {
   constexpr std::string_view kName = "cafgd";
   VGPU_RETURN_IF_ERROR(CheckParams(kName, args,
                                    {"cpu_weight", "prior", "coverage", "check_growth", "tolerance",
-                                    "given_workload", "scarcity", "scarcity_power"}));
+                                    "given_workload", "scarcity", "scarcity_power", "cpu_mix"}));
   CafgdOptions o;
   struct Knob {
     const char* key;
@@ -78,6 +78,9 @@ Result<std::unique_ptr<Policy>> MakeCafgdPolicy(const PolicyArgs& args) {
     if (!v) return v.error();
     *k.value = *v;
   }
+  auto mix = GetNumberParam(kName, args, "cpu_mix", 1, 0, 1);
+  if (!mix) return mix.error();
+  o.cpu_mix = *mix != 0;
   auto given = GetNumberParam(kName, args, "given_workload", 0, 0, 1);
   if (!given) return given.error();
   auto core = *given != 0 ? std::make_shared<CafgdCore>(o, args.target_workload)
