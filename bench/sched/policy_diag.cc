@@ -113,6 +113,7 @@ int main(int argc, char** argv) {
     // GPUs (cores for CPU-only pods) placed, by pod class and node model.
     std::map<std::string, std::map<std::string, double>> placed;
     int gpu_fit = 0;
+    bool reported = false;
     for (size_t i = 0; i < plan.pods.size(); ++i) {
       const sched::PodRequest& r = plan.pods[i];
       arrived += r.TotalGpuMilli();
@@ -142,7 +143,13 @@ int main(int argc, char** argv) {
           }
         }
       }
-      if (static_cast<double>(arrived) * 100.0 < capacity * a.level) continue;
+      if (i + 1 == plan.pods.size()) {
+        std::printf("      whole run: %zu decisions, %llu scores computed, %llu from cache\n",
+                    plan.pods.size(), static_cast<unsigned long long>(s->stats().scored),
+                    static_cast<unsigned long long>(s->stats().cache_hits));
+      }
+      if (reported || static_cast<double>(arrived) * 100.0 < capacity * a.level) continue;
+      reported = true;
       double cpu2 = 0, cpu4 = 0, cpu8 = 0, whole = 0, partial = 0, cpu_used = 0, cpu_total = 0;
       std::map<std::string, double> short_by_shape;  // free GPUs on nodes with < 8 free cores
       std::map<std::string, double> free_by_model;
@@ -191,7 +198,6 @@ int main(int argc, char** argv) {
           std::printf("\n");
         }
       }
-      break;
     }
   }
   return 0;

@@ -11,9 +11,7 @@
 namespace vgpu::sched {
 namespace {
 
-int64_t SigmoidScore(double delta) {
-  return static_cast<int64_t>(1.0 / (1.0 + std::exp(-delta / 1000.0)) * 100.0);
-}
+constexpr int64_t kSecondary = int64_t{1} << 20;
 
 // Sum of |w_a - w_b| over the union of specs (missing = 0).
 double WeightDistance(const std::vector<WorkloadSpec>& a, const std::vector<WorkloadSpec>& b) {
@@ -103,7 +101,7 @@ void CafgdCore::UpdatePressure(const Cluster& c) {
   double next[kMaxModels];
   for (int g = 0; g < kMaxModels; ++g) {
     next[g] = std::pow(std::min(1.0, pressure[g]), options_.scarcity_power);
-    moved = moved || std::fabs(next[g] - cost_[g]) > 0.02;
+    moved = moved || std::fabs(next[g] - cost_[g]) > options_.tolerance;
   }
   if (!moved) return;
   std::copy(next, next + kMaxModels, cost_);
@@ -134,29 +132,63 @@ int64_t CafgdCore::Evaluate(const PodRequest& r, const Cluster& c, NodeId n, Gpu
   const int64_t cpu_after = c.cpu_free(n) - r.cpu_milli;
   const std::span<const int32_t> free_span(free, count);
   const std::span<const ModelId> model_span(models, count);
+  const double resolution = options_.resolution;
+  auto primary = [&](double delta) {
+    return static_cast<int64_t>(1.0 / (1.0 + std::exp(-delta / 1000.0)) * resolution);
+  };
+  // Secondary key (ties of the primary score), in 0..kSecondary-1, higher wins.
+  const int64_t gpu_after = c.gpu_free_milli(n) - r.TotalGpuMilli();
+  int64_t secondary = 0;
+  switch (options_.tiebreak) {
+    case 1:  // fewest free GPU milli left on the node
+      secondary = kSecondary - 1 - std::clamp<int64_t>(gpu_after, 0, kSecondary - 1);
+      break;
+    case 2:  // CPU-only pods: fewest free GPU milli on the node
+      if (r.IsCpuOnly())
+        secondary = kSecondary - 1 - std::clamp<int64_t>(gpu_after, 0, kSecondary - 1);
+      break;
+    case 3:  // least free CPU left
+      secondary = kSecondary - 1 - std::clamp<int64_t>(cpu_after / 10, 0, kSecondary - 1);
+      break;
+    default:
+      break;
+  }
   if (r.IsSharing()) {
     int64_t best = -1;
     int choice = -1;
     for (size_t i = 0; i < count; ++i) {
       if (!Cluster::GpuFits(r, state[i], FitOptions{})) continue;
+      if (options_.sharing_best_fit && choice >= 0) {
+        if (free[i] < free[choice]) choice = static_cast<int>(i);
+        continue;
+      }
       bool seen = false;  // a GPU like an earlier fitting one scores the same
       for (size_t j = 0; j < i && !seen; ++j) {
         seen = free[j] == free[i] && models[j] == models[i] &&
                Cluster::GpuFits(r, state[j], FitOptions{});
       }
       if (seen) continue;
+      if (options_.sharing_best_fit) {
+        choice = static_cast<int>(i);
+        continue;
+      }
       free[i] -= r.gpu_milli;
       const double after = model_.NodeFrag(cpu_after, free_span, model_span) +
                            options_.scarcity * r.gpu_milli * cost_[models[i]];
       free[i] += r.gpu_milli;
-      const int64_t s = SigmoidScore(before - after);
+      const int64_t s = primary(before - after);
       if (s > best) {
         best = s;
         choice = static_cast<int>(i);
       }
     }
+    if (options_.sharing_best_fit && choice >= 0) {
+      free[choice] -= r.gpu_milli;
+      best = primary(before - model_.NodeFrag(cpu_after, free_span, model_span) -
+                     options_.scarcity * r.gpu_milli * cost_[models[choice]]);
+    }
     if (gpus != nullptr) *gpus = choice < 0 ? 0 : GpuSet{1} << choice;
-    return std::max<int64_t>(best, 0);
+    return std::max<int64_t>(best, 0) * kSecondary + secondary;
   }
   const GpuSet take = r.num_gpus == 0 ? 0 : SelectBestFitGpus(r, c, n, FitOptions{});
   double scarce = 0;
@@ -167,7 +199,7 @@ int64_t CafgdCore::Evaluate(const PodRequest& r, const Cluster& c, NodeId n, Gpu
   const double after =
       model_.NodeFrag(cpu_after, free_span, model_span) + options_.scarcity * scarce;
   if (gpus != nullptr) *gpus = take;
-  return SigmoidScore(before - after);
+  return primary(before - after) * kSecondary + secondary;
 }
 
 }  // namespace vgpu::sched

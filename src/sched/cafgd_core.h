@@ -26,14 +26,18 @@
 namespace vgpu::sched {
 
 struct CafgdOptions {
-  double cpu_weight = 1.0;      // w_cpu of joint_frag.h
-  bool cpu_mix = true;          // joint_frag.h's per-node mix form of the CPU term
-  double prior = 0.0;           // pseudo-count added to every chosen spec's count
-  double coverage = 0.95;       // typical-set coverage
-  double check_growth = 0.02;   // re-learn every 2% more pods
-  double tolerance = 0.02;      // adopt when weights moved by more than this (L1)
-  double scarcity = 1.0;        // weight of the model-pressure cost (0 = off)
-  double scarcity_power = 2.0;  // cost per milli = min(1, pressure)^power
+  double cpu_weight = 1.0;        // w_cpu of joint_frag.h
+  bool cpu_mix = true;            // joint_frag.h's per-node mix form of the CPU term
+  double prior = 0.0;             // pseudo-count added to every chosen spec's count
+  double coverage = 0.95;         // typical-set coverage
+  double check_growth = 0.1;      // re-learn every 10% more pods
+  double tolerance = 0.05;        // adopt when weights (or model costs) moved by more than this
+  double scarcity = 1.0;          // weight of the model-pressure cost (0 = off)
+  double scarcity_power = 2.0;    // cost per milli = min(1, pressure)^power
+  double resolution = 100;        // primary score = int(resolution * sigmoid(delta / 1000))
+  int tiebreak = 0;               // secondary key: 0 none, 1 fewest free GPU milli left, 2 same for
+                                  // CPU-only pods only, 3 least free CPU left
+  bool sharing_best_fit = false;  // sharing pods take the fitting GPU with the least free milli
 };
 
 class CafgdCore {

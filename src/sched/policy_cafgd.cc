@@ -60,9 +60,10 @@ class CafgdObserver final : public ObservePlugin {
 
 Result<std::unique_ptr<Policy>> MakeCafgdPolicy(const PolicyArgs& args) {
   constexpr std::string_view kName = "cafgd";
-  VGPU_RETURN_IF_ERROR(CheckParams(kName, args,
-                                   {"cpu_weight", "prior", "coverage", "check_growth", "tolerance",
-                                    "given_workload", "scarcity", "scarcity_power", "cpu_mix"}));
+  VGPU_RETURN_IF_ERROR(CheckParams(
+      kName, args,
+      {"cpu_weight", "prior", "coverage", "check_growth", "tolerance", "given_workload", "scarcity",
+       "scarcity_power", "cpu_mix", "resolution", "tiebreak", "sharing_best_fit"}));
   CafgdOptions o;
   struct Knob {
     const char* key;
@@ -78,6 +79,16 @@ Result<std::unique_ptr<Policy>> MakeCafgdPolicy(const PolicyArgs& args) {
     if (!v) return v.error();
     *k.value = *v;
   }
+  double tiebreak = 0, best_fit = 0;
+  for (const Knob& k :
+       {Knob{"resolution", &o.resolution, 1, 1e6}, Knob{"tiebreak", &tiebreak, 0, 3},
+        Knob{"sharing_best_fit", &best_fit, 0, 1}}) {
+    auto v = GetNumberParam(kName, args, k.key, *k.value, k.min, k.max);
+    if (!v) return v.error();
+    *k.value = *v;
+  }
+  o.tiebreak = static_cast<int>(tiebreak);
+  o.sharing_best_fit = best_fit != 0;
   auto mix = GetNumberParam(kName, args, "cpu_mix", 1, 0, 1);
   if (!mix) return mix.error();
   o.cpu_mix = *mix != 0;
