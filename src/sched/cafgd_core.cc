@@ -11,7 +11,7 @@
 namespace vgpu::sched {
 namespace {
 
-constexpr int64_t kSecondary = int64_t{1} << 20;
+constexpr int64_t kSecondary = kCafgdTieScale;
 
 // Sum of |w_a - w_b| over the union of specs (missing = 0).
 double WeightDistance(const std::vector<WorkloadSpec>& a, const std::vector<WorkloadSpec>& b) {

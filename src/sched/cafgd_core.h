@@ -25,6 +25,9 @@
 
 namespace vgpu::sched {
 
+// Scores are primary * kCafgdTieScale + secondary (the tie-break key, 0 unless `tiebreak` is set).
+inline constexpr int64_t kCafgdTieScale = int64_t{1} << 20;
+
 struct CafgdOptions {
   double cpu_weight = 1.0;        // w_cpu of joint_frag.h
   bool cpu_mix = true;            // joint_frag.h's per-node mix form of the CPU term

@@ -108,7 +108,7 @@ Status RegisterBuiltinPolicies(PolicyRegistry* r) {
       "cafgd", "CPU-aware fragmentation gradient descent, workload learned as pods arrive",
       MakeCafgdPolicy));
   // The project's recommended policy.
-  VGPU_RETURN_IF_ERROR(r->RegisterAlias("default", "fgd-online"));
+  VGPU_RETURN_IF_ERROR(r->RegisterAlias("default", "cafgd"));
   return Status::Ok();
 }
 
