@@ -7,7 +7,8 @@
 //   whole                 : idle GPUs on nodes with >= 8 free cores
 //   partial               : free milli of partly used GPUs on nodes with >= 8 free cores
 // and the pods that failed so far by class (CPU-only, sharing, 1 GPU, multi-GPU), how many of the
-// failed GPU pods had enough free GPUs on some node (ignoring CPU and memory), and the cluster's
+// failed GPU pods had enough free GPUs on some node (ignoring CPU and memory), how many failed pods
+// some node would have taken but for its memory, and the cluster's
 // CPU use. All sizes in GPUs (1000 milli) or cores.
 //
 // Usage: policy_diag --pods FILE --policy NAME [--option key=value ...] [--seeds 42-51]
@@ -95,9 +96,9 @@ int main(int argc, char** argv) {
   args.target_workload = input.target_workload;
   args.models = &models;
   args.params = a.params;
-  std::printf("%5s %7s %6s %6s %6s %7s %7s | %5s %5s %5s %5s %8s | %5s\n", "seed", "unalloc",
+  std::printf("%5s %7s %6s %6s %6s %7s %7s | %5s %5s %5s %5s %8s %5s | %5s\n", "seed", "unalloc",
               "cpu<2", "cpu<4", "cpu<8", "whole", "partial", "f_cpu", "f_shr", "f_1g", "f_mg",
-              "gpu-fit", "cpu%");
+              "gpu-fit", "mem", "cpu%");
   for (uint64_t seed : *seeds) {
     auto made = sched::BuiltinPolicies().Create(a.policy, args);
     if (!made) Die(made.error().message());
@@ -113,6 +114,7 @@ int main(int argc, char** argv) {
     // GPUs (cores for CPU-only pods) placed, by pod class and node model.
     std::map<std::string, std::map<std::string, double>> placed;
     int gpu_fit = 0;
+    int mem_blocked = 0;  // failed pods that some node would take but for its memory
     bool reported = false;
     for (size_t i = 0; i < plan.pods.size(); ++i) {
       const sched::PodRequest& r = plan.pods[i];
@@ -138,6 +140,14 @@ int main(int argc, char** argv) {
           for (sched::NodeId n = 0; n < cluster.num_nodes(); ++n) {
             if (cluster.Fits(gpu_only, n)) {
               ++gpu_fit;
+              break;
+            }
+          }
+          sched::PodRequest no_mem = r;
+          no_mem.memory_mib = 0;
+          for (sched::NodeId n = 0; n < cluster.num_nodes(); ++n) {
+            if (cluster.Fits(no_mem, n)) {
+              ++mem_blocked;
               break;
             }
           }
@@ -181,9 +191,9 @@ int main(int argc, char** argv) {
       const double unalloc =
           100.0 * static_cast<double>(cluster.total_gpu_milli() - cluster.allocated_gpu_milli()) /
           capacity;
-      std::printf("%5llu %7.2f %6.1f %6.1f %6.1f %7.1f %7.1f | %5d %5d %5d %5d %8d | %5.1f\n",
+      std::printf("%5llu %7.2f %6.1f %6.1f %6.1f %7.1f %7.1f | %5d %5d %5d %5d %8d %5d | %5.1f\n",
                   static_cast<unsigned long long>(seed), unalloc, cpu2, cpu4, cpu8, whole, partial,
-                  failed[0], failed[1], failed[2], failed[3], gpu_fit,
+                  failed[0], failed[1], failed[2], failed[3], gpu_fit, mem_blocked,
                   100.0 * cpu_used / cpu_total);
       if (a.shapes) {
         std::printf("      cpu<8 by node shape:");

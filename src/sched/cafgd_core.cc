@@ -42,6 +42,10 @@ CafgdCore::CafgdCore(CafgdOptions options, std::vector<WorkloadSpec> given)
 void CafgdCore::Observe(const PodRequest& r) {
   if (fixed_) return;
   counter_.Add(r);
+  if (r.num_gpus > 0) {
+    gpu_pod_memory_ += static_cast<double>(r.memory_mib);
+    gpu_pod_milli_ += static_cast<double>(r.TotalGpuMilli());
+  }
   if (counter_.total() >= next_check_) MaybeAdopt();
 }
 
@@ -62,7 +66,10 @@ void CafgdCore::MaybeAdopt() {
     return;
   }
   adopted_ = std::move(learned);
-  model_ = JointFragModel(adopted_, options_.cpu_weight, options_.cpu_mix);
+  model_ = JointFragModel(adopted_, options_.cpu_weight, options_.cpu_mix,
+                          options_.memory && gpu_pod_milli_ > 0
+                              ? std::max(gpu_pod_memory_ / gpu_pod_milli_, 1e-9)
+                              : 0.0);
   ++epoch_;
 }
 
@@ -130,6 +137,7 @@ int64_t CafgdCore::Evaluate(const PodRequest& r, const Cluster& c, NodeId n, Gpu
     models[i] = state[i].model;
   }
   const int64_t cpu_after = c.cpu_free(n) - r.cpu_milli;
+  const int64_t mem_after = c.memory_free(n) - r.memory_mib;
   const std::span<const int32_t> free_span(free, count);
   const std::span<const ModelId> model_span(models, count);
   const double resolution = options_.resolution;
@@ -173,7 +181,7 @@ int64_t CafgdCore::Evaluate(const PodRequest& r, const Cluster& c, NodeId n, Gpu
         continue;
       }
       free[i] -= r.gpu_milli;
-      const double after = model_.NodeFrag(cpu_after, free_span, model_span) +
+      const double after = model_.NodeFrag(cpu_after, free_span, model_span, mem_after) +
                            options_.scarcity * r.gpu_milli * cost_[models[i]];
       free[i] += r.gpu_milli;
       const int64_t s = primary(before - after);
@@ -184,7 +192,7 @@ int64_t CafgdCore::Evaluate(const PodRequest& r, const Cluster& c, NodeId n, Gpu
     }
     if (options_.sharing_best_fit && choice >= 0) {
       free[choice] -= r.gpu_milli;
-      best = primary(before - model_.NodeFrag(cpu_after, free_span, model_span) -
+      best = primary(before - model_.NodeFrag(cpu_after, free_span, model_span, mem_after) -
                      options_.scarcity * r.gpu_milli * cost_[models[choice]]);
     }
     if (gpus != nullptr) *gpus = choice < 0 ? 0 : GpuSet{1} << choice;
@@ -197,7 +205,7 @@ int64_t CafgdCore::Evaluate(const PodRequest& r, const Cluster& c, NodeId n, Gpu
     scarce += r.gpu_milli * cost_[models[i]];
   });
   const double after =
-      model_.NodeFrag(cpu_after, free_span, model_span) + options_.scarcity * scarce;
+      model_.NodeFrag(cpu_after, free_span, model_span, mem_after) + options_.scarcity * scarce;
   if (gpus != nullptr) *gpus = take;
   return primary(before - after) * kSecondary + secondary;
 }

@@ -9,10 +9,17 @@
 // `prior` = a > 0 the weights are (count + a) / sum(count + a) over the chosen specs, so a model
 // learned from few pods stays close to uniform over the specs seen.
 //
-// Decision for pod r on node n: delta = J_n(M) - J_n'(M), n' = n after r (its CPU and GPUs taken);
-// score = int64(100 * sigmoid(delta / 1000)). A sharing pod tries each fitting GPU and keeps the
-// best (lowest index among equals); other pods take the fitting GPUs with the least free milli.
-// Before the first pod is observed the model is empty and every node scores 50.
+// Model pressure: UpdatePressure() (called once per decision, from PreScore) spreads each
+// constrained learned spec's share of the GPU demand over its allowed models in proportion to their
+// free milli; pressure_g = (all free milli) * sum of (share / free milli of the spec's models) over
+// the specs that allow g, and a milli of model g costs scarcity * min(1, pressure_g)^power. The
+// costs are adopted (epoch bump) when one moved by more than `tolerance`.
+//
+// Decision for pod r on node n: delta = J_n(M) - J_n'(M) - cost, n' = n after r (its CPU and GPUs
+// taken); score = int64(resolution * sigmoid(delta / 1000)) * kCafgdTieScale + tie-break key. A
+// sharing pod tries each fitting GPU and keeps the best (lowest index among equals); other pods
+// take the fitting GPUs with the least free milli. Before the first pod is observed the model is
+// empty and every node scores alike.
 #pragma once
 
 #include <cstdint>
@@ -29,17 +36,18 @@ namespace vgpu::sched {
 inline constexpr int64_t kCafgdTieScale = int64_t{1} << 20;
 
 struct CafgdOptions {
-  double cpu_weight = 1.0;        // w_cpu of joint_frag.h
-  bool cpu_mix = true;            // joint_frag.h's per-node mix form of the CPU term
-  double prior = 0.0;             // pseudo-count added to every chosen spec's count
-  double coverage = 0.95;         // typical-set coverage
-  double check_growth = 0.1;      // re-learn every 10% more pods
-  double tolerance = 0.05;        // adopt when weights (or model costs) moved by more than this
-  double scarcity = 1.0;          // weight of the model-pressure cost (0 = off)
-  double scarcity_power = 2.0;    // cost per milli = min(1, pressure)^power
-  double resolution = 100;        // primary score = int(resolution * sigmoid(delta / 1000))
-  int tiebreak = 0;               // secondary key: 0 none, 1 fewest free GPU milli left, 2 same for
-                                  // CPU-only pods only, 3 least free CPU left
+  double cpu_weight = 1.0;      // w_cpu of joint_frag.h
+  bool cpu_mix = true;          // joint_frag.h's per-node mix form of the CPU term
+  double prior = 0.0;           // pseudo-count added to every chosen spec's count
+  double coverage = 0.95;       // typical-set coverage
+  double check_growth = 0.1;    // re-learn every 10% more pods
+  double tolerance = 0.05;      // adopt when weights (or model costs) moved by more than this
+  double scarcity = 1.0;        // weight of the model-pressure cost (0 = off)
+  double scarcity_power = 2.0;  // cost per milli = min(1, pressure)^power
+  double resolution = 100;      // primary score = int(resolution * sigmoid(delta / 1000))
+  int tiebreak = 0;             // secondary key: 0 none, 1 fewest free GPU milli left, 2 same for
+                                // CPU-only pods only, 3 least free CPU left
+  bool memory = false;  // the mix term also counts GPU milli that free host memory cannot feed
   bool sharing_best_fit = false;  // sharing pods take the fitting GPU with the least free milli
 };
 
@@ -53,6 +61,7 @@ class CafgdCore {
   uint64_t epoch() const { return epoch_; }
   const JointFragModel& model() const { return model_; }
   int64_t seen() const { return counter_.total(); }
+  const CafgdOptions& options() const { return options_; }
 
   // Recomputes the pressure on each GPU model from the learned workload and the cluster's free
   // GPU milli per model; bumps the epoch when a model's cost moved by more than 0.02.
@@ -73,6 +82,8 @@ class CafgdCore {
   std::vector<WorkloadSpec> adopted_;
   WorkloadCounter counter_;
   int64_t next_check_ = 1;
+  double gpu_pod_memory_ = 0;  // host memory and GPU milli of the GPU pods observed
+  double gpu_pod_milli_ = 0;
   bool fixed_ = false;
   uint64_t epoch_ = 0;
   struct Cached {

@@ -44,8 +44,11 @@ double SpecJointFrag(const WorkloadSpec& m, double cpu_weight, int64_t cpu_free,
 }
 
 JointFragModel::JointFragModel(std::span<const WorkloadSpec> workload, double cpu_weight,
-                               bool cpu_mix)
-    : workload_(workload.begin(), workload.end()), cpu_weight_(cpu_weight), cpu_mix_(cpu_mix) {
+                               bool cpu_mix, double mem_per_milli)
+    : workload_(workload.begin(), workload.end()),
+      cpu_weight_(cpu_weight),
+      cpu_mix_(cpu_mix),
+      mem_per_milli_(mem_per_milli) {
   double cpu_sum = 0, gpu_sum = 0;
   for (const WorkloadSpec& m : workload_) {
     if (m.num_gpus == 0 || m.gpu_milli == 0) continue;
@@ -74,7 +77,7 @@ JointFragModel::JointFragModel(std::span<const WorkloadSpec> workload, double cp
 }
 
 double JointFragModel::NodeFrag(int64_t cpu_free, std::span<const int32_t> gpu_free,
-                                std::span<const ModelId> gpu_models) const {
+                                std::span<const ModelId> gpu_models, int64_t mem_free) const {
   int64_t total = 0;
   for (int32_t f : gpu_free) total += f;
   if (total == 0) return 0;
@@ -82,8 +85,9 @@ double JointFragModel::NodeFrag(int64_t cpu_free, std::span<const int32_t> gpu_f
   double frag = cpu_only_weight_ * all;
   const double spec_cpu_weight = cpu_mix_ ? 0.0 : cpu_weight_;
   if (cpu_mix_ && cpu_per_milli_ > 0) {
-    frag += cpu_weight_ * (1.0 - cpu_only_weight_) *
-            std::max(0.0, all - static_cast<double>(cpu_free) / cpu_per_milli_);
+    double fed = static_cast<double>(cpu_free) / cpu_per_milli_;
+    if (mem_per_milli_ > 0) fed = std::min(fed, static_cast<double>(mem_free) / mem_per_milli_);
+    frag += cpu_weight_ * (1.0 - cpu_only_weight_) * std::max(0.0, all - fed);
   }
   const size_t n = gpu_free.size();
   for (const Probe& p : probes_) {
@@ -128,7 +132,7 @@ double JointFragModel::NodeFrag(const Cluster& c, NodeId n) const {
     free[i] = gpus[i].free_milli;
     models[i] = gpus[i].model;
   }
-  return NodeFrag(c.cpu_free(n), {free, gpus.size()}, {models, gpus.size()});
+  return NodeFrag(c.cpu_free(n), {free, gpus.size()}, {models, gpus.size()}, c.memory_free(n));
 }
 
 }  // namespace vgpu::sched

@@ -37,14 +37,17 @@ class JointFragModel {
   // cpu_mix: instead of the per-spec shortfall, one term per node,
   //   w_cpu * (sum of GPU spec weights) * max(0, sum_i f_i - C / rho),
   // rho = the workload's mean CPU per GPU milli over its GPU specs.
-  JointFragModel(std::span<const WorkloadSpec> workload, double cpu_weight, bool cpu_mix = false);
+  // mem_per_milli > 0 (mix form only): the node's free memory feeds GPU milli too, at that many
+  // MiB per GPU milli, and the shortfall is max(0, sum_i f_i - min(C / rho, Mem / mem_per_milli)).
+  JointFragModel(std::span<const WorkloadSpec> workload, double cpu_weight, bool cpu_mix = false,
+                 double mem_per_milli = 0);
 
   bool empty() const { return workload_.empty(); }
   std::span<const WorkloadSpec> workload() const { return workload_; }
 
   // J_n(M) for a node state.
   double NodeFrag(int64_t cpu_free, std::span<const int32_t> gpu_free,
-                  std::span<const ModelId> gpu_models) const;
+                  std::span<const ModelId> gpu_models, int64_t mem_free = INT64_MAX) const;
   double NodeFrag(const Cluster& c, NodeId n) const;
 
  private:
@@ -63,6 +66,7 @@ class JointFragModel {
   double cpu_only_weight_ = 0;
   bool cpu_mix_ = false;
   double cpu_per_milli_ = 0;  // rho
+  double mem_per_milli_ = 0;
   std::vector<Probe> probes_;
 };
 
