@@ -21,6 +21,7 @@ Result<std::unique_ptr<Policy>> MakeFgdPolicy(const PolicyArgs& args);
 Result<std::unique_ptr<Policy>> MakeFgdOnlinePolicy(const PolicyArgs& args);
 Result<std::unique_ptr<Policy>> MakeHamiBinpackPolicy(const PolicyArgs& args);
 Result<std::unique_ptr<Policy>> MakeHamiSpreadPolicy(const PolicyArgs& args);
+Result<std::unique_ptr<Policy>> MakeCafgdPolicy(const PolicyArgs& args);
 
 class FgdCore;
 // FGD's plugins (score, GPU choice, observer) over a shared core; used by fgd and fgd-online.

@@ -104,8 +104,11 @@ Status RegisterBuiltinPolicies(PolicyRegistry* r) {
       r->Register("hami-binpack", "HAMi node binpack + GPU binpack", MakeHamiBinpackPolicy));
   VGPU_RETURN_IF_ERROR(
       r->Register("hami-spread", "HAMi node spread + GPU spread", MakeHamiSpreadPolicy));
+  VGPU_RETURN_IF_ERROR(r->Register(
+      "cafgd", "CPU-aware fragmentation gradient descent, workload learned as pods arrive",
+      MakeCafgdPolicy));
   // The project's recommended policy.
-  VGPU_RETURN_IF_ERROR(r->RegisterAlias("default", "fgd-online"));
+  VGPU_RETURN_IF_ERROR(r->RegisterAlias("default", "cafgd"));
   return Status::Ok();
 }
 

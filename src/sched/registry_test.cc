@@ -10,14 +10,14 @@ namespace {
 TEST(Registry, BuiltinNamesAndDefaultAlias) {
   const PolicyRegistry& r = BuiltinPolicies();
   for (const char* name : {"random", "dotprod", "clustering", "packing", "bestfit", "fgd",
-                           "fgd-online", "hami-binpack", "hami-spread", "default"}) {
+                           "fgd-online", "hami-binpack", "hami-spread", "cafgd", "default"}) {
     EXPECT_TRUE(r.Contains(name)) << name;
   }
-  EXPECT_EQ(*r.Resolve("default"), "fgd-online");
+  EXPECT_EQ(*r.Resolve("default"), "cafgd");
   EXPECT_EQ(*r.Resolve("bestfit"), "bestfit");
   auto made = r.Create("default", PolicyArgs{});
   ASSERT_TRUE(made.has_value());
-  EXPECT_EQ((*made)->name, "fgd-online");
+  EXPECT_EQ((*made)->name, "cafgd");
 }
 
 TEST(Registry, ErrorsNameThePolicyAndArgument) {

@@ -101,7 +101,8 @@ TEST_P(NoOverAllocation, FullReplaysWithDepartures) {
 
 INSTANTIATE_TEST_SUITE_P(AllPolicies, NoOverAllocation,
                          ::testing::Values("random", "dotprod", "clustering", "packing", "bestfit",
-                                           "fgd", "fgd-online", "hami-binpack", "hami-spread"));
+                                           "fgd", "fgd-online", "hami-binpack", "hami-spread",
+                                           "cafgd"));
 
 }  // namespace
 }  // namespace vgpu::sim
