@@ -42,7 +42,7 @@ std::string PolicyHelp() {
     std::snprintf(line, sizeof line, "  %-13s %s\n", n.c_str(), r.Summary(n).c_str());
     out += line;
   }
-  out += "  all           every policy above\n";
+  out += "  all           every policy above once (default in place of the policy it names)\n";
   out +=
       "\nModes:\n"
       "  snapshot (default)  the FGD paper's protocol: shuffled pods placed one by one, inflated\n"

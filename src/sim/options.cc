@@ -74,7 +74,18 @@ Result<std::vector<std::string>> ParsePolicyList(std::string_view text,
       return Status::InvalidArgument("policy list \"" + std::string(text) + "\" has an empty name");
     }
     if (part == "all") {
-      for (const std::string& n : registry.Names()) add(n);
+      // Every policy once: a policy that an alias stands for runs under the alias's name
+      // (so `default` appears, and its target is not run twice).
+      std::vector<std::string> alias_targets;
+      for (const std::string& n : registry.Names()) {
+        auto target = registry.Resolve(n);
+        if (target && *target != n) alias_targets.push_back(*target);
+      }
+      for (const std::string& n : registry.Names()) {
+        if (std::find(alias_targets.begin(), alias_targets.end(), n) == alias_targets.end()) {
+          add(n);
+        }
+      }
       continue;
     }
     auto resolved = registry.Resolve(part);
