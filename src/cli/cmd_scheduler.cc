@@ -1,6 +1,7 @@
 // `vgpu scheduler`: the kube-scheduler extender. kube-scheduler calls it to filter and score
 // nodes for pods that ask for GPU slices and to bind them; it keeps the cluster's GPUs and their
-// pods from the API server (see docs/scheduler.md).
+// pods from the API server (see docs/scheduler.md). With --webhook-listen it also serves the
+// mutating admission webhook that sends GPU pods to the vgpu scheduler (docs/install.md).
 #include <signal.h>
 
 #include <chrono>
@@ -11,10 +12,14 @@
 #include "cli/commands.h"
 #include "common/log.h"
 #include "common/units.h"
+#include "k8s/admission_webhook.h"
+#include "k8s/encoding.h"
 #include "k8s/extender.h"
 #include "k8s/extender_server.h"
 #include "k8s/http_kube_client.h"
 #include "k8s/scheduler_service.h"
+#include "k8s/webhook_certs.h"
+#include "k8s/webhook_server.h"
 #include "sched/registry.h"
 
 namespace vgpu::cli {
@@ -37,6 +42,79 @@ struct SchedulerFlags {
   int threads = 64;
   int log_level = 3;
   bool no_per_gpu_metrics = false;
+  // The admission webhook.
+  std::string scheduler_name = "vgpu-scheduler";
+  std::string webhook_listen;  // "" = no webhook
+  std::string webhook_path = "/webhook";
+  std::string webhook_cert, webhook_key;
+  bool webhook_self_signed = false;
+  std::string webhook_service = "vgpu-scheduler-webhook.vgpu-system";
+  std::string webhook_config = "vgpu-scheduler";
+  std::vector<std::string> webhook_replace = {"default-scheduler", "hami-scheduler"};
+  bool webhook_hide_gpus = false;
+};
+
+// A DNS subdomain (RFC 1123): what Kubernetes accepts as a scheduler or object name.
+bool IsDnsSubdomain(const std::string& s) {
+  if (s.empty() || s.size() > 253) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    if (!alnum && c != '-' && c != '.') return false;
+    if ((i == 0 || i + 1 == s.size()) && !alnum) return false;
+  }
+  return true;
+}
+
+Status CheckWebhookFlags(const SchedulerFlags& f) {
+  if (!IsDnsSubdomain(f.scheduler_name)) {
+    return Status::InvalidArgument("--scheduler-name: must be a DNS subdomain, got '" +
+                                   f.scheduler_name + "'");
+  }
+  const bool files = !f.webhook_cert.empty() || !f.webhook_key.empty();
+  if (f.webhook_listen.empty()) {
+    if (files || f.webhook_self_signed) {
+      return Status::InvalidArgument(
+          "--webhook-tls-cert/--webhook-tls-key/--webhook-self-signed need --webhook-listen");
+    }
+    return Status::Ok();
+  }
+  if (files && f.webhook_self_signed) {
+    return Status::InvalidArgument(
+        "--webhook-self-signed: give either it or --webhook-tls-cert/--webhook-tls-key");
+  }
+  if (!f.webhook_self_signed && (f.webhook_cert.empty() || f.webhook_key.empty())) {
+    return Status::InvalidArgument(
+        "--webhook-listen: the webhook is served over HTTPS only; give --webhook-tls-cert and "
+        "--webhook-tls-key, or --webhook-self-signed");
+  }
+  if (f.webhook_self_signed) {
+    if (auto names = k8s::ServiceDnsNames(f.webhook_service); !names) {
+      return Status::InvalidArgument("--webhook-service: " + names.error().message());
+    }
+  }
+  if (!f.webhook_config.empty() && !IsDnsSubdomain(f.webhook_config)) {
+    return Status::InvalidArgument("--webhook-config-name: must be a DNS subdomain, got '" +
+                                   f.webhook_config + "'");
+  }
+  return Status::Ok();
+}
+
+// The webhook's certificate and key files, read now and again when they change (a renewed
+// certificate, e.g. from cert-manager).
+struct CertFiles {
+  std::string cert_path, key_path;
+  std::string cert, key;
+  Result<bool> Read() {  // whether the text changed
+    auto c = k8s::ReadWholeFile(cert_path);
+    if (!c) return Status::InvalidArgument("--webhook-tls-cert: " + c.error().message());
+    auto k = k8s::ReadWholeFile(key_path);
+    if (!k) return Status::InvalidArgument("--webhook-tls-key: " + k.error().message());
+    const bool changed = *c != cert || *k != key;
+    cert = std::move(*c);
+    key = std::move(*k);
+    return changed;
+  }
 };
 
 Status CheckPrefix(const std::string& p) {
@@ -72,6 +150,7 @@ bool WaitForSignal(const sigset_t& set, std::chrono::milliseconds d) {
 
 Status Run(const SchedulerFlags& f) {
   VGPU_RETURN_IF_ERROR(CheckPrefix(f.resource_prefix));
+  VGPU_RETURN_IF_ERROR(CheckWebhookFlags(f));
   if (f.default_memory_percent < 0 || f.default_memory_percent > 100) {
     return Status::InvalidArgument("--default-gpumem-percentage: must be 0..100, got " +
                                    std::to_string(f.default_memory_percent));
@@ -144,6 +223,55 @@ Status Run(const SchedulerFlags& f) {
   k8s::ExtenderOptions eo;
   eo.request = so.request;
   k8s::Extender extender(state->get(), client->get(), &metrics, eo);
+
+  // The admission webhook: its certificate, its HTTPS server and, with a generated CA, the
+  // publication of that CA in the MutatingWebhookConfiguration.
+  std::unique_ptr<k8s::AdmissionWebhook> webhook;
+  std::unique_ptr<k8s::WebhookServer> webhook_server;
+  std::unique_ptr<k8s::CaBundlePublisher> ca_publisher;
+  CertFiles cert_files{f.webhook_cert, f.webhook_key, "", ""};
+  if (!f.webhook_listen.empty()) {
+    k8s::WebhookOptions wo;
+    wo.names.prefix = f.resource_prefix;
+    wo.scheduler_name = f.scheduler_name;
+    wo.replace_schedulers = f.webhook_replace;
+    wo.hide_gpus = f.webhook_hide_gpus;
+    webhook = std::make_unique<k8s::AdmissionWebhook>(wo);
+    k8s::WebhookServerOptions wso;
+    wso.listen = f.webhook_listen;
+    wso.path = f.webhook_path;
+    std::string ca_pem;
+    if (f.webhook_self_signed) {
+      auto names = k8s::ServiceDnsNames(f.webhook_service);
+      if (!names) return Status::InvalidArgument("--webhook-service: " + names.error().message());
+      auto certs = k8s::GenerateWebhookCertificates(*names);
+      if (!certs) return certs.error().WithContext("generating the webhook certificate");
+      wso.cert_pem = certs->cert_pem;
+      wso.key_pem = certs->key_pem;
+      ca_pem = certs->ca_cert_pem;
+    } else {
+      auto read = cert_files.Read();
+      if (!read) return read.error();
+      wso.cert_pem = cert_files.cert;
+      wso.key_pem = cert_files.key;
+    }
+    webhook_server = std::make_unique<k8s::WebhookServer>(webhook.get(), wso);
+    if (Status s = webhook_server->Start(); !s.ok()) {
+      return s.code() == StatusCode::kUnavailable ? s : Status::InvalidArgument(s.message());
+    }
+    VGPU_LOG_INFO("serving the admission webhook on https %s%s (pods asking for %s/* go to %s)",
+                  f.webhook_listen.c_str(), f.webhook_path.c_str(), f.resource_prefix.c_str(),
+                  f.scheduler_name.c_str());
+    if (!ca_pem.empty() && !f.webhook_config.empty()) {
+      ca_publisher = std::make_unique<k8s::CaBundlePublisher>(
+          client->get(), f.webhook_config, ca_pem, k8s::CaBundlePublisher::Options{});
+      ca_publisher->Start();
+    }
+  }
+  const auto stop_webhook = [&] {
+    if (ca_publisher) ca_publisher->Stop();
+    if (webhook_server) webhook_server->Stop();
+  };
   const auto render = [&] {
     std::string out;
     k8s::RenderHeader(&out, "vgpu_build_info", "gauge", "Version of the vgpu scheduler.");
@@ -153,6 +281,7 @@ Status Run(const SchedulerFlags& f) {
     k8s::RenderSample(&out, "vgpu_scheduler_ready", "", extender.ready() ? 1 : 0);
     metrics.Render(&out);
     service.RenderMetrics(&out);
+    if (webhook) webhook->RenderMetrics(&out);
     return out;
   };
   k8s::ServerOptions srv;
@@ -163,6 +292,7 @@ Status Run(const SchedulerFlags& f) {
   srv.threads = f.threads;
   k8s::ExtenderServer server(&extender, render, srv);
   if (Status s = server.Start(); !s.ok()) {
+    stop_webhook();
     return s.code() == StatusCode::kUnavailable ? s : Status::InvalidArgument(s.message());
   }
   VGPU_LOG_INFO("serving %s on %s (policy %s, resources %s/*), metrics on %s; API server %s",
@@ -179,6 +309,7 @@ Status Run(const SchedulerFlags& f) {
                   static_cast<long long>(backoff.count()));
     if (WaitForSignal(signals, backoff)) {
       server.Stop();
+      stop_webhook();
       return Status::Ok();
     }
     backoff = std::min(backoff * 2, std::chrono::milliseconds(30000));
@@ -186,10 +317,20 @@ Status Run(const SchedulerFlags& f) {
   service.Start();
   extender.set_ready(true);
   VGPU_LOG_INFO("ready");
-  while (!WaitForSignal(signals, std::chrono::milliseconds(60000))) {
+  while (!WaitForSignal(signals, std::chrono::milliseconds(30000))) {
+    if (webhook_server == nullptr || f.webhook_cert.empty()) continue;
+    auto changed = cert_files.Read();
+    if (!changed) {
+      VGPU_LOG_WARN("re-reading the webhook certificate: %s", changed.error().message().c_str());
+    } else if (*changed) {
+      Status s = webhook_server->SetCertificate(cert_files.cert, cert_files.key);
+      VGPU_LOG_INFO("webhook certificate %s%s",
+                    s.ok() ? "reloaded" : "not reloaded: ", s.ok() ? "" : s.message().c_str());
+    }
   }
   VGPU_LOG_INFO("stopping");
   extender.set_ready(false);
+  stop_webhook();
   server.Stop();
   service.Stop();
   return Status::Ok();
@@ -203,7 +344,10 @@ int RunScheduler(int argc, char** argv) {
       "(nvidia.com/gpu, gpumem, gpumem-percentage, gpucores, priority) with the placement "
       "engine, records the decision on the pod and binds it. Cluster state comes from the API "
       "server (in-cluster service account, --kubeconfig, $KUBECONFIG or ~/.kube/config). "
-      "Endpoints: POST /filter /prioritize /bind; GET /healthz /readyz /metrics.",
+      "Endpoints: POST /filter /prioritize /bind; GET /healthz /readyz /metrics. With "
+      "--webhook-listen, also the mutating admission webhook (HTTPS) that sets "
+      "spec.schedulerName of pods asking for these resources, so pods written for HAMi run "
+      "unchanged.",
       "vgpu scheduler");
   SchedulerFlags f;
   app.add_option("--listen", f.listen, "Address of the extender verbs (host:port)")
@@ -236,6 +380,34 @@ int RunScheduler(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--no-per-gpu-metrics", f.no_per_gpu_metrics,
                "Leave out the per-GPU series of /metrics (large clusters)");
+  app.add_option("--scheduler-name", f.scheduler_name,
+                 "Profile name of the kube-scheduler that calls this extender; the webhook "
+                 "writes it into GPU pods")
+      ->capture_default_str();
+  app.add_option("--webhook-listen", f.webhook_listen,
+                 "Serve the admission webhook over HTTPS on this address, e.g. :9443 (\"\" = no "
+                 "webhook)");
+  app.add_option("--webhook-path", f.webhook_path, "URL path of the admission webhook")
+      ->capture_default_str();
+  app.add_option("--webhook-tls-cert", f.webhook_cert,
+                 "PEM certificate file of the webhook (re-read when it changes)");
+  app.add_option("--webhook-tls-key", f.webhook_key, "PEM private key file of --webhook-tls-cert");
+  app.add_flag("--webhook-self-signed", f.webhook_self_signed,
+               "Generate a CA and a serving certificate for --webhook-service at startup and "
+               "write the CA into the caBundle of --webhook-config-name");
+  app.add_option("--webhook-service", f.webhook_service,
+                 "SERVICE.NAMESPACE of the webhook's Service (names of the generated certificate)")
+      ->capture_default_str();
+  app.add_option("--webhook-config-name", f.webhook_config,
+                 "MutatingWebhookConfiguration whose caBundle gets the generated CA (\"\" = "
+                 "leave it)")
+      ->capture_default_str();
+  app.add_option("--webhook-replace-scheduler", f.webhook_replace,
+                 "schedulerName values the webhook replaces with --scheduler-name (repeatable; "
+                 "\"*\" = any); a GPU pod naming another scheduler is left alone")
+      ->capture_default_str();
+  app.add_flag("--webhook-hide-gpus", f.webhook_hide_gpus,
+               "Set NVIDIA_VISIBLE_DEVICES=none in containers that get no GPU slice");
   app.footer(PolicyHelp());
   if (auto code = ParseArgs(app, argc, argv)) return *code;
   return ReportStatus(kCommand, Run(f));

@@ -295,7 +295,7 @@ Result<HttpKubeClient::Response> HttpKubeClient::Do(const char* method, const st
 
 std::string HttpKubeClient::ObjectPath(ResourceKind kind, const std::string& ns,
                                        const std::string& name) const {
-  std::string p = "/api/v1";
+  std::string p(ApiGroupPath(kind));
   if (kind == ResourceKind::kPod && !ns.empty()) p += "/namespaces/" + UrlEncode(ns);
   p += '/';
   p += KindName(kind);

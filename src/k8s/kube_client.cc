@@ -6,7 +6,21 @@
 namespace vgpu::k8s {
 
 std::string_view KindName(ResourceKind kind) {
-  return kind == ResourceKind::kNode ? "nodes" : "pods";
+  switch (kind) {
+    case ResourceKind::kNode:
+      return "nodes";
+    case ResourceKind::kPod:
+      return "pods";
+    case ResourceKind::kMutatingWebhookConfiguration:
+      return "mutatingwebhookconfigurations";
+  }
+  return "pods";
+}
+
+std::string_view ApiGroupPath(ResourceKind kind) {
+  return kind == ResourceKind::kMutatingWebhookConfiguration
+             ? "/apis/admissionregistration.k8s.io/v1"
+             : "/api/v1";
 }
 
 std::string_view PatchContentType(PatchType type) {

@@ -32,8 +32,12 @@ namespace vgpu::k8s {
 
 using Json = nlohmann::json;
 
-enum class ResourceKind { kNode, kPod };
-std::string_view KindName(ResourceKind kind);  // "nodes" / "pods"
+// Nodes and pods (core API); the scheduler's own MutatingWebhookConfiguration (cluster-scoped,
+// admissionregistration.k8s.io/v1), whose caBundle it keeps current.
+enum class ResourceKind { kNode, kPod, kMutatingWebhookConfiguration };
+std::string_view KindName(ResourceKind kind);  // "nodes" / "pods" / "mutatingwebhookconfigurations"
+// The API path of the kind's group and version: "/api/v1" or "/apis/<group>/<version>".
+std::string_view ApiGroupPath(ResourceKind kind);
 
 enum class PatchType { kMerge, kStrategicMerge, kJsonPatch };
 std::string_view PatchContentType(PatchType type);
@@ -82,7 +86,8 @@ class KubeClient {
  public:
   virtual ~KubeClient() = default;
 
-  // `ns` is the namespace for pods ("" for nodes; "" lists pods of all namespaces).
+  // `ns` is the namespace for pods ("" for cluster-scoped kinds; "" lists pods of all
+  // namespaces).
   virtual Result<Json> Get(ResourceKind kind, const std::string& ns, const std::string& name) = 0;
   virtual Result<ObjectList> List(ResourceKind kind, const std::string& ns,
                                   const ListOptions& options) = 0;

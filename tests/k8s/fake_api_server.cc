@@ -135,7 +135,7 @@ FakeApiServer::FakeApiServer(Options options) : options_(std::move(options)) {
   const auto get_object = [this](const std::string& kind, const std::string& key,
                                  httplib::Response& res) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto& store = kind == "nodes" ? nodes_ : pods_;
+    auto& store = Store(kind);
     auto it = store.find(key);
     if (it == store.end()) {
       SendStatus(res, 404, "NotFound", kind + " \"" + key + "\" not found");
@@ -185,6 +185,17 @@ FakeApiServer::FakeApiServer(Options options) : options_(std::move(options)) {
                 guard([this](const httplib::Request& req, httplib::Response& res) {
                   HandleBinding(req.matches[1], req.matches[2], req, res);
                 }));
+
+  constexpr const char* kWebhookConfigs =
+      R"(/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/([^/]+))";
+  server_->Get(kWebhookConfigs,
+               guard([=, this](const httplib::Request& req, httplib::Response& res) {
+                 get_object("mutatingwebhookconfigurations", req.matches[1], res);
+               }));
+  server_->Patch(kWebhookConfigs,
+                 guard([this](const httplib::Request& req, httplib::Response& res) {
+                   HandlePatch("mutatingwebhookconfigurations", "", req.matches[1], req, res);
+                 }));
 
   port_ = server_->bind_to_any_port("127.0.0.1");
   thread_ = std::thread([this] { server_->listen_after_bind(); });
@@ -291,6 +302,26 @@ void FakeApiServer::DeleteNode(const std::string& name) {
   Json node = it->second;
   nodes_.erase(it);
   Record("nodes", "DELETED", node);
+}
+
+std::map<std::string, Json>& FakeApiServer::Store(const std::string& kind) {
+  if (kind == "nodes") return nodes_;
+  if (kind == "pods") return pods_;
+  return webhook_configs_;
+}
+
+void FakeApiServer::PutWebhookConfiguration(Json config) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string name = Meta(config, "name");
+  const bool exists = webhook_configs_.count(name) != 0;
+  Record("mutatingwebhookconfigurations", exists ? "MODIFIED" : "ADDED", config);
+  webhook_configs_[name] = config;
+}
+
+Json FakeApiServer::GetWebhookConfiguration(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = webhook_configs_.find(name);
+  return it == webhook_configs_.end() ? Json(nullptr) : it->second;
 }
 
 Json FakeApiServer::GetPod(const std::string& ns, const std::string& name) const {
@@ -404,8 +435,8 @@ void FakeApiServer::HandlePatch(const std::string& kind, const std::string& ns,
   }
   const std::string ctype = req.get_header_value("Content-Type");
   std::lock_guard<std::mutex> lock(mu_);
-  auto& store = kind == "nodes" ? nodes_ : pods_;
-  auto it = store.find(kind == "nodes" ? name : Key(ns, name));
+  auto& store = Store(kind);
+  auto it = store.find(kind == "pods" ? Key(ns, name) : name);
   if (it == store.end()) {
     SendStatus(res, 404, "NotFound", kind + " \"" + name + "\" not found");
     return;
@@ -417,6 +448,14 @@ void FakeApiServer::HandlePatch(const std::string& kind, const std::string& ns,
       updated = obj.patch(patch);
     } catch (const std::exception& e) {
       SendStatus(res, 422, "Invalid", e.what());
+      return;
+    }
+    // A resourceVersion in the patched object is a precondition, as for an update.
+    if (Meta(updated, "resourceVersion") != Meta(obj, "resourceVersion")) {
+      SendStatus(res, 409, "Conflict",
+                 "Operation cannot be fulfilled on " + kind + " \"" + name +
+                     "\": the object has been modified; please apply your changes to the "
+                     "latest version and try again");
       return;
     }
   } else if (ctype.find("merge-patch+json") != std::string::npos) {

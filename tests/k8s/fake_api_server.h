@@ -4,10 +4,12 @@
 //   GET    /api/v1/pods[?watch=1]               GET    /api/v1/namespaces/<ns>/pods[?watch=1]
 //   GET/PATCH /api/v1/namespaces/<ns>/pods/<name>
 //   POST   /api/v1/namespaces/<ns>/pods/<name>/binding
+//   GET/PATCH /apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/<name>
 // Behaviour follows the real server where vgpu depends on it: bearer-token and client-certificate
 // authentication, resourceVersions, list paging (limit/continue), label selectors (k=v) and field
 // selectors (spec.nodeName=, status.phase!=), JSON merge and strategic merge patches of
-// metadata with resourceVersion and UID preconditions (409), bindings (409 when already bound),
+// metadata with resourceVersion and UID preconditions (409), JSON patches (a resourceVersion
+// the patch writes is a precondition, as for an update: 409 when stale), bindings (409 when already bound),
 // watches that replay from a resourceVersion, send BOOKMARKs, and answer an ERROR event with code
 // 410 when the version was compacted away.
 // Faults can be injected: failing requests with a status, conflicts on patches, watches dropped
@@ -58,6 +60,8 @@ class FakeApiServer {
   void DeleteNode(const std::string& name);
   Json GetPod(const std::string& ns, const std::string& name) const;  // null when absent
   Json GetNode(const std::string& name) const;
+  void PutWebhookConfiguration(Json config);
+  Json GetWebhookConfiguration(const std::string& name) const;  // null when absent
   std::vector<Json> Pods() const;
   int64_t resource_version() const;
 
@@ -84,10 +88,11 @@ class FakeApiServer {
   struct Event {
     int64_t rv;
     std::string type;
-    std::string kind;  // "nodes" / "pods"
+    std::string kind;  // "nodes" / "pods" / "mutatingwebhookconfigurations"
     Json object;
   };
   std::string Key(const std::string& ns, const std::string& name) const { return ns + "/" + name; }
+  std::map<std::string, Json>& Store(const std::string& kind);  // holds mu_
   void Record(const std::string& kind, const std::string& type, Json& object);  // holds mu_
   bool Authorized(const httplib::Request& req, httplib::Response& res);
   bool InjectedFault(const httplib::Request& req, httplib::Response& res);
@@ -116,6 +121,7 @@ class FakeApiServer {
   bool compact_http_ = false;
   std::map<std::string, Json> nodes_;  // name -> object
   std::map<std::string, Json> pods_;   // ns/name -> object
+  std::map<std::string, Json> webhook_configs_;  // name -> object
   std::vector<Event> log_;
   struct Fault {
     int remaining;
