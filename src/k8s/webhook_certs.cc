@@ -218,6 +218,7 @@ Result<std::string> MergeCaBundle(std::string_view existing_pem, std::string_vie
   std::vector<X509Ptr> others;
   for (X509Ptr& c : existing) {
     if (SameCertificate(c.get(), ours->get())) {
+      stale = stale || present;  // a second copy
       present = true;
       continue;
     }
@@ -257,6 +258,7 @@ Result<bool> PublishCaBundle(KubeClient& client, const std::string& config_name,
       return Status::FailedPrecondition(what + " has no webhooks");
     }
     // The union of the current bundles is what the API server may trust now.
+    std::vector<std::string> bundles;
     std::string current;
     for (const Json& h : *hooks) {
       const Json* cc = h.is_object() && h.contains("clientConfig") ? &h["clientConfig"] : nullptr;
@@ -266,7 +268,9 @@ Result<bool> PublishCaBundle(KubeClient& client, const std::string& config_name,
       auto b = cc->find("caBundle");
       if (b == cc->end() || !b->is_string()) continue;
       auto pem = Base64Decode(b->get<std::string>());
-      if (pem) current += *pem;
+      if (!pem || std::find(bundles.begin(), bundles.end(), *pem) != bundles.end()) continue;
+      current += *pem;
+      bundles.push_back(std::move(*pem));
     }
     auto merged = MergeCaBundle(current, ca_pem, keep_others);
     if (!merged) return merged.error();
