@@ -1,0 +1,249 @@
+// `vgpu scheduler --webhook-*` as a process against the local HTTPS API server: with
+// --webhook-self-signed it writes its CA into the MutatingWebhookConfiguration, and a client that
+// trusts that caBundle (as the API server does) gets patches over TLS; with certificate files it
+// serves those; bad webhook flags exit 2 with a message.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "../cli/run_command.h"
+#include "harness.h"
+#include "k8s/encoding.h"
+#include "k8s/tls.h"
+#include "k8s/webhook_certs.h"
+
+namespace vgpu::k8s::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using vgpu::testing::RunCommand;
+
+constexpr const char* kHost = "vgpu-scheduler-webhook.vgpu-system.svc";
+
+int FreePort() {
+  const int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  close(s);
+  return ntohs(a.sin_port);
+}
+
+// `vgpu <args>` running in the background; output goes to `log`. Killed when destroyed.
+class Process {
+ public:
+  Process(const std::vector<std::string>& args, const std::string& log) {
+    pid_ = fork();
+    if (pid_ == 0) {
+      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(fd, 1);
+      dup2(fd, 2);
+      std::vector<char*> argv{const_cast<char*>(VGPU_BIN)};
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(VGPU_BIN, argv.data());
+      _exit(127);
+    }
+  }
+  ~Process() {
+    if (pid_ > 0 && !waited_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  int Stop(std::chrono::milliseconds limit) {
+    kill(pid_, SIGTERM);
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        waited_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  bool waited_ = false;
+};
+
+std::string Kubeconfig(const FakeApiServer& api, const std::string& dir) {
+  const std::string path = dir + "/kubeconfig";
+  WriteFile(path,
+            "apiVersion: v1\nkind: Config\ncurrent-context: test\nclusters:\n- name: fake\n"
+            "  cluster:\n    server: " +
+                api.url() +
+                "\n    certificate-authority-data: " + Base64Encode(api.pki().ca_cert_pem) +
+                "\ncontexts:\n- name: test\n  context: {cluster: fake, user: sa}\nusers:\n"
+                "- name: sa\n  user:\n    token: test-token\n");
+  return path;
+}
+
+Json WebhookConfiguration() {
+  return Json::parse(R"({
+    "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+    "metadata": {"name": "vgpu-scheduler"},
+    "webhooks": [{"name": "pods.vgpu-scheduler.vgpu.io", "admissionReviewVersions": ["v1"],
+                  "sideEffects": "None", "failurePolicy": "Ignore",
+                  "clientConfig": {"service": {"name": "vgpu-scheduler-webhook",
+                                               "namespace": "vgpu-system", "path": "/webhook"}}}]
+  })");
+}
+
+std::string HamiReview() {
+  return R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{
+    "uid":"e2e-1","resource":{"group":"","version":"v1","resource":"pods"},"namespace":"ml",
+    "operation":"CREATE","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},
+    "spec":{"schedulerName":"default-scheduler","containers":[{"name":"c","resources":{
+    "limits":{"nvidia.com/gpu":"1","nvidia.com/gpumem":"3000","nvidia.com/gpucores":"30"}}}]}}}})";
+}
+
+// POSTs the HAMi review over TLS, trusting `ca_pem` for kHost at 127.0.0.1:port.
+httplib::Result PostReview(int port, const std::string& ca_pem, const std::string& path) {
+  httplib::SSLClient cli(kHost, port);
+  cli.set_hostname_addr_map({{kHost, "127.0.0.1"}});
+  cli.enable_server_certificate_verification(true);
+  auto store = BuildCaStore(ca_pem);
+  EXPECT_TRUE(store.has_value());
+  cli.set_ca_cert_store(store->release());
+  cli.set_connection_timeout(2, 0);
+  return cli.Post(path, HamiReview(), "application/json");
+}
+
+class WebhookCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("vgpu_webhook_cli_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string Log() const { return ReadWholeFile(dir_ + "/log").value_or(""); }
+  std::string dir_;
+};
+
+TEST_F(WebhookCliTest, SelfSignedPublishesItsCaAndPatchesPods) {
+  FakeApiServer api;
+  for (const Json& n : Fixture("nodes.json")) api.PutNode(n);
+  api.PutWebhookConfiguration(WebhookConfiguration());
+  const int webhook_port = FreePort();
+  const int metrics_port = FreePort();
+  Process p({"scheduler", "--kubeconfig", Kubeconfig(api, dir_), "--listen", "127.0.0.1:0",
+             "--metrics-listen", "127.0.0.1:" + std::to_string(metrics_port), "--webhook-listen",
+             "127.0.0.1:" + std::to_string(webhook_port), "--webhook-self-signed",
+             "--webhook-service", "vgpu-scheduler-webhook.vgpu-system", "--webhook-config-name",
+             "vgpu-scheduler", "--scheduler-name", "gpu-sched"},
+            dir_ + "/log");
+  std::string bundle;
+  for (int i = 0; i < 1000 && bundle.empty(); ++i) {
+    const Json cc = api.GetWebhookConfiguration("vgpu-scheduler")["webhooks"][0]["clientConfig"];
+    if (cc.contains("caBundle")) {
+      bundle = Base64Decode(cc["caBundle"].get<std::string>()).value_or("");
+    } else {
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+  ASSERT_FALSE(bundle.empty()) << Log();
+  auto res = PostReview(webhook_port, bundle, "/webhook");
+  ASSERT_TRUE(res) << httplib::to_string(res.error()) << "\n" << Log();
+  EXPECT_EQ(res->status, 200);
+  const Json out = Json::parse(res->body);
+  EXPECT_EQ(out["response"]["uid"], "e2e-1");
+  const Json patch =
+      Json::parse(Base64Decode(out["response"]["patch"].get<std::string>()).value_or("null"));
+  EXPECT_EQ(patch[0]["value"], "gpu-sched");
+
+  httplib::Client metrics("127.0.0.1", metrics_port);
+  std::string text;
+  for (int i = 0; i < 300; ++i) {
+    auto m = metrics.Get("/metrics");
+    if (m && m->status == 200) {
+      text = m->body;
+      break;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_NE(text.find("vgpu_scheduler_webhook_requests_total{result=\"patched\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(p.Stop(10s), 0) << Log();
+  EXPECT_NE(Log().find("serving the admission webhook"), std::string::npos) << Log();
+}
+
+TEST_F(WebhookCliTest, ServesCertificateFiles) {
+  FakeApiServer api;
+  auto names = ServiceDnsNames("vgpu-scheduler-webhook.vgpu-system");
+  ASSERT_TRUE(names.has_value());
+  auto certs = GenerateWebhookCertificates(*names);
+  ASSERT_TRUE(certs.has_value());
+  WriteFile(dir_ + "/tls.crt", certs->cert_pem);
+  WriteFile(dir_ + "/tls.key", certs->key_pem);
+  const int webhook_port = FreePort();
+  Process p({"scheduler", "--kubeconfig", Kubeconfig(api, dir_), "--listen", "127.0.0.1:0",
+             "--metrics-listen", "", "--webhook-listen",
+             "127.0.0.1:" + std::to_string(webhook_port), "--webhook-path", "/mutate-pods",
+             "--webhook-tls-cert", dir_ + "/tls.crt", "--webhook-tls-key", dir_ + "/tls.key"},
+            dir_ + "/log");
+  httplib::Result res{nullptr, httplib::Error::Unknown};
+  for (int i = 0; i < 300; ++i) {
+    res = PostReview(webhook_port, certs->ca_cert_pem, "/mutate-pods");
+    if (res) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(res) << Log();
+  EXPECT_EQ(Json::parse(res->body)["response"]["allowed"], true);
+  EXPECT_EQ(p.Stop(10s), 0) << Log();
+}
+
+TEST_F(WebhookCliTest, BadWebhookFlagsExitTwoWithAMessage) {
+  FakeApiServer api;
+  const std::string base = std::string(VGPU_BIN) + " scheduler --kubeconfig " +
+                           Kubeconfig(api, dir_) + " --listen 127.0.0.1:0 --metrics-listen '' ";
+  WriteFile(dir_ + "/garbage.pem", "not a certificate\n");
+  const struct {
+    std::string args, message;
+  } cases[] = {
+      {"--webhook-listen 127.0.0.1:0", "give --webhook-tls-cert and --webhook-tls-key"},
+      {"--webhook-self-signed", "need --webhook-listen"},
+      {"--webhook-listen 127.0.0.1:0 --webhook-self-signed --webhook-tls-cert x",
+       "give either it or"},
+      {"--webhook-listen 127.0.0.1:0 --webhook-self-signed --webhook-service nodot",
+       "--webhook-service: expected SERVICE.NAMESPACE"},
+      {"--webhook-listen 127.0.0.1:0 --webhook-self-signed --webhook-path nope",
+       "--webhook-path: expected '/'"},
+      {"--webhook-listen 127.0.0.1:0 --webhook-tls-cert " + dir_ + "/missing --webhook-tls-key " +
+           dir_ + "/missing",
+       "--webhook-tls-cert: "},
+      {"--webhook-listen 127.0.0.1:0 --webhook-tls-cert " + dir_ + "/garbage.pem " +
+           "--webhook-tls-key " + dir_ + "/garbage.pem",
+       "webhook certificate"},
+      {"--webhook-listen nowhere --webhook-self-signed", "--webhook-listen"},
+      {"--scheduler-name Vgpu_Sched", "--scheduler-name: must be a DNS subdomain"},
+  };
+  for (const auto& c : cases) {
+    auto r = RunCommand(base + c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
+  }
+  auto help = RunCommand(std::string(VGPU_BIN) + " scheduler --help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--webhook-self-signed"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vgpu::k8s::testing
