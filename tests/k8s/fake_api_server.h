@@ -9,11 +9,10 @@
 // authentication, resourceVersions, list paging (limit/continue), label selectors (k=v) and field
 // selectors (spec.nodeName=, status.phase!=), JSON merge and strategic merge patches of
 // metadata with resourceVersion and UID preconditions (409), JSON patches (a resourceVersion
-// the patch writes is a precondition, as for an update: 409 when stale), bindings (409 when already bound),
-// watches that replay from a resourceVersion, send BOOKMARKs, and answer an ERROR event with code
-// 410 when the version was compacted away.
-// Faults can be injected: failing requests with a status, conflicts on patches, watches dropped
-// after N events, compaction. Thread-safe.
+// the patch writes is a precondition, as for an update: 409 when stale), bindings (409 when already
+// bound), watches that replay from a resourceVersion, send BOOKMARKs, and answer an ERROR event
+// with code 410 when the version was compacted away. Faults can be injected: failing requests with
+// a status, conflicts on patches, watches dropped after N events, compaction. Thread-safe.
 #pragma once
 
 #include <httplib.h>
@@ -92,7 +91,7 @@ class FakeApiServer {
     Json object;
   };
   std::string Key(const std::string& ns, const std::string& name) const { return ns + "/" + name; }
-  std::map<std::string, Json>& Store(const std::string& kind);  // holds mu_
+  std::map<std::string, Json>& Store(const std::string& kind);                  // holds mu_
   void Record(const std::string& kind, const std::string& type, Json& object);  // holds mu_
   bool Authorized(const httplib::Request& req, httplib::Response& res);
   bool InjectedFault(const httplib::Request& req, httplib::Response& res);
@@ -119,8 +118,8 @@ class FakeApiServer {
   int64_t rv_ = 100;
   int64_t compacted_rv_ = 0;
   bool compact_http_ = false;
-  std::map<std::string, Json> nodes_;  // name -> object
-  std::map<std::string, Json> pods_;   // ns/name -> object
+  std::map<std::string, Json> nodes_;            // name -> object
+  std::map<std::string, Json> pods_;             // ns/name -> object
   std::map<std::string, Json> webhook_configs_;  // name -> object
   std::vector<Event> log_;
   struct Fault {

@@ -1,7 +1,8 @@
 // `vgpu scheduler --webhook-*` as a process against the local HTTPS API server: with
 // --webhook-self-signed it writes its CA into the MutatingWebhookConfiguration, and a client that
 // trusts that caBundle (as the API server does) gets patches over TLS; with certificate files it
-// serves those; bad webhook flags exit 2 with a message.
+// serves those, and --webhook-replace-scheduler replaces the default list; bad webhook flags exit
+// 2 with a message.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -104,16 +105,19 @@ Json WebhookConfiguration() {
   })");
 }
 
-std::string HamiReview() {
-  return R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{
+std::string HamiReview(const std::string& scheduler = "default-scheduler") {
+  std::string review = R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{
     "uid":"e2e-1","resource":{"group":"","version":"v1","resource":"pods"},"namespace":"ml",
     "operation":"CREATE","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},
-    "spec":{"schedulerName":"default-scheduler","containers":[{"name":"c","resources":{
+    "spec":{"schedulerName":"SCHED","containers":[{"name":"c","resources":{
     "limits":{"nvidia.com/gpu":"1","nvidia.com/gpumem":"3000","nvidia.com/gpucores":"30"}}}]}}}})";
+  review.replace(review.find("SCHED"), 5, scheduler);
+  return review;
 }
 
 // POSTs the HAMi review over TLS, trusting `ca_pem` for kHost at 127.0.0.1:port.
-httplib::Result PostReview(int port, const std::string& ca_pem, const std::string& path) {
+httplib::Result PostReview(int port, const std::string& ca_pem, const std::string& path,
+                           const std::string& scheduler = "default-scheduler") {
   httplib::SSLClient cli(kHost, port);
   cli.set_hostname_addr_map({{kHost, "127.0.0.1"}});
   cli.enable_server_certificate_verification(true);
@@ -121,7 +125,7 @@ httplib::Result PostReview(int port, const std::string& ca_pem, const std::strin
   EXPECT_TRUE(store.has_value());
   cli.set_ca_cert_store(store->release());
   cli.set_connection_timeout(2, 0);
-  return cli.Post(path, HamiReview(), "application/json");
+  return cli.Post(path, HamiReview(scheduler), "application/json");
 }
 
 class WebhookCliTest : public ::testing::Test {
@@ -194,11 +198,12 @@ TEST_F(WebhookCliTest, ServesCertificateFiles) {
   WriteFile(dir_ + "/tls.crt", certs->cert_pem);
   WriteFile(dir_ + "/tls.key", certs->key_pem);
   const int webhook_port = FreePort();
-  Process p({"scheduler", "--kubeconfig", Kubeconfig(api, dir_), "--listen", "127.0.0.1:0",
-             "--metrics-listen", "", "--webhook-listen",
-             "127.0.0.1:" + std::to_string(webhook_port), "--webhook-path", "/mutate-pods",
-             "--webhook-tls-cert", dir_ + "/tls.crt", "--webhook-tls-key", dir_ + "/tls.key"},
-            dir_ + "/log");
+  Process p(
+      {"scheduler", "--kubeconfig", Kubeconfig(api, dir_), "--listen", "127.0.0.1:0",
+       "--metrics-listen", "", "--webhook-listen", "127.0.0.1:" + std::to_string(webhook_port),
+       "--webhook-path", "/mutate-pods", "--webhook-tls-cert", dir_ + "/tls.crt",
+       "--webhook-tls-key", dir_ + "/tls.key", "--webhook-replace-scheduler", "default-scheduler"},
+      dir_ + "/log");
   httplib::Result res{nullptr, httplib::Error::Unknown};
   for (int i = 0; i < 300; ++i) {
     res = PostReview(webhook_port, certs->ca_cert_pem, "/mutate-pods");
@@ -207,6 +212,11 @@ TEST_F(WebhookCliTest, ServesCertificateFiles) {
   }
   ASSERT_TRUE(res) << Log();
   EXPECT_EQ(Json::parse(res->body)["response"]["allowed"], true);
+  EXPECT_TRUE(Json::parse(res->body)["response"].contains("patch"));
+  // hami-scheduler is no longer in the list: HAMi keeps that pod.
+  auto hami = PostReview(webhook_port, certs->ca_cert_pem, "/mutate-pods", "hami-scheduler");
+  ASSERT_TRUE(hami);
+  EXPECT_FALSE(Json::parse(hami->body)["response"].contains("patch")) << hami->body;
   EXPECT_EQ(p.Stop(10s), 0) << Log();
 }
 
