@@ -10,6 +10,32 @@ namespace vgpu::k8s {
 namespace {
 
 constexpr const char* kVisibleDevices = "NVIDIA_VISIBLE_DEVICES";
+// A pod is a few levels deep (managedFields perhaps twenty); deeper bodies are refused before
+// parsing, since copying and destroying a JSON value recurses once per level.
+constexpr int kMaxNesting = 256;
+
+// Whether the JSON text nests arrays and objects deeper than `limit` (strings skipped).
+bool NestsDeeperThan(std::string_view text, int limit) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
 
 // RFC 6901: '~' -> "~0", '/' -> "~1".
 std::string PointerToken(std::string_view s) {
@@ -234,9 +260,12 @@ AdmissionWebhook::Reply AdmissionWebhook::Review(std::string_view body) {
   std::string warning;  // a readable review the webhook does not handle
   std::string label;
   Mutation m;
-  Json review = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  const bool too_deep = NestsDeeperThan(body, kMaxNesting);
+  Json review = too_deep ? Json(nullptr) : Json::parse(body, nullptr, /*allow_exceptions=*/false);
   const Json* request = nullptr;
-  if (review.is_discarded()) {
+  if (too_deep) {
+    problem = "the request body nests deeper than " + std::to_string(kMaxNesting) + " levels";
+  } else if (review.is_discarded()) {
     problem = "the request body is not JSON";
   } else if (!review.is_object()) {
     problem = "the request body is not a JSON object";

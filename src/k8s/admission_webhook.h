@@ -32,12 +32,12 @@
 //
 // Review(): HTTP 400 with a JSON body whose response.status.message says what is wrong (and
 // response.uid, when the body holds one) for a body that is not an admission.k8s.io/v1 (or
-// v1beta1, same shape) AdmissionReview with a request object and a request.uid, or a pod CREATE
-// whose request.object is not a Pod. Otherwise HTTP 200 with an AdmissionReview of the request's
-// apiVersion whose response echoes request.uid. A review of another resource is allowed with a
-// warning; operations other than CREATE and subresources are allowed unchanged (the scheduler
-// name is fixed at creation). Patches are RFC 6902 (patchType JSONPatch, base64 in
-// response.patch).
+// v1beta1, same shape) AdmissionReview with a request object and a request.uid, a pod CREATE
+// whose request.object is not a Pod, or a body nested deeper than 256 levels. Otherwise HTTP 200
+// with an AdmissionReview of the request's apiVersion whose response echoes request.uid. A review
+// of another resource is allowed with a warning; operations other than CREATE and subresources are
+// allowed unchanged (the scheduler name is fixed at creation). Patches are RFC 6902 (patchType
+// JSONPatch, base64 in response.patch).
 //
 // Thread-safe: Review() may run concurrently; counters are atomic.
 #pragma once

@@ -269,6 +269,19 @@ TEST(AdmissionWebhook, AnswersMalformedBodiesWith400) {
     EXPECT_NE(message.find(c.message), std::string::npos) << message;
   }
   EXPECT_EQ(hook.errors(), std::size(cases));
+  // Deep nesting is refused before it is parsed or copied (both recurse per level).
+  Json review = Json::parse(ReviewBody(HamiPod(), "u-deep"));
+  review["request"]["object"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] =
+      "DEEP";
+  std::string body = review.dump();
+  body.replace(body.find("\"DEEP\""), 6, std::string(100000, '[') + std::string(100000, ']'));
+  const AdmissionWebhook::Reply deep = hook.Review(body);
+  EXPECT_EQ(deep.http_status, 400);
+  EXPECT_NE(deep.body.find("nests deeper than 256 levels"), std::string::npos);
+  // Brackets inside strings do not count.
+  review["request"]["object"]["metadata"]["annotations"] = {{"a", std::string(1000, '[')}};
+  review["request"]["object"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = 1;
+  EXPECT_EQ(hook.Review(review.dump()).http_status, 200);
 }
 
 TEST(AdmissionWebhook, LeavesOtherOperationsAndResourcesUnchanged) {
