@@ -1,7 +1,8 @@
 // Where a filter + prioritize pair's time goes inside `vgpu scheduler`, stage by stage, on the
-// benchmark's 1,000-node cache (bench_cluster.h), single-threaded and without HTTP, then the
-// same verbs over HTTP on loopback from one sequential client (so the HTTP and socket share
-// shows as the difference). Deterministic enough to run under valgrind --tool=callgrind.
+// benchmark's 1,000-node cache (bench_cluster.h), single-threaded and without HTTP (with and
+// without the per-shape verdicts PlacementState remembers), then the same verbs over HTTP on
+// loopback from one sequential client (so the HTTP and socket share shows as the difference;
+// every pair is a new pod). Deterministic enough to run under valgrind --tool=callgrind.
 //
 //   build/bin/bench_extender_profile [--iterations N] [--nodes N]
 #include <httplib.h>
@@ -49,44 +50,46 @@ int Run(int iterations, int nodes) {
   testing::ExtenderHarness h(nullptr, StateOptions{}, {}, /*keep_alive_seconds=*/60);
   PlacementState& state = h.state();
   const std::vector<std::string> names = BuildBenchCluster(state, nodes, nullptr);
+  StateOptions no_memo;
+  no_memo.memo_shapes = 0;
+  auto cold_state = PlacementState::Create(no_memo);
+  if (!cold_state) return 1;
+  BuildBenchCluster(**cold_state, nodes, nullptr);
   if (!h.Start().ok()) return 1;
   const std::string names_json = NamesJson(names);
   std::vector<Json> pods = BenchPods();
-  // One request per (shape, uid): the bodies kube-scheduler would send.
-  const int kBodies = 64;
+  // Bodies as kube-scheduler sends them: `iterations` distinct pods (each its own UID), so the
+  // first filter of each pays the full parse, as every new pod does.
   std::vector<std::string> filter_bodies, prio_bodies;
-  std::vector<std::vector<std::string>> feasible(kBodies);
-  for (int i = 0; i < kBodies; ++i) {
+  std::vector<std::vector<std::string>> feasible;
+  std::vector<PodGpuRequest> reqs;
+  for (int i = 0; i < iterations + 1; ++i) {
     Json pod = pods[static_cast<size_t>(i) % pods.size()];
     pod["metadata"]["uid"] = "profile-" + std::to_string(i);
     filter_bodies.push_back(ExtenderArgsBody(pod.dump(), names_json));
     auto args = ParseExtenderArgs(filter_bodies.back());
-    auto req = ParsePodGpuRequest(args->pod, state.options().request);
-    feasible[static_cast<size_t>(i)] = state.Filter(*req, names).feasible;
-    prio_bodies.push_back(
-        ExtenderArgsBody(pod.dump(), NamesJson(feasible[static_cast<size_t>(i)])));
+    reqs.push_back(*ParsePodGpuRequest(args->pod, state.options().request));
+    feasible.push_back(state.Filter(reqs.back(), names).feasible);
+    prio_bodies.push_back(ExtenderArgsBody(pod.dump(), NamesJson(feasible.back())));
   }
-  const auto at = [](const std::vector<std::string>& v, int i) -> const std::string& {
-    return v[static_cast<size_t>(i) % v.size()];
-  };
+  // A second set of new pods for the pairs (HTTP and not).
+  std::vector<std::string> http_filter, http_prio;
+  for (int i = 0; i < 2 * iterations + 2; ++i) {
+    Json pod = pods[static_cast<size_t>(i) % pods.size()];
+    pod["metadata"]["uid"] = "pair-" + std::to_string(i);
+    http_filter.push_back(ExtenderArgsBody(pod.dump(), names_json));
+    http_prio.push_back(
+        ExtenderArgsBody(pod.dump(), NamesJson(feasible[static_cast<size_t>(i) % pods.size()])));
+  }
+  const auto at = [](const auto& v, int i) -> const auto& { return v[static_cast<size_t>(i)]; };
   size_t sink = 0;
-  std::printf("filter: %zu-byte body, %zu node names; %zu feasible on average\n",
+  std::printf("filter: %zu-byte body, %zu node names; %zu feasible for the first shape\n",
               filter_bodies[0].size(), names.size(), feasible[0].size());
-  double parse = 0;
-  parse += Stage("split the body (ScanObjectMembers)", iterations,
-                 [&](int i) { sink += ScanObjectMembers(at(filter_bodies, i))->size(); });
-  const std::string_view pod_span = (*ScanObjectMembers(filter_bodies[0]))[0].second;
-  parse += Stage("parse the Pod (nlohmann DOM)", iterations,
-                 [&](int) { sink += Json::parse(pod_span).size(); });
-  const std::string_view names_span = (*ScanObjectMembers(filter_bodies[0]))[2].second;
-  parse += Stage("read NodeNames (ScanStringArray)", iterations, [&](int) {
-    std::vector<std::string> out;
-    ScanStringArray(names_span, &out);
-    sink += out.size();
-  });
-  std::printf("  %-44s %8.1f us\n", "= ParseExtenderArgs (sum)", parse);
-  Stage("ParseExtenderArgs (measured)", iterations,
-        [&](int i) { sink += ParseExtenderArgs(at(filter_bodies, i))->node_names.size(); });
+  Stage("split the body (ScanExtenderArgsView)", iterations,
+        [&](int i) { sink += ScanExtenderArgsView(at(filter_bodies, i))->node_names.size(); });
+  const std::string_view pod_span = ScanExtenderArgsView(filter_bodies[0])->pod;
+  Stage("parse the Pod (nlohmann DOM)", iterations,
+        [&](int) { sink += Json::parse(pod_span).size(); });
   const Json pod0 = Json::parse(pod_span);
   Stage("ParsePodGpuRequest", iterations,
         [&](int) { sink += ParsePodGpuRequest(pod0, state.options().request)->containers.size(); });
@@ -95,38 +98,39 @@ int Run(int iterations, int nodes) {
   Stage("1,000 name lookups (NameIndex)", iterations, [&](int) {
     for (const std::string& n : names) sink += index.Find(n).value_or(0);
   });
-  std::vector<PodGpuRequest> reqs;
-  for (int i = 0; i < kBodies; ++i) {
-    auto args = ParseExtenderArgs(filter_bodies[static_cast<size_t>(i)]);
-    reqs.push_back(*ParsePodGpuRequest(args->pod, state.options().request));
-  }
-  Stage("PlacementState::Filter (lookup+engine+reasons)", iterations, [&](int i) {
-    sink += state.Filter(reqs[static_cast<size_t>(i % kBodies)], names).feasible.size();
+  const std::vector<std::string_view> views(names.begin(), names.end());
+  NodeVerdicts verdicts;
+  Stage("FilterVerdicts, nothing remembered", iterations, [&](int i) {
+    (*cold_state)->FilterVerdicts(at(reqs, i), views, &verdicts);
+    sink += verdicts.counts[0];
   });
-  const auto fargs = ParseExtenderArgs(filter_bodies[0]);
-  FilterResult fr = state.Filter(reqs[0], names);
-  FilterAnswer fa{fr.feasible, fr.failed, fr.unresolvable, ""};
-  Stage("FilterResultJson", iterations, [&](int) { sink += FilterResultJson(fa, *fargs).size(); });
-  const double filter_us = Stage("= Extender::Filter (measured)", iterations, [&](int i) {
+  Stage("FilterVerdicts, shape remembered", iterations, [&](int i) {
+    state.FilterVerdicts(at(reqs, i), views, &verdicts);
+    sink += verdicts.counts[0];
+  });
+  const double filter_us = Stage("= Extender::Filter, a new pod each time", iterations, [&](int i) {
     sink += h.extender().Filter(at(filter_bodies, i)).body.size();
   });
+  Stage("  Extender::Filter, the same pod again", iterations,
+        [&](int) { sink += h.extender().Filter(filter_bodies[0]).body.size(); });
 
   std::printf("prioritize: %zu-byte body\n", prio_bodies[0].size());
-  Stage("ParseExtenderArgs", iterations,
-        [&](int i) { sink += ParseExtenderArgs(at(prio_bodies, i))->node_names.size(); });
-  Stage("PlacementState::Score", iterations, [&](int i) {
-    sink += state
-                .Score(reqs[static_cast<size_t>(i % kBodies)],
-                       feasible[static_cast<size_t>(i % kBodies)])
-                .size();
+  std::vector<std::vector<std::string_view>> feasible_views;
+  for (const auto& f : feasible) feasible_views.emplace_back(f.begin(), f.end());
+  Stage("ScoreViews, nothing remembered", iterations, [&](int i) {
+    sink += (*cold_state)->ScoreViews(at(reqs, i), at(feasible_views, i)).size();
   });
-  const std::vector<int64_t> scores = state.Score(reqs[0], feasible[0]);
+  Stage("ScoreViews, remembered", iterations,
+        [&](int i) { sink += state.ScoreViews(at(reqs, i), at(feasible_views, i)).size(); });
+  const std::vector<int64_t> scores = state.ScoreViews(reqs[0], feasible_views[0]);
   Stage("HostPriorityListJson", iterations,
-        [&](int) { sink += HostPriorityListJson(feasible[0], scores).size(); });
-  const double prio_us = Stage("= Extender::Prioritize (measured)", iterations, [&](int i) {
-    sink += h.extender().Prioritize(at(prio_bodies, i)).body.size();
+        [&](int) { sink += HostPriorityListJson(feasible_views[0], scores).size(); });
+  // Prioritize right after its filter, as kube-scheduler calls them (a new pod each time).
+  const double pair_us = Stage("= Extender::Filter + Prioritize, new pods", iterations, [&](int i) {
+    sink += h.extender().Filter(at(http_filter, i)).body.size();
+    sink += h.extender().Prioritize(at(http_prio, i)).body.size();
   });
-  std::printf("handlers, filter + prioritize: %.1f us\n", filter_us + prio_us);
+  std::printf("  %-44s %8.1f us\n", "  of which Prioritize", pair_us - filter_us);
 
   // The same pairs over HTTP on loopback, one client in sequence: process CPU per pair covers
   // client, server and the kernel's loopback work.
@@ -134,11 +138,12 @@ int Run(int iterations, int nodes) {
   cli.set_keep_alive(true);
   cli.set_tcp_nodelay(true);
   const auto pair = [&](int i) {
-    auto f = cli.Post("/filter", at(filter_bodies, i), "application/json");
-    auto p = cli.Post("/prioritize", at(prio_bodies, i), "application/json");
+    const size_t k = static_cast<size_t>(iterations + 1 + i);
+    auto f = cli.Post("/filter", http_filter[k], "application/json");
+    auto p = cli.Post("/prioritize", http_prio[k], "application/json");
     sink += (f ? f->body.size() : 0) + (p ? p->body.size() : 0);
   };
-  pair(0);
+  pair(-1);
   const double c0 = ProcessCpuSeconds(), t0 = ThreadCpuSeconds();
   const auto w0 = std::chrono::steady_clock::now();
   for (int i = 0; i < iterations; ++i) pair(i);
@@ -150,8 +155,7 @@ int Run(int iterations, int nodes) {
   std::printf("  %-44s %8.1f us\n", "wall time per pair", wall);
   std::printf("  %-44s %8.1f us\n", "CPU per pair, client thread", client);
   std::printf("  %-44s %8.1f us\n", "CPU per pair, server threads", all - client);
-  std::printf("  %-44s %8.1f us\n", "  of which outside the handlers",
-              all - client - filter_us - prio_us);
+  std::printf("  %-44s %8.1f us\n", "  of which outside the handlers", all - client - pair_us);
   h.Stop();
   return sink == 0 ? 1 : 0;
 }
