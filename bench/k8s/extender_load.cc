@@ -1,15 +1,18 @@
 // Load test of `vgpu scheduler`'s extender verbs over HTTP on loopback, shaped like the issue's
-// acceptance figure: a 1,000-node cache (8 GPUs each, two GPU models, a third of the GPUs
-// partly used), N concurrent kube-scheduler clients each running filter then prioritize with all
-// 1,000 node names (nodeCacheCapable), for a fixed time. Reports p50/p90/p99/max per verb and per
-// filter+prioritize pair, throughput and errors. Then 40 pods for one node are bound at once
-// through a local HTTPS API server, and the time to bind all of them is reported.
+// acceptance figure: a 1,000-node cache (bench_cluster.h: 8 GPUs each, two GPU models, a third
+// of the GPUs partly used), N concurrent kube-scheduler clients each running filter then
+// prioritize with all 1,000 node names (nodeCacheCapable), for a fixed time; each pair is a new
+// pod (its own UID). Closed loop (each client sends its next pair as soon as the last is
+// answered) or paced (--rate pairs/s per client, latency counted from when a pair was due).
+// Reports p50/p99/p99.9/max per verb and per filter+prioritize pair, throughput, errors and CPU
+// per pair split into clients and server. Clients are raw keep-alive sockets (raw_http.h) that
+// splice the filter's NodeNames into the prioritize body, so they cost little next to the
+// server. Then 40 pods for one node are bound at once through a local HTTPS API server.
 //
-//   build/bin/bench_extender [--clients 64] [--seconds 10] [--nodes 1000] [--policy default]
-//                            [--rate R]   (R pairs/s per client; default: closed loop, no pause)
-#include <httplib.h>
-
-#include <sys/resource.h>
+//   build/bin/bench_extender [--clients 64 | --clients 8,16,32,64] [--seconds 10]
+//                            [--nodes 1000] [--policy default] [--rate R] [--no-memo]
+//                            [--no-bind]
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -21,9 +24,11 @@
 #include <thread>
 #include <vector>
 
+#include "bench_cluster.h"
 #include "common/log.h"
 #include "harness.h"
 #include "k8s/json_scan.h"
+#include "raw_http.h"
 
 namespace vgpu::k8s::testing {
 namespace {
@@ -31,12 +36,20 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Options {
-  int clients = 64;
+  std::vector<int> clients = {64};
   double seconds = 10;
   int nodes = 1000;
   std::string policy = "default";
-  double rate = 0;  // filter+prioritize pairs per second per client; 0 = as fast as possible
+  double rate = 0;   // filter+prioritize pairs per second per client; 0 = closed loop
+  bool memo = true;  // PlacementState's per-shape verdicts (StateOptions::memo_shapes)
+  bool bind = true;  // also the 40-pods-for-one-node bind test
 };
+
+double CpuSeconds(clockid_t which) {
+  timespec ts{};
+  clock_gettime(which, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 double Percentile(std::vector<double>& v, double p) {
   if (v.empty()) return 0;
@@ -48,212 +61,182 @@ double Percentile(std::vector<double>& v, double p) {
 
 void Report(const char* what, std::vector<double> ms) {
   const double max = ms.empty() ? 0 : *std::max_element(ms.begin(), ms.end());
-  const double p50 = Percentile(ms, 50), p90 = Percentile(ms, 90), p99 = Percentile(ms, 99);
-  std::printf("  %-22s n=%-8zu p50 %7.3f ms  p90 %7.3f ms  p99 %7.3f ms  max %7.3f ms\n", what,
-              ms.size(), p50, p90, p99, max);
+  const double p50 = Percentile(ms, 50), p99 = Percentile(ms, 99), p999 = Percentile(ms, 99.9);
+  std::printf("  %-20s n=%-8zu p50 %7.3f ms  p99 %7.3f ms  p99.9 %7.3f ms  max %7.3f ms\n", what,
+              ms.size(), p50, p99, p999, max);
 }
 
-int LoadTest(const Options& o) {
-  StateOptions so;
-  so.policy = o.policy;
-  ExtenderHarness h(nullptr, so, {}, /*keep_alive_seconds=*/60);
-  PlacementState& state = h.state();
-  std::vector<std::string> names;
-  for (int n = 0; n < o.nodes; ++n) {
-    char name[32];
-    std::snprintf(name, sizeof name, "gpu-node-%04d", n);
-    names.push_back(name);
-    const bool big = n % 5 < 3;
-    state.UpsertNode(
-        name, *ParseInventory(InventoryJson(name, 8, big ? "NVIDIA A100-SXM4-80GB" : "NVIDIA L4",
-                                            big ? 81920 : 23034)));
-  }
-  // A third of the GPUs carry pods already.
-  Rng rng(7);
-  int placed = 0;
-  for (int i = 0; i < o.nodes * 8 / 3; ++i) {
-    PodGpuRequest r;
-    ContainerGpuRequest c;
-    c.name = "main";
-    c.count = 1;
-    c.cores = 10 + static_cast<int>(rng.UniformInt(6)) * 10;
-    c.memory_mib = 2000 + static_cast<int64_t>(rng.UniformInt(8)) * 1000;
-    r.containers.push_back(c);
-    const std::string uid = "pre-" + std::to_string(i);
-    auto t = state.Assume(uid, "bench", uid, r, names[rng.UniformInt(names.size())]);
-    if (t) {
-      state.BindSucceeded(uid, t->generation);
-      ++placed;
-    }
-  }
-  if (!h.Start().ok()) {
-    std::fprintf(stderr, "cannot start the extender\n");
-    return 1;
-  }
-  // Pods as kube-scheduler sends them: the realistic fixture pod with varied GPU requests.
-  const Json base = Fixture("pod_train.json");
-  const int kShapes = 6;
-  const int cores[kShapes] = {10, 20, 30, 50, 100, 100};
-  const int counts[kShapes] = {1, 1, 1, 1, 1, 2};
-  const int64_t mems[kShapes] = {4000, 8000, 12000, 20000, 0, 0};
-  std::vector<Json> pods;
-  for (int s = 0; s < kShapes; ++s) {
-    Json pod = base;
-    Json& lim = pod["spec"]["containers"][0]["resources"]["limits"];
-    lim["nvidia.com/gpu"] = std::to_string(counts[s]);
-    lim["nvidia.com/gpucores"] = std::to_string(cores[s]);
-    if (mems[s] > 0) {
-      lim["nvidia.com/gpumem"] = std::to_string(mems[s]);
-    } else {
-      lim.erase("nvidia.com/gpumem");
-    }
-    pod["spec"]["containers"][0]["resources"]["requests"] = lim;
-    pod["metadata"]["annotations"] = Json::object();
-    pods.push_back(pod);
-  }
-  const size_t body_bytes = ArgsBody(pods[0], names).size();
-  char mode[64] = "closed loop";
-  if (o.rate > 0) std::snprintf(mode, sizeof mode, "%.1f pairs/s each", o.rate);
-  std::printf(
-      "extender load test: %d nodes (%d GPUs, %d pods placed), %d clients (%s), %.0f s, "
-      "policy %s, filter body %zu bytes\n",
-      o.nodes, o.nodes * 8, placed, o.clients, mode, o.seconds, o.policy.c_str(), body_bytes);
+// A pod's JSON text around its UID, so each request is a new pod without re-serializing.
+struct PodTemplate {
+  std::string before, after;
+};
 
-  // Bodies are assembled the way a client would serialize them; the node-name list is the same
-  // for every pod, so it is serialized once.
-  std::string names_json = "[";
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (i > 0) names_json += ',';
-    AppendJsonString(&names_json, names[i]);
+std::vector<PodTemplate> Templates() {
+  std::vector<PodTemplate> out;
+  for (Json pod : bench::BenchPods()) {
+    pod["metadata"]["uid"] = "@UID@";
+    const std::string text = pod.dump();
+    const size_t at = text.find("@UID@");
+    out.push_back({text.substr(0, at), text.substr(at + 5)});
   }
-  names_json += ']';
+  return out;
+}
+
+// One round with `clients` clients; false on errors.
+bool Round(int port, const Options& o, int clients, const std::string& names_json,
+           const std::vector<PodTemplate>& pods) {
   std::atomic<bool> stop{false}, go{false};
   std::atomic<int> warm{0};
   std::atomic<uint64_t> errors{0}, pairs{0};
-  std::vector<std::vector<double>> filter_ms(static_cast<size_t>(o.clients)),
-      prio_ms(static_cast<size_t>(o.clients)), pair_ms(static_cast<size_t>(o.clients));
+  std::vector<double> client_cpu(static_cast<size_t>(clients), 0);
+  std::vector<std::vector<double>> filter_ms(static_cast<size_t>(clients)),
+      prio_ms(static_cast<size_t>(clients)), pair_ms(static_cast<size_t>(clients));
   std::vector<std::thread> threads;
-  for (int c = 0; c < o.clients; ++c) {
+  for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&, c] {
-      httplib::Client cli("127.0.0.1", h.port());
-      cli.set_keep_alive(true);
-      cli.set_tcp_nodelay(true);  // as Go clients (kube-scheduler) do
-      cli.set_read_timeout(30, 0);
+      const auto cs = static_cast<size_t>(c);
+      bench::RawHttpClient cli("127.0.0.1", port);
+      std::string fbody, pbody, fresp, presp, uid;
       uint64_t i = 0;
       bool warmed = false;
+      double cpu0 = 0;
+      const auto period = std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double>(o.rate > 0 ? 1.0 / o.rate : 0));
       Clock::time_point next{};  // paced mode: when the next pair is due
       while (!stop.load(std::memory_order_relaxed)) {
+        Clock::time_point due = Clock::now();
         if (warmed && o.rate > 0) {
           std::this_thread::sleep_until(next);
-          next += std::chrono::duration_cast<Clock::duration>(
-              std::chrono::duration<double>(1.0 / o.rate));
+          due = next;  // latency counts from when the pair was due
+          next += period;
         }
-        // In paced mode latency counts from when the pair was due, so a client that falls
-        // behind is not hiding the queueing it suffers.
-        const auto due = warmed && o.rate > 0
-                             ? next - std::chrono::duration_cast<Clock::duration>(
-                                          std::chrono::duration<double>(1.0 / o.rate))
-                             : Clock::now();
-        Json pod = pods[(static_cast<size_t>(c) + i) % pods.size()];
-        pod["metadata"]["uid"] = "bench-" + std::to_string(c) + "-" + std::to_string(i++);
-        const std::string pod_json = pod.dump();
-        const std::string fbody =
-            "{\"Pod\":" + pod_json + ",\"Nodes\":null,\"NodeNames\":" + names_json + "}";
+        const PodTemplate& pod = pods[(cs + i) % pods.size()];
+        uid = "bench-" + std::to_string(c) + "-" + std::to_string(i++);
+        fbody.clear();
+        fbody += "{\"Pod\":";
+        fbody += pod.before;
+        fbody += uid;
+        fbody += pod.after;
+        const size_t pod_end = fbody.size();
+        fbody += ",\"Nodes\":null,\"NodeNames\":";
+        fbody += names_json;
+        fbody += '}';
         const auto a = Clock::now();
-        auto fr = cli.Post("/filter", fbody, "application/json");
+        const int fs = cli.Post("/filter", fbody, &fresp);
         const auto b = Clock::now();
-        std::vector<std::string> feasible;
-        bool ok = fr && fr->status == 200;
+        std::string_view feasible;
+        bool ok = fs == 200;
         if (ok) {
-          auto members = ScanObjectMembers(fr->body);
+          auto members = ScanObjectMembers(fresp);
           ok = members.has_value();
           for (const auto& [k, v] : members.value_or(decltype(members)::value_type{})) {
-            if (k == "NodeNames") ok = ok && ScanStringArray(v, &feasible);
+            if (k == "NodeNames") feasible = v;
             if (k == "Error") ok = ok && v == "\"\"";
           }
+          ok = ok && feasible.starts_with('[');
         }
         if (!ok) {
           if (errors++ < 5) {
-            std::fprintf(stderr, "filter failed: %s\n",
-                         fr ? (std::to_string(fr->status) + " " + fr->body.substr(0, 200)).c_str()
-                            : httplib::to_string(fr.error()).c_str());
+            std::fprintf(stderr, "filter failed: %d %s\n", fs, fresp.substr(0, 200).c_str());
           }
           continue;
         }
-        std::string pbody = "{\"Pod\":" + pod_json + ",\"Nodes\":null,\"NodeNames\":[";
-        for (size_t k = 0; k < feasible.size(); ++k) {
-          if (k > 0) pbody += ',';
-          AppendJsonString(&pbody, feasible[k]);
-        }
-        pbody += "]}";
+        pbody.assign(fbody, 0, pod_end);
+        pbody += ",\"Nodes\":null,\"NodeNames\":";
+        pbody += feasible;
+        pbody += '}';
         const auto d = Clock::now();
-        auto pr = cli.Post("/prioritize", pbody, "application/json");
+        const int ps = cli.Post("/prioritize", pbody, &presp);
         const auto e = Clock::now();
-        if (!pr || pr->status != 200) {
-          ++errors;
+        if (ps != 200 || !presp.starts_with('[')) {
+          if (errors++ < 5) {
+            std::fprintf(stderr, "prioritize failed: %d %s\n", ps, presp.substr(0, 200).c_str());
+          }
           continue;
         }
         if (!warmed) {  // the first pair opens the connection: not measured
           warmed = true;
           ++warm;
           while (!go.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          cpu0 = CpuSeconds(CLOCK_THREAD_CPUTIME_ID);
           // Spread the paced clients' phases over one period.
           next = Clock::now() +
                  std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
-                     o.rate > 0 ? (c + 0.5) / (o.clients * o.rate) : 0));
+                     o.rate > 0 ? (c + 0.5) / (clients * o.rate) : 0));
           continue;
         }
         const auto ms = [](auto x, auto y) {
           return std::chrono::duration<double, std::milli>(y - x).count();
         };
-        filter_ms[static_cast<size_t>(c)].push_back(ms(a, b));
-        prio_ms[static_cast<size_t>(c)].push_back(ms(d, e));
+        filter_ms[cs].push_back(ms(a, b));
+        prio_ms[cs].push_back(ms(d, e));
         // The pair: from when it was due to the prioritize answer, minus the client's own work
         // between the two requests.
-        pair_ms[static_cast<size_t>(c)].push_back(ms(due, e) - ms(b, d));
+        pair_ms[cs].push_back(ms(due, e) - ms(b, d));
         ++pairs;
       }
+      client_cpu[cs] = CpuSeconds(CLOCK_THREAD_CPUTIME_ID) - cpu0;
     });
   }
-  while (warm.load() < o.clients && errors.load() == 0) {
+  while (warm.load() < clients && errors.load() == 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  rusage ru0{};
-  getrusage(RUSAGE_SELF, &ru0);
+  const double p0 = CpuSeconds(CLOCK_PROCESS_CPUTIME_ID);
   const auto t0 = Clock::now();
   go = true;
   std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
   stop = true;
   for (auto& t : threads) t.join();
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  rusage ru1{};
-  getrusage(RUSAGE_SELF, &ru1);
-  const auto cpu = [](const rusage& r) {
-    return static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) +
-           static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec) * 1e-6;
-  };
+  const double all_cpu = CpuSeconds(CLOCK_PROCESS_CPUTIME_ID) - p0;
+  double clients_cpu = 0;
+  for (double x : client_cpu) clients_cpu += x;
   std::vector<double> f, p, fp;
-  for (int c = 0; c < o.clients; ++c) {
-    f.insert(f.end(), filter_ms[static_cast<size_t>(c)].begin(),
-             filter_ms[static_cast<size_t>(c)].end());
-    p.insert(p.end(), prio_ms[static_cast<size_t>(c)].begin(),
-             prio_ms[static_cast<size_t>(c)].end());
-    fp.insert(fp.end(), pair_ms[static_cast<size_t>(c)].begin(),
-              pair_ms[static_cast<size_t>(c)].end());
+  for (size_t c = 0; c < static_cast<size_t>(clients); ++c) {
+    f.insert(f.end(), filter_ms[c].begin(), filter_ms[c].end());
+    p.insert(p.end(), prio_ms[c].begin(), prio_ms[c].end());
+    fp.insert(fp.end(), pair_ms[c].begin(), pair_ms[c].end());
   }
+  char mode[64] = "closed loop";
+  if (o.rate > 0) std::snprintf(mode, sizeof mode, "%.1f pairs/s each", o.rate);
+  std::printf("%d clients (%s), %.0f s:\n", clients, mode, o.seconds);
   Report("filter", f);
   Report("prioritize", p);
   Report("filter + prioritize", fp);
-  std::printf("  throughput: %.0f filter+prioritize pairs/s (%.0f requests/s); errors: %llu\n",
-              static_cast<double>(pairs.load()) / secs,
-              2 * static_cast<double>(pairs.load()) / secs,
-              static_cast<unsigned long long>(errors.load()));
+  const double n = static_cast<double>(std::max<uint64_t>(1, pairs.load()));
   std::printf(
-      "  CPU: %.2f cores busy of %u; %.0f us of CPU per pair (clients and server together)\n",
-      (cpu(ru1) - cpu(ru0)) / secs, std::thread::hardware_concurrency(),
-      (cpu(ru1) - cpu(ru0)) * 1e6 / static_cast<double>(std::max<uint64_t>(1, pairs.load())));
+      "  throughput %.0f pairs/s (%.0f requests/s); errors %llu; CPU per pair: server %.0f us, "
+      "clients %.0f us (%.2f of %u cores busy)\n",
+      static_cast<double>(pairs.load()) / secs, 2 * static_cast<double>(pairs.load()) / secs,
+      static_cast<unsigned long long>(errors.load()), (all_cpu - clients_cpu) * 1e6 / n,
+      clients_cpu * 1e6 / n, all_cpu / secs, std::thread::hardware_concurrency());
+  std::fflush(stdout);
+  return errors.load() == 0;
+}
+
+int LoadTest(const Options& o) {
+  StateOptions so;
+  so.policy = o.policy;
+  if (!o.memo) so.memo_shapes = 0;
+  // The harness's server has 96 workers; cpp-httplib gives each keep-alive connection one.
+  ExtenderHarness h(nullptr, so, {}, /*keep_alive_seconds=*/60);
+  int placed = 0;
+  const std::vector<std::string> names = bench::BuildBenchCluster(h.state(), o.nodes, &placed);
+  if (!h.Start().ok()) {
+    std::fprintf(stderr, "cannot start the extender\n");
+    return 1;
+  }
+  const std::vector<PodTemplate> pods = Templates();
+  const std::string names_json = bench::NamesJson(names);
+  std::printf(
+      "extender load test: %d nodes (%d GPUs, %d pods placed), policy %s, verdict memo %s, "
+      "filter body %zu bytes\n",
+      o.nodes, o.nodes * 8, placed, o.policy.c_str(), o.memo ? "on" : "off",
+      pods[0].before.size() + pods[0].after.size() + names_json.size() + 48);
+  bool ok = true;
+  for (int clients : o.clients) ok = Round(h.port(), o, clients, names_json, pods) && ok;
   h.Stop();
-  return errors.load() == 0 ? 0 : 1;
+  return ok ? 0 : 1;
 }
 
 int BindOneNode() {
@@ -292,27 +275,49 @@ int BindOneNode() {
 
 int main(int argc, char** argv) {
   vgpu::k8s::testing::Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  const auto usage = [] {
+    std::fprintf(stderr,
+                 "usage: bench_extender [--clients N[,N...]] [--seconds S] [--nodes N] "
+                 "[--policy P] [--rate PAIRS_PER_S_PER_CLIENT] [--no-memo] [--no-bind]\n");
+    return 2;
+  };
+  for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    if (flag == "--clients")
-      o.clients = std::atoi(argv[i + 1]);
-    else if (flag == "--seconds")
-      o.seconds = std::atof(argv[i + 1]);
-    else if (flag == "--nodes")
-      o.nodes = std::atoi(argv[i + 1]);
-    else if (flag == "--policy")
-      o.policy = argv[i + 1];
-    else if (flag == "--rate")
-      o.rate = std::atof(argv[i + 1]);
-    else {
-      std::fprintf(stderr,
-                   "usage: bench_extender [--clients N] [--seconds S] [--nodes N] [--policy P] "
-                   "[--rate PAIRS_PER_S_PER_CLIENT]\n");
-      return 2;
+    if (flag == "--no-memo") {
+      o.memo = false;
+      continue;
+    }
+    if (flag == "--no-bind") {
+      o.bind = false;
+      continue;
+    }
+    if (i + 1 >= argc) return usage();
+    const char* value = argv[++i];
+    if (flag == "--clients") {
+      o.clients.clear();
+      for (const char* p = value; *p != '\0';) {
+        char* end = nullptr;
+        const long n = std::strtol(p, &end, 10);
+        if (end == p || n < 1 || n > 96) return usage();
+        o.clients.push_back(static_cast<int>(n));
+        p = *end == ',' ? end + 1 : end;
+        if (*end != ',' && *end != '\0') return usage();
+      }
+    } else if (flag == "--seconds") {
+      o.seconds = std::atof(value);
+    } else if (flag == "--nodes") {
+      o.nodes = std::atoi(value);
+    } else if (flag == "--policy") {
+      o.policy = value;
+    } else if (flag == "--rate") {
+      o.rate = std::atof(value);
+    } else {
+      return usage();
     }
   }
+  if (o.clients.empty() || o.seconds <= 0 || o.nodes < 1 || o.rate < 0) return usage();
   vgpu::SetLogLevel(vgpu::LogLevel::kError);
   const int a = vgpu::k8s::testing::LoadTest(o);
-  const int b = vgpu::k8s::testing::BindOneNode();
+  const int b = o.bind ? vgpu::k8s::testing::BindOneNode() : 0;
   return a != 0 ? a : b;
 }

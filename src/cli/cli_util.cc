@@ -52,8 +52,8 @@ std::string LibraryDir() {
 std::string DataDir() {
   namespace fs = std::filesystem;
   fs::path bin = ExecutableDir();
-  for (fs::path candidate : {bin.parent_path().parent_path(), bin.parent_path(),
-                             bin.parent_path() / "share" / "vgpu"}) {
+  for (fs::path candidate :
+       {bin.parent_path().parent_path(), bin.parent_path(), bin.parent_path() / "share" / "vgpu"}) {
     std::error_code ec;
     if (fs::is_directory(candidate / "data", ec)) return (candidate / "data").string();
   }

@@ -30,7 +30,8 @@ class MonotonicClock final : public Clock {
   }
   void SleepFor(int64_t nanos) override {
     if (nanos <= 0) return;
-    timespec ts{static_cast<time_t>(nanos / 1'000'000'000), static_cast<long>(nanos % 1'000'000'000)};
+    timespec ts{static_cast<time_t>(nanos / 1'000'000'000),
+                static_cast<long>(nanos % 1'000'000'000)};
     while (nanosleep(&ts, &ts) != 0) {
     }
   }

@@ -30,10 +30,10 @@ class [[nodiscard]] Result {
                            : std::move(status)) {}
 
   template <typename U>
-    requires(std::is_constructible_v<T, U&&> && !std::is_same_v<std::decay_t<U>, T> &&
-             !std::is_same_v<std::decay_t<U>, Status> &&
-             !std::is_same_v<std::decay_t<U>, Result<T>>)
-  Result(U&& value) : state_(std::in_place_index<0>, std::forward<U>(value)) {}  // NOLINT
+  requires(std::is_constructible_v<T, U&&> && !std::is_same_v<std::decay_t<U>, T> &&
+           !std::is_same_v<std::decay_t<U>, Status> && !std::is_same_v<std::decay_t<U>, Result<T>>)
+      Result(U&& value)
+      : state_(std::in_place_index<0>, std::forward<U>(value)) {}  // NOLINT
 
   bool has_value() const { return state_.index() == 0; }
   explicit operator bool() const { return has_value(); }

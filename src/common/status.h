@@ -32,18 +32,30 @@ enum class StatusCode {
 // Returns a stable lowercase name for `code`, e.g. "invalid argument".
 constexpr std::string_view StatusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "ok";
-    case StatusCode::kInvalidArgument: return "invalid argument";
-    case StatusCode::kNotFound: return "not found";
-    case StatusCode::kAlreadyExists: return "already exists";
-    case StatusCode::kOutOfRange: return "out of range";
-    case StatusCode::kFailedPrecondition: return "failed precondition";
-    case StatusCode::kResourceExhausted: return "resource exhausted";
-    case StatusCode::kPermissionDenied: return "permission denied";
-    case StatusCode::kUnavailable: return "unavailable";
-    case StatusCode::kDeadlineExceeded: return "deadline exceeded";
-    case StatusCode::kIoError: return "I/O error";
-    case StatusCode::kInternal: return "internal error";
+    case StatusCode::kOk:
+      return "ok";
+    case StatusCode::kInvalidArgument:
+      return "invalid argument";
+    case StatusCode::kNotFound:
+      return "not found";
+    case StatusCode::kAlreadyExists:
+      return "already exists";
+    case StatusCode::kOutOfRange:
+      return "out of range";
+    case StatusCode::kFailedPrecondition:
+      return "failed precondition";
+    case StatusCode::kResourceExhausted:
+      return "resource exhausted";
+    case StatusCode::kPermissionDenied:
+      return "permission denied";
+    case StatusCode::kUnavailable:
+      return "unavailable";
+    case StatusCode::kDeadlineExceeded:
+      return "deadline exceeded";
+    case StatusCode::kIoError:
+      return "I/O error";
+    case StatusCode::kInternal:
+      return "internal error";
   }
   return "unknown";
 }
@@ -54,7 +66,9 @@ class [[nodiscard]] Status {
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
 
   static Status Ok() { return Status(); }
-  static Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+  static Status InvalidArgument(std::string m) {
+    return {StatusCode::kInvalidArgument, std::move(m)};
+  }
   static Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
   static Status AlreadyExists(std::string m) { return {StatusCode::kAlreadyExists, std::move(m)}; }
   static Status OutOfRange(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
@@ -109,8 +123,8 @@ class [[nodiscard]] Status {
 
 // Evaluates `expr` (a Status); if it is not OK, returns it from the calling function.
 // The only macro in the project that returns.
-#define VGPU_RETURN_IF_ERROR(expr)           \
-  do {                                       \
-    ::vgpu::Status vgpu_status_tmp_ = (expr); \
+#define VGPU_RETURN_IF_ERROR(expr)                       \
+  do {                                                   \
+    ::vgpu::Status vgpu_status_tmp_ = (expr);            \
     if (!vgpu_status_tmp_.ok()) return vgpu_status_tmp_; \
   } while (0)

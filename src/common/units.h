@@ -37,14 +37,22 @@ enum class ParseError {
 
 constexpr std::string_view ParseErrorText(ParseError e) {
   switch (e) {
-    case ParseError::kNone: return "ok";
-    case ParseError::kEmpty: return "empty value";
-    case ParseError::kSign: return "signs are not allowed";
-    case ParseError::kNotANumber: return "not a number";
-    case ParseError::kBadUnit: return "unknown unit";
-    case ParseError::kFraction: return "fractions are not allowed here";
-    case ParseError::kOverflow: return "value too large";
-    case ParseError::kOutOfRange: return "value out of range";
+    case ParseError::kNone:
+      return "ok";
+    case ParseError::kEmpty:
+      return "empty value";
+    case ParseError::kSign:
+      return "signs are not allowed";
+    case ParseError::kNotANumber:
+      return "not a number";
+    case ParseError::kBadUnit:
+      return "unknown unit";
+    case ParseError::kFraction:
+      return "fractions are not allowed here";
+    case ParseError::kOverflow:
+      return "value too large";
+    case ParseError::kOutOfRange:
+      return "value out of range";
   }
   return "error";
 }
@@ -66,7 +74,9 @@ constexpr std::string_view Sub(std::string_view s, size_t pos, size_t n = std::s
   return std::string_view(s.data() + pos, n);
 }
 
-constexpr char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+constexpr char Lower(char c) {
+  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
 
 constexpr bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -212,12 +222,18 @@ constexpr Parsed<int64_t> ParseDurationRaw(std::string_view text) {
   if (ParseError e = SplitNumber(text, &parts); e != ParseError::kNone) return {0, e};
   if (parts.has_point) return {0, ParseError::kFraction};
   int64_t unit = 0;
-  if (parts.unit == "ns") unit = 1;
-  else if (parts.unit == "us") unit = 1000;
-  else if (parts.unit == "ms") unit = 1000 * 1000;
-  else if (parts.unit == "s") unit = 1000LL * 1000 * 1000;
-  else if (parts.unit == "m") unit = 60LL * 1000 * 1000 * 1000;
-  else return {0, ParseError::kBadUnit};
+  if (parts.unit == "ns")
+    unit = 1;
+  else if (parts.unit == "us")
+    unit = 1000;
+  else if (parts.unit == "ms")
+    unit = 1000 * 1000;
+  else if (parts.unit == "s")
+    unit = 1000LL * 1000 * 1000;
+  else if (parts.unit == "m")
+    unit = 60LL * 1000 * 1000 * 1000;
+  else
+    return {0, ParseError::kBadUnit};
   uint64_t v = 0;
   if (ParseError e = ParseDigits(parts.whole, &v); e != ParseError::kNone) return {0, e};
   if (v > static_cast<uint64_t>(INT64_MAX / unit)) return {0, ParseError::kOverflow};

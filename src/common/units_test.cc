@@ -30,12 +30,18 @@ TEST(ParseByteSize, RejectsBadInputWithReason) {
     const char* text;
     ParseError error;
   } cases[] = {
-      {"", ParseError::kEmpty},          {"-1", ParseError::kSign},
-      {"+1", ParseError::kSign},         {"4XB", ParseError::kBadUnit},
-      {"GiB", ParseError::kNotANumber},  {"4 GiB", ParseError::kNotANumber},
-      {"1.5", ParseError::kFraction},    {"1.", ParseError::kNotANumber},
-      {"4GiB!", ParseError::kNotANumber}, {"18446744073709551616", ParseError::kOverflow},
-      {"17179869184GiB", ParseError::kOverflow}, {"99999999999999999999999", ParseError::kOverflow},
+      {"", ParseError::kEmpty},
+      {"-1", ParseError::kSign},
+      {"+1", ParseError::kSign},
+      {"4XB", ParseError::kBadUnit},
+      {"GiB", ParseError::kNotANumber},
+      {"4 GiB", ParseError::kNotANumber},
+      {"1.5", ParseError::kFraction},
+      {"1.", ParseError::kNotANumber},
+      {"4GiB!", ParseError::kNotANumber},
+      {"18446744073709551616", ParseError::kOverflow},
+      {"17179869184GiB", ParseError::kOverflow},
+      {"99999999999999999999999", ParseError::kOverflow},
   };
   for (const Case& c : cases) {
     Parsed<uint64_t> p = ParseByteSizeRaw(c.text);

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "common/log.h"
+#include "k8s/json_scan.h"
 
 namespace vgpu::k8s {
 namespace {
@@ -12,6 +13,48 @@ constexpr const char* kNotReady =
     "vgpu scheduler is starting: the cluster's GPUs and pods are not loaded yet";
 
 Extender::Reply BadRequest(const Status& s) { return {400, Json{{"Error", s.message()}}.dump()}; }
+
+// ExtenderFilterResult in the NodeNames form from per-node verdicts (request order).
+std::string FilterVerdictsJson(std::span<const std::string_view> names, const NodeVerdicts& v) {
+  std::vector<std::string> reasons(v.reasons.size());
+  size_t longest = 0;
+  for (size_t r = 0; r < v.reasons.size(); ++r) {
+    AppendJsonString(&reasons[r], v.reasons[r]);
+    longest = std::max(longest, reasons[r].size());
+  }
+  std::string text;
+  text.reserve(96 + names.size() * 24 +
+               (v.counts[NodeVerdicts::kFailed] + v.counts[NodeVerdicts::kUnresolvable]) *
+                   (longest + 24));
+  text += "{\"Nodes\":null,\"NodeNames\":[";
+  bool first = true;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (v.kind[i] != NodeVerdicts::kFeasible) continue;
+    if (!first) text += ',';
+    first = false;
+    AppendJsonString(&text, names[i]);
+  }
+  text += ']';
+  for (const auto& [field, kind] :
+       {std::pair{"FailedNodes", NodeVerdicts::kFailed},
+        std::pair{"FailedAndUnresolvableNodes", NodeVerdicts::kUnresolvable}}) {
+    text += ",\"";
+    text += field;
+    text += "\":{";
+    first = true;
+    for (size_t i = 0; i < names.size() && v.counts[kind] > 0; ++i) {
+      if (v.kind[i] != kind) continue;
+      if (!first) text += ',';
+      first = false;
+      AppendJsonString(&text, names[i]);
+      text += ':';
+      text += reasons[v.reason[i]];
+    }
+    text += '}';
+  }
+  text += ",\"Error\":\"\"}";
+  return text;
+}
 
 }  // namespace
 
@@ -31,9 +74,60 @@ Result<PodGpuRequest> Extender::RequestOf(const Json& pod) {
   return r;
 }
 
+std::shared_ptr<const ParsedPod> Extender::ParsedPodOf(std::string_view pod_text) {
+  if (auto hit = pods_.Find(pod_text)) {
+    if (hit->request) RememberForBind(hit->uid, *hit->request);
+    return hit;
+  }
+  const Json pod = Json::parse(pod_text, nullptr, false);
+  if (!pod.is_object()) return nullptr;
+  auto parsed = std::make_shared<ParsedPod>();
+  parsed->uid = MetaString(pod, "uid");
+  parsed->request = RequestOf(pod);
+  pods_.Insert(pod_text, parsed);
+  return parsed;
+}
+
+void Extender::RememberForBind(const std::string& uid, const PodGpuRequest& r) {
+  if (uid.empty()) return;
+  std::lock_guard<std::mutex> lock(cache_mu_);
+  if (cache_.count(uid) != 0) return;
+  if (cache_.size() >= options_.request_cache_entries) cache_.clear();
+  cache_.emplace(uid, r);
+}
+
+std::string Extender::FastFilter(const ExtenderArgsView& view, const ParsedPod& pod, bool* ok) {
+  NodeVerdicts v;
+  if (!pod.request) {
+    v.kind.assign(view.node_names.size(), NodeVerdicts::kUnresolvable);
+    v.reason.assign(view.node_names.size(), 0);
+    v.reasons = {"vgpu: invalid GPU request: " + pod.request.error().message()};
+    v.counts[NodeVerdicts::kUnresolvable] = view.node_names.size();
+  } else {
+    state_->FilterVerdicts(*pod.request, view.node_names, &v);
+  }
+  if (metrics_ != nullptr) {
+    metrics_->nodes_feasible += v.counts[NodeVerdicts::kFeasible];
+    metrics_->nodes_failed += v.counts[NodeVerdicts::kFailed];
+    metrics_->nodes_unresolvable += v.counts[NodeVerdicts::kUnresolvable];
+  }
+  *ok = true;
+  return FilterVerdictsJson(view.node_names, v);
+}
+
 Extender::Reply Extender::Filter(std::string_view body) {
   const auto t0 = Clock::now();
   Reply reply;
+  if (ready()) {
+    if (auto view = ScanExtenderArgsView(body)) {
+      if (auto pod = ParsedPodOf(view->pod)) {
+        bool ok = false;
+        reply.body = FastFilter(*view, *pod, &ok);
+        if (metrics_ != nullptr) metrics_->Record(Verb::kFilter, ok, Clock::now() - t0);
+        return reply;
+      }
+    }
+  }
   auto args = ParseExtenderArgs(body);
   if (!args) {
     reply = BadRequest(args.error());
@@ -69,6 +163,17 @@ Extender::Reply Extender::Filter(std::string_view body) {
 Extender::Reply Extender::Prioritize(std::string_view body) {
   const auto t0 = Clock::now();
   Reply reply;
+  if (ready()) {
+    if (auto view = ScanExtenderArgsView(body)) {
+      if (auto pod = ParsedPodOf(view->pod)) {
+        std::vector<int64_t> scores(view->node_names.size(), 0);
+        if (pod->request) scores = state_->ScoreViews(*pod->request, view->node_names);
+        reply.body = HostPriorityListJson(view->node_names, scores);
+        if (metrics_ != nullptr) metrics_->Record(Verb::kPrioritize, true, Clock::now() - t0);
+        return reply;
+      }
+    }
+  }
   auto args = ParseExtenderArgs(body);
   if (!args) {
     reply = BadRequest(args.error());

@@ -14,6 +14,11 @@
 //   for microseconds. Pods without GPU requests are bound directly.
 // - Before set_ready(true) every verb answers with an error saying the state is loading.
 // - `client` may be null (no API server): Bind then only reserves (benchmarks, dry runs).
+// - kube-scheduler's nodeCacheCapable form (Pod + NodeNames) takes a fast path: the body is
+//   split without a DOM, the Pod's request comes from a cache keyed by the Pod's exact text (so
+//   prioritize reuses filter's parse), node names stay views into the body, and the answer is
+//   written directly. Other forms, and anything the fast path does not recognize, go through
+//   the full parser; both give the same answers.
 // - Thread-safe.
 #pragma once
 
@@ -27,6 +32,7 @@
 #include "k8s/kube_client.h"
 #include "k8s/metrics.h"
 #include "k8s/placement_state.h"
+#include "k8s/pod_request_cache.h"
 
 namespace vgpu::k8s {
 
@@ -54,6 +60,10 @@ class Extender {
 
  private:
   Result<PodGpuRequest> RequestOf(const Json& pod);
+  // The fast path's parse of a Pod's text (cached); null when the text is not a JSON object.
+  std::shared_ptr<const ParsedPod> ParsedPodOf(std::string_view pod_text);
+  void RememberForBind(const std::string& uid, const PodGpuRequest& r);
+  std::string FastFilter(const ExtenderArgsView& view, const ParsedPod& pod, bool* ok);
   Result<PodGpuRequest> RequestForBind(const BindingArgs& args, std::string* uid);
   std::string DoBind(const BindingArgs& args, BindOutcome* outcome);
 
@@ -64,6 +74,7 @@ class Extender {
   std::atomic<bool> ready_{false};
   std::mutex cache_mu_;
   std::unordered_map<std::string, PodGpuRequest> cache_;  // by pod UID
+  PodRequestCache pods_;                                  // by the Pod's JSON text
 };
 
 }  // namespace vgpu::k8s

@@ -58,6 +58,30 @@ std::optional<ExtenderArgs> ScanExtenderArgs(std::string_view body) {
 
 }  // namespace
 
+std::optional<ExtenderArgsView> ScanExtenderArgsView(std::string_view body) {
+  auto members = ScanObjectMembers(body);
+  if (!members) return std::nullopt;
+  std::string_view pod, names, nodes;
+  for (const auto& [key, value] : *members) {
+    if (KeyIs(key, "Pod")) {
+      pod = value;
+    } else if (KeyIs(key, "NodeNames")) {
+      names = value;
+    } else if (KeyIs(key, "Nodes")) {
+      nodes = value;
+    }
+  }
+  if (pod.empty() || pod.front() != '{' || names.empty() || names == "null" ||
+      (!nodes.empty() && nodes != "null")) {
+    return std::nullopt;
+  }
+  ExtenderArgsView view;
+  view.pod = pod;
+  view.node_names.reserve(names.size() / 16);
+  if (!ScanStringArrayViews(names, &view.node_names)) return std::nullopt;
+  return view;
+}
+
 Result<ExtenderArgs> ParseExtenderArgs(std::string_view body) {
   if (auto fast = ScanExtenderArgs(body)) return std::move(*fast);
   Json j;
@@ -144,17 +168,40 @@ std::string FilterResultJson(const FilterAnswer& a, const ExtenderArgs& args) {
   return out.dump();
 }
 
-std::string HostPriorityListJson(const std::vector<std::string>& hosts,
-                                 const std::vector<int64_t>& scores) {
-  std::string out = "[";
+namespace {
+
+template <typename Names>
+std::string PriorityList(const Names& hosts, const std::vector<int64_t>& scores) {
+  std::string out;
+  out.reserve(2 + hosts.size() * 40);
+  out += '[';
   for (size_t i = 0; i < hosts.size(); ++i) {
     if (i > 0) out += ',';
     out += "{\"Host\":";
     AppendJsonString(&out, hosts[i]);
-    out += ",\"Score\":" + std::to_string(i < scores.size() ? scores[i] : 0) + "}";
+    out += ",\"Score\":";
+    const int64_t score = i < scores.size() ? scores[i] : 0;
+    if (score >= 0 && score <= 9) {
+      out += static_cast<char>('0' + score);
+    } else {
+      out += std::to_string(score);
+    }
+    out += '}';
   }
   out += ']';
   return out;
+}
+
+}  // namespace
+
+std::string HostPriorityListJson(const std::vector<std::string>& hosts,
+                                 const std::vector<int64_t>& scores) {
+  return PriorityList(hosts, scores);
+}
+
+std::string HostPriorityListJson(std::span<const std::string_view> hosts,
+                                 const std::vector<int64_t>& scores) {
+  return PriorityList(hosts, scores);
 }
 
 Result<BindingArgs> ParseBindingArgs(std::string_view body) {

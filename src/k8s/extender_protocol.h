@@ -17,6 +17,8 @@
 #pragma once
 
 #include <map>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +41,16 @@ struct ExtenderArgs {
 // nor NodeNames.
 Result<ExtenderArgs> ParseExtenderArgs(std::string_view body);
 
+// The nodeCacheCapable request read without a DOM: the Pod's JSON text and the node names, as
+// views into `body`. std::nullopt for any other form or anything unusual (escaped names, a
+// malformed body); ParseExtenderArgs then reads it or says what is wrong. The Pod text is not
+// checked here: the caller parses it.
+struct ExtenderArgsView {
+  std::string_view pod;
+  std::vector<std::string_view> node_names;
+};
+std::optional<ExtenderArgsView> ScanExtenderArgsView(std::string_view body);
+
 struct FilterAnswer {
   std::vector<std::string> feasible;
   std::map<std::string, std::string> failed;
@@ -47,6 +59,8 @@ struct FilterAnswer {
 };
 std::string FilterResultJson(const FilterAnswer& answer, const ExtenderArgs& args);
 std::string HostPriorityListJson(const std::vector<std::string>& hosts,
+                                 const std::vector<int64_t>& scores);
+std::string HostPriorityListJson(std::span<const std::string_view> hosts,
                                  const std::vector<int64_t>& scores);
 
 struct BindingArgs {

@@ -119,6 +119,37 @@ bool ScanStringArray(std::string_view t, std::vector<std::string>* out) {
   }
 }
 
+bool ScanStringArrayViews(std::string_view t, std::vector<std::string_view>* out) {
+  size_t i = SkipWs(t, 0);
+  if (i >= t.size() || t[i] != '[') return false;
+  i = SkipWs(t, i + 1);
+  if (i < t.size() && t[i] == ']') return SkipWs(t, i + 1) == t.size();
+  const char* data = t.data();
+  while (true) {
+    if (i >= t.size() || data[i] != '"') return false;
+    const void* q = std::memchr(data + i + 1, '"', t.size() - i - 1);
+    if (q == nullptr) return false;
+    const size_t end = static_cast<size_t>(static_cast<const char*>(q) - data);
+    const std::string_view s(data + i + 1, end - i - 1);
+    if (s.find('\\') != std::string_view::npos) return false;
+    out->push_back(s);
+    i = end + 1;
+    if (i < t.size() && data[i] == ',') {
+      ++i;
+      if (i < t.size() && data[i] == '"') continue;  // the compact form, without spaces
+      i = SkipWs(t, i);
+      continue;
+    }
+    i = SkipWs(t, i);
+    if (i < t.size() && data[i] == ',') {
+      i = SkipWs(t, i + 1);
+      continue;
+    }
+    if (i < t.size() && data[i] == ']') return SkipWs(t, i + 1) == t.size();
+    return false;
+  }
+}
+
 void AppendJsonString(std::string* out, std::string_view s) {
   out->push_back('"');
   bool plain = true;

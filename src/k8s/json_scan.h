@@ -24,6 +24,10 @@ std::optional<std::vector<std::pair<std::string_view, std::string_view>>> ScanOb
 // Reads a JSON array of strings ("[\"a\",\"b\"]"); false when `text` is anything else.
 bool ScanStringArray(std::string_view text, std::vector<std::string>* out);
 
+// The same, as views into `text`: false also when a string has an escape (the caller then uses
+// ScanStringArray). Allocates nothing but `out`'s storage.
+bool ScanStringArrayViews(std::string_view text, std::vector<std::string_view>* out);
+
 // Appends `s` as a JSON string literal (quoted, escaped).
 void AppendJsonString(std::string* out, std::string_view s);
 

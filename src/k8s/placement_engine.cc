@@ -73,6 +73,7 @@ void PlacementState::RebuildIfDirty() {
   ctx_.fit = engine_.scheduler->policy().fit;
   dirty_ = false;
   ++rebuilds_;
+  Changed();
   // Bound pods first, then the rest, oldest decision first.
   std::vector<std::pair<std::string, Tracked*>> order;
   for (auto& [uid, t] : pods_) {
@@ -92,6 +93,7 @@ std::optional<sched::NodeId> PlacementState::NodeIdOf(const std::string& name) c
 
 void PlacementState::PlaceNow(Tracked& t) {
   if (dirty_ || !engine_.scheduler) return;  // placed by the next rebuild
+  Changed();
   auto nid = NodeIdOf(t.assignment.node);
   if (!nid) return;  // the node is not known (yet): placed when it appears
   const sched::NodeId n = *nid;
@@ -168,6 +170,7 @@ void PlacementState::PlaceNow(Tracked& t) {
 }
 
 void PlacementState::Unplace(Tracked& t) {
+  if (!t.keys.empty()) Changed();
   for (sched::PodKey k : t.keys) {
     if (engine_.scheduler) engine_.scheduler->Unreserve(k);
   }

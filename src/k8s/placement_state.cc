@@ -54,11 +54,15 @@ void PlacementState::UpsertNode(const std::string& name, const NodeInventory& in
   if (it != nodes_.end() && it->second == inventory) return;
   nodes_[name] = inventory;
   dirty_ = true;
+  Changed();
 }
 
 void PlacementState::RemoveNode(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (nodes_.erase(name) != 0) dirty_ = true;
+  if (nodes_.erase(name) != 0) {
+    dirty_ = true;
+    Changed();
+  }
 }
 
 void PlacementState::ReplaceNodes(std::map<std::string, NodeInventory> nodes) {
@@ -66,6 +70,7 @@ void PlacementState::ReplaceNodes(std::map<std::string, NodeInventory> nodes) {
   if (nodes == nodes_) return;
   nodes_ = std::move(nodes);
   dirty_ = true;
+  Changed();
 }
 
 void PlacementState::Track(const std::string& uid, Tracked t) {
@@ -144,100 +149,26 @@ void PlacementState::ReplacePods(const std::vector<PodInfo>& pods) {
 
 FilterResult PlacementState::Filter(const PodGpuRequest& request,
                                     const std::vector<std::string>& nodes) {
-  std::lock_guard<std::mutex> lock(mu_);
-  RebuildIfDirty();
+  const std::vector<std::string_view> views(nodes.begin(), nodes.end());
+  NodeVerdicts v;
+  FilterVerdicts(request, views, &v);
   FilterResult out;
-  if (!request.HasGpus()) {
-    out.feasible = nodes;
-    return out;
-  }
-  std::vector<sched::NodeId> candidates;
-  std::vector<std::string> names_of;  // parallel to candidates
-  for (const std::string& name : nodes) {
-    auto id = NodeIdOf(name);
-    if (!id) {
-      out.unresolvable[name] =
-          "vgpu: node publishes no GPU inventory (" + std::string(kInventoryAnnotation) + ")";
-    } else if (engine_.schedulable[*id] == 0) {
-      out.unresolvable[name] =
-          "vgpu: node runs HAMi's device plugin; vgpu schedules nodes whose "
-          "vgpu node daemon publishes " +
-          std::string(kInventoryAnnotation);
+  out.feasible.reserve(v.counts[NodeVerdicts::kFeasible]);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (v.kind[i] == NodeVerdicts::kFeasible) {
+      out.feasible.push_back(nodes[i]);
     } else {
-      candidates.push_back(*id);
-      names_of.push_back(name);
+      (v.kind[i] == NodeVerdicts::kFailed ? out.failed : out.unresolvable)
+          .emplace(nodes[i], v.reasons[v.reason[i]]);
     }
   }
-  std::string why_none;
-  const std::vector<Variant> variants = Variants(request, &why_none);
-  if (variants.empty()) {
-    for (const std::string& name : names_of) out.unresolvable[name] = "vgpu: " + why_none;
-    return out;
-  }
-  ctx_.pod = &request;
-  std::vector<uint8_t> ok(candidates.size(), 0);
-  for (const Variant& v : variants) {
-    const std::vector<sched::NodeId> feasible =
-        engine_.scheduler->FilterNodes(v.request, candidates);
-    // Both lists are in candidate order: walk them together.
-    size_t j = 0;
-    for (size_t i = 0; i < candidates.size() && j < feasible.size(); ++i) {
-      if (candidates[i] == feasible[j]) {
-        ok[i] = 1;
-        ++j;
-      }
-    }
-  }
-  out.feasible.reserve(candidates.size());
-  std::string reasons[2];  // [could ever fit]
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    if (ok[i] != 0) {
-      out.feasible.push_back(names_of[i]);
-      continue;
-    }
-    const bool could = CouldEverFit(request, variants, candidates[i]);
-    std::string& reason = reasons[could ? 1 : 0];
-    if (reason.empty()) reason = ReasonText(variants, could);
-    (could ? out.failed : out.unresolvable).emplace(names_of[i], reason);
-  }
-  ctx_.pod = nullptr;
   return out;
 }
 
 std::vector<int64_t> PlacementState::Score(const PodGpuRequest& request,
                                            const std::vector<std::string>& nodes) {
-  std::lock_guard<std::mutex> lock(mu_);
-  RebuildIfDirty();
-  std::vector<int64_t> out(nodes.size(), 0);
-  if (!request.HasGpus() || !engine_.scheduler) return out;
-  std::vector<sched::NodeId> ids;
-  std::vector<size_t> pos;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    auto id = NodeIdOf(nodes[i]);
-    if (id && engine_.schedulable[*id] != 0) {
-      ids.push_back(*id);
-      pos.push_back(i);
-    }
-  }
-  ctx_.pod = &request;
-  for (const Variant& v : Variants(request, nullptr)) {
-    std::vector<sched::NodeId> feasible;
-    std::vector<size_t> feasible_pos;
-    for (size_t k = 0; k < ids.size(); ++k) {
-      if (engine_.scheduler->Feasible(v.request, ids[k])) {
-        feasible.push_back(ids[k]);
-        feasible_pos.push_back(pos[k]);
-      }
-    }
-    if (feasible.empty()) continue;
-    const std::vector<int64_t> s = engine_.scheduler->ScoreNodes(v.request, feasible, rng_);
-    for (size_t k = 0; k < s.size(); ++k) {
-      const int64_t score = std::clamp<int64_t>(s[k], 0, 100) / 10;  // MaxExtenderPriority = 10
-      out[feasible_pos[k]] = std::max(out[feasible_pos[k]], score);
-    }
-  }
-  ctx_.pod = nullptr;
-  return out;
+  const std::vector<std::string_view> views(nodes.begin(), nodes.end());
+  return ScoreViews(request, views);
 }
 
 Result<AssumeTicket> PlacementState::Assume(const std::string& uid, const std::string& ns,
@@ -282,6 +213,7 @@ Result<AssumeTicket> PlacementState::Assume(const std::string& uid, const std::s
     const sched::PodKey key = next_key_++;
     Status s = engine_.scheduler->Reserve(key, v.request, sched::Placement{*id, gpus});
     if (!s.ok()) continue;
+    Changed();
     engine_.scheduler->ObservePod(v.request);
     Tracked t;
     t.ns = ns;

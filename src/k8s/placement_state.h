@@ -15,6 +15,11 @@
 //   returns every feasible node (not just one) and a reason for the others, split into failures
 //   preemption might fix and failures it cannot; Score gives 0..10 per node (the policy's
 //   normalized score / 10; 0 for infeasible nodes).
+// - Filter and Score remember, per request shape, each node's verdict (feasible per memory class,
+//   or why not) and the last list scored, until anything changes: every change to the engine
+//   (a node, a pod, a decision, a rebuild) starts a new version and forgets all of it, so an
+//   answer never comes from an older state. Prioritize after filter for the same pod, and filters
+//   of pods of one shape between changes, reuse that work (`memo_shapes`, 0 = off).
 // - Assume picks GPUs on the node kube-scheduler chose and reserves them in one step (the engine
 //   refuses any over-allocation, so no GPU is ever double-booked); the pod is then "in flight"
 //   until BindSucceeded (bound) or BindFailed (released). Assume, BindSucceeded and BindFailed
@@ -31,7 +36,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -65,12 +72,22 @@ struct StateOptions {
   std::chrono::milliseconds assume_ttl{120000};
   uint64_t seed = 42;
   std::function<SystemClock::time_point()> clock = [] { return SystemClock::now(); };
+  size_t memo_shapes = 32;  // request shapes whose verdicts are kept per version; 0 = none
 };
 
 struct FilterResult {
   std::vector<std::string> feasible;
   std::map<std::string, std::string> failed;        // preemption might help
   std::map<std::string, std::string> unresolvable;  // preemption cannot help
+};
+
+// Filter's answer per requested node, in request order, with the reasons shared.
+struct NodeVerdicts {
+  enum Kind : uint8_t { kFeasible = 0, kFailed = 1, kUnresolvable = 2 };
+  std::vector<uint8_t> kind;         // per requested node
+  std::vector<uint8_t> reason;       // per requested node: index into reasons (not for feasible)
+  std::vector<std::string> reasons;  // texts, "vgpu: ..."
+  size_t counts[3] = {0, 0, 0};      // by kind
 };
 
 struct AssumeTicket {
@@ -100,6 +117,14 @@ class PlacementState {
 
   FilterResult Filter(const PodGpuRequest& request, const std::vector<std::string>& nodes);
   std::vector<int64_t> Score(const PodGpuRequest& request, const std::vector<std::string>& nodes);
+  // The same over names that are views (an extender request's body); Filter's answer as
+  // verdicts. Identical decisions.
+  void FilterVerdicts(const PodGpuRequest& request, std::span<const std::string_view> nodes,
+                      NodeVerdicts* out);
+  std::vector<int64_t> ScoreViews(const PodGpuRequest& request,
+                                  std::span<const std::string_view> nodes);
+  // Changes so far (each starts a new version of the state; tests, metrics).
+  uint64_t version();
 
   Result<AssumeTicket> Assume(const std::string& uid, const std::string& ns,
                               const std::string& name, const PodGpuRequest& request,
@@ -168,7 +193,23 @@ class PlacementState {
     NameIndex by_name;                         // over node_names
   };
 
+  // Verdicts of one request shape at one version (see the contract).
+  struct Memo {
+    enum State : uint8_t { kUnknown = 0, kFits = 1, kCould = 2, kNever = 3 };
+    PodGpuRequest request;
+    std::vector<Variant> variants;
+    std::string why_none;
+    std::vector<uint8_t> state;              // by engine node id
+    std::vector<std::vector<uint8_t>> fits;  // [variant][engine node id]
+    bool scored = false;                     // the last Score: its nodes and answer
+    std::vector<sched::NodeId> scored_ids;
+    std::vector<int64_t> scores;
+  };
+
   explicit PlacementState(StateOptions options);
+  void Changed() { ++version_; }
+  Memo& MemoFor(const PodGpuRequest& r);
+  void Resolve(Memo& m, const PodGpuRequest& r, const std::vector<sched::NodeId>& todo);
   Status BuildEngine(Engine* e) const;
   void RebuildIfDirty();
   void PlaceNow(Tracked& t);
@@ -197,6 +238,9 @@ class PlacementState {
   uint64_t next_generation_ = 1;
   Rng rng_;
   uint64_t rebuilds_ = 0, conflicts_ = 0, expired_ = 0;
+  uint64_t version_ = 1, memo_version_ = 0;
+  std::vector<std::unique_ptr<Memo>> memos_;
+  size_t memo_next_ = 0;  // the slot replaced next when all are taken
 };
 
 }  // namespace vgpu::k8s

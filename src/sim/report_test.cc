@@ -1,5 +1,5 @@
-#include <algorithm>
 #include "sim/report.h"
+#include <algorithm>
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,0 +1,27 @@
+// The cluster and the requests shared by the extender benchmarks: a cache of `nodes` nodes with
+// 8 GPUs each (60% A100-80GB, 40% L4), a third of the GPUs already carrying a pod, and six pod
+// shapes built from the realistic fixture pod (tests/k8s/fixtures/pod_train.json).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "k8s/kube_client.h"
+#include "k8s/placement_state.h"
+
+namespace vgpu::k8s::bench {
+
+// Node names "gpu-node-0000"...; returns them. Fills `state` and places the existing pods;
+// `placed` (optional) gets how many were placed.
+std::vector<std::string> BuildBenchCluster(PlacementState& state, int nodes, int* placed);
+
+// The six pod shapes (uid left as in the fixture; callers set their own).
+std::vector<Json> BenchPods();
+
+// `names` as a JSON array of strings.
+std::string NamesJson(const std::vector<std::string>& names);
+
+// An ExtenderArgs body as kube-scheduler writes it: {"Pod":...,"Nodes":null,"NodeNames":[...]}.
+std::string ExtenderArgsBody(const std::string& pod_json, const std::string& names_json);
+
+}  // namespace vgpu::k8s::bench
