@@ -131,13 +131,14 @@ double ShareOf(const std::string& path, uint64_t from, uint64_t to) {
   return 100.0 * static_cast<double>(busy) / static_cast<double>(to - from);
 }
 
-// The value of the series `name` whose labels contain pod="<pod>", or -1.
-double Series(const std::string& metrics, const std::string& name, const std::string& pod) {
+// The value of the series `name` whose labels contain pod="<pod>" (any labels when `pod` is
+// empty), or -1.
+double Series(const std::string& metrics, const std::string& name, const std::string& pod = "") {
   std::istringstream in(metrics);
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind(name + "{", 0) != 0) continue;
-    if (line.find("pod=\"" + pod + "\"") == std::string::npos) continue;
+    if (!pod.empty() && line.find("pod=\"" + pod + "\"") == std::string::npos) continue;
     return std::stod(line.substr(line.rfind(' ') + 1));
   }
   return -1;
@@ -387,7 +388,13 @@ TEST_F(PodSlicesTest, TwoPodsOnOneGpuGetTheirOwnMemoryAndComputeSlices) {
     EXPECT_NEAR(Series(metrics, "hami_container_device_utilization_ratio", p.name), achieved * 100,
                 1e-6);
     EXPECT_EQ(Series(metrics, "hami_vgpu_core_allocated_ratio", p.name), p.cores);
+    EXPECT_GT(Series(metrics, "vgpu_slice_kernels_total", p.name), 100);
   }
+  // Both slices are in the same GPU's arbiter, and it gave out turns.
+  EXPECT_EQ(Series(metrics, "vgpu_gpu_compute_arbitrated_slices"), 2) << metrics;
+  EXPECT_GT(Series(metrics, "vgpu_gpu_compute_turns_total"), 0);
+  EXPECT_NEAR(Series(metrics, "vgpu_gpu_compute_achieved_ratio"), 1.0, 0.1);
+  EXPECT_EQ(Series(metrics, "hami_gpu_core_allocated_ratio"), 100);
   if (RunCommand("command -v promtool").exit_code == 0) {
     std::ofstream(root_ + "/metrics.prom") << metrics;
     testing::CommandResult promtool =
