@@ -424,6 +424,7 @@ TEST_F(PodSlicesTest, TwoPodsOnOneGpuGetTheirOwnMemoryAndComputeSlices) {
     EXPECT_EQ(dev["compute"]["max"].get<int>(), p.cores);
     EXPECT_NEAR(dev["compute"]["achieved_pct"].get<double>(), p.cores, kShareTolerance + 2);
   }
+  std::printf("e2e: vgpu top --once:\n%s", top_text.out.c_str());
   EXPECT_EQ(top_text.exit_code, 0) << top_text.err;
   EXPECT_NE(top_text.out.find("SLICE default/a/main"), std::string::npos) << top_text.out;
   EXPECT_NE(top_text.out.find("SLICE default/b/main"), std::string::npos) << top_text.out;
