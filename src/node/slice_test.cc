@@ -59,7 +59,7 @@ TEST_F(SliceTest, CreatesTheSliceDirectory) {
       << limits;
   EXPECT_NE(limits.find("uuid.1=GPU-b\nmemory.1=1073741829\ncores.1=100\n"), std::string::npos);
   EXPECT_NE(limits.find("priority=high\n"), std::string::npos);  // nvidia.com/priority 0
-  EXPECT_EQ(limits.find("weight="), std::string::npos);  // has compute settings of its own
+  EXPECT_EQ(limits.find("weight="), std::string::npos);          // has compute settings of its own
   EXPECT_NE(limits.find("arbiter_dir=" + layout_.arbiter_dir + "\n"), std::string::npos);
   // The region lives in a directory named after the pod, under the slice.
   EXPECT_EQ(r->region_path, r->dir + "/ns_pod-u1_main/region");
@@ -136,8 +136,8 @@ TEST_F(SliceTest, ComputeSettingsReachTheLimitsFileAndTheEnvironment) {
   auto r = m.Create(s, 1);
   ASSERT_TRUE(r.has_value()) << r.error().ToString();
   const std::string limits = ReadFile(r->limits_path);
-  for (const char* line : {"guarantee=20\n", "weight=3\n", "mode=elastic\n",
-                           "priority=realtime\n", "time_slice=2ms\n"}) {
+  for (const char* line : {"guarantee=20\n", "weight=3\n", "mode=elastic\n", "priority=realtime\n",
+                           "time_slice=2ms\n"}) {
     EXPECT_NE(limits.find(line), std::string::npos) << line << " in\n" << limits;
   }
   ContainerAllocation a = BuildAllocation(*r, layout_);
