@@ -162,12 +162,14 @@ void Daemon::HousekeepNow() {
                     r.spec.pod_name.c_str());
     }
   }
-  if (inventory_dirty_.exchange(false)) {
-    Status p = inventory_->Publish(*state_);
-    if (!p.ok()) {
-      VGPU_LOG_WARN("%s; will retry", p.ToString().c_str());
-      inventory_dirty_.store(true);
-    }
+  // Always: Publish() patches only a changed text, so this costs nothing when nothing changed,
+  // and on return the annotation holds the current inventory even if the loop was publishing
+  // an older one at the same moment (it had already taken the dirty flag).
+  inventory_dirty_.store(false);
+  Status p = inventory_->Publish(*state_);
+  if (!p.ok()) {
+    VGPU_LOG_WARN("%s; will retry", p.ToString().c_str());
+    inventory_dirty_.store(true);
   }
 }
 

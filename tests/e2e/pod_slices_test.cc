@@ -343,7 +343,9 @@ TEST_F(PodSlicesTest, TwoPodsOnOneGpuGetTheirOwnMemoryAndComputeSlices) {
 
   // While they run: /metrics and `vgpu top`, after the arbiter's one-second window has filled.
   const uint64_t probe_at = start + kRunNs - 1'800'000'000ULL;
-  std::this_thread::sleep_for(std::chrono::nanoseconds(probe_at - MonotonicNs()));
+  if (const uint64_t now = MonotonicNs(); now < probe_at) {
+    std::this_thread::sleep_for(std::chrono::nanoseconds(probe_at - now));
+  }
   const std::string metrics = Metrics();
   const std::string top_env = "VGPU_SIMGPU_CONFIG=" + root_ +
                               "/devices.conf VGPU_SIMGPU_STATE=" + root_ +

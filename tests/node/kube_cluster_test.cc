@@ -6,9 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <filesystem>
-#include <thread>
 
 #include "device/fake_backend.h"
 #include "fake_api_server.h"
@@ -89,15 +87,10 @@ TEST(KubeClusterTest, DaemonAllocatesAPodFromTheApiServer) {
   Daemon daemon(o, std::move(backend), cluster.get());
   ASSERT_TRUE(daemon.Start().ok());
   ASSERT_TRUE(kubelet.WaitForRegistrations(1, 10'000));
-  // The inventory is on the Node object, in the extender's format (published by the daemon's
-  // loop, or by HousekeepNow when the loop has not started it yet).
+  // The inventory is on the Node object, in the extender's format.
   daemon.HousekeepNow();
-  std::string inventory;
-  for (int i = 0; i < 100 && inventory.empty(); ++i) {
-    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    Json node = server.GetNode("gpu-node-1");
-    inventory = node["metadata"]["annotations"].value(kInventoryAnnotation, "");
-  }
+  Json node = server.GetNode("gpu-node-1");
+  std::string inventory = node["metadata"]["annotations"].value(kInventoryAnnotation, "");
   EXPECT_NE(inventory.find("\"uuid\":\"" + gpu + "\""), std::string::npos) << inventory;
   // A pod bound after the daemon's last list: the preference lists the node's pods again.
   server.PutPod(
