@@ -327,7 +327,7 @@ int RunNode(int argc, char** argv) {
   app.add_option("--compute-arbitration", f.compute_arbitration,
                  "'all': every slice takes turns through its GPUs' arbiters, so priorities and "
                  "guarantees hold against every container; 'limited': only slices with compute "
-                 "settings (gpucores below 100, a priority, vgpu.io/compute)")
+                 "settings (gpucores below 100, a priority other than normal, vgpu.io/compute)")
       ->capture_default_str();
   app.add_flag("--no-preload", f.no_preload,
                "Do not mount /etc/ld.so.preload (the image preloads libvgpu.so itself)");

@@ -158,7 +158,10 @@ int SliceSpec::Level() const {
 }
 
 bool SliceSpec::HasComputeSettings() const {
-  if (compute.Any() || priority >= 0) return true;
+  // What makes libvgpu.so gate the slice's launches (docs/compute.md): a time slice alone, or
+  // the normal priority, does not.
+  if (compute.guarantee >= 0 || compute.weight > 0 || !compute.mode.empty()) return true;
+  if (Level() != kLevelNormal) return true;
   for (const SliceDevice& d : devices) {
     if (d.cores > 0 && d.cores < 100) return true;
   }

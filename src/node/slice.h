@@ -78,8 +78,9 @@ struct SliceSpec {
 
   // The priority level libvgpu.so runs the slice at (compute.level, else the HAMi number's).
   int Level() const;
-  // True when the slice has compute settings of its own (a max share below 100 on a GPU, or
-  // any vgpu.io/compute setting, or a priority).
+  // True when the slice has compute settings that make libvgpu.so arbitrate its launches: a max
+  // share below 100 on a GPU, a guarantee, weight or mode, or a priority level other than
+  // normal. (A time slice alone, or nvidia.com/priority 1, does not.)
   bool HasComputeSettings() const;
 };
 

@@ -168,11 +168,21 @@ TEST_F(SliceTest, ASliceWithoutComputeSettingsJoinsTheArbiterUnlessToldNot) {
   ContainerAllocation a = BuildAllocation(*r, layout_);
   EXPECT_EQ(a.envs.count("CUDA_TASK_PRIORITY"), 0u);
   EXPECT_EQ(a.envs.count("VGPU_PRIORITY"), 0u);
+  // nvidia.com/priority 1 is the normal level: not a reason to take part by itself.
+  s.priority = 1;
+  r = m.Create(s, 1);
+  ASSERT_TRUE(r.has_value());
+  limits = ReadFile(r->limits_path);
+  EXPECT_NE(limits.find("\nweight=1\n"), std::string::npos) << limits;
+  EXPECT_NE(limits.find("\npriority=normal\n"), std::string::npos) << limits;
+  EXPECT_TRUE(r->arbitrated);
+  s.priority = -1;
   layout_.arbitrate_all = false;
   SliceManager limited(layout_);
   r = limited.Create(s, 1);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(ReadFile(r->limits_path).find("weight="), std::string::npos);
+  EXPECT_FALSE(r->arbitrated);
 }
 
 TEST_F(SliceTest, SlicesOfAnOlderDaemonKeepTheirRegionPath) {
