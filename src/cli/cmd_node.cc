@@ -40,6 +40,8 @@ struct NodeFlags {
   int units_per_gpu = 10;
   std::string slice_dir = "/var/lib/vgpu/slices";
   std::string libvgpu = "/usr/local/vgpu/libvgpu.so";
+  std::string arbiter_dir = "/run/vgpu/arbiter";
+  std::string compute_arbitration = "all";
   bool no_preload = false;
   std::string metrics_listen = ":9394";
   bool hami_aliases = false;
@@ -131,6 +133,18 @@ Result<node::DaemonOptions> BuildOptions(const NodeFlags& f) {
   }
   o.slices.host_libvgpu = f.libvgpu;
   o.slices.preload = !f.no_preload;
+  // The simulated GPU's contexts take no device memory: a slice's limit is all its own.
+  if (f.sim) o.slices.context_overhead = 0;
+  if (f.arbiter_dir.empty() || f.arbiter_dir.front() != '/') {
+    return Bad("--arbiter-dir", "must be an absolute path, got \"" + f.arbiter_dir + "\"");
+  }
+  if (f.arbiter_dir.size() > 400) return Bad("--arbiter-dir", "longer than 400 characters");
+  o.slices.arbiter_dir = f.arbiter_dir;
+  if (f.compute_arbitration != "all" && f.compute_arbitration != "limited") {
+    return Bad("--compute-arbitration",
+               "must be 'all' or 'limited', got \"" + f.compute_arbitration + "\"");
+  }
+  o.slices.arbitrate_all = f.compute_arbitration == "all";
   o.metrics_listen = f.metrics_listen == "off" ? "" : f.metrics_listen;
   if (!o.metrics_listen.empty()) {
     std::string host;
@@ -305,6 +319,15 @@ int RunNode(int argc, char** argv) {
   app.add_option("--slice-dir", f.slice_dir, "Host directory of the per-container slices")
       ->capture_default_str();
   app.add_option("--libvgpu", f.libvgpu, "Host path of libvgpu.so, mounted into containers")
+      ->capture_default_str();
+  app.add_option("--arbiter-dir", f.arbiter_dir,
+                 "Host directory of the per-GPU compute arbiters, mounted at the same path into "
+                 "every container (use a tmpfs)")
+      ->capture_default_str();
+  app.add_option("--compute-arbitration", f.compute_arbitration,
+                 "'all': every slice takes turns through its GPUs' arbiters, so priorities and "
+                 "guarantees hold against every container; 'limited': only slices with compute "
+                 "settings (gpucores below 100, a priority other than normal, vgpu.io/compute)")
       ->capture_default_str();
   app.add_flag("--no-preload", f.no_preload,
                "Do not mount /etc/ld.so.preload (the image preloads libvgpu.so itself)");

@@ -1,19 +1,23 @@
 // vgpu top: a live view of the GPUs and of the slices on this machine, like nvidia-smi for
-// slices. GPUs come from NVML (libnvidia-ml.so.1, or the simulated one with --sim); slices from
-// the registry of active slices (shm/slice_registry.h) and their accounting regions.
+// slices. GPUs come from the DeviceBackend over NVML (libnvidia-ml.so.1, or the simulated one
+// with --sim); slices from the registry of `vgpu run` (shm/slice_registry.h) and from the node
+// daemon's slice directory (the containers of Kubernetes pods; top_sources.h), with their
+// accounting regions.
 //
-//   vgpu top [--once] [--json] [--interval SECONDS] [--state-dir DIR] [--sim]
+//   vgpu top [--once] [--json] [--interval SECONDS] [--state-dir DIR] [--slice-dir DIR] [--sim]
 //
 // Compute sharing: each slice's configured shares (max, guarantee, mode, weight, priority, time
-// slice) and achieved share over the last second, from the per-GPU arbiters in <state>/arbiter
-// (shm/arbiter.h), and per GPU the slice holding the current turn.
+// slice) and achieved share over the last second, from the per-GPU arbiters (shm/arbiter.h) in
+// <state>/arbiter and in the node daemon's arbiter directory, and per GPU the slice holding the
+// current turn.
 //
 // A slice whose region cannot be read (another version, corrupted) is listed with the reason;
-// a slice whose `vgpu run` is gone is marked stale. Nothing is ever modified.
-#include <dlfcn.h>
+// a slice whose `vgpu run` is gone is marked stale. Nothing is ever modified. The JSON of
+// --once --json is documented in docs/intercept.md; keys are only ever added.
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -26,94 +30,13 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/top_compute.h"
-#include "common/nvml_api.h"
+#include "cli/top_sources.h"
 #include "common/units.h"
 #include "shm/proc_identity.h"
 #include "shm/slice_registry.h"
 
 namespace vgpu::cli {
 namespace {
-
-struct GpuInfo {
-  unsigned index = 0;
-  std::string name;
-  std::string uuid;
-  uint64_t memory_total = 0;
-  uint64_t memory_used = 0;
-  int utilization = -1;  // percent, -1 unknown
-};
-
-// NVML, opened once for the life of the command (so that a live view initialises it once).
-class Nvml {
- public:
-  explicit Nvml(const std::string& path) : path_(path) {
-    lib_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib_ == nullptr) {
-      note_ = "NVML not available (" + path + ")";
-      return;
-    }
-    auto init = reinterpret_cast<nvmlInit_v2_fn>(Sym("nvmlInit_v2"));
-    count_ = reinterpret_cast<nvmlDeviceGetCount_v2_fn>(Sym("nvmlDeviceGetCount_v2"));
-    handle_ =
-        reinterpret_cast<nvmlDeviceGetHandleByIndex_v2_fn>(Sym("nvmlDeviceGetHandleByIndex_v2"));
-    name_ = reinterpret_cast<nvmlDeviceGetName_fn>(Sym("nvmlDeviceGetName"));
-    uuid_ = reinterpret_cast<nvmlDeviceGetUUID_fn>(Sym("nvmlDeviceGetUUID"));
-    memory_ = reinterpret_cast<nvmlDeviceGetMemoryInfo_fn>(Sym("nvmlDeviceGetMemoryInfo"));
-    util_ =
-        reinterpret_cast<nvmlDeviceGetUtilizationRates_fn>(Sym("nvmlDeviceGetUtilizationRates"));
-    shutdown_ = reinterpret_cast<nvmlShutdown_fn>(Sym("nvmlShutdown"));
-    if (init == nullptr || count_ == nullptr || handle_ == nullptr || init() != NVML_SUCCESS) {
-      note_ = "NVML did not initialise (" + path + ")";
-      count_ = nullptr;
-    }
-  }
-  ~Nvml() {
-    if (count_ != nullptr && shutdown_ != nullptr) shutdown_();
-    if (lib_ != nullptr) dlclose(lib_);
-  }
-  Nvml(const Nvml&) = delete;
-  Nvml& operator=(const Nvml&) = delete;
-
-  const std::string& note() const { return note_; }
-
-  std::vector<GpuInfo> Read() const {
-    std::vector<GpuInfo> gpus;
-    unsigned count = 0;
-    if (count_ == nullptr || count_(&count) != NVML_SUCCESS) return gpus;
-    for (unsigned i = 0; i < count; ++i) {
-      nvmlDevice_t dev;
-      if (handle_(i, &dev) != NVML_SUCCESS) continue;
-      GpuInfo g;
-      g.index = i;
-      char buf[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
-      if (name_ != nullptr && name_(dev, buf, sizeof buf) == NVML_SUCCESS) g.name = buf;
-      if (uuid_ != nullptr && uuid_(dev, buf, sizeof buf) == NVML_SUCCESS) g.uuid = buf;
-      nvmlMemory_t m{};
-      if (memory_ != nullptr && memory_(dev, &m) == NVML_SUCCESS) {
-        g.memory_total = m.total;
-        g.memory_used = m.used;
-      }
-      nvmlUtilization_t u{};
-      if (util_ != nullptr && util_(dev, &u) == NVML_SUCCESS) g.utilization = u.gpu;
-      gpus.push_back(g);
-    }
-    return gpus;
-  }
-
- private:
-  void* Sym(const char* name) { return dlsym(lib_, name); }
-
-  std::string path_;
-  std::string note_;
-  void* lib_ = nullptr;
-  nvmlDeviceGetCount_v2_fn count_ = nullptr;
-  nvmlDeviceGetHandleByIndex_v2_fn handle_ = nullptr;
-  nvmlDeviceGetName_fn name_ = nullptr;
-  nvmlDeviceGetUUID_fn uuid_ = nullptr;
-  nvmlDeviceGetMemoryInfo_fn memory_ = nullptr;
-  nvmlDeviceGetUtilizationRates_fn util_ = nullptr;
-  nvmlShutdown_fn shutdown_ = nullptr;
-};
 
 struct ProcessView {
   int pid = 0;
@@ -152,9 +75,11 @@ std::vector<ProcessView> Processes(const shm::Region& r) {
     if (slot.pid == 0) continue;
     ProcessView p;
     p.pid = slot.pid;
-    p.alive = shm::CheckLiveness(slot, my_ns) != shm::Liveness::kDead;
+    shm::Liveness liveness = shm::CheckLiveness(slot, my_ns);
+    p.alive = liveness != shm::Liveness::kDead;
     for (int d = 0; d < shm::kMaxDevices; ++d) p.used[d] = slot.used[d];
-    if (p.alive) p.command = ProcessCommand(p.pid);
+    // A pid of another pid namespace (a container) names another process here.
+    if (liveness == shm::Liveness::kAlive) p.command = ProcessCommand(p.pid);
     out.push_back(std::move(p));
   }
   return out;
@@ -174,6 +99,11 @@ std::vector<int> SliceDevices(const shm::Region& r) {
 std::string SliceState(const shm::SliceEntry& s) {
   if (!s.error.empty()) return "unreadable";
   return s.creator_alive || s.creator_pid == 0 ? "active" : "stale";
+}
+
+// "ns/pod/container" for a pod's slice, the registry name for vgpu run's.
+std::string SliceTitle(const TopSlice& s) {
+  return s.kind == "pod" ? s.ns + "/" + s.pod + "/" + s.container : s.entry.name;
 }
 
 std::string JsonString(const std::string& s) {
@@ -227,21 +157,19 @@ std::string ComputeJson(const ComputeSliceView* c) {
          ",\"waiting\":" + std::to_string(c->waiters) + "}";
 }
 
-// The compute record of device `d` of a slice: by the UUID its processes recorded, else any.
-const ComputeSliceView* SliceCompute(const std::vector<ArbiterView>& arbiters,
-                                     const shm::SliceEntry& s, int d) {
-  std::string region = s.dir + "/region";
-  std::string uuid(s.region.header.uuid[d], strnlen(s.region.header.uuid[d], shm::kUuidLength));
-  const ComputeSliceView* c = FindComputeSlice(arbiters, region, uuid);
-  if (c == nullptr && d == 0 && s.region.header.config.device_count <= 1) {
-    c = FindComputeSlice(arbiters, region, "");
+// The compute record of device `d` of a slice: by its GPU's UUID, else (one device) any.
+const ComputeSliceView* SliceCompute(const std::vector<ArbiterView>& arbiters, const TopSlice& s,
+                                     int d) {
+  std::string uuid = s.Uuid(d);
+  const ComputeSliceView* c = FindComputeSlice(arbiters, s.region_path, uuid);
+  if (c == nullptr && d == 0 && s.entry.region.header.config.device_count <= 1) {
+    c = FindComputeSlice(arbiters, s.region_path, "");
   }
   return c;
 }
 
 std::string Json(const std::vector<GpuInfo>& gpus, const std::string& note,
-                 const std::vector<shm::SliceEntry>& slices,
-                 const std::vector<ArbiterView>& arbiters) {
+                 const std::vector<TopSlice>& slices, const std::vector<ArbiterView>& arbiters) {
   std::string j = "{\"gpus\":[";
   for (size_t i = 0; i < gpus.size(); ++i) {
     const GpuInfo& g = gpus[i];
@@ -255,12 +183,18 @@ std::string Json(const std::vector<GpuInfo>& gpus, const std::string& note,
   j += "],\"nvml_note\":" + (note.empty() ? std::string("null") : JsonString(note));
   j += ",\"slices\":[";
   for (size_t i = 0; i < slices.size(); ++i) {
-    const shm::SliceEntry& s = slices[i];
+    const TopSlice& t = slices[i];
+    const shm::SliceEntry& s = t.entry;
     j += (i ? "," : "");
     j += "{\"name\":" + JsonString(s.name) + ",\"path\":" + JsonString(s.dir) +
          ",\"command\":" + JsonString(s.command) +
          ",\"creator_pid\":" + std::to_string(s.creator_pid) +
-         ",\"state\":" + JsonString(SliceState(s));
+         ",\"state\":" + JsonString(SliceState(s)) + ",\"kind\":" + JsonString(t.kind) +
+         ",\"region\":" + JsonString(t.region_path);
+    if (t.kind == "pod") {
+      j += ",\"pod\":{\"namespace\":" + JsonString(t.ns) + ",\"name\":" + JsonString(t.pod) +
+           ",\"uid\":" + JsonString(t.pod_uid) + ",\"container\":" + JsonString(t.container) + "}";
+    }
     if (!s.error.empty()) {
       j += ",\"error\":" + JsonString(s.error) + "}";
       continue;
@@ -272,11 +206,11 @@ std::string Json(const std::vector<GpuInfo>& gpus, const std::string& note,
       j += first ? "" : ",";
       first = false;
       uint64_t limit = h.config.memory_limit[d];
-      j += "{\"index\":" + std::to_string(d) + ",\"uuid\":" + JsonString(h.uuid[d]) +
+      j += "{\"index\":" + std::to_string(d) + ",\"uuid\":" + JsonString(t.Uuid(d)) +
            ",\"memory_limit\":" + (limit == shm::kNoLimit ? "null" : std::to_string(limit)) +
            ",\"memory_used\":" + std::to_string(h.device_used[d]) + ",\"cores\":" +
            (h.config.sm_limit[d] == 0 ? "null" : std::to_string(h.config.sm_limit[d])) +
-           ",\"compute\":" + ComputeJson(SliceCompute(arbiters, s, d)) + "}";
+           ",\"compute\":" + ComputeJson(SliceCompute(arbiters, t, d)) + "}";
     }
     j += "],\"processes\":[";
     std::vector<ProcessView> procs = Processes(s.region);
@@ -313,8 +247,8 @@ std::string Json(const std::vector<GpuInfo>& gpus, const std::string& note,
 }
 
 std::string Text(const std::vector<GpuInfo>& gpus, const std::string& note,
-                 const std::vector<shm::SliceEntry>& slices, const std::string& state_dir,
-                 const std::vector<ArbiterView>& arbiters) {
+                 const std::vector<TopSlice>& slices, const std::string& state_dir,
+                 const std::string& node_slice_dir, const std::vector<ArbiterView>& arbiters) {
   std::string t;
   char line[512];
   if (gpus.empty()) t += "GPUs: " + (note.empty() ? std::string("none found") : note) + "\n";
@@ -336,12 +270,19 @@ std::string Text(const std::vector<GpuInfo>& gpus, const std::string& note,
   }
   t += "\n";
   if (slices.empty()) {
-    t += "No slices in " + state_dir + "/slices (start one with vgpu run).\n";
+    t += "No slices in " + state_dir + "/slices (start one with vgpu run)";
+    t += node_slice_dir.empty() ? ".\n" : " or in " + node_slice_dir + " (Kubernetes pods).\n";
     return t;
   }
-  for (const shm::SliceEntry& s : slices) {
-    std::snprintf(line, sizeof line, "SLICE %s  [%s]  %s\n", s.name.c_str(), SliceState(s).c_str(),
-                  ShortCommand(s.command, 70).c_str());
+  for (const TopSlice& top : slices) {
+    const shm::SliceEntry& s = top.entry;
+    if (top.kind == "pod") {
+      std::snprintf(line, sizeof line, "SLICE %s  [%s]  pod %s\n", SliceTitle(top).c_str(),
+                    SliceState(s).c_str(), top.pod_uid.c_str());
+    } else {
+      std::snprintf(line, sizeof line, "SLICE %s  [%s]  %s\n", s.name.c_str(),
+                    SliceState(s).c_str(), ShortCommand(s.command, 70).c_str());
+    }
     t += line;
     if (!s.error.empty()) {
       t += "  region: " + s.error + "\n";
@@ -360,7 +301,7 @@ std::string Text(const std::vector<GpuInfo>& gpus, const std::string& note,
                     FormatBytes(h.device_used[d]).c_str(), limit_text.c_str(), pct.c_str(),
                     cores.c_str(), shm::PriorityName(h.config.priority));
       t += line;
-      if (const ComputeSliceView* c = SliceCompute(arbiters, s, d)) {
+      if (const ComputeSliceView* c = SliceCompute(arbiters, top, d)) {
         std::snprintf(line, sizeof line,
                       "            compute %s  achieved %.1f%%  waited %.2f s in total\n",
                       ComputePolicyText(c->config).c_str(), c->achieved_pct,
@@ -374,7 +315,10 @@ std::string Text(const std::vector<GpuInfo>& gpus, const std::string& note,
       uint64_t total = 0;
       for (uint64_t u : p.used) total += u;
       std::snprintf(line, sizeof line, "  pid %-8d %-10s %s%s\n", p.pid, FormatBytes(total).c_str(),
-                    p.alive ? "" : "(exited) ", ShortCommand(p.command, 60).c_str());
+                    p.alive ? "" : "(exited) ",
+                    p.command.empty() && p.alive && top.kind == "pod"
+                        ? "(in the container's pid namespace)"
+                        : ShortCommand(p.command, 60).c_str());
       t += line;
     }
   }
@@ -390,31 +334,48 @@ int RunTop(int argc, char** argv) {
   bool once = false, json = false, sim = false;
   double interval = 1.0;
   std::string state_dir = shm::DefaultStateDir();
+  std::string slice_dir;
   CLI::App app(
-      "Shows the GPUs and the slices on this machine: memory used and limit, compute "
-      "share, processes, utilization.",
+      "Shows the GPUs and the slices on this machine (vgpu run's and the Kubernetes pods' of the "
+      "node daemon): memory used and limit, compute share, processes, utilization.",
       "vgpu top");
   app.add_flag("--once", once, "print one view and exit");
-  app.add_flag("--json", json, "JSON output (with --once for scripts)");
+  app.add_flag("--json", json, "JSON output (with --once for scripts; docs/intercept.md)");
   app.add_option("--interval", interval, "seconds between refreshes (default 1)")
       ->check(CLI::Range(0.1, 3600.0));
   app.add_option("--state-dir", state_dir,
-                 "registry of slices (default $VGPU_STATE_DIR, "
+                 "registry of vgpu run's slices (default $VGPU_STATE_DIR, "
                  "$XDG_RUNTIME_DIR/vgpu, /run/vgpu or /tmp/vgpu-UID)");
+  CLI::Option* slice_dir_flag = app.add_option(
+      "--slice-dir", slice_dir,
+      "the node daemon's slice directory (vgpu node --slice-dir); default $VGPU_NODE_SLICE_DIR, "
+      "else /var/lib/vgpu/slices when it exists; 'none' to leave pods out");
   app.add_flag("--sim", sim, "read the simulated GPU's NVML (build/lib/simgpu)");
   if (auto code = ParseArgs(app, argc, argv)) return *code;
+  const std::string node_slice_dir = NodeSliceDir(slice_dir_flag->count() ? &slice_dir : nullptr);
   std::string nvml = sim ? LibraryDir() + "/simgpu/libnvidia-ml.so.1" : "libnvidia-ml.so.1";
   signal(SIGINT, Stop);
   signal(SIGTERM, Stop);
   bool tty = isatty(1) == 1;
-  Nvml nvml_lib(nvml);
+  TopGpus gpu_source(nvml);
   while (!g_stop) {
-    const std::string& note = nvml_lib.note();
-    std::vector<GpuInfo> gpus = nvml_lib.Read();
-    std::vector<shm::SliceEntry> slices = shm::ReadSlices(state_dir);
-    std::vector<ArbiterView> arbiters = ReadArbiters(state_dir + "/arbiter");
-    std::string view =
-        json ? Json(gpus, note, slices, arbiters) : Text(gpus, note, slices, state_dir, arbiters);
+    const std::string& note = gpu_source.note();
+    std::vector<GpuInfo> gpus = gpu_source.Read();
+    std::vector<TopSlice> slices = CollectSlices(state_dir, node_slice_dir);
+    // The arbiters of vgpu run's registry, then every other directory a slice names.
+    std::vector<std::string> dirs = {state_dir + "/arbiter"};
+    for (const TopSlice& s : slices) {
+      if (!s.arbiter_dir.empty() &&
+          std::find(dirs.begin(), dirs.end(), s.arbiter_dir) == dirs.end()) {
+        dirs.push_back(s.arbiter_dir);
+      }
+    }
+    std::vector<ArbiterView> arbiters;
+    for (const std::string& dir : dirs) {
+      for (ArbiterView& a : ReadArbiters(dir)) arbiters.push_back(std::move(a));
+    }
+    std::string view = json ? Json(gpus, note, slices, arbiters)
+                            : Text(gpus, note, slices, state_dir, node_slice_dir, arbiters);
     if (!once && tty && !json) std::fputs("\033[H\033[2J", stdout);
     std::fputs(view.c_str(), stdout);
     std::fflush(stdout);

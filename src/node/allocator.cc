@@ -53,6 +53,7 @@ Result<ContainerAllocation> Allocator::AllocateOnce(const std::vector<std::strin
   spec.pod_uid = e.pod_uid;
   spec.container = e.container.name;
   spec.priority = e.container.priority;
+  spec.compute = e.container.compute;
   for (const std::string& id : unit_ids) {
     auto ref = ParseUnitId(id);
     if (!ref) return ref.error();

@@ -28,6 +28,7 @@
 
 #include "common/result.h"
 #include "node/cluster.h"
+#include "node/compute_settings.h"
 
 namespace vgpu::node {
 
@@ -47,6 +48,8 @@ struct ContainerAssignment {
   bool init = false;
   int priority = -1;  // -1: not given
   std::vector<AssignedDevice> devices;
+  // From the pod's vgpu.io/compute annotations (compute_settings.h), not from the assignment.
+  ComputeSettings compute;
   // UUIDs of `devices`, sorted.
   std::vector<std::string> GpuUuids() const;
 };

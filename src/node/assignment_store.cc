@@ -57,6 +57,19 @@ std::vector<std::pair<std::string, std::string>> AssignmentStore::Update(
       errors.emplace_back(pod.Key(), parsed.error().message());
       continue;
     }
+    Status compute_ok = Status::Ok();
+    for (ContainerAssignment& c : parsed->containers) {
+      auto compute = ComputeSettingsOf(pod.annotations, c.name);
+      if (!compute) {
+        compute_ok = compute.error();
+        break;
+      }
+      c.compute = *compute;
+    }
+    if (!compute_ok.ok()) {
+      errors.emplace_back(pod.Key(), compute_ok.message());
+      continue;
+    }
     int64_t at = 0;
     auto when = pod.annotations.find(kAssignedAtAnnotation);
     if (when != pod.annotations.end()) at = ParseTimestampMillis(when->second);

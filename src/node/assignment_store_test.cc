@@ -141,6 +141,25 @@ TEST(AssignmentStoreTest, UpdateKeepsHoldingsAndDropsTerminatedPods) {
   EXPECT_EQ(errors[0].first, "default/c");
 }
 
+TEST(AssignmentStoreTest, ComputeAnnotationsReachTheContainers) {
+  AssignmentStore store;
+  PodInfo a = PodWith("a", "n", {{"GPU-a", 1024, 30}}, 1);
+  a.annotations["vgpu.io/compute"] = "guarantee=10,mode=elastic";
+  a.annotations["vgpu.io/compute.main"] = "weight=7";
+  PodInfo bad = PodWith("b", "n", {{"GPU-a"}}, 2);
+  bad.annotations["vgpu.io/compute"] = "guarantee=lots";
+  auto errors = store.Update({a, bad});
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].first, "default/b");
+  EXPECT_NE(errors[0].second.find("vgpu.io/compute: guarantee: \"lots\""), std::string::npos);
+  EXPECT_EQ(store.size(), 1u);  // a pod whose settings cannot be read is not allocated
+  auto e = store.Resolve({"GPU-a-0"});
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ((*e)->container.compute.guarantee, 10);
+  EXPECT_EQ((*e)->container.compute.mode, "elastic");
+  EXPECT_EQ((*e)->container.compute.weight, 7);
+}
+
 TEST(AssignmentStoreTest, RestoredSlicesKeepTheirUnits) {
   AssignmentStore store;
   store.Restore("uid-a", "main", {"GPU-a-4"});

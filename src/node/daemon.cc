@@ -5,6 +5,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "node/arbiter_usage.h"
 #include "node/metrics.h"
 #include "node/unit_id.h"
 
@@ -34,6 +35,13 @@ Status Daemon::Start() {
   state_ =
       std::make_unique<NodeState>(std::move(*devices), options_.units_per_gpu, options_.health);
   VGPU_RETURN_IF_ERROR(slices_.Init());
+  if (!options_.slices.arbiter_dir.empty()) {
+    std::vector<std::string> uuids;
+    for (const device::DeviceInfo& d : state_->devices()) uuids.push_back(d.uuid);
+    // Not fatal: libvgpu.so creates a missing arbiter at its first gated launch.
+    Status arbiters = CreateArbiters(options_.slices.arbiter_dir, uuids);
+    if (!arbiters.ok()) VGPU_LOG_WARN("%s", arbiters.ToString().c_str());
+  }
   pods_ = std::make_unique<PodSync>(cluster_, options_.node_name, &store_);
   allocator_ = std::make_unique<Allocator>(state_.get(), &store_, pods_.get(), &slices_);
   if (!options_.pod_resources_socket.empty()) {
@@ -154,12 +162,14 @@ void Daemon::HousekeepNow() {
                     r.spec.pod_name.c_str());
     }
   }
-  if (inventory_dirty_.exchange(false)) {
-    Status p = inventory_->Publish(*state_);
-    if (!p.ok()) {
-      VGPU_LOG_WARN("%s; will retry", p.ToString().c_str());
-      inventory_dirty_.store(true);
-    }
+  // Always: Publish() patches only a changed text, so this costs nothing when nothing changed,
+  // and on return the annotation holds the current inventory even if the loop was publishing
+  // an older one at the same moment (it had already taken the dirty flag).
+  inventory_dirty_.store(false);
+  Status p = inventory_->Publish(*state_);
+  if (!p.ok()) {
+    VGPU_LOG_WARN("%s; will retry", p.ToString().c_str());
+    inventory_dirty_.store(true);
   }
 }
 
@@ -198,6 +208,7 @@ std::string Daemon::Metrics() const {
   src.inventory = inventory_.get();
   src.node_name = options_.node_name;
   src.proc_root = options_.proc_root;
+  src.arbiter_dir = options_.slices.arbiter_dir;
   src.version = options_.version;
   src.hami_aliases = options_.hami_aliases;
   return CollectMetrics(src);

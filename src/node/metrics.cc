@@ -3,6 +3,8 @@
 #include <map>
 #include <set>
 
+#include "node/arbiter_usage.h"
+#include "node/metrics_compute.h"
 #include "node/metrics_text.h"
 #include "node/process_owner.h"
 #include "node/slice_region.h"
@@ -169,6 +171,16 @@ void AddSliceMetrics(MetricsBuilder& m, const MetricsSources& src) {
       }
     }
   }
+  // The arbiters of the node's GPUs, in every arbiter directory a slice names.
+  std::vector<std::string> uuids;
+  for (const device::DeviceInfo& d : state.devices()) uuids.push_back(d.uuid);
+  std::map<std::string, std::map<std::string, ArbiterUsage>> arbiters;  // dir -> uuid -> usage
+  if (!src.arbiter_dir.empty()) arbiters[src.arbiter_dir] = ReadArbiters(src.arbiter_dir, uuids);
+  for (const SliceRecord& r : slices) {
+    if (!r.arbiter_dir.empty() && !arbiters.count(r.arbiter_dir)) {
+      arbiters[r.arbiter_dir] = ReadArbiters(r.arbiter_dir, uuids);
+    }
+  }
   std::map<std::string, RegionUsage> regions;
   for (const SliceRecord& r : slices) {
     auto usage = ReadSliceRegion(r.region_path, static_cast<int>(r.spec.devices.size()));
@@ -204,6 +216,13 @@ void AddSliceMetrics(MetricsBuilder& m, const MetricsSources& src) {
             "Memory charged against the slice's limit in its accounting region (libvgpu's view)", l,
             static_cast<double>(region->second.used_bytes[st.cuda_index]));
     }
+    const ArbiterUsage* arbiter = nullptr;
+    auto dir = arbiters.find(r.arbiter_dir);
+    if (dir != arbiters.end()) {
+      auto gpu = dir->second.find(d.uuid);
+      if (gpu != dir->second.end()) arbiter = &gpu->second;
+    }
+    AddSliceComputeMetrics(m, l, r, st.cuda_index, arbiter);
   }
   for (const device::DeviceInfo& d : state.devices()) {
     Labels l = {{"node", src.node_name},
@@ -217,6 +236,11 @@ void AddSliceMetrics(MetricsBuilder& m, const MetricsSources& src) {
     m.Add("vgpu_gpu_compute_allocated_ratio", kGauge,
           "Sum of the compute shares of the slices (1 = the whole GPU)", l,
           compute_allocated[d.uuid]);
+    auto node_arbiters = arbiters.find(src.arbiter_dir);
+    if (node_arbiters != arbiters.end()) {
+      auto a = node_arbiters->second.find(d.uuid);
+      if (a != node_arbiters->second.end()) AddGpuComputeMetrics(m, l, a->second);
+    }
   }
 }
 
@@ -298,8 +322,14 @@ void AddHamiAliases(MetricsBuilder& m) {
         "hami_vgpu_memory_used_bytes", slice);
   alias("vgpu_slice_memory_limit_bytes", "hami_vgpu_memory_limit_bytes", slice);
   alias("vgpu_slice_memory_used_bytes", "hami_container_device_memory_bytes", slice);
-  alias("vgpu_slice_compute_utilization_ratio", "hami_container_device_utilization_ratio", slice,
-        100);
+  // The arbiter's measurement when there is one (every slice of a node that arbitrates all),
+  // else the driver's per-process sampling.
+  alias(m.Has("vgpu_slice_compute_achieved_ratio") ? "vgpu_slice_compute_achieved_ratio"
+                                                   : "vgpu_slice_compute_utilization_ratio",
+        "hami_container_device_utilization_ratio", slice, 100);
+  alias("vgpu_slice_compute_idle_seconds", "hami_container_last_kernel_elapsed_seconds", slice);
+  alias("vgpu_slice_compute_limit_ratio", "hami_vgpu_core_allocated_ratio", slice, 100);
+  alias("vgpu_gpu_compute_allocated_ratio", "hami_gpu_core_allocated_ratio", host, 100);
 }
 
 }  // namespace

@@ -3,10 +3,10 @@
 // for 0..1 shares, _total for counters); docs/node.md lists them. With `hami_aliases`, the
 // names HAMi's dashboards use are emitted as well (same values, HAMi's label names).
 //
-// Per-slice numbers come from three places: the slice's limits (slice.json), its accounting
-// region (what libvgpu.so charged; when the region exists), and the driver's per-process
-// memory and SM share, attributed to a slice through the process's cgroup (pod UID and
-// container ID).
+// Per-slice numbers come from four places: the slice's limits (slice.json), its accounting
+// region (what libvgpu.so charged; when the region exists), the per-GPU compute arbiters (the
+// GPU time each slice got; metrics_compute.h), and the driver's per-process memory and SM
+// share, attributed to a slice through the process's cgroup (pod UID and container ID).
 #pragma once
 
 #include <string>
@@ -29,6 +29,7 @@ struct MetricsSources {
   const InventoryPublisher* inventory = nullptr;  // optional
   std::string node_name;
   std::string proc_root = "/proc";
+  std::string arbiter_dir;  // the node's arbiter directory ("" = none: no GPU compute series)
   std::string version;
   bool hami_aliases = false;
 };

@@ -63,7 +63,33 @@ Status WriteFileAtomically(const std::string& path, const std::string& text, mod
   return Status::Ok();
 }
 
-json SpecToJson(const SliceSpec& s, int64_t created) {
+json ComputeToJson(const ComputeSettings& c) {
+  json j = json::object();
+  if (c.guarantee >= 0) j["guarantee"] = c.guarantee;
+  if (c.weight > 0) j["weight"] = c.weight;
+  if (!c.mode.empty()) j["mode"] = c.mode;
+  if (c.level >= 0) j["priority"] = LevelName(c.level);
+  if (c.time_slice_ns > 0) j["timeSliceNs"] = c.time_slice_ns;
+  return j;
+}
+
+ComputeSettings ComputeFromJson(const json& j) {
+  ComputeSettings c;
+  if (!j.is_object()) return c;
+  c.guarantee = j.value("guarantee", -1);
+  c.weight = j.value("weight", 0);
+  c.mode = j.value("mode", "");
+  if (j.contains("priority") && j["priority"].is_string()) {
+    auto parsed = ParseComputeSettings("priority=" + j["priority"].get<std::string>(), "");
+    if (parsed) c.level = parsed->level;
+  }
+  c.time_slice_ns = j.value("timeSliceNs", uint64_t{0});
+  return c;
+}
+
+json RecordToJson(const SliceRecord& r) {
+  const SliceSpec& s = r.spec;
+  const int64_t created = r.created_unix;
   json j;
   j["version"] = 1;
   j["namespace"] = s.pod_ns;
@@ -71,6 +97,10 @@ json SpecToJson(const SliceSpec& s, int64_t created) {
   j["podUID"] = s.pod_uid;
   j["container"] = s.container;
   j["priority"] = s.priority;
+  j["compute"] = ComputeToJson(s.compute);
+  j["region"] = r.region_path;
+  j["arbiterDir"] = r.arbiter_dir;
+  j["arbitrated"] = r.arbitrated;
   j["created"] = created;
   j["devices"] = json::array();
   for (const SliceDevice& d : s.devices) {
@@ -83,8 +113,16 @@ json SpecToJson(const SliceSpec& s, int64_t created) {
   return j;
 }
 
-bool SpecFromJson(const json& j, SliceSpec* s, int64_t* created) {
+// Reads slice.json of the slice directory `dir`; false when it is not a slice.
+bool RecordFromJson(const json& j, const std::string& dir, SliceRecord* r) {
+  SliceSpec* s = &r->spec;
+  int64_t* created = &r->created_unix;
   if (!j.is_object() || j.value("version", 0) != 1) return false;
+  // Slices written before the region moved out of shared/ say nothing of their paths.
+  r->region_path = j.value("region", dir + "/shared/region");
+  r->arbiter_dir = j.value("arbiterDir", "");
+  r->arbitrated = j.value("arbitrated", false);
+  s->compute = ComputeFromJson(j.value("compute", json::object()));
   s->pod_ns = j.value("namespace", "");
   s->pod_name = j.value("pod", "");
   s->pod_uid = j.value("podUID", "");
@@ -113,7 +151,38 @@ std::string MemoryEnv(uint64_t bytes) {
 
 }  // namespace
 
-std::string LimitsFileText(const SliceSpec& spec, const SliceLayout& layout) {
+int SliceSpec::Level() const {
+  if (compute.level >= 0) return compute.level;
+  int hami = LevelOfHamiPriority(priority);
+  return hami >= 0 ? hami : kLevelNormal;
+}
+
+bool SliceSpec::HasComputeSettings() const {
+  // What makes libvgpu.so gate the slice's launches (docs/compute.md): a time slice alone, or
+  // the normal priority, does not.
+  if (compute.guarantee >= 0 || compute.weight > 0 || !compute.mode.empty()) return true;
+  if (Level() != kLevelNormal) return true;
+  for (const SliceDevice& d : devices) {
+    if (d.cores > 0 && d.cores < 100) return true;
+  }
+  return false;
+}
+
+std::string RegionDirName(const SliceSpec& spec) {
+  std::string name = spec.pod_ns + "_" + spec.pod_name + "_" + spec.container;
+  // Pod names may be 253 characters long; a file name may not exceed 255. The display name in
+  // the arbiter keeps 63 characters anyway.
+  if (name.size() > 120) name.resize(120);
+  for (char& c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '.' || c == '_';
+    if (!ok) c = '-';
+  }
+  return name;
+}
+
+std::string LimitsFileText(const SliceRecord& slice, const SliceLayout& layout) {
+  const SliceSpec& spec = slice.spec;
   std::ostringstream out;
   out << "# vgpu slice limits for pod " << spec.pod_ns << "/" << spec.pod_name << " container "
       << spec.container << "\n";
@@ -124,8 +193,20 @@ std::string LimitsFileText(const SliceSpec& spec, const SliceLayout& layout) {
     out << "memory." << i << "=" << d.memory_bytes << "\n";
     out << "cores." << i << "=" << d.cores << "\n";
   }
-  if (spec.priority >= 0) out << "priority=" << spec.priority << "\n";
-  out << "region=" << layout.container_shared_dir << "/region\n";
+  const ComputeSettings& c = spec.compute;
+  if (c.guarantee >= 0) out << "guarantee=" << c.guarantee << "\n";
+  if (c.weight > 0) {
+    out << "weight=" << c.weight << "\n";
+  } else if (layout.arbitrate_all && !spec.HasComputeSettings()) {
+    out << "# no compute settings: weight=1 makes the slice take part in its GPUs' arbitration\n";
+    out << "weight=1\n";
+  }
+  if (!c.mode.empty()) out << "mode=" << c.mode << "\n";
+  if (c.level >= 0 || spec.priority >= 0) out << "priority=" << LevelName(spec.Level()) << "\n";
+  if (c.time_slice_ns > 0) out << "time_slice=" << FormatTimeSlice(c.time_slice_ns) << "\n";
+  if (!slice.arbiter_dir.empty()) out << "arbiter_dir=" << slice.arbiter_dir << "\n";
+  if (layout.context_overhead >= 0) out << "context_overhead=" << layout.context_overhead << "\n";
+  out << "region=" << slice.region_path << "\n";
   return out.str();
 }
 
@@ -144,8 +225,15 @@ ContainerAllocation BuildAllocation(const SliceRecord& slice, const SliceLayout&
   if (!spec.devices.empty()) {
     a.envs["CUDA_DEVICE_SM_LIMIT"] = std::to_string(spec.devices[0].cores);
   }
-  a.envs["CUDA_DEVICE_MEMORY_SHARED_CACHE"] = layout.container_shared_dir + "/region";
-  if (spec.priority >= 0) a.envs["CUDA_TASK_PRIORITY"] = std::to_string(spec.priority);
+  a.envs["CUDA_DEVICE_MEMORY_SHARED_CACHE"] = slice.region_path;
+  // HAMi-core's number when the level is one it has (0 high, 1 normal); the level's name
+  // otherwise, since libvgpu.so takes the less important of the file's and the environment's.
+  const int level = spec.Level();
+  if (spec.priority >= 0 && (level == kLevelHigh || level == kLevelNormal)) {
+    a.envs["CUDA_TASK_PRIORITY"] = level == kLevelHigh ? "0" : "1";
+  }
+  if (spec.compute.level >= 0 || spec.priority >= 0) a.envs["VGPU_PRIORITY"] = LevelName(level);
+  if (!slice.arbiter_dir.empty()) a.envs["VGPU_ARBITER_DIR"] = slice.arbiter_dir;
   a.envs["VGPU_LIMITS_FILE"] = layout.container_limits;
   a.envs["VGPU_SLICE"] = spec.pod_ns + "/" + spec.pod_name + "/" + spec.container;
 
@@ -154,7 +242,9 @@ ContainerAllocation BuildAllocation(const SliceRecord& slice, const SliceLayout&
     a.mounts.push_back({"/etc/ld.so.preload", layout.root + "/ld.so.preload", true});
   }
   a.mounts.push_back({layout.container_limits, slice.limits_path, true});
-  a.mounts.push_back({layout.container_shared_dir, slice.dir + "/shared", false});
+  const std::string region_dir = slice.region_path.substr(0, slice.region_path.rfind('/'));
+  a.mounts.push_back({region_dir, region_dir, false});
+  if (!slice.arbiter_dir.empty()) a.mounts.push_back({slice.arbiter_dir, slice.arbiter_dir, false});
   a.annotations["vgpu.io/slice"] = slice.name;
   return a;
 }
@@ -167,6 +257,14 @@ Status SliceManager::Init() {
   if (ec) return Status::IoError("create " + layout_.root + ": " + ec.message());
   VGPU_RETURN_IF_ERROR(
       WriteFileAtomically(layout_.root + "/ld.so.preload", layout_.container_libvgpu + "\n", 0444));
+  if (!layout_.arbiter_dir.empty()) {
+    fs::create_directories(layout_.arbiter_dir, ec);
+    if (ec) return Status::IoError("create " + layout_.arbiter_dir + ": " + ec.message());
+    // Processes of every container, as any user, create and join the arbiters (like /tmp).
+    if (::chmod(layout_.arbiter_dir.c_str(), 01777) != 0) {
+      return Status::IoError("chmod " + layout_.arbiter_dir + ": " + std::strerror(errno));
+    }
+  }
   if (!fs::exists(layout_.host_libvgpu, ec)) {
     VGPU_LOG_WARN(
         "%s does not exist on this host: containers that get GPU units will fail to "
@@ -190,15 +288,18 @@ Result<SliceRecord> SliceManager::Create(const SliceSpec& spec, int64_t now_unix
   r.name = spec.pod_uid + "_" + spec.container;
   r.dir = layout_.root + "/" + r.name;
   r.limits_path = r.dir + "/limits";
-  r.region_path = r.dir + "/shared/region";
+  r.region_path = r.dir + "/" + RegionDirName(spec) + "/region";
+  r.arbiter_dir = layout_.arbiter_dir;
+  r.arbitrated = spec.HasComputeSettings() || layout_.arbitrate_all;
   r.created_unix = now_unix;
+  const std::string region_dir = r.dir + "/" + RegionDirName(spec);
   std::error_code ec;
-  fs::create_directories(r.dir + "/shared", ec);
-  if (ec) return Status::IoError("create " + r.dir + "/shared: " + ec.message());
-  // Processes in the container may run as any user: the shared directory and the region in it
+  fs::create_directories(region_dir, ec);
+  if (ec) return Status::IoError("create " + region_dir + ": " + ec.message());
+  // Processes in the container may run as any user: the region's directory and the region in it
   // must be writable to them (HAMi's cache file broke for non-root users).
-  if (::chmod((r.dir + "/shared").c_str(), 01777) != 0) {
-    return Status::IoError("chmod " + r.dir + "/shared: " + std::strerror(errno));
+  if (::chmod(region_dir.c_str(), 01777) != 0) {
+    return Status::IoError("chmod " + region_dir + ": " + std::strerror(errno));
   }
   // Keep the original creation time when the slice exists (a repeated Allocate).
   {
@@ -210,10 +311,9 @@ Result<SliceRecord> SliceManager::Create(const SliceSpec& spec, int64_t now_unix
       }
     }
   }
-  VGPU_RETURN_IF_ERROR(WriteFileAtomically(r.limits_path, LimitsFileText(spec, layout_), 0444));
+  VGPU_RETURN_IF_ERROR(WriteFileAtomically(r.limits_path, LimitsFileText(r, layout_), 0444));
   VGPU_RETURN_IF_ERROR(CreateSliceRegion(r.region_path, spec));
-  VGPU_RETURN_IF_ERROR(
-      WriteFileAtomically(r.dir + "/slice.json", SpecToJson(spec, r.created_unix).dump(2), 0644));
+  VGPU_RETURN_IF_ERROR(WriteFileAtomically(r.dir + "/slice.json", RecordToJson(r).dump(2), 0644));
   return r;
 }
 
@@ -226,11 +326,10 @@ std::vector<SliceRecord> SliceManager::List() const {
     if (!in) continue;
     json j = json::parse(in, nullptr, false);
     SliceRecord r;
-    if (!SpecFromJson(j, &r.spec, &r.created_unix)) continue;
+    if (!RecordFromJson(j, e.path().string(), &r)) continue;
     r.name = e.path().filename().string();
     r.dir = e.path().string();
     r.limits_path = r.dir + "/limits";
-    r.region_path = r.dir + "/shared/region";
     out.push_back(std::move(r));
   }
   return out;

@@ -3,13 +3,24 @@
 //
 //   <root>/ld.so.preload             one line: the container path of libvgpu.so
 //   <root>/<pod uid>_<container>/
-//     slice.json                     what the slice is (pod, container, devices, limits); host only
+//     slice.json                     what the slice is (pod, container, devices, limits, paths);
+//                                    host only
 //     limits                         the read-only limits file (0444), mounted at /etc/vgpu/limits
-//     shared/                        mounted read-write at /usr/local/vgpu/shared; holds `region`,
-//                                    the slice's accounting region that libvgpu.so maps
+//     <ns>_<pod>_<container>/        mounted read-write at the same path in the container; holds
+//                                    `region`, the slice's accounting region that libvgpu.so maps
+//   <arbiter dir>/<GPU UUID>.arbiter the per-GPU compute arbiters (shm/arbiter.h), one directory
+//                                    for the whole node, mounted read-write at the same path in
+//                                    every container, so that all slices of a GPU share its arbiter
 //
-// The limits file uses libvgpu.so's key=value format (memory.<i>, cores.<i>, uuid.<i>, priority,
-// region); <i> is the CUDA index inside the container, i.e. the position in
+// The region and the arbiter directory have the same path on the host and in the container:
+// libvgpu.so names a slice in the arbiter by the path of its region (shm::SliceKey), so the node
+// daemon and `vgpu top` find a container's arbiter record from the host. The region's directory
+// is named after the pod so that the arbiter's display name (the directory's name) tells the
+// slice; the pod UID in the path above it keeps the key unique across pods of the same name.
+//
+// The limits file uses libvgpu.so's key=value format (memory.<i>, cores.<i>, uuid.<i>,
+// guarantee, weight, mode, priority, time_slice, arbiter_dir, region; docs/intercept.md and
+// docs/compute.md); <i> is the CUDA index inside the container, i.e. the position in
 // NVIDIA_VISIBLE_DEVICES. Files are written to a temporary name and renamed, so a reader never
 // sees half a file. Create() is idempotent: a repeated Allocate for the same container rewrites
 // the same content.
@@ -26,6 +37,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "node/compute_settings.h"
 
 namespace vgpu::node {
 
@@ -35,8 +47,16 @@ struct SliceLayout {
   std::string host_libvgpu = "/usr/local/vgpu/libvgpu.so";
   std::string container_libvgpu = "/usr/local/vgpu/libvgpu.so";
   std::string container_limits = "/etc/vgpu/limits";
-  std::string container_shared_dir = "/usr/local/vgpu/shared";
+  // The node's compute arbiter directory (host path = container path).
+  std::string arbiter_dir = "/run/vgpu/arbiter";
+  // Every slice joins its GPUs' arbiters, also one without compute settings (written as
+  // weight=1: a max share of 100, no guarantee), so that priorities and guarantees hold against
+  // every container on the GPU. False: only slices with compute settings take part.
+  bool arbitrate_all = true;
   bool preload = true;  // mount <root>/ld.so.preload at /etc/ld.so.preload
+  // Bytes libvgpu.so charges per CUDA context (context_overhead in the limits file); -1: its
+  // default (a real GPU's). The simulated GPU's contexts take no device memory: 0 there.
+  int64_t context_overhead = -1;
 };
 
 struct SliceDevice {
@@ -52,8 +72,16 @@ struct SliceSpec {
   std::string pod_name;
   std::string pod_uid;
   std::string container;
-  int priority = -1;                 // 0 high, 1 low, -1 not given
+  int priority = -1;                 // nvidia.com/priority: 0 high, 1 low, -1 not given
+  ComputeSettings compute;           // vgpu.io/compute annotations
   std::vector<SliceDevice> devices;  // in CUDA index order inside the container
+
+  // The priority level libvgpu.so runs the slice at (compute.level, else the HAMi number's).
+  int Level() const;
+  // True when the slice has compute settings that make libvgpu.so arbitrate its launches: a max
+  // share below 100 on a GPU, a guarantee, weight or mode, or a priority level other than
+  // normal. (A time slice alone, or nvidia.com/priority 1, does not.)
+  bool HasComputeSettings() const;
 };
 
 struct SliceRecord {
@@ -61,7 +89,9 @@ struct SliceRecord {
   std::string name;         // "<pod uid>_<container>"
   std::string dir;          // host path of the slice directory
   std::string limits_path;  // host path of the limits file
-  std::string region_path;  // host path of the accounting region
+  std::string region_path;  // path of the accounting region (host = container)
+  std::string arbiter_dir;  // the node's arbiter directory when the slice was created
+  bool arbitrated = false;  // its processes join the arbiters of its GPUs (gated launches)
   int64_t created_unix = 0;
 };
 
@@ -77,13 +107,18 @@ struct ContainerAllocation {
   std::map<std::string, std::string> annotations;
 };
 
-// Text of the limits file for `spec`.
-std::string LimitsFileText(const SliceSpec& spec, const SliceLayout& layout);
+// Text of the limits file of `slice` (its region path is the one in the file).
+std::string LimitsFileText(const SliceRecord& slice, const SliceLayout& layout);
+
+// The name of the directory that holds a slice's region: "<ns>_<pod>_<container>", cut to a
+// length that fits a file name.
+std::string RegionDirName(const SliceSpec& spec);
 
 // Environment, mounts and annotations for a container that owns `slice`: libvgpu.so preloaded,
-// the limits file read-only, the shared directory read-write, NVIDIA_VISIBLE_DEVICES, and the
-// HAMi-core variables (CUDA_DEVICE_MEMORY_LIMIT_<i>, CUDA_DEVICE_SM_LIMIT[_<i>],
-// CUDA_DEVICE_MEMORY_SHARED_CACHE, CUDA_TASK_PRIORITY) plus VGPU_LIMITS_FILE.
+// the limits file read-only, the region's directory and the arbiter directory read-write (at
+// their host paths), NVIDIA_VISIBLE_DEVICES, and the HAMi-core variables
+// (CUDA_DEVICE_MEMORY_LIMIT_<i>, CUDA_DEVICE_SM_LIMIT[_<i>], CUDA_DEVICE_MEMORY_SHARED_CACHE,
+// CUDA_TASK_PRIORITY) plus VGPU_LIMITS_FILE, VGPU_ARBITER_DIR, VGPU_PRIORITY and VGPU_SLICE.
 ContainerAllocation BuildAllocation(const SliceRecord& slice, const SliceLayout& layout);
 
 class SliceManager {

@@ -18,7 +18,7 @@ namespace vgpu::node {
 Status CreateSliceRegion(const std::string& path, const SliceSpec& spec) {
   shm::RegionConfig config{};
   config.device_count = static_cast<uint32_t>(spec.devices.size());
-  config.priority = spec.priority;
+  config.priority = spec.Level();
   for (int i = 0; i < shm::kMaxDevices; ++i) {
     config.memory_limit[i] = shm::kNoLimit;
     config.sm_limit[i] = 0;

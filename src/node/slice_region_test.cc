@@ -8,6 +8,7 @@
 
 #include <filesystem>
 
+#include "shm/arbiter.h"
 #include "shm/region.h"
 #include "shm/region_file.h"
 #include "shm/region_ops.h"
@@ -33,7 +34,7 @@ TEST(SliceRegionTest, CreatedWithTheSliceLimits) {
   ASSERT_EQ(shm::Mapping::OpenExisting(path.c_str(), false, &m), shm::RegionError::kOk);
   const shm::RegionConfig& c = m.region()->header.config;
   EXPECT_EQ(c.device_count, 2u);
-  EXPECT_EQ(c.priority, 0);
+  EXPECT_EQ(c.priority, shm::kPriorityHigh);  // nvidia.com/priority 0
   EXPECT_EQ(c.memory_limit[0], 8ULL << 30);
   EXPECT_EQ(c.memory_limit[1], 4ULL << 30);
   EXPECT_EQ(c.sm_limit[0], 30u);

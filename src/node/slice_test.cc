@@ -27,6 +27,7 @@ class SliceTest : public ::testing::Test {
     fs::remove_all(root_);
     layout_.root = (root_ / "slices").string();
     layout_.host_libvgpu = (root_ / "libvgpu.so").string();
+    layout_.arbiter_dir = (root_ / "arbiter").string();
   }
   void TearDown() override { fs::remove_all(root_); }
 
@@ -57,12 +58,18 @@ TEST_F(SliceTest, CreatesTheSliceDirectory) {
   EXPECT_NE(limits.find("uuid.0=GPU-a\nmemory.0=8589934592\ncores.0=30\n"), std::string::npos)
       << limits;
   EXPECT_NE(limits.find("uuid.1=GPU-b\nmemory.1=1073741829\ncores.1=100\n"), std::string::npos);
-  EXPECT_NE(limits.find("priority=0\n"), std::string::npos);
-  EXPECT_NE(limits.find("region=/usr/local/vgpu/shared/region\n"), std::string::npos);
+  EXPECT_NE(limits.find("priority=high\n"), std::string::npos);  // nvidia.com/priority 0
+  EXPECT_EQ(limits.find("weight="), std::string::npos);          // has compute settings of its own
+  EXPECT_NE(limits.find("arbiter_dir=" + layout_.arbiter_dir + "\n"), std::string::npos);
+  // The region lives in a directory named after the pod, under the slice.
+  EXPECT_EQ(r->region_path, r->dir + "/ns_pod-u1_main/region");
+  EXPECT_NE(limits.find("region=" + r->region_path + "\n"), std::string::npos);
   struct stat st;
   ASSERT_EQ(stat(r->limits_path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0444u);
-  ASSERT_EQ(stat((r->dir + "/shared").c_str(), &st), 0);
+  ASSERT_EQ(stat((r->dir + "/ns_pod-u1_main").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 01777, 01777u);
+  ASSERT_EQ(stat(layout_.arbiter_dir.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 01777, 01777u);
   auto listed = m.List();
   ASSERT_EQ(listed.size(), 1u);
@@ -70,6 +77,9 @@ TEST_F(SliceTest, CreatesTheSliceDirectory) {
   EXPECT_EQ(listed[0].spec.devices[0].unit, 3);
   EXPECT_EQ(listed[0].spec.devices[1].memory_bytes, (1ULL << 30) + 5);
   EXPECT_EQ(listed[0].created_unix, 1000);
+  EXPECT_EQ(listed[0].region_path, r->region_path);
+  EXPECT_EQ(listed[0].arbiter_dir, layout_.arbiter_dir);
+  EXPECT_EQ(listed[0].spec.priority, 0);
   // A repeated Allocate rewrites the same slice and keeps its creation time.
   auto again = m.Create(Spec("u1"), 2000);
   ASSERT_TRUE(again.has_value());
@@ -88,10 +98,12 @@ TEST_F(SliceTest, AllocationGivesTheContainerItsSlice) {
   EXPECT_EQ(a.envs["CUDA_DEVICE_MEMORY_LIMIT_1"], "1073741829");
   EXPECT_EQ(a.envs["CUDA_DEVICE_SM_LIMIT"], "30");
   EXPECT_EQ(a.envs["CUDA_DEVICE_SM_LIMIT_1"], "100");
-  EXPECT_EQ(a.envs["CUDA_DEVICE_MEMORY_SHARED_CACHE"], "/usr/local/vgpu/shared/region");
+  EXPECT_EQ(a.envs["CUDA_DEVICE_MEMORY_SHARED_CACHE"], r->region_path);
   EXPECT_EQ(a.envs["VGPU_LIMITS_FILE"], "/etc/vgpu/limits");
   EXPECT_EQ(a.envs["CUDA_TASK_PRIORITY"], "0");
-  ASSERT_EQ(a.mounts.size(), 4u);
+  EXPECT_EQ(a.envs["VGPU_PRIORITY"], "high");
+  EXPECT_EQ(a.envs["VGPU_ARBITER_DIR"], layout_.arbiter_dir);
+  ASSERT_EQ(a.mounts.size(), 5u);
   EXPECT_EQ(a.mounts[0].container_path, "/usr/local/vgpu/libvgpu.so");
   EXPECT_EQ(a.mounts[0].host_path, layout_.host_libvgpu);
   EXPECT_TRUE(a.mounts[0].read_only);
@@ -100,10 +112,101 @@ TEST_F(SliceTest, AllocationGivesTheContainerItsSlice) {
   EXPECT_EQ(a.mounts[2].container_path, "/etc/vgpu/limits");
   EXPECT_EQ(a.mounts[2].host_path, r->limits_path);
   EXPECT_TRUE(a.mounts[2].read_only);
-  EXPECT_EQ(a.mounts[3].container_path, "/usr/local/vgpu/shared");
+  // The region's directory and the arbiter directory at their host paths, read-write.
+  EXPECT_EQ(a.mounts[3].container_path, r->dir + "/ns_pod-u2_main");
+  EXPECT_EQ(a.mounts[3].host_path, r->dir + "/ns_pod-u2_main");
   EXPECT_FALSE(a.mounts[3].read_only);
+  EXPECT_EQ(a.mounts[4].container_path, layout_.arbiter_dir);
+  EXPECT_EQ(a.mounts[4].host_path, layout_.arbiter_dir);
+  EXPECT_FALSE(a.mounts[4].read_only);
   layout_.preload = false;
-  EXPECT_EQ(BuildAllocation(*r, layout_).mounts.size(), 3u);
+  EXPECT_EQ(BuildAllocation(*r, layout_).mounts.size(), 4u);
+}
+
+TEST_F(SliceTest, ComputeSettingsReachTheLimitsFileAndTheEnvironment) {
+  SliceManager m(layout_);
+  ASSERT_TRUE(m.Init().ok());
+  SliceSpec s = Spec("u4");
+  s.priority = 1;
+  s.compute.guarantee = 20;
+  s.compute.weight = 3;
+  s.compute.mode = "elastic";
+  s.compute.level = kLevelRealtime;
+  s.compute.time_slice_ns = 2'000'000;
+  auto r = m.Create(s, 1);
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  const std::string limits = ReadFile(r->limits_path);
+  for (const char* line : {"guarantee=20\n", "weight=3\n", "mode=elastic\n", "priority=realtime\n",
+                           "time_slice=2ms\n"}) {
+    EXPECT_NE(limits.find(line), std::string::npos) << line << " in\n" << limits;
+  }
+  ContainerAllocation a = BuildAllocation(*r, layout_);
+  // realtime is not a HAMi number: only the vgpu name is given.
+  EXPECT_EQ(a.envs.count("CUDA_TASK_PRIORITY"), 0u);
+  EXPECT_EQ(a.envs["VGPU_PRIORITY"], "realtime");
+  // Read back from slice.json.
+  auto listed = m.List();
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].spec.compute.guarantee, 20);
+  EXPECT_EQ(listed[0].spec.compute.weight, 3);
+  EXPECT_EQ(listed[0].spec.compute.mode, "elastic");
+  EXPECT_EQ(listed[0].spec.compute.level, kLevelRealtime);
+  EXPECT_EQ(listed[0].spec.compute.time_slice_ns, 2'000'000u);
+}
+
+TEST_F(SliceTest, ASliceWithoutComputeSettingsJoinsTheArbiterUnlessToldNot) {
+  SliceManager m(layout_);
+  ASSERT_TRUE(m.Init().ok());
+  SliceSpec s = Spec("u5");
+  s.priority = -1;
+  for (SliceDevice& d : s.devices) d.cores = 100;
+  auto r = m.Create(s, 1);
+  ASSERT_TRUE(r.has_value());
+  std::string limits = ReadFile(r->limits_path);
+  EXPECT_NE(limits.find("\nweight=1\n"), std::string::npos) << limits;
+  EXPECT_EQ(limits.find("priority="), std::string::npos);
+  ContainerAllocation a = BuildAllocation(*r, layout_);
+  EXPECT_EQ(a.envs.count("CUDA_TASK_PRIORITY"), 0u);
+  EXPECT_EQ(a.envs.count("VGPU_PRIORITY"), 0u);
+  // nvidia.com/priority 1 is the normal level: not a reason to take part by itself.
+  s.priority = 1;
+  r = m.Create(s, 1);
+  ASSERT_TRUE(r.has_value());
+  limits = ReadFile(r->limits_path);
+  EXPECT_NE(limits.find("\nweight=1\n"), std::string::npos) << limits;
+  EXPECT_NE(limits.find("\npriority=normal\n"), std::string::npos) << limits;
+  EXPECT_TRUE(r->arbitrated);
+  s.priority = -1;
+  layout_.arbitrate_all = false;
+  SliceManager limited(layout_);
+  r = limited.Create(s, 1);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(ReadFile(r->limits_path).find("weight="), std::string::npos);
+  EXPECT_FALSE(r->arbitrated);
+}
+
+TEST_F(SliceTest, SlicesOfAnOlderDaemonKeepTheirRegionPath) {
+  SliceManager m(layout_);
+  ASSERT_TRUE(m.Init().ok());
+  fs::create_directories(layout_.root + "/old_main/shared");
+  std::ofstream(layout_.root + "/old_main/slice.json")
+      << R"({"version": 1, "namespace": "ns", "pod": "p", "podUID": "old", "container": "main",
+            "priority": -1, "created": 5, "devices": [{"uuid": "GPU-a", "index": 0, "unit": 1,
+            "memoryBytes": 1024, "cores": 40}]})";
+  auto listed = m.List();
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].region_path, layout_.root + "/old_main/shared/region");
+  EXPECT_EQ(listed[0].arbiter_dir, "");
+  EXPECT_FALSE(listed[0].spec.compute.Any());
+  EXPECT_EQ(listed[0].spec.devices[0].cores, 40);
+}
+
+TEST_F(SliceTest, RegionDirectoryNamesAreSafeAndShort) {
+  SliceSpec s = Spec("u6");
+  s.pod_name = std::string(200, 'p');
+  EXPECT_EQ(RegionDirName(s).size(), 120u);
+  s.pod_name = "a b";
+  EXPECT_EQ(RegionDirName(s), "ns_a-b_main");
 }
 
 TEST_F(SliceTest, RefusesUnsafeNames) {

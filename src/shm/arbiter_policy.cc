@@ -407,14 +407,26 @@ AdmitDecision TryAdmit(Arbiter* a, const AdmitRequest& req, const ProcIdentity& 
 
 namespace {
 
-// Measures `rec` if its end and its predecessor's end are known. REQUIRES the lock.
+// True while the slice that made launch `rec` is still there (its record not freed or reused):
+// only then may its end still be reported.
+bool LauncherPresent(const Arbiter* a, const LaunchRecord& rec) {
+  return rec.slice >= 0 && rec.slice < kMaxArbiterSlices && a->slices[rec.slice].key == rec.key &&
+         a->slices[rec.slice].members > 0;
+}
+
+// Measures `rec` if its end and its predecessor's end are known. A predecessor whose slice has
+// gone (its processes exited before reporting its end) will never end: `rec` is measured from
+// its own launch then, as if it had none. REQUIRES the lock.
 bool Measure(Arbiter* a, LaunchRecord& rec, uint64_t now) {
   if ((rec.flags & kLaunchEnded) == 0 || (rec.flags & kLaunchMeasured) != 0) return false;
   const LaunchRecord& pred = a->launches[(rec.seq - 1) % kLaunchRecords];
   uint64_t begin = rec.launch_ns;
   if (rec.seq > 1 && pred.seq == rec.seq - 1) {  // seq 0 is never used
-    if ((pred.flags & kLaunchEnded) == 0) return false;
-    begin = Max(begin, pred.end_ns);
+    if ((pred.flags & kLaunchEnded) != 0) {
+      begin = Max(begin, pred.end_ns);
+    } else if (LauncherPresent(a, pred)) {
+      return false;
+    }
   }
   uint64_t duration = rec.end_ns > begin ? rec.end_ns - begin : 0;
   StoreU64(rec.duration_ns, duration);

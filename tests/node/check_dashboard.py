@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
 """Checks that a Grafana dashboard is valid JSON and that every vgpu_* metric its queries use is
-one the node daemon exports (named in the metrics source file)."""
+one the node daemon exports (named in the metrics source files)."""
 import json
 import re
 import sys
 
 
-def main(dashboard_path, source_path):
+def main(dashboard_path, source_paths):
     with open(dashboard_path, encoding="utf-8") as f:
         dashboard = json.load(f)
-    with open(source_path, encoding="utf-8") as f:
-        source = f.read()
-    exported = set(re.findall(r'"(vgpu_[a-z_]+)"', source))
+    exported = set()
+    for source_path in source_paths:
+        with open(source_path, encoding="utf-8") as f:
+            exported |= set(re.findall(r'"(vgpu_[a-z_]+)"', f.read()))
     problems = []
     panels = dashboard.get("panels", [])
     if not panels:
@@ -28,4 +29,4 @@ def main(dashboard_path, source_path):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(main(sys.argv[1], sys.argv[2:]))

@@ -63,6 +63,7 @@ class DevicePluginTest : public ::testing::Test {
     o.plugin.retry_ms = 100;
     o.slices.root = root_ + "/slices";
     o.slices.host_libvgpu = root_ + "/libvgpu.so";
+    o.slices.arbiter_dir = root_ + "/arbiter";
     o.health.recovery_seconds = 2;
     o.metrics_listen = "127.0.0.1:0";
     o.hami_aliases = true;
@@ -201,7 +202,9 @@ TEST_F(DevicePluginTest, ThirtyTwoConcurrentAllocationsEachGetTheirOwnSlice) {
     EXPECT_EQ(units[i][0].substr(0, g.uuid.size()), g.uuid);
     EXPECT_EQ(envs.at("CUDA_DEVICE_MEMORY_LIMIT_0"), std::to_string(g.memory_mib) + "m");
     EXPECT_EQ(envs.at("CUDA_DEVICE_SM_LIMIT"), std::to_string(g.cores));
-    EXPECT_EQ(envs.at("CUDA_DEVICE_MEMORY_SHARED_CACHE"), "/usr/local/vgpu/shared/region");
+    EXPECT_EQ(envs.at("CUDA_DEVICE_MEMORY_SHARED_CACHE"),
+              root_ + "/slices/uid-" + pod + "_main/default_" + pod + "_main/region");
+    EXPECT_EQ(envs.at("VGPU_ARBITER_DIR"), root_ + "/arbiter");
     EXPECT_EQ(envs.at("VGPU_LIMITS_FILE"), "/etc/vgpu/limits");
     // The read-only limits file on the host says the same.
     std::string limits_host;

@@ -81,6 +81,7 @@ TEST(KubeClusterTest, DaemonAllocatesAPodFromTheApiServer) {
   o.plugin.kubelet_dir = root + "/kubelet";
   o.plugin.retry_ms = 100;
   o.slices.root = root + "/slices";
+  o.slices.arbiter_dir = root + "/arbiter";
   o.metrics_listen = "";
   o.pod_refresh_ms = 3'600'000;
   Daemon daemon(o, std::move(backend), cluster.get());

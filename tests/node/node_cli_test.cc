@@ -113,11 +113,12 @@ class NodeCliTest : public ::testing::Test {
       std::string slices = root_ + "/slices";
       std::string config = root_ + "/devices.conf";
       std::string pods = root_ + "/pods.json";
+      std::string arbiters = root_ + "/arbiter";
       execl(VGPU_BIN, VGPU_BIN, "node", "--sim", "--sim-config", config.c_str(), "--kubelet-dir",
-            kubelet.c_str(), "--slice-dir", slices.c_str(), "--node-name", "sim-node",
-            "--pods-file", pods.c_str(), "--metrics-listen", port.c_str(), "--units-per-gpu", "4",
-            "--sample-interval", "100ms", "--health-recovery", "1s", "--hami-metric-aliases",
-            static_cast<char*>(nullptr));
+            kubelet.c_str(), "--slice-dir", slices.c_str(), "--arbiter-dir", arbiters.c_str(),
+            "--node-name", "sim-node", "--pods-file", pods.c_str(), "--metrics-listen",
+            port.c_str(), "--units-per-gpu", "4", "--sample-interval", "100ms", "--health-recovery",
+            "1s", "--hami-metric-aliases", static_cast<char*>(nullptr));
       _exit(127);
     }
   }
@@ -168,7 +169,14 @@ TEST_F(NodeCliTest, SimulatedNodeEndToEnd) {
   EXPECT_EQ(r.envs().at("CUDA_DEVICE_MEMORY_LIMIT_0"), "6144m");
   EXPECT_EQ(r.envs().at("CUDA_DEVICE_SM_LIMIT"), "25");
   EXPECT_EQ(r.envs().at("CUDA_TASK_PRIORITY"), "0");
-  EXPECT_TRUE(fs::exists(root_ + "/slices/0b1c2d3e-0000-4000-8000-000000000001_train/limits"));
+  const std::string limits =
+      ReadFile(root_ + "/slices/0b1c2d3e-0000-4000-8000-000000000001_train/limits");
+  EXPECT_NE(limits.find("cores.0=25\npriority=high\narbiter_dir=" + root_ + "/arbiter\n"),
+            std::string::npos)
+      << limits;
+  EXPECT_EQ(r.envs().at("VGPU_ARBITER_DIR"), root_ + "/arbiter");
+  // The daemon created the arbiter of each GPU.
+  EXPECT_TRUE(fs::exists(root_ + "/arbiter/" + std::string(kGpu1) + ".arbiter"));
 
   // Faults injected on the simulated GPU reach kubelet, and clear.
   ASSERT_EQ(Post("gpu=0&event=xid&code=79"), "200 injected\n") << ReadFile(root_ + "/daemon.log");
@@ -245,6 +253,8 @@ TEST(NodeCliErrorsTest, BadInputExitsWithTwo) {
       {"--resource-name nvidia.com/g*u", "has the character '*' at position 13"},
       {"--kubelet-dir relative/dir", "--kubelet-dir: must be an absolute path"},
       {"--slice-dir x", "--slice-dir: must be an absolute path"},
+      {"--arbiter-dir run/arb", "--arbiter-dir: must be an absolute path"},
+      {"--compute-arbitration some", "--compute-arbitration: must be 'all' or 'limited'"},
       {"--endpoint kubelet.sock", "--endpoint: must be a plain file name"},
       {"--health-recovery 5parsecs", "--health-recovery"},
       {"--health-ignore-xids 13,x", "--health-ignore-xids: \"x\" is not an XID number"},
@@ -271,7 +281,8 @@ TEST(NodeCliErrorsTest, BadInputExitsWithTwo) {
   // A machine without NVML: a clear failure, exit 1.
   auto no_gpu = RunCommand(bin +
                            " node --node-name n --nvml-library /nonexistent/libnvidia-ml.so.1"
-                           " --kubelet-dir /tmp/vgpu-nogpu-kd --slice-dir /tmp/vgpu-nogpu-sl");
+                           " --kubelet-dir /tmp/vgpu-nogpu-kd --slice-dir /tmp/vgpu-nogpu-sl"
+                           " --arbiter-dir /tmp/vgpu-nogpu-arb");
   EXPECT_EQ(no_gpu.exit_code, 1) << no_gpu.err;
   EXPECT_NE(no_gpu.err.find("cannot load /nonexistent/libnvidia-ml.so.1"), std::string::npos)
       << no_gpu.err;
@@ -281,11 +292,14 @@ TEST(NodeCliMetricsTest, PrintMetricsPassesPromtool) {
   const std::string dir = "/tmp/vgpu-pm-" + std::to_string(getpid());
   auto r = RunCommand("VGPU_SIMGPU_STATE=" + dir + "-state VGPU_SIMGPU_LOG_LEVEL=0 " +
                       std::string(VGPU_BIN) + " node --sim --sim-devices 3 --node-name n " +
-                      "--kubelet-dir " + dir + "/kd --slice-dir " + dir +
-                      "/sl --print-metrics --hami-metric-aliases --log-level 1 > " + dir +
+                      "--kubelet-dir " + dir + "/kd --slice-dir " + dir + "/sl --arbiter-dir " +
+                      dir + "/arb --print-metrics --hami-metric-aliases --log-level 1 > " + dir +
                       ".prom && promtool check metrics < " + dir + ".prom");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(ReadFile(dir + ".prom").find("vgpu_gpu_info{node=\"n\",gpu=\"2\""), std::string::npos);
+  // The arbiters exist from the start: their series are there before any slice.
+  EXPECT_NE(ReadFile(dir + ".prom").find("vgpu_gpu_compute_turns_total{node=\"n\",gpu=\"2\""),
+            std::string::npos);
   fs::remove_all(dir);
   fs::remove(dir + ".prom");
   fs::remove(dir + "-state");
@@ -300,7 +314,7 @@ TEST(NodeCliMetricsTest, FindsNvmlThroughTheLibraryPath) {
       RunCommand("LD_LIBRARY_PATH=" + simgpu + " VGPU_SIMGPU_DEVICES=2 VGPU_SIMGPU_STATE=" + dir +
                  "-state VGPU_SIMGPU_LOG_LEVEL=0 " + std::string(VGPU_BIN) +
                  " node --node-name n --kubelet-dir " + dir + "/kd --slice-dir " + dir +
-                 "/sl --print-metrics --log-level 1");
+                 "/sl --arbiter-dir " + dir + "/arb --print-metrics --log-level 1");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("vgpu_gpu_info{node=\"n\",gpu=\"1\""), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("vgpu_gpu_multiprocessors{node=\"n\",gpu=\"0\""), std::string::npos);

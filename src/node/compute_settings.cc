@@ -1,0 +1,145 @@
+#include "node/compute_settings.h"
+
+#include "common/units.h"
+
+namespace vgpu::node {
+namespace {
+
+using units_internal::EqualsIgnoreCase;
+
+constexpr uint64_t kMinTimeSliceNs = 500ULL * 1000;
+constexpr uint64_t kMaxTimeSliceNs = 1000ULL * 1000 * 1000;
+constexpr int kMaxWeight = 10000;
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+Status Bad(const std::string& where, std::string_view key, std::string_view value,
+           const std::string& why) {
+  return Status::InvalidArgument(where + ": " + std::string(key) + ": \"" + std::string(value) +
+                                 "\" " + why);
+}
+
+int ParseLevel(std::string_view text) {
+  static const char* const kNames[] = {"realtime", "high", "normal", "low", "idle"};
+  for (int i = 0; i < 5; ++i) {
+    if (EqualsIgnoreCase(text, kNames[i])) return i;
+  }
+  if (text == "0") return kLevelHigh;
+  if (text == "1") return kLevelNormal;
+  return -1;
+}
+
+}  // namespace
+
+void ComputeSettings::OverrideWith(const ComputeSettings& other) {
+  if (other.guarantee >= 0) guarantee = other.guarantee;
+  if (other.weight > 0) weight = other.weight;
+  if (!other.mode.empty()) mode = other.mode;
+  if (other.level >= 0) level = other.level;
+  if (other.time_slice_ns > 0) time_slice_ns = other.time_slice_ns;
+}
+
+Result<ComputeSettings> ParseComputeSettings(std::string_view text, const std::string& where) {
+  ComputeSettings out;
+  while (!text.empty()) {
+    size_t end = text.find_first_of(",;");
+    std::string_view item = Trim(text.substr(0, end));
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      return Status::InvalidArgument(where + ": expected key=value, got \"" + std::string(item) +
+                                     "\"");
+    }
+    std::string_view key = Trim(item.substr(0, eq));
+    std::string_view value = Trim(item.substr(eq + 1));
+    if (key == "guarantee") {
+      Parsed<int> p = ParsePercentRaw(value);
+      if (!p.ok()) return Bad(where, key, value, "is not a percentage 0..100");
+      out.guarantee = p.value;
+    } else if (key == "weight") {
+      Parsed<uint64_t> p = ParseUnsignedRaw(value);
+      if (!p.ok() || p.value < 1 || p.value > kMaxWeight) {
+        return Bad(where, key, value, "is not a weight 1.." + std::to_string(kMaxWeight));
+      }
+      out.weight = static_cast<int>(p.value);
+    } else if (key == "mode") {
+      if (EqualsIgnoreCase(value, "capped")) {
+        out.mode = "capped";
+      } else if (EqualsIgnoreCase(value, "elastic")) {
+        out.mode = "elastic";
+      } else {
+        return Bad(where, key, value, "is not a mode (capped or elastic)");
+      }
+    } else if (key == "priority") {
+      int level = ParseLevel(value);
+      if (level < 0) {
+        return Bad(where, key, value,
+                   "is not a priority (realtime, high, normal, low, idle; or 0 high, 1 normal)");
+      }
+      out.level = level;
+    } else if (key == "time-slice" || key == "time_slice") {
+      Parsed<int64_t> p = ParseDurationRaw(value);
+      if (!p.ok() || static_cast<uint64_t>(p.value) < kMinTimeSliceNs ||
+          static_cast<uint64_t>(p.value) > kMaxTimeSliceNs) {
+        return Bad(where, key, value, "is not a time slice between 500us and 1s (e.g. 5ms)");
+      }
+      out.time_slice_ns = static_cast<uint64_t>(p.value);
+    } else {
+      return Status::InvalidArgument(where + ": unknown key \"" + std::string(key) +
+                                     "\" (known: guarantee, weight, mode, priority, time-slice)");
+    }
+  }
+  return out;
+}
+
+Result<ComputeSettings> ComputeSettingsOf(const std::map<std::string, std::string>& annotations,
+                                          const std::string& container) {
+  ComputeSettings out;
+  for (const std::string& name :
+       {std::string(kComputeAnnotation), std::string(kComputeAnnotation) + "." + container}) {
+    auto it = annotations.find(name);
+    if (it == annotations.end()) continue;
+    auto parsed = ParseComputeSettings(it->second, name);
+    if (!parsed) return parsed.error();
+    out.OverrideWith(*parsed);
+  }
+  return out;
+}
+
+int LevelOfHamiPriority(int priority) {
+  if (priority == 0) return kLevelHigh;
+  if (priority == 1) return kLevelNormal;
+  return -1;
+}
+
+const char* LevelName(int level) {
+  switch (level) {
+    case kLevelRealtime:
+      return "realtime";
+    case kLevelHigh:
+      return "high";
+    case kLevelLow:
+      return "low";
+    case kLevelIdle:
+      return "idle";
+    default:
+      return "normal";
+  }
+}
+
+std::string FormatTimeSlice(uint64_t ns) {
+  if (ns % 1'000'000 == 0) return std::to_string(ns / 1'000'000) + "ms";
+  if (ns % 1'000 == 0) return std::to_string(ns / 1'000) + "us";
+  return std::to_string(ns) + "ns";
+}
+
+}  // namespace vgpu::node

@@ -1,0 +1,79 @@
+#include "node/compute_settings.h"
+
+#include <gtest/gtest.h>
+
+namespace vgpu::node {
+namespace {
+
+TEST(ComputeSettingsTest, ParsesEveryKey) {
+  auto c = ParseComputeSettings(
+      " guarantee=30%, weight=4;mode=Elastic , priority=realtime,time-slice=2ms", "a");
+  ASSERT_TRUE(c.has_value()) << c.error().ToString();
+  EXPECT_EQ(c->guarantee, 30);
+  EXPECT_EQ(c->weight, 4);
+  EXPECT_EQ(c->mode, "elastic");
+  EXPECT_EQ(c->level, kLevelRealtime);
+  EXPECT_EQ(c->time_slice_ns, 2'000'000u);
+  EXPECT_TRUE(c->Any());
+  auto hami = ParseComputeSettings("priority=0,time_slice=500us", "a");
+  ASSERT_TRUE(hami.has_value());
+  EXPECT_EQ(hami->level, kLevelHigh);
+  EXPECT_EQ(hami->time_slice_ns, 500'000u);
+  auto empty = ParseComputeSettings(" , ", "a");
+  ASSERT_TRUE(empty.has_value());
+  EXPECT_FALSE(empty->Any());
+}
+
+TEST(ComputeSettingsTest, BadValuesNameTheAnnotationTheKeyAndTheValue) {
+  const struct {
+    const char* text;
+    const char* message;
+  } cases[] = {
+      {"guarantee=120", "vgpu.io/compute: guarantee: \"120\" is not a percentage 0..100"},
+      {"weight=0", "vgpu.io/compute: weight: \"0\" is not a weight 1..10000"},
+      {"mode=burst", "vgpu.io/compute: mode: \"burst\" is not a mode (capped or elastic)"},
+      {"priority=2", "vgpu.io/compute: priority: \"2\" is not a priority"},
+      {"time-slice=2s", "vgpu.io/compute: time-slice: \"2s\" is not a time slice"},
+      {"cores=30", "vgpu.io/compute: unknown key \"cores\""},
+      {"elastic", "vgpu.io/compute: expected key=value, got \"elastic\""},
+  };
+  for (const auto& c : cases) {
+    auto r = ParseComputeSettings(c.text, "vgpu.io/compute");
+    ASSERT_FALSE(r.has_value()) << c.text;
+    EXPECT_EQ(r.error().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.error().message().find(c.message), std::string::npos) << r.error().message();
+  }
+}
+
+TEST(ComputeSettingsTest, TheContainersAnnotationOverridesThePods) {
+  std::map<std::string, std::string> annotations = {
+      {"vgpu.io/compute", "guarantee=20,weight=2"},
+      {"vgpu.io/compute.serve", "weight=5,priority=high"},
+  };
+  auto serve = ComputeSettingsOf(annotations, "serve");
+  ASSERT_TRUE(serve.has_value());
+  EXPECT_EQ(serve->guarantee, 20);
+  EXPECT_EQ(serve->weight, 5);
+  EXPECT_EQ(serve->level, kLevelHigh);
+  auto other = ComputeSettingsOf(annotations, "sidecar");
+  ASSERT_TRUE(other.has_value());
+  EXPECT_EQ(other->weight, 2);
+  EXPECT_EQ(other->level, -1);
+  annotations["vgpu.io/compute.serve"] = "weight=x";
+  auto bad = ComputeSettingsOf(annotations, "serve");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message().find("vgpu.io/compute.serve: weight"), std::string::npos);
+}
+
+TEST(ComputeSettingsTest, HamiPrioritiesAndNames) {
+  EXPECT_EQ(LevelOfHamiPriority(0), kLevelHigh);
+  EXPECT_EQ(LevelOfHamiPriority(1), kLevelNormal);
+  EXPECT_EQ(LevelOfHamiPriority(-1), -1);
+  EXPECT_STREQ(LevelName(kLevelIdle), "idle");
+  EXPECT_EQ(FormatTimeSlice(5'000'000), "5ms");
+  EXPECT_EQ(FormatTimeSlice(750'000), "750us");
+  EXPECT_EQ(FormatTimeSlice(1'500), "1500ns");
+}
+
+}  // namespace
+}  // namespace vgpu::node
