@@ -32,30 +32,6 @@ bool KeyIs(std::string_view key, std::string_view want) {
   return key.size() == want.size() && strncasecmp(key.data(), want.data(), key.size()) == 0;
 }
 
-// The fast path (see json_scan.h); std::nullopt sends the caller to the full parser.
-std::optional<ExtenderArgs> ScanExtenderArgs(std::string_view body) {
-  auto members = ScanObjectMembers(body);
-  if (!members) return std::nullopt;
-  std::string_view pod, names, nodes;
-  for (const auto& [key, value] : *members) {
-    if (KeyIs(key, "Pod")) {
-      pod = value;
-    } else if (KeyIs(key, "NodeNames")) {
-      names = value;
-    } else if (KeyIs(key, "Nodes")) {
-      nodes = value;
-    }
-  }
-  if (pod.empty() || names.empty() || names == "null" || (!nodes.empty() && nodes != "null")) {
-    return std::nullopt;  // only the nodeCacheCapable form is worth a fast path
-  }
-  ExtenderArgs args;
-  args.pod = Json::parse(pod, nullptr, false);
-  if (!args.pod.is_object()) return std::nullopt;
-  if (!ScanStringArray(names, &args.node_names)) return std::nullopt;
-  return args;
-}
-
 }  // namespace
 
 std::optional<ExtenderArgsView> ScanExtenderArgsView(std::string_view body) {
@@ -80,6 +56,17 @@ std::optional<ExtenderArgsView> ScanExtenderArgsView(std::string_view body) {
   view.node_names.reserve(names.size() / 16);
   if (!ScanStringArrayViews(names, &view.node_names)) return std::nullopt;
   return view;
+}
+
+// The fast path (see json_scan.h); std::nullopt sends the caller to the full parser.
+std::optional<ExtenderArgs> ScanExtenderArgs(std::string_view body) {
+  auto view = ScanExtenderArgsView(body);
+  if (!view) return std::nullopt;
+  ExtenderArgs args;
+  args.pod = Json::parse(view->pod, nullptr, false);
+  if (!args.pod.is_object()) return std::nullopt;
+  args.node_names.assign(view->node_names.begin(), view->node_names.end());
+  return args;
 }
 
 Result<ExtenderArgs> ParseExtenderArgs(std::string_view body) {
