@@ -1,7 +1,7 @@
 // What the node daemon needs from the Kubernetes API server, behind a small interface: the pods
 // bound to this node (with their annotations and container IDs), and patching this node's
-// annotations. The daemon uses nothing else, which keeps its RBAC small (pods: list; nodes: get,
-// patch) and lets tests run it against FakeCluster.
+// annotations. The daemon uses nothing else, which keeps its RBAC small (pods: list, watch; nodes:
+// get, patch) and lets tests run it against FakeCluster.
 #pragma once
 
 #include <cstdint>
@@ -49,7 +49,8 @@ class ClusterClient {
   virtual Status WatchPodsOnNode(const std::string& /*node*/, PodsCallback /*on_change*/) {
     return Status::FailedPrecondition("this cluster client cannot watch pods");
   }
-  // True while a watch started by WatchPodsOnNode has listed and keeps the pods current.
+  // True while a watch started by WatchPodsOnNode has listed and keeps the pods current (no
+  // failed list or watch since the previous call).
   virtual bool WatchingPods() const { return false; }
   // Ends the watch; on_change is not called after it returns.
   virtual void StopWatchingPods() {}

@@ -50,7 +50,16 @@ Status KubeCluster::WatchPodsOnNode(const std::string& node, PodsCallback on_cha
   return Status::Ok();
 }
 
-bool KubeCluster::WatchingPods() const { return informer_ && informer_->HasSynced(); }
+bool KubeCluster::WatchingPods() const {
+  if (!informer_ || !informer_->HasSynced()) return false;
+  // A watch that failed since the last question (a dropped connection being retried, a watch
+  // the RBAC forbids) does not count as live: the caller lists this time.
+  const uint64_t errors = informer_->stats().errors;
+  std::lock_guard<std::mutex> lock(mu_);
+  const bool clean = errors == errors_seen_;
+  errors_seen_ = errors;
+  return clean;
+}
 
 void KubeCluster::StopWatchingPods() {
   if (informer_) informer_->Stop();

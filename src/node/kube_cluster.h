@@ -47,6 +47,7 @@ class KubeCluster final : public ClusterClient {
   PodsCallback on_change_;
   mutable std::mutex mu_;
   std::map<std::string, PodInfo> pods_;  // by uid; the watch's view
+  mutable uint64_t errors_seen_ = 0;     // the informer's error count at the last WatchingPods()
 };
 
 }  // namespace vgpu::node
