@@ -43,8 +43,9 @@ class ClusterClient {
                                       const std::map<std::string, std::string>& annotations) = 0;
 
   // Optional: watch the pods of `node`, calling `on_change` with all of them (as
-  // ListPodsOnNode would return) after every change, from a thread of the client's. Clients
-  // that cannot watch return kFailedPrecondition; the daemon then relies on listing.
+  // ListPodsOnNode would return) after every change, from a thread of the client's; the first
+  // call (the initial list) may come before it returns. Clients that cannot watch return
+  // kFailedPrecondition; the daemon then relies on listing.
   using PodsCallback = std::function<void(std::vector<PodInfo> pods)>;
   virtual Status WatchPodsOnNode(const std::string& /*node*/, PodsCallback /*on_change*/) {
     return Status::FailedPrecondition("this cluster client cannot watch pods");

@@ -57,8 +57,6 @@ Status Daemon::Start() {
     for (const SliceDevice& d : r.spec.devices) units.push_back(MakeUnitId(d.uuid, d.unit));
     store_.Restore(r.spec.pod_uid, r.spec.container, units);
   }
-  Status listed = pods_->Refresh();
-  if (!listed.ok()) VGPU_LOG_WARN("%s; will retry", listed.ToString().c_str());
   if (options_.watch_pods) {
     Status watching = cluster_->WatchPodsOnNode(
         options_.node_name, [this](std::vector<PodInfo> pods) { pods_->Apply(std::move(pods)); });
@@ -66,6 +64,11 @@ Status Daemon::Start() {
       watching_ = true;
       VGPU_LOG_INFO("watching the pods of node %s", options_.node_name.c_str());
     }
+  }
+  // The watch's first list has filled the store; without one, list now.
+  if (!watching_ || !cluster_->WatchingPods()) {
+    Status listed = pods_->Refresh();
+    if (!listed.ok()) VGPU_LOG_WARN("%s; will retry", listed.ToString().c_str());
   }
   SampleNow();
   runner_ = std::make_unique<PluginRunner>(options_.plugin, state_.get(), allocator_.get());

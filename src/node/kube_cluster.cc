@@ -1,5 +1,6 @@
 #include "node/kube_cluster.h"
 
+#include "common/log.h"
 #include "k8s/http_kube_client.h"
 #include "k8s/kube_config.h"
 #include "node/assignment.h"
@@ -45,7 +46,13 @@ Status KubeCluster::WatchPodsOnNode(const std::string& node, PodsCallback on_cha
       k8s::Informer::Handler{
           [this](const std::vector<k8s::Json>& items) { Replace(items); },
           [this](const std::string& type, const k8s::Json& object) { OnEvent(type, object); }});
-  // The informer's thread lists first, then watches from that list's version.
+  // The first list here, so that the caller has the pods on return; when it fails, the
+  // informer's thread lists again (with backoff) before it watches.
+  Status listed = informer_->ListNow();
+  if (!listed.ok()) {
+    VGPU_LOG_WARN("listing the pods of node %s for the watch: %s; retrying", node.c_str(),
+                  listed.ToString().c_str());
+  }
   informer_->Start();
   return Status::Ok();
 }
