@@ -53,6 +53,7 @@ struct NodeFlags {
   std::string sticky_xids = "48,95";
   std::string sample_interval = "5s";
   std::string pod_refresh = "5s";
+  bool no_pod_watch = false;
   int log_level = 3;
   bool print_metrics = false;
 };
@@ -175,6 +176,7 @@ Result<node::DaemonOptions> BuildOptions(const NodeFlags& f) {
   auto refresh = DurationMs("--pod-refresh", f.pod_refresh, 100, 3600 * 1000);
   if (!refresh) return refresh.error();
   o.pod_refresh_ms = *refresh;
+  o.watch_pods = !f.no_pod_watch;
   o.version = VGPU_VERSION;
   return o;
 }
@@ -353,8 +355,12 @@ int RunNode(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--sample-interval", f.sample_interval, "How often GPUs are sampled")
       ->capture_default_str();
-  app.add_option("--pod-refresh", f.pod_refresh, "How often the node's pods are listed")
+  app.add_option("--pod-refresh", f.pod_refresh,
+                 "How often slices of gone pods are removed (and the node's pods listed, while "
+                 "no pod watch is live)")
       ->capture_default_str();
+  app.add_flag("--no-pod-watch", f.no_pod_watch,
+               "List the node's pods every --pod-refresh instead of watching them");
   app.add_option("--log-level", f.log_level, "0 silent, 1 errors, 2 warnings, 3 info, 4 debug")
       ->capture_default_str();
   app.add_flag("--print-metrics", f.print_metrics,

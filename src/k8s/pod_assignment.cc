@@ -1,5 +1,7 @@
 #include "k8s/pod_assignment.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <ctime>
 
@@ -21,6 +23,15 @@ Result<int64_t> Int(const Json& o, const std::string& where, const char* key, in
                                       std::to_string(max));
   }
   return v;
+}
+
+// A whole decimal integer (surrounding blanks allowed), as HAMi writes them; "12abc" is not one.
+bool WholeInt(std::string_view s, int64_t* out) {
+  const size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return false;
+  s = s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && end == s.data() + s.size();
 }
 
 }  // namespace
@@ -137,16 +148,14 @@ Result<PodAssignment> ParseHamiAllocation(std::string_view text, const std::stri
       }
       AssignedGpu g;
       g.uuid = f[0];
-      try {
-        g.memory_mib = std::stoll(f[2]);
-        const int cores = std::stoi(f[3]);
-        g.cores = cores <= 0 || cores > 100 ? 100 : cores;
-        g.milli = cores <= 0 ? 1 : std::min(cores, 100) * 10;
-      } catch (const std::exception&) {
+      int64_t cores = 0;
+      if (!WholeInt(f[2], &g.memory_mib) || !WholeInt(f[3], &cores)) {
         return Status::InvalidArgument("container " + std::to_string(ci) +
                                        ": non-numeric memory or cores in '" + std::string(dev) +
                                        "'");
       }
+      g.cores = cores <= 0 || cores > 100 ? 100 : static_cast<int>(cores);
+      g.milli = cores <= 0 ? 1 : static_cast<int32_t>(std::min<int64_t>(cores, 100) * 10);
       if (g.uuid.empty() || g.memory_mib < 0) {
         return Status::InvalidArgument("container " + std::to_string(ci) + ": bad device '" +
                                        std::string(dev) + "'");

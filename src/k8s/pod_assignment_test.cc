@@ -37,6 +37,13 @@ TEST(PodAssignment, ReadsHamiAllocation) {
   EXPECT_EQ(a->containers[1].gpus[0].milli, 1);  // no cores: the smallest share
   EXPECT_EQ(a->containers[1].gpus[0].cores, 100);
   EXPECT_FALSE(ParseHamiAllocation("GPU-a,NVIDIA,x,30:", "n").has_value());
+  // Numbers must be whole: trailing garbage is not read as a prefix.
+  EXPECT_FALSE(ParseHamiAllocation("GPU-a,NVIDIA,4000MiB,30:", "n").has_value());
+  EXPECT_FALSE(ParseHamiAllocation("GPU-a,NVIDIA,4000,30x:", "n").has_value());
+  EXPECT_FALSE(ParseHamiAllocation("GPU-a,NVIDIA,99999999999999999999,30:", "n").has_value());
+  auto spaced = ParseHamiAllocation("GPU-a,NVIDIA, 4000 ,30\n:", "n");
+  ASSERT_TRUE(spaced.has_value()) << spaced.error().ToString();
+  EXPECT_EQ(spaced->containers[0].gpus[0].memory_mib, 4000);
 }
 
 TEST(PodAssignment, PodPrefersOursThenHami) {

@@ -1,6 +1,7 @@
 #include "node/assignment.h"
 
 #include <algorithm>
+#include <chrono>
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -12,10 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-Status Bad(const std::string& path, const std::string& what) {
-  return Status::InvalidArgument(std::string(kAssignmentAnnotation) + ": " + path + ": " + what);
-}
-
 bool ValidContainerName(const std::string& name) {
   if (name.empty() || name.size() > 253) return false;
   for (char c : name) {
@@ -24,24 +21,7 @@ bool ValidContainerName(const std::string& name) {
   return true;
 }
 
-// Reads a non-negative integer field; `max` bounds it.
-Status ReadUint(const json& obj, const char* key, const std::string& path, uint64_t max,
-                bool required, uint64_t* out) {
-  auto it = obj.find(key);
-  if (it == obj.end()) {
-    return required ? Bad(path + "." + key, "missing") : Status::Ok();
-  }
-  if (!it->is_number_integer() && !it->is_number_unsigned()) {
-    return Bad(path + "." + key, "must be a whole number, got " + it->dump());
-  }
-  if (it->is_number_integer() && it->get<int64_t>() < 0) {
-    return Bad(path + "." + key, "must not be negative, got " + it->dump());
-  }
-  uint64_t v = it->get<uint64_t>();
-  if (v > max) return Bad(path + "." + key, "must be at most " + std::to_string(max));
-  *out = v;
-  return Status::Ok();
-}
+constexpr size_t kMaxGpusPerContainer = 16;
 
 int64_t ParseRfc3339(const std::string& s) {
   std::tm tm{};
@@ -80,6 +60,13 @@ Result<PodInfo> PodFromJson(const json& j) {
     }
   }
   pod.node_name = spec.value("nodeName", "");
+  if (spec.contains("containers") && spec["containers"].is_array()) {
+    for (const json& c : spec["containers"]) {
+      pod.containers.push_back(c.is_object() && c.contains("name") && c["name"].is_string()
+                                   ? c["name"].get<std::string>()
+                                   : std::string());
+    }
+  }
   pod.phase = status.value("phase", "");
   for (const char* key : {"containerStatuses", "initContainerStatuses"}) {
     if (!status.contains(key) || !status[key].is_array()) continue;
@@ -103,74 +90,80 @@ std::vector<std::string> ContainerAssignment::GpuUuids() const {
   return ids;
 }
 
-Result<PodAssignment> ParseAssignment(std::string_view text) {
-  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Bad("$", "not valid JSON");
-  if (!j.is_object()) return Bad("$", "must be a JSON object");
-  uint64_t version = 0;
-  VGPU_RETURN_IF_ERROR(ReadUint(j, "version", "$", 1000, true, &version));
-  if (version != 1) {
-    return Bad("$.version", "version " + std::to_string(version) + " is not supported (1 is)");
-  }
+Result<PodAssignment> FromScheduler(const k8s::PodAssignment& assignment,
+                                    const std::vector<std::string>& app_containers) {
+  const bool hami = assignment.source == k8s::AssignmentSource::kHami;
   PodAssignment out;
-  if (j.contains("node") && j["node"].is_string()) out.node = j["node"].get<std::string>();
-  auto cs = j.find("containers");
-  if (cs == j.end() || !cs->is_array() || cs->empty()) {
-    return Bad("$.containers", "must be a non-empty array");
+  out.node = assignment.node;
+  out.source = assignment.source;
+  if (assignment.containers.empty()) {
+    return Status::InvalidArgument("containers: the assignment names no container");
   }
   std::set<std::string> names;
-  for (size_t i = 0; i < cs->size(); ++i) {
-    const json& c = (*cs)[i];
-    const std::string path = "$.containers[" + std::to_string(i) + "]";
-    if (!c.is_object()) return Bad(path, "must be an object");
+  for (size_t i = 0; i < assignment.containers.size(); ++i) {
+    const k8s::ContainerAssignment& c = assignment.containers[i];
+    std::string where = "containers[" + std::to_string(i) + "]";
     ContainerAssignment ca;
-    if (!c.contains("name") || !c["name"].is_string()) return Bad(path + ".name", "missing");
-    ca.name = c["name"].get<std::string>();
+    ca.name = c.name;
+    ca.init = c.init;
+    ca.priority = c.priority;
+    if (hami) {
+      // "#<position in spec.containers>".
+      size_t position = 0;
+      const bool numbered = c.name.size() > 1 && c.name[0] == '#' &&
+                            c.name.find_first_not_of("0123456789", 1) == std::string::npos &&
+                            c.name.size() < 6;
+      if (numbered) position = std::stoul(c.name.substr(1));
+      where = "container " + c.name;
+      if (!numbered || position >= app_containers.size()) {
+        return Status::InvalidArgument(where + ": HAMi's allocation has an entry for container " +
+                                       c.name + " but the pod spec lists " +
+                                       std::to_string(app_containers.size()) + " container(s)");
+      }
+      ca.name = app_containers[position];
+      where += " (" + ca.name + ")";
+    }
     if (!ValidContainerName(ca.name)) {
-      return Bad(path + ".name", "\"" + ca.name + "\" is not a container name");
+      return Status::InvalidArgument(where + ".name: \"" + ca.name + "\" is not a container name");
     }
     if (!names.insert(ca.name).second) {
-      return Bad(path + ".name", "container \"" + ca.name + "\" appears twice");
+      return Status::InvalidArgument(where + ".name: container \"" + ca.name + "\" appears twice");
     }
-    if (c.contains("init")) {
-      if (!c["init"].is_boolean()) return Bad(path + ".init", "must be true or false");
-      ca.init = c["init"].get<bool>();
+    if (c.gpus.empty()) return Status::InvalidArgument(where + ".gpus: names no GPU");
+    if (c.gpus.size() > kMaxGpusPerContainer) {
+      return Status::InvalidArgument(where + ".gpus: more than " +
+                                     std::to_string(kMaxGpusPerContainer) +
+                                     " GPUs in one container");
     }
-    if (c.contains("priority")) {
-      const json& p = c["priority"];
-      if (!p.is_number_integer() || p.get<int64_t>() < -1 || p.get<int64_t>() > 1) {
-        return Bad(path + ".priority", "must be -1, 0 or 1, got " + p.dump());
-      }
-      ca.priority = static_cast<int>(p.get<int64_t>());
-    }
-    auto ds = c.find("gpus");
-    if (ds == c.end() || !ds->is_array() || ds->empty()) {
-      return Bad(path + ".gpus", "must be a non-empty array");
-    }
-    if (ds->size() > 16) return Bad(path + ".gpus", "more than 16 GPUs in one container");
     std::set<std::string> gpus;
-    for (size_t k = 0; k < ds->size(); ++k) {
-      const json& d = (*ds)[k];
-      const std::string dpath = path + ".gpus[" + std::to_string(k) + "]";
-      if (!d.is_object()) return Bad(dpath, "must be an object");
+    for (size_t k = 0; k < c.gpus.size(); ++k) {
+      const k8s::AssignedGpu& g = c.gpus[k];
+      const std::string gw = where + ".gpus[" + std::to_string(k) + "]";
+      if (g.uuid.empty()) return Status::InvalidArgument(gw + ".uuid: missing");
+      if (g.uuid.size() > kMaxDeviceIdLength - 5) {
+        return Status::InvalidArgument(gw + ".uuid: too long");
+      }
+      if (!gpus.insert(g.uuid).second) {
+        return Status::InvalidArgument(gw + ".uuid: GPU " + g.uuid +
+                                       " appears twice in one container");
+      }
+      if (g.memory_mib <= 0) {
+        return Status::InvalidArgument(gw + ".memory_mib: must be positive, got " +
+                                       std::to_string(g.memory_mib) + " (GPU " + g.uuid + ")");
+      }
+      if (g.memory_mib > (int64_t{1} << 30)) {
+        return Status::InvalidArgument(gw + ".memory_mib: " + std::to_string(g.memory_mib) +
+                                       " MiB is more than any GPU has (GPU " + g.uuid + ")");
+      }
+      if (g.cores < 1 || g.cores > 100) {
+        return Status::InvalidArgument(gw + ".cores: must be 1..100, got " +
+                                       std::to_string(g.cores));
+      }
       AssignedDevice ad;
-      if (!d.contains("uuid") || !d["uuid"].is_string() || d["uuid"].get<std::string>().empty()) {
-        return Bad(dpath + ".uuid", "missing");
-      }
-      ad.uuid = d["uuid"].get<std::string>();
-      if (ad.uuid.size() > kMaxDeviceIdLength - 5) return Bad(dpath + ".uuid", "too long");
-      if (!gpus.insert(ad.uuid).second) {
-        return Bad(dpath + ".uuid", "GPU " + ad.uuid + " appears twice in one container");
-      }
-      uint64_t index = 0, mib = 0, cores = 100;
-      VGPU_RETURN_IF_ERROR(ReadUint(d, "index", dpath, 63, false, &index));
-      VGPU_RETURN_IF_ERROR(ReadUint(d, "memory_mib", dpath, 1ULL << 30, true, &mib));
-      VGPU_RETURN_IF_ERROR(ReadUint(d, "cores", dpath, 100, false, &cores));
-      if (mib == 0) return Bad(dpath + ".memory_mib", "must be positive");
-      if (cores == 0) return Bad(dpath + ".cores", "must be 1..100");
-      ad.index = static_cast<int>(index);
-      ad.memory_bytes = mib << 20;
-      ad.cores = static_cast<int>(cores);
+      ad.uuid = g.uuid;
+      ad.index = g.index;
+      ad.memory_bytes = static_cast<uint64_t>(g.memory_mib) << 20;
+      ad.cores = g.cores;
       ca.devices.push_back(std::move(ad));
     }
     out.containers.push_back(std::move(ca));
@@ -178,53 +171,74 @@ Result<PodAssignment> ParseAssignment(std::string_view text) {
   return out;
 }
 
-std::string FormatAssignment(const PodAssignment& assignment) {
-  json j;
-  j["version"] = 1;
-  j["node"] = assignment.node;
-  // The node daemon does not use the scheduler's reservation; written as none.
-  j["reserved"] = {{"milli", 0}, {"memory_mib", 0}};
-  j["containers"] = json::array();
-  for (const ContainerAssignment& c : assignment.containers) {
-    json jc;
-    jc["name"] = c.name;
-    jc["init"] = c.init;
-    jc["priority"] = c.priority;
-    jc["gpus"] = json::array();
-    for (const AssignedDevice& d : c.devices) {
-      jc["gpus"].push_back({{"uuid", d.uuid},
-                            {"index", d.index},
-                            {"milli", d.cores * 10},
-                            {"memory_mib", d.memory_bytes >> 20},
-                            {"cores", d.cores}});
-    }
-    j["containers"].push_back(std::move(jc));
+Result<std::optional<PodAssignment>> AssignmentOfPod(const PodInfo& pod) {
+  // The scheduler's parser reads a Pod object; the daemon keeps only what it uses of one.
+  json annotations = json::object();
+  for (const char* key : {kAssignmentAnnotation, kHamiAllocatedAnnotation, kHamiNodeAnnotation}) {
+    auto it = pod.annotations.find(key);
+    if (it != pod.annotations.end()) annotations[key] = it->second;
   }
-  return j.dump();
+  if (annotations.empty()) return std::optional<PodAssignment>();
+  const json object = {
+      {"metadata", {{"namespace", pod.ns}, {"name", pod.name}, {"annotations", annotations}}},
+      {"spec", {{"nodeName", pod.node_name}}}};
+  auto parsed = k8s::AssignmentOfPod(object);
+  if (!parsed) return parsed.error();
+  if (!parsed->has_value()) return std::optional<PodAssignment>();
+  auto ours = FromScheduler(**parsed, pod.containers);
+  if (!ours) {
+    const char* annotation = (*parsed)->source == k8s::AssignmentSource::kHami
+                                 ? kHamiAllocatedAnnotation
+                                 : kAssignmentAnnotation;
+    return ours.error().WithContext("pod " + pod.Key() + ": annotation " + annotation);
+  }
+  return std::optional<PodAssignment>(std::move(*ours));
+}
+
+int64_t AssignedAtMillis(const PodInfo& pod) {
+  if (auto it = pod.annotations.find(kAssignedAtAnnotation); it != pod.annotations.end()) {
+    return ParseTimestampMillis(it->second);
+  }
+  if (auto it = pod.annotations.find(kHamiBindTimeAnnotation); it != pod.annotations.end()) {
+    const std::string& s = it->second;
+    if (s.empty() || s.size() > 12 || s.find_first_not_of("0123456789") != std::string::npos) {
+      return 0;
+    }
+    return std::stoll(s) * 1000;
+  }
+  return 0;
+}
+
+Result<PodAssignment> ParseAssignment(std::string_view text) {
+  auto parsed = k8s::ParseAssignment(text);
+  if (!parsed) return parsed.error().WithContext(kAssignmentAnnotation);
+  auto ours = FromScheduler(*parsed, {});
+  if (!ours) return ours.error().WithContext(kAssignmentAnnotation);
+  return ours;
+}
+
+std::string FormatAssignment(const PodAssignment& assignment) {
+  k8s::PodAssignment a;
+  a.node = assignment.node;
+  // The node daemon does not use the scheduler's reservation; written as none.
+  for (const ContainerAssignment& c : assignment.containers) {
+    k8s::ContainerAssignment kc;
+    kc.name = c.name;
+    kc.init = c.init;
+    kc.priority = c.priority;
+    for (const AssignedDevice& d : c.devices) {
+      kc.gpus.push_back({d.uuid, std::max(d.index, 0), d.cores * 10,
+                         static_cast<int64_t>(d.memory_bytes >> 20), d.cores});
+    }
+    a.containers.push_back(std::move(kc));
+  }
+  return k8s::FormatAssignment(a);
 }
 
 int64_t ParseTimestampMillis(std::string_view text) {
-  std::string s(text);
-  std::tm tm{};
-  const char* rest = strptime(s.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
-  if (rest == nullptr) return 0;
-  int64_t ms = static_cast<int64_t>(timegm(&tm)) * 1000;
-  if (*rest == '.') {
-    int64_t frac = 0;
-    int digits = 0;
-    for (++rest; *rest >= '0' && *rest <= '9'; ++rest) {
-      if (digits < 3) {
-        frac = frac * 10 + (*rest - '0');
-        ++digits;
-      }
-    }
-    while (digits < 3) {
-      frac *= 10;
-      ++digits;
-    }
-    ms += frac;
-  }
-  return ms;
+  auto t = k8s::ParseTimestamp(text);
+  if (!t) return 0;
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t->time_since_epoch()).count();
 }
 
 Result<PodInfo> ParsePodJson(std::string_view text) {

@@ -50,15 +50,14 @@ std::vector<std::pair<std::string, std::string>> AssignmentStore::Update(
   std::vector<EntryPtr> fresh;
   for (const PodInfo& pod : pods) {
     if (pod.Terminated()) continue;
-    auto it = pod.annotations.find(kAssignmentAnnotation);
-    if (it == pod.annotations.end()) continue;
-    auto parsed = ParseAssignment(it->second);
+    auto parsed = AssignmentOfPod(pod);
     if (!parsed) {
       errors.emplace_back(pod.Key(), parsed.error().message());
       continue;
     }
+    if (!parsed->has_value()) continue;
     Status compute_ok = Status::Ok();
-    for (ContainerAssignment& c : parsed->containers) {
+    for (ContainerAssignment& c : (*parsed)->containers) {
       auto compute = ComputeSettingsOf(pod.annotations, c.name);
       if (!compute) {
         compute_ok = compute.error();
@@ -70,10 +69,8 @@ std::vector<std::pair<std::string, std::string>> AssignmentStore::Update(
       errors.emplace_back(pod.Key(), compute_ok.message());
       continue;
     }
-    int64_t at = 0;
-    auto when = pod.annotations.find(kAssignedAtAnnotation);
-    if (when != pod.annotations.end()) at = ParseTimestampMillis(when->second);
-    for (ContainerAssignment& c : parsed->containers) {
+    const int64_t at = AssignedAtMillis(pod);
+    for (ContainerAssignment& c : (*parsed)->containers) {
       auto e = std::make_shared<AssignmentEntry>();
       e->pod_ns = pod.ns;
       e->pod_name = pod.name;
@@ -111,6 +108,7 @@ std::vector<std::pair<std::string, std::string>> AssignmentStore::Update(
     entries[key] = std::move(e);
   }
   entries_.swap(entries);
+  rejected_ = errors;
   return errors;
 }
 
@@ -261,9 +259,16 @@ Result<std::shared_ptr<const AssignmentEntry>> AssignmentStore::Resolve(
     if (!best || Older(*e, *best)) best = e;
   }
   if (!best) {
-    return Status::NotFound("no pod on this node is assigned GPU " + gpus.front() +
-                            (gpus.size() > 1 ? " (and the other requested GPUs)" : "") +
-                            " and still waiting for it");
+    std::string why = "no pod on this node is assigned GPU " + gpus.front() +
+                      (gpus.size() > 1 ? " (and the other requested GPUs)" : "") +
+                      " and still waiting for it";
+    // A pod whose assignment does not parse cannot be allocated: say so, as it is most likely
+    // the pod kubelet is admitting.
+    for (size_t i = 0; i < rejected_.size() && i < 3; ++i) {
+      why += (i == 0 ? "; unreadable assignments: " : "; ") + rejected_[i].second;
+    }
+    if (rejected_.size() > 3) why += "; and " + std::to_string(rejected_.size() - 3) + " more";
+    return Status::NotFound(why);
   }
   SetUnitsLocked(best, units);
   best->allocated.store(true);

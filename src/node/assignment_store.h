@@ -61,9 +61,10 @@ class AssignmentStore {
   explicit AssignmentStore(int64_t promise_ttl_ms = kDefaultPromiseTtlMs)
       : promise_ttl_ms_(promise_ttl_ms) {}
 
-  // Replaces the assignments with those found on `pods` (terminated pods are skipped);
-  // containers that persist keep their units. Returns (pod, reason) for annotations that did
-  // not parse (such pods cannot be allocated).
+  // Replaces the assignments with those found on `pods` (vgpu's or HAMi's annotations;
+  // terminated pods are skipped); containers that persist keep their units. Returns (pod,
+  // reason) for annotations that did not parse (such pods cannot be allocated; Resolve's
+  // kNotFound error names them).
   std::vector<std::pair<std::string, std::string>> Update(const std::vector<PodInfo>& pods);
 
   // Records that `container` of pod `pod_uid` holds `units` and is allocated (a slice on disk).
@@ -101,9 +102,10 @@ class AssignmentStore {
 
   const int64_t promise_ttl_ms_;
   mutable std::shared_mutex mu_;
-  std::map<std::string, EntryPtr> entries_;                   // by Key()
-  std::map<std::string, std::vector<EntryPtr>> holders_;      // unit ID -> holders
-  std::map<std::string, std::vector<std::string>> restored_;  // Key() -> units, until seen
+  std::map<std::string, EntryPtr> entries_;                    // by Key()
+  std::map<std::string, std::vector<EntryPtr>> holders_;       // unit ID -> holders
+  std::map<std::string, std::vector<std::string>> restored_;   // Key() -> units, until seen
+  std::vector<std::pair<std::string, std::string>> rejected_;  // of the last Update()
 };
 
 }  // namespace vgpu::node

@@ -21,6 +21,7 @@ int64_t Now() {
   static int64_t now = 0;
   return now += 60'000;
 }
+using testing::HamiPodWith;
 using testing::PodWith;
 
 std::vector<std::string> AllUnits(const std::vector<std::string>& gpus, int units) {
@@ -139,6 +140,51 @@ TEST(AssignmentStoreTest, UpdateKeepsHoldingsAndDropsTerminatedPods) {
   errors = store.Update({a, broken});
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].first, "default/c");
+}
+
+TEST(AssignmentStoreTest, PodsPlacedByHamiAreAssigned) {
+  AssignmentStore store;
+  // HAMi bound "h" before vgpu bound "v" (bind-time vs assigned-at): h is older.
+  PodInfo h = HamiPodWith("h", "n", {{"GPU-a", 3000, 25}, {"GPU-b", 5000, 0}}, 5, "worker");
+  h.annotations[kHamiBindTimeAnnotation] = "100";
+  PodInfo v = PodWith("v", "n", {{"GPU-a"}, {"GPU-b"}}, 5);
+  v.annotations[kAssignedAtAnnotation] = "1970-01-01T00:01:40.500Z";
+  EXPECT_TRUE(store.Update({v, h}).empty());
+  EXPECT_EQ(store.size(), 2u);
+  auto units = store.Prefer(AllUnits({"GPU-a", "GPU-b"}, 3), {}, 2, Now());
+  ASSERT_TRUE(units.has_value());
+  auto e = store.Resolve(*units);
+  ASSERT_TRUE(e.has_value()) << e.error().ToString();
+  EXPECT_EQ((*e)->pod_name, "h");
+  EXPECT_EQ((*e)->container.name, "worker");
+  EXPECT_EQ((*e)->assigned_at_ms, 100'000);
+  ASSERT_EQ((*e)->container.devices.size(), 2u);
+  EXPECT_EQ((*e)->container.devices[0].memory_bytes, 3000ULL << 20);
+  EXPECT_EQ((*e)->container.devices[0].cores, 25);
+  EXPECT_EQ((*e)->container.devices[1].memory_bytes, 5000ULL << 20);
+  EXPECT_EQ((*e)->container.devices[1].cores, 100);
+}
+
+TEST(AssignmentStoreTest, AGarbledAssignmentIsNamedWhenNothingMatches) {
+  AssignmentStore store;
+  PodInfo bad = HamiPodWith("bad", "n", {{"GPU-a", 1024, 30}}, 1);
+  bad.annotations[kHamiAllocatedAnnotation] = "GPU-a,NVIDIA,1O24,30:;";  // a letter O
+  auto errors = store.Update({bad, PodWith("ok", "n", {{"GPU-b"}}, 2)});
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].first, "default/bad");
+  auto r = store.Resolve({"GPU-a-0"});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code(), StatusCode::kNotFound);
+  EXPECT_NE(r.error().message().find("no pod on this node is assigned GPU GPU-a"),
+            std::string::npos);
+  EXPECT_NE(r.error().message().find("unreadable assignments: pod default/bad: annotation "
+                                     "hami.io/vgpu-devices-allocated: container 0: non-numeric "
+                                     "memory or cores in 'GPU-a,NVIDIA,1O24,30'"),
+            std::string::npos)
+      << r.error().message();
+  // Once the pod is gone, so is the note.
+  store.Update({PodWith("ok", "n", {{"GPU-b"}}, 2)});
+  EXPECT_EQ(store.Resolve({"GPU-a-0"}).error().message().find("unreadable"), std::string::npos);
 }
 
 TEST(AssignmentStoreTest, ComputeAnnotationsReachTheContainers) {

@@ -57,8 +57,19 @@ Status Daemon::Start() {
     for (const SliceDevice& d : r.spec.devices) units.push_back(MakeUnitId(d.uuid, d.unit));
     store_.Restore(r.spec.pod_uid, r.spec.container, units);
   }
-  Status listed = pods_->Refresh();
-  if (!listed.ok()) VGPU_LOG_WARN("%s; will retry", listed.ToString().c_str());
+  if (options_.watch_pods) {
+    Status watching = cluster_->WatchPodsOnNode(
+        options_.node_name, [this](std::vector<PodInfo> pods) { pods_->Apply(std::move(pods)); });
+    if (watching.ok()) {
+      watching_ = true;
+      VGPU_LOG_INFO("watching the pods of node %s", options_.node_name.c_str());
+    }
+  }
+  // The watch's first list has filled the store; without one, list now.
+  if (!watching_ || !cluster_->WatchingPods()) {
+    Status listed = pods_->Refresh();
+    if (!listed.ok()) VGPU_LOG_WARN("%s; will retry", listed.ToString().c_str());
+  }
   SampleNow();
   runner_ = std::make_unique<PluginRunner>(options_.plugin, state_.get(), allocator_.get());
   VGPU_RETURN_IF_ERROR(runner_->Start());
@@ -87,6 +98,8 @@ Status Daemon::Start() {
 }
 
 void Daemon::Stop() {
+  // First, and even when Start() failed halfway: the watch calls into pods_.
+  if (watching_.exchange(false)) cluster_->StopWatchingPods();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!started_) return;
@@ -148,7 +161,9 @@ void Daemon::SampleLoop() {
 }
 
 void Daemon::HousekeepNow() {
-  Status s = pods_->Refresh();
+  // A live watch keeps the pods current; listing is for when there is none (or it has not
+  // listed yet).
+  Status s = watching_ && cluster_->WatchingPods() ? Status::Ok() : pods_->Refresh();
   if (!s.ok()) {
     VGPU_LOG_WARN("%s", s.ToString().c_str());
   } else {

@@ -5,8 +5,10 @@
 //   health      a thread waiting for driver events; a sampler thread (every sample_interval)
 //               that also feeds failures to the health rules; health changes reach kubelet
 //               through ListAndWatch and the API server through the inventory annotation
-//   pods        a housekeeping thread (every pod_refresh): list the node's pods, update the
-//               assignments, remove the slices of pods that are gone, publish the inventory
+//   pods        a watch of the node's pods (when the cluster client can watch and watch_pods
+//               is set) updates the assignments as pods are bound; a housekeeping thread
+//               (every pod_refresh) lists the node's pods when there is no live watch, removes
+//               the slices of pods that are gone, publishes the inventory
 //   metrics     MetricsServer on metrics_listen (empty: none)
 //
 // Start() fails (and starts nothing) when discovery fails or no GPU is found. Stop() ends
@@ -47,6 +49,8 @@ struct DaemonOptions {
   bool hami_aliases = false;
   int sample_interval_ms = 5000;
   int pod_refresh_ms = 5000;
+  // Watch the node's pods (ClusterClient::WatchPodsOnNode) rather than only listing them.
+  bool watch_pods = true;
   int64_t slice_grace_seconds = 60;
   std::string proc_root = "/proc";
   // kubelet's PodResources socket, to verify each container's slice at PreStartContainer;
@@ -105,6 +109,7 @@ class Daemon {
   std::condition_variable cv_;
   bool stop_ = false;
   bool started_ = false;
+  std::atomic<bool> watching_{false};  // a pod watch was started
   std::atomic<bool> inventory_dirty_{true};
 };
 

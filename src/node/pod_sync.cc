@@ -23,15 +23,7 @@ Status PodSync::Refresh() {
     auto pods = cluster_->ListPodsOnNode(node_name_);
     Status status;
     if (pods.has_value()) {
-      auto errors = store_->Update(*pods);
-      static std::mutex log_mu;
-      static std::set<std::string> logged;
-      for (const auto& [pod, why] : errors) {
-        std::lock_guard<std::mutex> log_lock(log_mu);
-        if (logged.insert(pod + why).second) {
-          VGPU_LOG_WARN("pod %s: ignoring its GPU assignment: %s", pod.c_str(), why.c_str());
-        }
-      }
+      UpdateStore(*pods);
     } else {
       status = pods.error().WithContext("listing the pods of node " + node_name_);
     }
@@ -46,6 +38,35 @@ Status PodSync::Refresh() {
     cv_.notify_all();
   }
   return last_status_;
+}
+
+void PodSync::UpdateStore(const std::vector<PodInfo>& pods) {
+  std::vector<std::pair<std::string, std::string>> errors;
+  {
+    std::lock_guard<std::mutex> lock(update_mu_);
+    errors = store_->Update(pods);
+  }
+  static std::mutex log_mu;
+  static std::set<std::string> logged;
+  for (const auto& [pod, why] : errors) {
+    std::lock_guard<std::mutex> log_lock(log_mu);
+    if (logged.insert(pod + why).second) {
+      VGPU_LOG_WARN("pod %s: ignoring its GPU assignment: %s", pod.c_str(), why.c_str());
+    }
+  }
+}
+
+void PodSync::Apply(std::vector<PodInfo> pods) {
+  UpdateStore(pods);
+  std::lock_guard<std::mutex> lock(mu_);
+  pods_ = std::move(pods);
+  listed_ = true;
+  ++applied_;
+}
+
+uint64_t PodSync::applied() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return applied_;
 }
 
 std::vector<PodInfo> PodSync::Pods() const {

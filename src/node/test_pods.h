@@ -39,4 +39,28 @@ inline PodInfo PodWith(const std::string& name, const std::string& node,
   return p;
 }
 
+// A pod placed by HAMi's scheduler: hami.io/vgpu-devices-allocated gives its only container
+// `container` the `gpus` (memory in MiB, cores; 0 cores = not throttled).
+inline PodInfo HamiPodWith(const std::string& name, const std::string& node,
+                           const std::vector<GpuShare>& gpus, int64_t created = 0,
+                           const std::string& container = "main") {
+  PodInfo p;
+  p.ns = "default";
+  p.name = name;
+  p.uid = "uid-" + name;
+  p.node_name = node;
+  p.phase = "Pending";
+  p.created_unix = created;
+  p.containers = {container};
+  std::string text;
+  for (const GpuShare& g : gpus) {
+    text +=
+        g.uuid + ",NVIDIA," + std::to_string(g.memory_mib) + "," + std::to_string(g.cores) + ":";
+  }
+  p.annotations[kHamiAllocatedAnnotation] = text + ";";
+  p.annotations[kHamiNodeAnnotation] = node;
+  p.annotations[kHamiBindTimeAnnotation] = std::to_string(created);
+  return p;
+}
+
 }  // namespace vgpu::node::testing

@@ -1,7 +1,8 @@
 // The annotation contract between the node daemon and the scheduler extender, checked with both
 // sides' own code: the inventory the daemon publishes parses with the extender's parser into
-// the same GPUs, and the assignment the extender writes parses with the daemon's parser into the
-// same limits. Built when src/k8s is part of the build.
+// the same GPUs; the assignment the extender writes reaches the daemon's slices with the same
+// limits; and for a Pod object as the API server returns it (vgpu's or HAMi's annotations),
+// what the extender counts as reserved is what the daemon enforces, container by container.
 #include <gtest/gtest.h>
 
 #include "device/device_backend.h"
@@ -90,6 +91,76 @@ TEST(ContractTest, WeReadTheExtendersAssignment) {
   // The extender's timestamps read back to the millisecond.
   auto t = std::chrono::system_clock::time_point(std::chrono::milliseconds(1748779200250));
   EXPECT_EQ(ParseTimestampMillis(k8s::FormatTimestamp(t)), 1748779200250);
+}
+
+// The GPUs and limits the extender reserves for `pod` equal those the daemon gives its
+// containers (HAMi's positional entries resolved against spec.containers).
+void ExpectSameView(const std::string& pod_json) {
+  SCOPED_TRACE(pod_json);
+  auto reserved = k8s::AssignmentOfPod(k8s::Json::parse(pod_json));
+  ASSERT_TRUE(reserved.has_value()) << reserved.error().ToString();
+  ASSERT_TRUE(reserved->has_value());
+  auto pod = ParsePodJson(pod_json);
+  ASSERT_TRUE(pod.has_value()) << pod.error().ToString();
+  auto enforced = AssignmentOfPod(*pod);
+  ASSERT_TRUE(enforced.has_value()) << enforced.error().ToString();
+  ASSERT_TRUE(enforced->has_value());
+  const k8s::PodAssignment& r = **reserved;
+  const PodAssignment& e = **enforced;
+  EXPECT_EQ(r.source, e.source);
+  EXPECT_EQ(r.node, e.node);
+  ASSERT_EQ(r.containers.size(), e.containers.size());
+  for (size_t i = 0; i < r.containers.size(); ++i) {
+    const k8s::ContainerAssignment& rc = r.containers[i];
+    const ContainerAssignment& ec = e.containers[i];
+    if (r.source == k8s::AssignmentSource::kHami) {
+      EXPECT_EQ(ec.name, pod->containers.at(std::stoul(rc.name.substr(1))));
+    } else {
+      EXPECT_EQ(ec.name, rc.name);
+    }
+    EXPECT_EQ(ec.init, rc.init);
+    EXPECT_EQ(ec.priority, rc.priority);
+    ASSERT_EQ(ec.devices.size(), rc.gpus.size());
+    for (size_t k = 0; k < rc.gpus.size(); ++k) {
+      EXPECT_EQ(ec.devices[k].uuid, rc.gpus[k].uuid);
+      EXPECT_EQ(ec.devices[k].memory_bytes, static_cast<uint64_t>(rc.gpus[k].memory_mib) << 20);
+      EXPECT_EQ(ec.devices[k].cores, rc.gpus[k].cores);
+    }
+  }
+}
+
+TEST(ContractTest, WhatTheExtenderReservesTheDaemonEnforces) {
+  k8s::PodAssignment a;
+  a.node = "gpu-7";
+  k8s::ContainerAssignment main;
+  main.name = "main";
+  main.priority = 1;
+  main.gpus.push_back({"GPU-a", 0, 250, 2048, 25});
+  a.containers = {main};
+  const k8s::Json ours = {{"metadata",
+                           {{"name", "p"},
+                            {"namespace", "ml"},
+                            {"uid", "u-1"},
+                            {"annotations",
+                             {{k8s::kAssignedGpusAnnotation, k8s::FormatAssignment(a)},
+                              // Ours wins over a stale HAMi allocation on both sides.
+                              {k8s::kHamiAllocatedAnnotation, "GPU-x,NVIDIA,1,1:;"}}}}},
+                          {"spec", {{"nodeName", "gpu-7"}, {"containers", {{{"name", "main"}}}}}}};
+  ExpectSameView(ours.dump());
+  // Placed by HAMi: three containers, the middle one without a GPU; the node from spec.nodeName.
+  const k8s::Json hami = {
+      {"metadata",
+       {{"name", "h"},
+        {"namespace", "ml"},
+        {"uid", "u-2"},
+        {"annotations",
+         {{k8s::kHamiAllocatedAnnotation,
+           "GPU-a,NVIDIA,4096,30:GPU-b,NVIDIA,81559,0:;;GPU-c,NVIDIA,1000,100:;"},
+          {k8s::kHamiNodeAnnotation, "gpu-old"}}}}},
+      {"spec",
+       {{"nodeName", "gpu-7"},
+        {"containers", {{{"name", "train"}}, {{"name", "log"}}, {{"name", "eval"}}}}}}};
+  ExpectSameView(hami.dump());
 }
 
 }  // namespace

@@ -297,6 +297,61 @@ TEST_F(DevicePluginTest, OutOfOrderAdmissionIsRefusedAtPreStart) {
       std::string::npos);
 }
 
+TEST_F(DevicePluginTest, PodsPlacedByHamiGetTheirSlices) {
+  ASSERT_TRUE(kubelet_->WaitForDevices(AllHealthy, 5000));
+  // Placed by HAMi's scheduler during a migration: hami.io/vgpu-devices-allocated gives the
+  // second container of the spec two GPUs (memory in MiB; 0 cores = not throttled).
+  PodInfo hami;
+  hami.ns = "ml";
+  hami.name = "hami-train";
+  hami.uid = "uid-hami-train";
+  hami.node_name = "gpu-node-1";
+  hami.phase = "Pending";
+  hami.created_unix = 10;
+  hami.containers = {"sidecar", "trainer"};
+  hami.annotations["hami.io/vgpu-devices-allocated"] =
+      ";" + uuids_[2] + ",NVIDIA,3000,25:" + uuids_[3] + ",NVIDIA,5000,0:;";
+  hami.annotations["hami.io/vgpu-node"] = "gpu-node-1";
+  hami.annotations["hami.io/bind-time"] = "1748779200";
+  cluster_.UpsertPod(hami);
+  std::vector<std::string> units;
+  ASSERT_TRUE(kubelet_->GetPreferredAllocation(Available(), {}, 2, &units).ok());
+  ASSERT_EQ(units.size(), 2u);
+  v1beta1::ContainerAllocateResponse r;
+  grpc::Status st = kubelet_->Allocate("ml", "hami-train", "trainer", units, &r);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(r.envs().at("VGPU_SLICE"), "ml/hami-train/trainer");
+  EXPECT_EQ(r.envs().at("NVIDIA_VISIBLE_DEVICES"), uuids_[2] + "," + uuids_[3]);
+  EXPECT_EQ(r.envs().at("CUDA_DEVICE_MEMORY_LIMIT_0"), "3000m");
+  EXPECT_EQ(r.envs().at("CUDA_DEVICE_MEMORY_LIMIT_1"), "5000m");
+  EXPECT_EQ(r.envs().at("CUDA_DEVICE_SM_LIMIT_0"), "25");
+  EXPECT_EQ(r.envs().at("CUDA_DEVICE_SM_LIMIT_1"), "100");
+  EXPECT_EQ(r.envs().count("CUDA_TASK_PRIORITY"), 0u);  // HAMi records no priority
+  EXPECT_TRUE(kubelet_->PreStartContainer(units).ok());
+  for (const std::string& u : units) allocated_.insert(u);
+
+  // A garbled allocation: Allocate fails with the reason, and the daemon carries on.
+  PodInfo bad = testing::HamiPodWith("hami-bad", "gpu-node-1", {{uuids_[0], 1024, 30}}, 20);
+  bad.annotations["hami.io/vgpu-devices-allocated"] = uuids_[0] + ",NVIDIA,1024;30:";
+  cluster_.UpsertPod(bad);
+  std::vector<std::string> offered;
+  ASSERT_TRUE(kubelet_->GetPreferredAllocation(Available(), {}, 1, &offered).ok());
+  v1beta1::ContainerAllocateResponse refused;
+  grpc::Status no = kubelet_->Allocate("default", "hami-bad", "main", {uuids_[0] + "-0"}, &refused);
+  EXPECT_EQ(no.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_NE(no.error_message().find("pod default/hami-bad: annotation "
+                                    "hami.io/vgpu-devices-allocated: container 0: device '" +
+                                    uuids_[0] + ",NVIDIA,1024' has fewer than 4 fields"),
+            std::string::npos)
+      << no.error_message();
+  cluster_.UpsertPod(testing::HamiPodWith("hami-ok", "gpu-node-1", {{uuids_[0], 2048, 0}}, 30));
+  v1beta1::ContainerAllocateResponse ok;
+  st = kubelet_->Allocate("default", "hami-ok", "main", {uuids_[0] + "-0"}, &ok);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(ok.envs().at("CUDA_DEVICE_MEMORY_LIMIT_0"), "2048m");
+  EXPECT_EQ(ok.envs().at("CUDA_DEVICE_SM_LIMIT"), "100");
+}
+
 TEST_F(DevicePluginTest, ReRegistersAfterAKubeletRestart) {
   ASSERT_TRUE(kubelet_->WaitForDevices(AllHealthy, 5000));
   ASSERT_TRUE(kubelet_->Restart());  // kubelet.sock and our socket deleted, kubelet.sock back
