@@ -17,7 +17,6 @@
 #include <httplib.h>
 #include <signal.h>
 #include <unistd.h>
-#include <yaml-cpp/yaml.h>
 
 #include <chrono>
 #include <cstdio>
@@ -38,6 +37,7 @@
 #include "k8s/encoding.h"
 #include "k8s/tls.h"
 #include "k8s/webhook_certs.h"
+#include "kube_manifests.h"
 #include "kubelet_emulator.h"
 #include "node/assignment.h"
 
@@ -53,8 +53,6 @@ using vgpu::testing::RunToCompletion;
 
 constexpr const char* kGpu = "GPU-c4a10000-1111-4222-8333-444444444444";
 constexpr const char* kNode = "gpu-node-1";
-constexpr const char* kWebhookService = "vgpu-scheduler-webhook.vgpu-system";
-constexpr const char* kWebhookHost = "vgpu-scheduler-webhook.vgpu-system.svc";
 constexpr uint64_t kMiB = 1ULL << 20;
 
 // A pod as HAMi's documentation writes one; NAME, MEM and CORES are filled in.
@@ -62,6 +60,8 @@ constexpr const char* kHamiPodYaml = R"(apiVersion: v1
 kind: Pod
 metadata:
   name: NAME
+  annotations:
+    nvidia.com/use-gputype: "H100"
 spec:
   containers:
     - name: ubuntu-container
@@ -80,62 +80,14 @@ constexpr uint64_t kMeasureFromNs = 1'000'000'000ULL;
 // Generous: on an idle machine the simulated GPU holds a 30 % cap within 3 points.
 constexpr double kShareTolerance = 10.0;
 
-// YAML as kubectl sends it: every scalar of a pod's manifest that matters here is a string once
-// the API server has read it (quantities are serialised as strings).
-Json YamlToJson(const YAML::Node& n) {
-  switch (n.Type()) {
-    case YAML::NodeType::Map: {
-      Json o = Json::object();
-      for (const auto& kv : n) o[kv.first.as<std::string>()] = YamlToJson(kv.second);
-      return o;
-    }
-    case YAML::NodeType::Sequence: {
-      Json a = Json::array();
-      for (const auto& e : n) a.push_back(YamlToJson(e));
-      return a;
-    }
-    case YAML::NodeType::Scalar:
-      return n.as<std::string>();
-    default:
-      return nullptr;
-  }
-}
-
 Json HamiPod(const std::string& name, const std::string& memory, const std::string& cores) {
   std::string text = kHamiPodYaml;
   text.replace(text.find("NAME"), 4, name);
   text.replace(text.find("MEM"), 3, memory);
   text.replace(text.find("CORES"), 5, cores);
-  return YamlToJson(YAML::Load(text));
-}
-
-// What the API server does to a pod on creation before admission: namespace, UID, creation
-// time, the default scheduler name, requests defaulted from limits.
-Json ApiServerDefaults(Json pod, const std::string& uid) {
-  pod["metadata"]["namespace"] = "default";
-  pod["metadata"]["uid"] = uid;
-  pod["metadata"]["creationTimestamp"] = "2025-06-01T12:00:00Z";
-  pod["spec"]["schedulerName"] = "default-scheduler";
-  for (Json& c : pod["spec"]["containers"]) {
-    Json& resources = c["resources"];
-    if (!resources.contains("requests")) resources["requests"] = resources["limits"];
-  }
-  return pod;
-}
-
-std::string AdmissionReview(const Json& pod, const std::string& uid) {
-  return Json{{"apiVersion", "admission.k8s.io/v1"},
-              {"kind", "AdmissionReview"},
-              {"request",
-               {{"uid", uid},
-                {"kind", {{"group", ""}, {"version", "v1"}, {"kind", "Pod"}}},
-                {"resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
-                {"namespace", "default"},
-                {"operation", "CREATE"},
-                {"userInfo", {{"username", "kubernetes-admin"}}},
-                {"object", pod},
-                {"dryRun", false}}}}
-      .dump();
+  auto pod = YamlToJson(text);
+  EXPECT_TRUE(pod.has_value()) << pod.error().ToString();
+  return ApiServerDefaults(pod.value_or(Json::object()), "default", "uid-" + name);
 }
 
 // The words of `line` (no quoting: the paths here hold no spaces).
@@ -175,6 +127,12 @@ class HamiPodChainTest : public ::testing::Test {
         << "\n    certificate-authority-data: " << k8s::Base64Encode(api_->pki().ca_cert_pem)
         << "\ncontexts:\n- name: e2e\n  context: {cluster: fake, user: sa}\nusers:\n"
            "- name: sa\n  user:\n    token: test-token\n";
+    // The deployed configuration names the webhook and the extender's verbs.
+    auto deploy = LoadDeployedScheduler(VGPU_SOURCE_DIR);
+    ASSERT_TRUE(deploy.has_value()) << deploy.error().ToString();
+    deploy_ = *deploy;
+    ASSERT_TRUE(deploy_.webhook_on_pod_create);
+    ASSERT_TRUE(deploy_.node_cache_capable);  // kube-scheduler sends NodeNames
     kubelet_ = std::make_unique<KubeletEmulator>(root_ + "/kubelet");
     ASSERT_TRUE(kubelet_->Start());
   }
@@ -197,20 +155,22 @@ class HamiPodChainTest : public ::testing::Test {
   }
 
   void StartNode() {
+    node_metrics_port_ = FreePort();
     node_ = std::make_unique<BackgroundProcess>(
         Words(std::string(VGPU_BIN) + " node --sim --sim-config " + root_ +
               "/devices.conf --kubeconfig " + kubeconfig_ + " --node-name " + kNode +
               " --kubelet-dir " + root_ + "/kubelet --pod-resources-socket " +
               kubelet_->pod_resources_socket() + " --slice-dir " + root_ +
               "/slices --arbiter-dir " + root_ + "/arbiter --libvgpu " + LIBVGPU_PATH +
-              " --units-per-gpu 10 --metrics-listen off --log-level 3"),
+              " --units-per-gpu 10 --metrics-listen 127.0.0.1:" +
+              std::to_string(node_metrics_port_) + " --log-level 3"),
         std::vector<std::string>{"VGPU_SIMGPU_STATE=" + root_ + "/simgpu.state",
                                  "VGPU_SIMGPU_LOG_LEVEL=1"},
         root_ + "/node.log");
   }
 
   void StartScheduler() {
-    auto names = k8s::ServiceDnsNames(kWebhookService);
+    auto names = k8s::ServiceDnsNames(deploy_.webhook_service);
     ASSERT_TRUE(names.has_value());
     auto certs = k8s::GenerateWebhookCertificates(*names);
     ASSERT_TRUE(certs.has_value()) << certs.error().ToString();
@@ -226,7 +186,8 @@ class HamiPodChainTest : public ::testing::Test {
               " --metrics-listen 127.0.0.1:" + std::to_string(metrics_port_) +
               " --webhook-listen 127.0.0.1:" + std::to_string(webhook_port_) +
               " --webhook-tls-cert " + root_ + "/tls.crt --webhook-tls-key " + root_ +
-              "/tls.key --webhook-service " + kWebhookService + " --log-level 3"),
+              "/tls.key --webhook-service " + deploy_.webhook_service + " --webhook-path " +
+              deploy_.webhook_path + " --log-level 3"),
         std::vector<std::string>{}, root_ + "/scheduler.log");
   }
 
@@ -237,15 +198,16 @@ class HamiPodChainTest : public ::testing::Test {
 
   // The API server calls the webhook over TLS, trusting the CA of its caBundle.
   httplib::Result Admit(const std::string& review) {
-    httplib::SSLClient cli(kWebhookHost, webhook_port_);
-    cli.set_hostname_addr_map({{kWebhookHost, "127.0.0.1"}});
+    const std::string host = deploy_.webhook_service + ".svc";
+    httplib::SSLClient cli(host, webhook_port_);
+    cli.set_hostname_addr_map({{host, "127.0.0.1"}});
     cli.enable_server_certificate_verification(true);
     auto store = k8s::BuildCaStore(webhook_ca_);
     EXPECT_TRUE(store.has_value());
     if (store) cli.set_ca_cert_store(store->release());
     cli.set_connection_timeout(2, 0);
     cli.set_read_timeout(10, 0);
-    return cli.Post("/webhook", review, "application/json");
+    return cli.Post(deploy_.webhook_path, review, "application/json");
   }
 
   // kube-scheduler calling the extender (HTTP, as in its default configuration).
@@ -257,18 +219,21 @@ class HamiPodChainTest : public ::testing::Test {
     return {res->status, Json::parse(res->body, nullptr, false)};
   }
 
-  std::string SchedulerMetrics() {
-    httplib::Client cli("127.0.0.1", metrics_port_);
+  std::string SchedulerMetrics() { return Metrics(metrics_port_); }
+  std::string NodeMetrics() { return Metrics(node_metrics_port_); }
+  static std::string Metrics(int port) {
+    httplib::Client cli("127.0.0.1", port);
     cli.set_connection_timeout(1, 0);
     auto res = cli.Get("/metrics");
     return res && res->status == 200 ? res->body : "";
   }
 
+  DeployedScheduler deploy_;
   std::string root_, kubeconfig_, webhook_ca_;
   std::unique_ptr<FakeApiServer> api_;
   std::unique_ptr<KubeletEmulator> kubelet_;
   std::unique_ptr<BackgroundProcess> node_, scheduler_;
-  int extender_port_ = 0, metrics_port_ = 0, webhook_port_ = 0;
+  int extender_port_ = 0, metrics_port_ = 0, webhook_port_ = 0, node_metrics_port_ = 0;
 };
 
 TEST_F(HamiPodChainTest, HamiPodRunsWithItsLimitsThroughWebhookExtenderAndNodeDaemon) {
@@ -301,7 +266,7 @@ TEST_F(HamiPodChainTest, HamiPodRunsWithItsLimitsThroughWebhookExtenderAndNodeDa
       15'000))
       << SchedulerMetrics() << Logs();
 
-  const Json created = ApiServerDefaults(HamiPod("gpu-pod", "3000", "30"), "uid-gpu-pod");
+  const Json created = HamiPod("gpu-pod", "3000", "30");
   ASSERT_FALSE(created["spec"].contains("nodeName"));
   httplib::Result admitted{nullptr, httplib::Error::Unknown};
   ASSERT_TRUE(WaitFor(
@@ -334,10 +299,29 @@ TEST_F(HamiPodChainTest, HamiPodRunsWithItsLimitsThroughWebhookExtenderAndNodeDa
   pod["status"] = {{"phase", "Pending"}};
   api_->PutPod(pod);
 
-  // ---- 3. kube-scheduler (vgpu-scheduler profile) asks the extender: filter, prioritize, bind.
+  // ---- 3. kube-scheduler: the profile deploy/ configures takes the pod; its own resource fit
+  // passes (every limit is either ignored by it or advertised by the node through kubelet), and
+  // the pod asks for a resource the extender manages, so the extender is asked: filter,
+  // prioritize, bind.
   pod = api_->GetPod("default", "gpu-pod");
+  EXPECT_EQ(pod["spec"]["schedulerName"], deploy_.profile);
+  const std::string advertised = kubelet_->last_registration().resource_name();
+  bool managed = false;
+  for (const auto& [resource, quantity] :
+       pod["spec"]["containers"][0]["resources"]["limits"].items()) {
+    const auto it = deploy_.managed_resources.find(resource);
+    managed = managed || it != deploy_.managed_resources.end();
+    const bool ignored = it != deploy_.managed_resources.end() && it->second;
+    EXPECT_TRUE(ignored || resource == advertised)
+        << resource << ": kube-scheduler would find no node with it";
+    if (resource == advertised) {
+      EXPECT_LE(std::stoi(quantity.get<std::string>()),
+                static_cast<int>(kubelet_->devices().size()));
+    }
+  }
+  EXPECT_TRUE(managed) << "the extender would not be asked";
   auto [filter_status, filter] =
-      Extender("filter", k8s::testing::ArgsBody(pod, {kNode, "cpu-node-1"}));
+      Extender(deploy_.filter_verb, k8s::testing::ArgsBody(pod, {kNode, "cpu-node-1"}));
   ASSERT_EQ(filter_status, 200) << filter.dump() << Logs();
   EXPECT_EQ(filter["NodeNames"], Json::array({kNode})) << filter.dump();
   EXPECT_EQ(filter.value("Error", ""), "") << filter.dump();
@@ -351,13 +335,13 @@ TEST_F(HamiPodChainTest, HamiPodRunsWithItsLimitsThroughWebhookExtenderAndNodeDa
     EXPECT_FALSE(reason.empty()) << "the node without GPUs needs a reason: " << filter.dump();
   }
   auto [prioritize_status, priorities] =
-      Extender("prioritize", k8s::testing::ArgsBody(pod, {kNode}));
+      Extender(deploy_.prioritize_verb, k8s::testing::ArgsBody(pod, {kNode}));
   ASSERT_EQ(prioritize_status, 200) << priorities.dump();
   ASSERT_TRUE(priorities.is_array() && priorities.size() == 1u) << priorities.dump();
   EXPECT_EQ(priorities[0]["Host"], kNode);
   EXPECT_GE(priorities[0]["Score"].get<int>(), 0);
   EXPECT_LE(priorities[0]["Score"].get<int>(), 10);
-  auto [bind_status, bound] = Extender("bind", k8s::testing::BindBody(pod, kNode));
+  auto [bind_status, bound] = Extender(deploy_.bind_verb, k8s::testing::BindBody(pod, kNode));
   ASSERT_EQ(bind_status, 200) << bound.dump();
   ASSERT_EQ(bound.value("Error", "?"), "") << bound.dump() << Logs();
 
@@ -377,7 +361,18 @@ TEST_F(HamiPodChainTest, HamiPodRunsWithItsLimitsThroughWebhookExtenderAndNodeDa
   EXPECT_EQ(decision->containers[0].devices[0].cores, 30);
   EXPECT_EQ(api_->bound_log(), std::vector<std::string>{"default/gpu-pod->" + std::string(kNode)});
 
+  // The scheduler's pod watch sees its own binding: the GPU is booked, no longer assumed.
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        const std::string m = SchedulerMetrics();
+        return m.find("vgpu_scheduler_pods{state=\"bound\"} 1\n") != std::string::npos &&
+               m.find("vgpu_scheduler_pods{state=\"assumed\"} 0\n") != std::string::npos;
+      },
+      10'000))
+      << SchedulerMetrics();
+
   // ---- 4. kubelet admits the pod on the node: GetPreferredAllocation, then Allocate.
+  ASSERT_TRUE(kubelet_->plugin_options().get_preferred_allocation_available());
   std::vector<std::string> available;
   for (const auto& d : kubelet_->devices()) available.push_back(d.id());
   std::vector<std::string> units;
@@ -389,10 +384,11 @@ TEST_F(HamiPodChainTest, HamiPodRunsWithItsLimitsThroughWebhookExtenderAndNodeDa
   grpc::Status allocated =
       kubelet_->Allocate("default", "gpu-pod", "ubuntu-container", units, &allocation);
   ASSERT_TRUE(allocated.ok()) << allocated.error_message() << Logs();
-  if (kubelet_->plugin_options().pre_start_required()) {
-    grpc::Status pre_start = kubelet_->PreStartContainer(units);
-    ASSERT_TRUE(pre_start.ok()) << pre_start.error_message() << Logs();
-  }
+  // The daemon asks for PreStartContainer (it checks the admission order there); kubelet calls
+  // it before starting the container.
+  EXPECT_TRUE(kubelet_->plugin_options().pre_start_required());
+  grpc::Status pre_start = kubelet_->PreStartContainer(units);
+  ASSERT_TRUE(pre_start.ok()) << pre_start.error_message() << Logs();
   ContainerSpec container = ContainerSpec::FromAllocation(allocation);
   EXPECT_EQ(container.envs["VGPU_SLICE"], "default/gpu-pod/ubuntu-container");
   EXPECT_EQ(container.envs["NVIDIA_VISIBLE_DEVICES"], kGpu);
@@ -435,9 +431,29 @@ TEST_F(HamiPodChainTest, HamiPodRunsWithItsLimitsThroughWebhookExtenderAndNodeDa
     EXPECT_NEAR(share, 30, kShareTolerance);
   }
 
+  // The node's /metrics shows the pod's slice with its limits.
+  {
+    const std::string m = NodeMetrics();
+    bool found = false;
+    std::istringstream in(m);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("vgpu_slice_memory_limit_bytes{", 0) == 0 &&
+          line.find("pod=\"gpu-pod\"") != std::string::npos) {
+        found = true;
+        EXPECT_EQ(std::stod(line.substr(line.rfind(' ') + 1)), static_cast<double>(3000 * kMiB))
+            << line;
+      }
+      if (line.rfind("vgpu_slice_compute_limit_ratio{", 0) == 0 &&
+          line.find("pod=\"gpu-pod\"") != std::string::npos) {
+        EXPECT_DOUBLE_EQ(std::stod(line.substr(line.rfind(' ') + 1)), 0.3) << line;
+      }
+    }
+    EXPECT_TRUE(found) << m;
+  }
+
   // ---- Bad requests. More memory than any GPU has: a reason from filter, never a crash.
   {
-    Json big = ApiServerDefaults(HamiPod("too-big", "20000", "30"), "uid-too-big");
+    Json big = HamiPod("too-big", "20000", "30");
     auto res = Admit(AdmissionReview(big, "review-2"));
     ASSERT_TRUE(res) << Logs();
     const Json r = Json::parse(res->body)["response"];
@@ -445,7 +461,7 @@ TEST_F(HamiPodChainTest, HamiPodRunsWithItsLimitsThroughWebhookExtenderAndNodeDa
     big = big.patch(Json::parse(k8s::Base64Decode(r["patch"].get<std::string>()).value_or("[]")));
     big["status"] = {{"phase", "Pending"}};
     api_->PutPod(big);
-    auto [status, answer] = Extender("filter", k8s::testing::ArgsBody(big, {kNode}));
+    auto [status, answer] = Extender(deploy_.filter_verb, k8s::testing::ArgsBody(big, {kNode}));
     ASSERT_EQ(status, 200) << answer.dump() << Logs();
     EXPECT_TRUE(answer["NodeNames"].is_null() || answer["NodeNames"].empty()) << answer.dump();
     // Unresolvable: no preemption on this node can make room for it.
@@ -459,13 +475,14 @@ TEST_F(HamiPodChainTest, HamiPodRunsWithItsLimitsThroughWebhookExtenderAndNodeDa
   }
   // gpucores 101: refused at admission, with the container, resource and value named.
   {
-    const Json bad = ApiServerDefaults(HamiPod("too-many-cores", "3000", "101"), "uid-bad");
+    const Json bad = HamiPod("too-many-cores", "3000", "101");
     auto res = Admit(AdmissionReview(bad, "review-3"));
     ASSERT_TRUE(res) << Logs();
     ASSERT_EQ(res->status, 200) << res->body;
     const Json r = Json::parse(res->body)["response"];
     EXPECT_EQ(r["uid"], "review-3");
     EXPECT_EQ(r["allowed"], false) << res->body;
+    EXPECT_EQ(r["status"].value("code", 0), 422) << res->body;
     const std::string message = r["status"].value("message", "");
     std::printf("e2e: gpucores 101: %s\n", message.c_str());
     EXPECT_NE(message.find("gpucores"), std::string::npos) << res->body;
