@@ -1,18 +1,24 @@
 // End to end through the whole Kubernetes path, on one machine and without a cluster: a pod
-// written for HAMi (limits nvidia.com/gpu: 1, gpumem: 3000, gpucores: 30; no schedulerName) goes
+// written for HAMi (limits nvidia.com/gpu: 1, gpumem: 3000, gpucores: 30, the use-gputype
+// annotation; no schedulerName) goes
 //   1. to the local HTTPS API server of tests/k8s, which holds the GPU node; `vgpu node --sim`
 //      runs against it (kubeconfig) and publishes the node's GPU inventory on the Node object;
-//   2. through `vgpu scheduler`'s admission webhook (HTTPS, certificate files): the JSON patch
-//      sends the pod to the vgpu scheduler, and the pod is created with the patch applied;
-//   3. through the extender verbs as kube-scheduler calls them (nodeCacheCapable ExtenderArgs to
-//      filter and prioritize, ExtenderBindingArgs to bind): the pod is bound to the node and
-//      carries the scheduler's decision;
-//   4. to kubelet (the emulator of tests/node: registration, GetPreferredAllocation, Allocate for
-//      the pod's container), and the container runs as a process with exactly the environment
-//      and mounts Allocate returned (container_runtime.h), libvgpu.so on the simulated GPU: it
-//      can allocate exactly 3000 MiB, not one byte more, and gets about 30 % of the GPU.
-// Bad requests along the way: a pod asking more memory than any GPU has gets a clear reason
-// from filter (and the scheduler keeps running); gpucores: 101 is refused by the webhook.
+//   2. through `vgpu scheduler`'s admission webhook (HTTPS, certificate files, the service and
+//      path of deploy/scheduler/webhook.yaml) after the API server's defaulting: the JSON patch
+//      sends the pod to the vgpu-scheduler profile, and the pod is stored with it applied;
+//   3. through kube-scheduler as deploy/scheduler/scheduler-config.yaml configures it: its own
+//      resource fit passes (managedResources), and the extender's verbs are called as it calls
+//      them (nodeCacheCapable ExtenderArgs to filter and prioritize, ExtenderBindingArgs to
+//      bind): the pod is bound to the node, carries the scheduler's decision, and the
+//      scheduler's watch confirms the binding;
+//   4. to kubelet (the emulator of tests/node: registration, GetPreferredAllocation, Allocate and
+//      PreStartContainer for the pod's container), and the container runs as a process with
+//      exactly the environment and mounts Allocate returned (container_runtime.h), libvgpu.so on
+//      the simulated GPU: it can allocate exactly 3000 MiB, not one byte more, and gets about
+//      30 % of the GPU; the node's /metrics shows the slice with its limits.
+// Bad requests along the way: a pod asking more memory than any GPU has gets an unresolvable
+// reason from filter (and the scheduler keeps running); gpucores: 101 is refused by the webhook.
+// Every process is stopped and reaped when the test ends, failed or not. About 4 s.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
