@@ -439,7 +439,14 @@ TEST_F(HamiPodChainTest, HamiPodRunsWithItsLimitsThroughWebhookExtenderAndNodeDa
 
   // The node's /metrics shows the pod's slice with its limits.
   {
-    const std::string m = NodeMetrics();
+    std::string m;
+    EXPECT_TRUE(WaitFor(
+        [&] {
+          m = NodeMetrics();
+          return m.find("pod=\"gpu-pod\"") != std::string::npos;
+        },
+        10'000))
+        << m << Logs();
     bool found = false;
     std::istringstream in(m);
     for (std::string line; std::getline(in, line);) {
