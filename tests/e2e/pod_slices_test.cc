@@ -38,6 +38,7 @@
 
 #include "child_process.h"
 #include "container_runtime.h"
+#include "e2e_util.h"
 #include "kubelet_emulator.h"
 #include "node/assignment.h"
 #include "run_command.h"
@@ -79,34 +80,6 @@ constexpr uint64_t kMeasureFromNs = 1'000'000'000ULL;
 // Generous: the simulated GPU's shares hold within 3 points on an idle machine.
 constexpr double kShareTolerance = 8.0;
 
-uint64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 std::string Quote(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
@@ -114,32 +87,6 @@ std::string Quote(const std::string& s) {
     out += c;
   }
   return out + "\"";
-}
-
-// "key value" lines of the worker's output.
-std::map<std::string, std::string> Lines(const std::string& out) {
-  std::map<std::string, std::string> m;
-  std::istringstream in(out);
-  std::string line;
-  while (std::getline(in, line)) {
-    size_t sp = line.find(' ');
-    if (sp != std::string::npos) m[line.substr(0, sp)] = line.substr(sp + 1);
-  }
-  return m;
-}
-
-// Percent of [from, to) during which the kernels recorded in `path` ("call start end" in ns per
-// line, `vgpu bench tenant --out`) ran.
-double ShareOf(const std::string& path, uint64_t from, uint64_t to) {
-  FILE* f = std::fopen(path.c_str(), "r");
-  if (f == nullptr) return -1;
-  uint64_t call, start, end, busy = 0;
-  while (std::fscanf(f, "%" SCNu64 " %" SCNu64 " %" SCNu64, &call, &start, &end) == 3) {
-    uint64_t s = std::max(start, from), e = std::min(end, to);
-    if (e > s) busy += e - s;
-  }
-  std::fclose(f);
-  return 100.0 * static_cast<double>(busy) / static_cast<double>(to - from);
 }
 
 // The value of the series `name` whose labels contain pod="<pod>" (any labels when `pod` is
@@ -205,15 +152,7 @@ class PodSlicesTest : public ::testing::Test {
   // What the simulated GPU's container runtime adds to every container: its driver libraries
   // (found first on the library path, and by libvgpu.so as the real driver) and the shared
   // state of the simulated GPU, so that the containers and the daemon see the same device.
-  std::vector<std::string> RuntimeEnv() const {
-    return {std::string("LD_LIBRARY_PATH=") + SIMGPU_DIR,
-            std::string("VGPU_REAL_LIBCUDA=") + SIMGPU_DIR + "/libcuda.so.1",
-            std::string("VGPU_REAL_LIBNVML=") + SIMGPU_DIR + "/libnvidia-ml.so.1",
-            "VGPU_SIMGPU_CONFIG=" + root_ + "/devices.conf",
-            "VGPU_SIMGPU_STATE=" + root_ + "/simgpu.state",
-            "VGPU_SIMGPU_LOG_LEVEL=1",
-            "LIBCUDA_LOG_LEVEL=1"};
-  }
+  std::vector<std::string> RuntimeEnv() const { return SimGpuRuntimeEnv(SIMGPU_DIR, root_); }
 
   std::vector<std::string> ContainerEnv(const ContainerSpec& c) const {
 #ifdef VGPU_ASAN_RUNTIME
