@@ -4,39 +4,13 @@
 
 #include "common/log.h"
 #include "k8s/encoding.h"
+#include "k8s/json_scan.h"
 #include "k8s/metrics.h"
 
 namespace vgpu::k8s {
 namespace {
 
 constexpr const char* kVisibleDevices = "NVIDIA_VISIBLE_DEVICES";
-// A pod is a few levels deep (managedFields perhaps twenty); deeper bodies are refused before
-// parsing, since copying and destroying a JSON value recurses once per level.
-constexpr int kMaxNesting = 256;
-
-// Whether the JSON text nests arrays and objects deeper than `limit` (strings skipped).
-bool NestsDeeperThan(std::string_view text, int limit) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > limit) return true;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return false;
-}
-
 // RFC 6901: '~' -> "~0", '/' -> "~1".
 std::string PointerToken(std::string_view s) {
   std::string out;
@@ -260,11 +234,11 @@ AdmissionWebhook::Reply AdmissionWebhook::Review(std::string_view body) {
   std::string warning;  // a readable review the webhook does not handle
   std::string label;
   Mutation m;
-  const bool too_deep = NestsDeeperThan(body, kMaxNesting);
+  const bool too_deep = JsonNestsDeeperThan(body);
   Json review = too_deep ? Json(nullptr) : Json::parse(body, nullptr, /*allow_exceptions=*/false);
   const Json* request = nullptr;
   if (too_deep) {
-    problem = "the request body nests deeper than " + std::to_string(kMaxNesting) + " levels";
+    problem = "the request body nests deeper than " + std::to_string(kMaxJsonNesting) + " levels";
   } else if (review.is_discarded()) {
     problem = "the request body is not JSON";
   } else if (!review.is_object()) {

@@ -79,6 +79,7 @@ std::shared_ptr<const ParsedPod> Extender::ParsedPodOf(std::string_view pod_text
     if (hit->request) RememberForBind(hit->uid, *hit->request);
     return hit;
   }
+  if (JsonNestsDeeperThan(pod_text)) return nullptr;  // the full parser explains why
   const Json pod = Json::parse(pod_text, nullptr, false);
   if (!pod.is_object()) return nullptr;
   auto parsed = std::make_shared<ParsedPod>();

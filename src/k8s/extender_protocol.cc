@@ -28,6 +28,11 @@ const Json* FindKey(const Json& object, std::string_view key) {
 
 namespace {
 
+Status TooDeep() {
+  return Status::InvalidArgument("the request body nests arrays or objects deeper than " +
+                                 std::to_string(kMaxJsonNesting) + " levels");
+}
+
 bool KeyIs(std::string_view key, std::string_view want) {
   return key.size() == want.size() && strncasecmp(key.data(), want.data(), key.size()) == 0;
 }
@@ -63,6 +68,7 @@ std::optional<ExtenderArgs> ScanExtenderArgs(std::string_view body) {
   auto view = ScanExtenderArgsView(body);
   if (!view) return std::nullopt;
   ExtenderArgs args;
+  if (JsonNestsDeeperThan(view->pod)) return std::nullopt;
   args.pod = Json::parse(view->pod, nullptr, false);
   if (!args.pod.is_object()) return std::nullopt;
   args.node_names.assign(view->node_names.begin(), view->node_names.end());
@@ -71,6 +77,7 @@ std::optional<ExtenderArgs> ScanExtenderArgs(std::string_view body) {
 
 Result<ExtenderArgs> ParseExtenderArgs(std::string_view body) {
   if (auto fast = ScanExtenderArgs(body)) return std::move(*fast);
+  if (JsonNestsDeeperThan(body)) return TooDeep();
   Json j;
   try {
     j = Json::parse(body);
@@ -192,6 +199,7 @@ std::string HostPriorityListJson(std::span<const std::string_view> hosts,
 }
 
 Result<BindingArgs> ParseBindingArgs(std::string_view body) {
+  if (JsonNestsDeeperThan(body)) return TooDeep();
   Json j;
   try {
     j = Json::parse(body);

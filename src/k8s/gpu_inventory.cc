@@ -1,4 +1,5 @@
 #include "k8s/gpu_inventory.h"
+#include "k8s/json_scan.h"
 
 #include <algorithm>
 #include <set>
@@ -79,6 +80,7 @@ std::string FormatInventory(const NodeInventory& inv) {
 }
 
 Result<NodeInventory> ParseInventory(std::string_view text) {
+  if (JsonNestsDeeperThan(text)) return Status::InvalidArgument("nested too deeply");
   const Json j = Json::parse(text, nullptr, false);
   if (j.is_discarded()) return Status::InvalidArgument("not valid JSON");
   if (!j.is_object()) return Status::InvalidArgument("must be a JSON object");
@@ -139,6 +141,7 @@ Result<NodeInventory> ParseHamiRegister(std::string_view text) {
   inv.source = InventorySource::kHami;
   size_t start = text.find_first_not_of(" \t\r\n");
   if (start != std::string_view::npos && text[start] == '[') {
+    if (JsonNestsDeeperThan(text)) return Status::InvalidArgument("nested too deeply");
     const Json j = Json::parse(text, nullptr, false);
     if (j.is_discarded() || !j.is_array()) return Status::InvalidArgument("not a JSON list");
     for (size_t i = 0; i < j.size(); ++i) {

@@ -21,6 +21,15 @@ namespace vgpu::k8s {
 std::optional<std::vector<std::pair<std::string_view, std::string_view>>> ScanObjectMembers(
     std::string_view text);
 
+// The deepest nesting of arrays and objects accepted from outside. A Pod is a few levels deep
+// (managedFields perhaps twenty); deeper text is refused before it is parsed, since printing or
+// copying a JSON value recurses once per level.
+inline constexpr int kMaxJsonNesting = 256;
+
+// Whether JSON text nests arrays and objects deeper than `limit` (brackets inside strings do
+// not count). Does not check the rest of the grammar.
+bool JsonNestsDeeperThan(std::string_view text, int limit = kMaxJsonNesting);
+
 // Reads a JSON array of strings ("[\"a\",\"b\"]"); false when `text` is anything else.
 bool ScanStringArray(std::string_view text, std::vector<std::string>* out);
 

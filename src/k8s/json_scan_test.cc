@@ -57,6 +57,32 @@ TEST(JsonScan, FastAndFullParsersAgree) {
   EXPECT_NE(bad.error().message().find("malformed JSON at byte"), std::string::npos);
 }
 
+TEST(JsonScan, NestingDepthIgnoresBracketsInStrings) {
+  EXPECT_FALSE(JsonNestsDeeperThan(R"({"a":[[1]]})", 3));
+  EXPECT_TRUE(JsonNestsDeeperThan(R"({"a":[[[1]]]})", 3));
+  EXPECT_FALSE(JsonNestsDeeperThan(R"({"a":"[[[[\"[[["})", 1));
+  EXPECT_FALSE(JsonNestsDeeperThan(R"([[]],[[]],[[]])", 2));
+}
+
+TEST(JsonScan, DeeplyNestedBodiesAreRefusedNotCrashedOn) {
+  const size_t n = 1'000'000;
+  const std::string deep = std::string(n, '[') + std::string(n, ']');
+  const std::string pod_in_quantity =
+      R"({"metadata":{"name":"p"},"spec":{"containers":[{"name":"c","resources":{"limits":)"
+      R"({"nvidia.com/gpu":)" +
+      deep + "}}}]}}";
+  for (const std::string& body :
+       {R"({"Pod":)" + pod_in_quantity + R"(,"NodeNames":["a"]})",
+        R"({"Pod":)" + pod_in_quantity + R"(,"Nodes":null,"NodeNames":["a"]})", deep}) {
+    auto args = ParseExtenderArgs(body);
+    ASSERT_FALSE(args.has_value());
+    EXPECT_NE(args.error().message().find("deeper than 256 levels"), std::string::npos);
+  }
+  auto bind = ParseBindingArgs(deep);
+  ASSERT_FALSE(bind.has_value());
+  EXPECT_NE(bind.error().message().find("deeper than 256 levels"), std::string::npos);
+}
+
 TEST(NameIndex, FindsEveryNameAndNothingElse) {
   std::vector<std::string> names;
   for (int i = 0; i < 3000; ++i) names.push_back("node-" + std::to_string(i));

@@ -1,4 +1,5 @@
 #include "k8s/pod_assignment.h"
+#include "k8s/json_scan.h"
 
 #include <algorithm>
 #include <charconv>
@@ -59,6 +60,7 @@ std::string FormatAssignment(const PodAssignment& a) {
 }
 
 Result<PodAssignment> ParseAssignment(std::string_view text) {
+  if (JsonNestsDeeperThan(text)) return Status::InvalidArgument("nested too deeply");
   const Json j = Json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return Status::InvalidArgument("not a JSON object");
   auto version = Int(j, "", "version", 0, 1 << 30);

@@ -81,6 +81,9 @@ TEST(PodRequest, BadValuesGetClearErrors) {
             std::string::npos);
   EXPECT_FALSE(ParsePodGpuRequest(Json::array(), {}).has_value());
   EXPECT_FALSE(ParsePodGpuRequest(Json{{"spec", {{"containers", 3}}}}, {}).has_value());
+  // A structured value is named by its type, not printed (printing a deep one would recurse).
+  EXPECT_EQ(err({{"nvidia.com/gpu", Json::array({Json::array({1})})}}),
+            "container 'train': nvidia.com/gpu: an array is not a quantity");
 }
 
 TEST(PodRequest, ShapesFollowHamiDefaults) {

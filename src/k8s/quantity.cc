@@ -116,6 +116,9 @@ Result<int64_t> WholeQuantityOf(const Json& value) {
     }
     return static_cast<int64_t>(d);
   }
+  if (value.is_structured()) {
+    return Status::InvalidArgument(std::string("an ") + value.type_name() + " is not a quantity");
+  }
   return Status::InvalidArgument("'" + value.dump() + "' is not a quantity");
 }
 
