@@ -11,6 +11,7 @@
 
 #include "background_process.h"
 #include "harness.h"
+#include "k8s/encoding.h"
 #include "kubeconfig.h"
 #include "run_command.h"
 
