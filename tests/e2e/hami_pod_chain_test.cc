@@ -35,6 +35,7 @@
 #include <string>
 #include <thread>
 
+#include "background_process.h"
 #include "child_process.h"
 #include "container_runtime.h"
 #include "e2e_util.h"
@@ -44,6 +45,7 @@
 #include "k8s/tls.h"
 #include "k8s/webhook_certs.h"
 #include "kube_manifests.h"
+#include "kubeconfig.h"
 #include "kubelet_emulator.h"
 #include "node/assignment.h"
 
@@ -53,7 +55,9 @@ namespace {
 namespace fs = std::filesystem;
 using k8s::testing::FakeApiServer;
 using Json = nlohmann::json;
+using vgpu::testing::BackgroundProcess;
 using vgpu::testing::ChildProcess;
+using vgpu::testing::FreePort;
 using vgpu::testing::KubeletEmulator;
 using vgpu::testing::RunToCompletion;
 
@@ -125,14 +129,7 @@ class HamiPodChainTest : public ::testing::Test {
     // The GPU node, and a node without GPUs that kube-scheduler also asks about.
     api_->PutNode(k8s::testing::MakeNode(kNode));
     api_->PutNode(k8s::testing::MakeNode("cpu-node-1"));
-    kubeconfig_ = root_ + "/kubeconfig";
-    std::ofstream(kubeconfig_)
-        << "apiVersion: v1\nkind: Config\ncurrent-context: e2e\nclusters:\n- name: fake\n"
-           "  cluster:\n    server: "
-        << api_->url()
-        << "\n    certificate-authority-data: " << k8s::Base64Encode(api_->pki().ca_cert_pem)
-        << "\ncontexts:\n- name: e2e\n  context: {cluster: fake, user: sa}\nusers:\n"
-           "- name: sa\n  user:\n    token: test-token\n";
+    kubeconfig_ = k8s::testing::WriteKubeconfig(*api_, root_);
     // The deployed configuration names the webhook and the extender's verbs.
     auto deploy = LoadDeployedScheduler(VGPU_SOURCE_DIR);
     ASSERT_TRUE(deploy.has_value()) << deploy.error().ToString();

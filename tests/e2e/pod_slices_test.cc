@@ -13,14 +13,9 @@
 //   - the node's /metrics shows a's and b's slices with their limits, the memory they hold and
 //     their achieved shares, and passes promtool (when it is installed);
 //   - `vgpu top` lists the pods' slices with the same figures.
-#include <arpa/inet.h>
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,6 +31,7 @@
 #include <sstream>
 #include <thread>
 
+#include "background_process.h"
 #include "child_process.h"
 #include "container_runtime.h"
 #include "e2e_util.h"
@@ -48,7 +44,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using vgpu::testing::BackgroundProcess;
 using vgpu::testing::ChildProcess;
+using vgpu::testing::FreePort;
 using vgpu::testing::KubeletEmulator;
 using vgpu::testing::RunCommand;
 using vgpu::testing::RunToCompletion;
@@ -136,15 +134,11 @@ class PodSlicesTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    if (daemon_ > 0) {
-      kill(daemon_, SIGTERM);
-      int status = 0;
-      for (int i = 0; i < 50 && waitpid(daemon_, &status, WNOHANG) == 0; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-      kill(daemon_, SIGKILL);
-      waitpid(daemon_, nullptr, 0);
+    // SIGTERM, up to five seconds for a clean exit, then SIGKILL.
+    if (daemon_ && daemon_->Stop(SIGTERM, std::chrono::seconds(5)) == -1) {
+      daemon_->Stop(SIGKILL, std::chrono::seconds(10));
     }
+    daemon_.reset();
     kubelet_.reset();
     if (!HasFailure()) fs::remove_all(root_);
   }
@@ -164,27 +158,39 @@ class PodSlicesTest : public ::testing::Test {
 
   void StartDaemon() {
     port_ = FreePort();
-    daemon_ = fork();
-    ASSERT_GE(daemon_, 0);
-    if (daemon_ == 0) {
-      setenv("VGPU_SIMGPU_STATE", (root_ + "/simgpu.state").c_str(), 1);
-      setenv("VGPU_SIMGPU_LOG_LEVEL", "1", 1);
-      int fd = ::open((root_ + "/daemon.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(fd, 1);
-      dup2(fd, 2);
-      const std::string port = "127.0.0.1:" + std::to_string(port_);
-      const std::string kubelet = root_ + "/kubelet", slices = root_ + "/slices",
-                        arbiters = root_ + "/arbiter", config = root_ + "/devices.conf",
-                        pods = root_ + "/pods.json",
-                        pod_resources = kubelet_->pod_resources_socket();
-      execl(VGPU_BIN, VGPU_BIN, "node", "--sim", "--sim-config", config.c_str(), "--kubelet-dir",
-            kubelet.c_str(), "--slice-dir", slices.c_str(), "--arbiter-dir", arbiters.c_str(),
-            "--libvgpu", LIBVGPU_PATH, "--node-name", "e2e-node", "--pods-file", pods.c_str(),
-            "--pod-resources-socket", pod_resources.c_str(), "--metrics-listen", port.c_str(),
-            "--units-per-gpu", "10", "--sample-interval", "200ms", "--hami-metric-aliases",
-            "--log-level", "2", static_cast<char*>(nullptr));
-      _exit(127);
-    }
+    const std::string port = "127.0.0.1:" + std::to_string(port_);
+    daemon_ = std::make_unique<BackgroundProcess>(
+        std::vector<std::string>{VGPU_BIN,
+                                 "node",
+                                 "--sim",
+                                 "--sim-config",
+                                 root_ + "/devices.conf",
+                                 "--kubelet-dir",
+                                 root_ + "/kubelet",
+                                 "--slice-dir",
+                                 root_ + "/slices",
+                                 "--arbiter-dir",
+                                 root_ + "/arbiter",
+                                 "--libvgpu",
+                                 LIBVGPU_PATH,
+                                 "--node-name",
+                                 "e2e-node",
+                                 "--pods-file",
+                                 root_ + "/pods.json",
+                                 "--pod-resources-socket",
+                                 kubelet_->pod_resources_socket(),
+                                 "--metrics-listen",
+                                 port,
+                                 "--units-per-gpu",
+                                 "10",
+                                 "--sample-interval",
+                                 "200ms",
+                                 "--hami-metric-aliases",
+                                 "--log-level",
+                                 "2"},
+        std::vector<std::string>{"VGPU_SIMGPU_STATE=" + root_ + "/simgpu.state",
+                                 "VGPU_SIMGPU_LOG_LEVEL=1"},
+        root_ + "/daemon.log");
   }
 
   std::string Log() const { return "daemon log:\n" + ReadFile(root_ + "/daemon.log"); }
@@ -241,7 +247,7 @@ class PodSlicesTest : public ::testing::Test {
 
   std::string root_;
   std::unique_ptr<KubeletEmulator> kubelet_;
-  pid_t daemon_ = -1;
+  std::unique_ptr<BackgroundProcess> daemon_;
   int port_ = 0;
 };
 

@@ -1,94 +1,27 @@
 // `vgpu scheduler` as a process: exit codes and messages for bad input, and a full run against
 // the local HTTPS API server through a kubeconfig file: ready after loading the state, answers
 // kube-scheduler's filter body, serves /metrics, stops cleanly on SIGTERM.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <thread>
 
-#include "../cli/run_command.h"
+#include "background_process.h"
 #include "harness.h"
 #include "k8s/encoding.h"
+#include "kubeconfig.h"
+#include "run_command.h"
 
 namespace vgpu::k8s::testing {
 namespace {
 
 using namespace std::chrono_literals;
+using vgpu::testing::BackgroundProcess;
+using vgpu::testing::FreePort;
 using vgpu::testing::RunCommand;
-
-int FreePort() {
-  const int s = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  close(s);
-  return ntohs(a.sin_port);
-}
-
-// A running `vgpu scheduler`; stderr goes to a file.
-class Process {
- public:
-  explicit Process(const std::vector<std::string>& args, const std::string& log) {
-    pid_ = fork();
-    if (pid_ == 0) {
-      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(fd, 1);
-      dup2(fd, 2);
-      std::vector<char*> argv;
-      argv.push_back(const_cast<char*>(VGPU_BIN));
-      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      execv(VGPU_BIN, argv.data());
-      _exit(127);
-    }
-  }
-  ~Process() {
-    if (pid_ > 0 && !waited_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  // Sends `sig` and waits up to `limit`; the exit code, or -1 on timeout.
-  int Stop(int sig, std::chrono::milliseconds limit) {
-    kill(pid_, sig);
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        waited_ = true;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    return -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-  bool waited_ = false;
-};
-
-std::string Kubeconfig(const FakeApiServer& api, const std::string& dir) {
-  const std::string path = dir + "/kubeconfig";
-  WriteFile(path,
-            "apiVersion: v1\nkind: Config\ncurrent-context: test\nclusters:\n- name: fake\n"
-            "  cluster:\n    server: " +
-                api.url() +
-                "\n    certificate-authority-data: " + Base64Encode(api.pki().ca_cert_pem) +
-                "\ncontexts:\n- name: test\n  context: {cluster: fake, user: sa}\nusers:\n"
-                "- name: sa\n  user:\n    token: test-token\n");
-  return path;
-}
 
 int HttpGet(int port, const std::string& path, std::string* body = nullptr) {
   httplib::Client cli("127.0.0.1", port);
@@ -148,10 +81,10 @@ TEST_F(SchedulerCliTest, RunsAgainstAnApiServerAndStopsOnSigterm) {
   api.PutPod(Fixture("pod_train.json"));
   const int port = FreePort();
   const int metrics_port = FreePort();
-  Process p({"scheduler", "--kubeconfig", Kubeconfig(api, dir_), "--listen",
-             "127.0.0.1:" + std::to_string(port), "--metrics-listen",
-             "127.0.0.1:" + std::to_string(metrics_port), "--policy", "bestfit"},
-            dir_ + "/log");
+  BackgroundProcess p({VGPU_BIN, "scheduler", "--kubeconfig", WriteKubeconfig(api, dir_),
+                       "--listen", "127.0.0.1:" + std::to_string(port), "--metrics-listen",
+                       "127.0.0.1:" + std::to_string(metrics_port), "--policy", "bestfit"},
+                      {}, dir_ + "/log");
   bool ready = false;
   for (int i = 0; i < 500 && !ready; ++i) {
     ready = HttpGet(port, "/readyz") == 200;
@@ -182,12 +115,12 @@ TEST_F(SchedulerCliTest, WaitsForAnUnreachableApiServerWithoutServingVerbs) {
   std::string config;
   {
     FakeApiServer api;  // gone once the block ends: its address refuses connections
-    config = Kubeconfig(api, dir_);
+    config = WriteKubeconfig(api, dir_);
   }
   const int port = FreePort();
-  Process p({"scheduler", "--kubeconfig", config, "--listen", "127.0.0.1:" + std::to_string(port),
-             "--metrics-listen", ""},
-            dir_ + "/log");
+  BackgroundProcess p({VGPU_BIN, "scheduler", "--kubeconfig", config, "--listen",
+                       "127.0.0.1:" + std::to_string(port), "--metrics-listen", ""},
+                      {}, dir_ + "/log");
   int health = 0;
   for (int i = 0; i < 300 && health != 200; ++i) {
     health = HttpGet(port, "/healthz");
@@ -205,8 +138,9 @@ TEST_F(SchedulerCliTest, AnAddressInUseIsAnError) {
   const int port = holder.bind_to_any_port("127.0.0.1");
   std::thread t([&] { holder.listen_after_bind(); });
   FakeApiServer api;
-  auto r = RunCommand(std::string(VGPU_BIN) + " scheduler --kubeconfig " + Kubeconfig(api, dir_) +
-                      " --listen 127.0.0.1:" + std::to_string(port) + " --metrics-listen ''");
+  auto r =
+      RunCommand(std::string(VGPU_BIN) + " scheduler --kubeconfig " + WriteKubeconfig(api, dir_) +
+                 " --listen 127.0.0.1:" + std::to_string(port) + " --metrics-listen ''");
   holder.stop();
   t.join();
   EXPECT_EQ(r.exit_code, 1) << r.err;

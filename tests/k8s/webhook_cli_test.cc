@@ -3,96 +3,31 @@
 // trusts that caBundle (as the API server does) gets patches over TLS; with certificate files it
 // serves those, and --webhook-replace-scheduler replaces the default list; bad webhook flags exit
 // 2 with a message.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <thread>
 
-#include "../cli/run_command.h"
+#include "background_process.h"
 #include "harness.h"
 #include "k8s/encoding.h"
 #include "k8s/tls.h"
 #include "k8s/webhook_certs.h"
+#include "kubeconfig.h"
+#include "run_command.h"
 
 namespace vgpu::k8s::testing {
 namespace {
 
 using namespace std::chrono_literals;
+using vgpu::testing::BackgroundProcess;
+using vgpu::testing::FreePort;
 using vgpu::testing::RunCommand;
 
 constexpr const char* kHost = "vgpu-scheduler-webhook.vgpu-system.svc";
-
-int FreePort() {
-  const int s = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  close(s);
-  return ntohs(a.sin_port);
-}
-
-// `vgpu <args>` running in the background; output goes to `log`. Killed when destroyed.
-class Process {
- public:
-  Process(const std::vector<std::string>& args, const std::string& log) {
-    pid_ = fork();
-    if (pid_ == 0) {
-      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(fd, 1);
-      dup2(fd, 2);
-      std::vector<char*> argv{const_cast<char*>(VGPU_BIN)};
-      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      execv(VGPU_BIN, argv.data());
-      _exit(127);
-    }
-  }
-  ~Process() {
-    if (pid_ > 0 && !waited_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  int Stop(std::chrono::milliseconds limit) {
-    kill(pid_, SIGTERM);
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        waited_ = true;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    return -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-  bool waited_ = false;
-};
-
-std::string Kubeconfig(const FakeApiServer& api, const std::string& dir) {
-  const std::string path = dir + "/kubeconfig";
-  WriteFile(path,
-            "apiVersion: v1\nkind: Config\ncurrent-context: test\nclusters:\n- name: fake\n"
-            "  cluster:\n    server: " +
-                api.url() +
-                "\n    certificate-authority-data: " + Base64Encode(api.pki().ca_cert_pem) +
-                "\ncontexts:\n- name: test\n  context: {cluster: fake, user: sa}\nusers:\n"
-                "- name: sa\n  user:\n    token: test-token\n");
-  return path;
-}
 
 Json WebhookConfiguration() {
   return Json::parse(R"({
@@ -147,12 +82,13 @@ TEST_F(WebhookCliTest, SelfSignedPublishesItsCaAndPatchesPods) {
   api.PutWebhookConfiguration(WebhookConfiguration());
   const int webhook_port = FreePort();
   const int metrics_port = FreePort();
-  Process p({"scheduler", "--kubeconfig", Kubeconfig(api, dir_), "--listen", "127.0.0.1:0",
-             "--metrics-listen", "127.0.0.1:" + std::to_string(metrics_port), "--webhook-listen",
-             "127.0.0.1:" + std::to_string(webhook_port), "--webhook-self-signed",
-             "--webhook-service", "vgpu-scheduler-webhook.vgpu-system", "--webhook-config-name",
-             "vgpu-scheduler", "--scheduler-name", "gpu-sched"},
-            dir_ + "/log");
+  BackgroundProcess p(
+      {VGPU_BIN, "scheduler", "--kubeconfig", WriteKubeconfig(api, dir_), "--listen", "127.0.0.1:0",
+       "--metrics-listen", "127.0.0.1:" + std::to_string(metrics_port), "--webhook-listen",
+       "127.0.0.1:" + std::to_string(webhook_port), "--webhook-self-signed", "--webhook-service",
+       "vgpu-scheduler-webhook.vgpu-system", "--webhook-config-name", "vgpu-scheduler",
+       "--scheduler-name", "gpu-sched"},
+      {}, dir_ + "/log");
   std::string bundle;
   for (int i = 0; i < 1000 && bundle.empty(); ++i) {
     const Json cc = api.GetWebhookConfiguration("vgpu-scheduler")["webhooks"][0]["clientConfig"];
@@ -185,7 +121,7 @@ TEST_F(WebhookCliTest, SelfSignedPublishesItsCaAndPatchesPods) {
   EXPECT_NE(text.find("vgpu_scheduler_webhook_requests_total{result=\"patched\"} 1"),
             std::string::npos)
       << text;
-  EXPECT_EQ(p.Stop(10s), 0) << Log();
+  EXPECT_EQ(p.Stop(SIGTERM, 10s), 0) << Log();
   EXPECT_NE(Log().find("serving the admission webhook"), std::string::npos) << Log();
 }
 
@@ -198,12 +134,12 @@ TEST_F(WebhookCliTest, ServesCertificateFiles) {
   WriteFile(dir_ + "/tls.crt", certs->cert_pem);
   WriteFile(dir_ + "/tls.key", certs->key_pem);
   const int webhook_port = FreePort();
-  Process p(
-      {"scheduler", "--kubeconfig", Kubeconfig(api, dir_), "--listen", "127.0.0.1:0",
+  BackgroundProcess p(
+      {VGPU_BIN, "scheduler", "--kubeconfig", WriteKubeconfig(api, dir_), "--listen", "127.0.0.1:0",
        "--metrics-listen", "", "--webhook-listen", "127.0.0.1:" + std::to_string(webhook_port),
        "--webhook-path", "/mutate-pods", "--webhook-tls-cert", dir_ + "/tls.crt",
        "--webhook-tls-key", dir_ + "/tls.key", "--webhook-replace-scheduler", "default-scheduler"},
-      dir_ + "/log");
+      {}, dir_ + "/log");
   httplib::Result res{nullptr, httplib::Error::Unknown};
   for (int i = 0; i < 300; ++i) {
     res = PostReview(webhook_port, certs->ca_cert_pem, "/mutate-pods");
@@ -217,13 +153,14 @@ TEST_F(WebhookCliTest, ServesCertificateFiles) {
   auto hami = PostReview(webhook_port, certs->ca_cert_pem, "/mutate-pods", "hami-scheduler");
   ASSERT_TRUE(hami);
   EXPECT_FALSE(Json::parse(hami->body)["response"].contains("patch")) << hami->body;
-  EXPECT_EQ(p.Stop(10s), 0) << Log();
+  EXPECT_EQ(p.Stop(SIGTERM, 10s), 0) << Log();
 }
 
 TEST_F(WebhookCliTest, BadWebhookFlagsExitTwoWithAMessage) {
   FakeApiServer api;
   const std::string base = std::string(VGPU_BIN) + " scheduler --kubeconfig " +
-                           Kubeconfig(api, dir_) + " --listen 127.0.0.1:0 --metrics-listen '' ";
+                           WriteKubeconfig(api, dir_) +
+                           " --listen 127.0.0.1:0 --metrics-listen '' ";
   WriteFile(dir_ + "/garbage.pem", "not a certificate\n");
   const struct {
     std::string args, message;

@@ -1,14 +1,9 @@
 // `vgpu node` as a process: the simulated GPU (--sim, NVML through src/simgpu), a kubelet
 // emulator in this test, pods from a --pods-file, fault injection over /sim/health, /metrics
 // through promtool, and a clean exit on SIGTERM. Then the command's bad-input errors (exit 2).
-#include <arpa/inet.h>
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -18,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "background_process.h"
 #include "kubelet_emulator.h"
 #include "node/assignment.h"
 #include "run_command.h"
@@ -26,28 +22,13 @@ namespace vgpu::node {
 namespace {
 
 namespace fs = std::filesystem;
+using vgpu::testing::BackgroundProcess;
+using vgpu::testing::FreePort;
 using vgpu::testing::KubeletEmulator;
 using vgpu::testing::RunCommand;
 
 constexpr const char* kGpu0 = "GPU-11111111-2222-4333-8444-555555555555";
 constexpr const char* kGpu1 = "GPU-66666666-7777-4888-8999-aaaaaaaaaaaa";
-
-// A port that was free a moment ago (bound to 0, read back, closed).
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -81,10 +62,8 @@ class NodeCliTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
+    if (daemon_) daemon_->Stop(SIGKILL, std::chrono::seconds(10));
+    daemon_.reset();
     kubelet_.reset();
     fs::remove_all(root_);
   }
@@ -100,27 +79,35 @@ class NodeCliTest : public ::testing::Test {
 
   void StartDaemon() {
     port_ = FreePort();
-    pid_ = fork();
-    ASSERT_GE(pid_, 0);
-    if (pid_ == 0) {
-      setenv("VGPU_SIMGPU_STATE", (root_ + "/simstate").c_str(), 1);
-      setenv("VGPU_SIMGPU_LOG_LEVEL", "1", 1);
-      int fd = ::open((root_ + "/daemon.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(fd, 1);
-      dup2(fd, 2);
-      std::string port = "127.0.0.1:" + std::to_string(port_);
-      std::string kubelet = root_ + "/kubelet";
-      std::string slices = root_ + "/slices";
-      std::string config = root_ + "/devices.conf";
-      std::string pods = root_ + "/pods.json";
-      std::string arbiters = root_ + "/arbiter";
-      execl(VGPU_BIN, VGPU_BIN, "node", "--sim", "--sim-config", config.c_str(), "--kubelet-dir",
-            kubelet.c_str(), "--slice-dir", slices.c_str(), "--arbiter-dir", arbiters.c_str(),
-            "--node-name", "sim-node", "--pods-file", pods.c_str(), "--metrics-listen",
-            port.c_str(), "--units-per-gpu", "4", "--sample-interval", "100ms", "--health-recovery",
-            "1s", "--hami-metric-aliases", static_cast<char*>(nullptr));
-      _exit(127);
-    }
+    const std::vector<std::string> args = {VGPU_BIN,
+                                           "node",
+                                           "--sim",
+                                           "--sim-config",
+                                           root_ + "/devices.conf",
+                                           "--kubelet-dir",
+                                           root_ + "/kubelet",
+                                           "--slice-dir",
+                                           root_ + "/slices",
+                                           "--arbiter-dir",
+                                           root_ + "/arbiter",
+                                           "--node-name",
+                                           "sim-node",
+                                           "--pods-file",
+                                           root_ + "/pods.json",
+                                           "--metrics-listen",
+                                           "127.0.0.1:" + std::to_string(port_),
+                                           "--units-per-gpu",
+                                           "4",
+                                           "--sample-interval",
+                                           "100ms",
+                                           "--health-recovery",
+                                           "1s",
+                                           "--hami-metric-aliases"};
+    daemon_ = std::make_unique<BackgroundProcess>(
+        args,
+        std::vector<std::string>{"VGPU_SIMGPU_STATE=" + root_ + "/simstate",
+                                 "VGPU_SIMGPU_LOG_LEVEL=1"},
+        root_ + "/daemon.log");
   }
 
   std::string Post(const std::string& query) {
@@ -146,7 +133,7 @@ class NodeCliTest : public ::testing::Test {
   std::string root_;
   std::string nlohmann_pods_;
   std::unique_ptr<KubeletEmulator> kubelet_;
-  pid_t pid_ = -1;
+  std::unique_ptr<BackgroundProcess> daemon_;
   int port_ = 0;
 };
 
@@ -226,14 +213,9 @@ TEST_F(NodeCliTest, SimulatedNodeEndToEnd) {
 
   // SIGTERM: a clean exit, the plugin socket removed, the stream closed.
   auto start = std::chrono::steady_clock::now();
-  ASSERT_EQ(kill(pid_, SIGTERM), 0);
-  int status = 0;
-  for (int i = 0; i < 100 && waitpid(pid_, &status, WNOHANG) == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(WIFEXITED(status)) << ReadFile(root_ + "/daemon.log");
-  EXPECT_EQ(WEXITSTATUS(status), 0);
-  pid_ = -1;
+  const int code = daemon_->Stop(SIGTERM, std::chrono::seconds(5));
+  ASSERT_TRUE(code >= 0 && code < 128) << code << "\n" << ReadFile(root_ + "/daemon.log");
+  EXPECT_EQ(code, 0);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   EXPECT_FALSE(fs::exists(root_ + "/kubelet/vgpu.sock"));
   EXPECT_NE(ReadFile(root_ + "/daemon.log").find("SIGTERM: shutting down"), std::string::npos);
