@@ -1,5 +1,6 @@
 #include "container_runtime.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -49,6 +50,21 @@ std::vector<std::string> ContainerSpec::Environment(const std::vector<std::strin
   if (!preload.empty()) env.push_back("LD_PRELOAD=" + preload);
   for (const std::string& e : runtime_env) env.push_back(e);
   return env;
+}
+
+std::string SimGpuVisibleDevices(const ContainerSpec& container,
+                                 const std::vector<std::string>& node_gpus) {
+  auto it = container.envs.find("NVIDIA_VISIBLE_DEVICES");
+  if (it == container.envs.end() || it->second.empty()) return "";
+  std::vector<std::string> named;
+  std::istringstream list(it->second);
+  for (std::string id; std::getline(list, id, ',');) named.push_back(id);
+  std::string visible;
+  for (const std::string& gpu : node_gpus) {
+    if (std::find(named.begin(), named.end(), gpu) == named.end()) continue;
+    visible += (visible.empty() ? "" : ",") + gpu;
+  }
+  return visible.empty() ? "" : "CUDA_VISIBLE_DEVICES=" + visible;
 }
 
 }  // namespace vgpu::e2e

@@ -45,4 +45,14 @@ class ContainerSpec {
   std::vector<Mount> mounts;
 };
 
+// The GPUs a container sees. The NVIDIA container runtime gives it the devices its
+// NVIDIA_VISIBLE_DEVICES names (UUIDs) and no others, and CUDA inside numbers them in the node's
+// order (NVML index, PCI bus order), whatever the order of the list. The simulated GPU has no
+// device nodes to hide, so the same view is CUDA_VISIBLE_DEVICES with those UUIDs in the node's
+// order (`node_gpus`, the node's UUIDs by index): this returns that "CUDA_VISIBLE_DEVICES=..."
+// entry, for the runtime environment, or "" when the container names no GPU. UUIDs the node does
+// not have are left out (the real runtime would refuse to start the container).
+std::string SimGpuVisibleDevices(const ContainerSpec& container,
+                                 const std::vector<std::string>& node_gpus);
+
 }  // namespace vgpu::e2e
