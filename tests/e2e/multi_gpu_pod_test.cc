@@ -156,11 +156,15 @@ class MultiGpuPodTest : public ::testing::Test {
   }
 
   // kubelet admits `pod`: GetPreferredAllocation for as many units as it has GPUs, then
-  // Allocate. Checks that the units are one on each of its GPUs.
-  ContainerSpec Admit(const PodCase& pod) {
+  // Allocate; false when either call fails. Checks that the units are one on each of its GPUs.
+  bool Admit(const PodCase& pod, ContainerSpec* container) {
     std::vector<std::string> units;
     grpc::Status s = kubelet_->GetPreferredAllocation(available_, {}, pod.devices.size(), &units);
-    EXPECT_TRUE(s.ok()) << s.error_message() << Log();
+    if (!s.ok()) {
+      ADD_FAILURE() << "GetPreferredAllocation for " << pod.name << ": " << s.error_message()
+                    << Log();
+      return false;
+    }
     std::vector<std::string> gpus, want;
     for (const std::string& id : units) {
       auto ref = node::ParseUnitId(id);
@@ -174,8 +178,12 @@ class MultiGpuPodTest : public ::testing::Test {
     EXPECT_EQ(gpus, want) << "preferred units of pod " << pod.name;
     v1beta1::ContainerAllocateResponse r;
     s = kubelet_->Allocate("default", pod.name, "main", units, &r);
-    EXPECT_TRUE(s.ok()) << s.error_message() << Log();
-    return ContainerSpec::FromAllocation(r);
+    if (!s.ok()) {
+      ADD_FAILURE() << "Allocate for " << pod.name << ": " << s.error_message() << Log();
+      return false;
+    }
+    *container = ContainerSpec::FromAllocation(r);
+    return true;
   }
 
   std::string root_;
@@ -206,8 +214,8 @@ TEST_F(MultiGpuPodTest, ContainerOnTwoGpusGetsEachGpusLimitAtItsCudaOrdinal) {
   for (const auto& d : kubelet_->devices()) available_.push_back(d.id());
 
   // multi: the node's GPU 0 (1 GiB) and GPU 2 (2 GiB), in that order everywhere.
-  ContainerSpec multi = Admit(kMulti);
-  ASSERT_FALSE(HasFailure());
+  ContainerSpec multi;
+  ASSERT_TRUE(Admit(kMulti, &multi));
   EXPECT_EQ(multi.envs["NVIDIA_VISIBLE_DEVICES"], kGpus[0] + "," + kGpus[2]);
   EXPECT_EQ(multi.envs["CUDA_DEVICE_MEMORY_LIMIT_0"], "1024m");
   EXPECT_EQ(multi.envs["CUDA_DEVICE_MEMORY_LIMIT_1"], "2048m");
@@ -218,8 +226,8 @@ TEST_F(MultiGpuPodTest, ContainerOnTwoGpusGetsEachGpusLimitAtItsCudaOrdinal) {
                "uuid.2=");
 
   // solo: GPU 2 alone, with its own slice.
-  ContainerSpec solo = Admit(kSolo);
-  ASSERT_FALSE(HasFailure());
+  ContainerSpec solo;
+  ASSERT_TRUE(Admit(kSolo, &solo));
   EXPECT_EQ(solo.envs["NVIDIA_VISIBLE_DEVICES"], kGpus[2]);
   EXPECT_EQ(solo.envs["CUDA_DEVICE_MEMORY_LIMIT_0"], "3072m");
   ExpectLimits(solo, {"uuid.0=" + kGpus[2], "memory.0=" + std::to_string(3 * kGiB)}, "uuid.1=");
@@ -228,9 +236,8 @@ TEST_F(MultiGpuPodTest, ContainerOnTwoGpusGetsEachGpusLimitAtItsCudaOrdinal) {
 
   // In multi's container: device 0 is GPU 0 and takes exactly 1 GiB, device 1 is GPU 2 and takes
   // exactly 2 GiB; the process keeps both while solo runs.
-  ChildProcess holder(
-      {WORKER_PATH, "--hold", std::to_string(1 * kGiB), std::to_string(2 * kGiB)},
-      ContainerEnv(multi));
+  ChildProcess holder({WORKER_PATH, "--hold", std::to_string(1 * kGiB), std::to_string(2 * kGiB)},
+                      ContainerEnv(multi));
   std::string out;
   for (std::string line; (line = holder.ReadLine(60'000)) != "ready";) {
     ASSERT_FALSE(line.empty()) << "multi's worker stopped early:\n" << out << Log();
