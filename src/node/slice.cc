@@ -222,6 +222,10 @@ ContainerAllocation BuildAllocation(const SliceRecord& slice, const SliceLayout&
     a.envs["CUDA_DEVICE_SM_LIMIT_" + std::to_string(i)] = std::to_string(d.cores);
   }
   a.envs["NVIDIA_VISIBLE_DEVICES"] = visible;
+  // The limits are numbered in the node's (NVML, PCI bus) order. CUDA numbers devices fastest
+  // first by default, which differs on a node that mixes GPU models; PCI order makes CUDA's
+  // ordinals match the limits.
+  if (spec.devices.size() > 1) a.envs["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
   if (!spec.devices.empty()) {
     a.envs["CUDA_DEVICE_SM_LIMIT"] = std::to_string(spec.devices[0].cores);
   }

@@ -94,6 +94,7 @@ TEST_F(SliceTest, AllocationGivesTheContainerItsSlice) {
   ASSERT_TRUE(r.has_value());
   ContainerAllocation a = BuildAllocation(*r, layout_);
   EXPECT_EQ(a.envs["NVIDIA_VISIBLE_DEVICES"], "GPU-a,GPU-b");
+  EXPECT_EQ(a.envs["CUDA_DEVICE_ORDER"], "PCI_BUS_ID");  // CUDA's ordinals follow the limits
   EXPECT_EQ(a.envs["CUDA_DEVICE_MEMORY_LIMIT_0"], "8192m");
   EXPECT_EQ(a.envs["CUDA_DEVICE_MEMORY_LIMIT_1"], "1073741829");
   EXPECT_EQ(a.envs["CUDA_DEVICE_SM_LIMIT"], "30");
