@@ -1,6 +1,6 @@
 // The admission webhook's CA and serving certificate kept in a Kubernetes Secret, so that every
-// replica and every restart of the scheduler serves under one CA and the MutatingWebhookConfiguration's
-// caBundle does not change.
+// replica and every restart of the scheduler serves under one CA and the
+// MutatingWebhookConfiguration's caBundle does not change.
 //
 // Contract:
 // - The Secret has type kubernetes.io/tls and holds tls.crt (serving certificate), tls.key (its
@@ -50,8 +50,7 @@ struct WebhookSecretResult {
 Result<WebhookSecretResult> LoadOrCreateWebhookSecret(KubeClient& client,
                                                       const WebhookSecretOptions& options);
 
-Json SecretObject(const std::string& ns, const std::string& name,
-                  const WebhookCertificates& certs);
+Json SecretObject(const std::string& ns, const std::string& name, const WebhookCertificates& certs);
 Result<WebhookCertificates> CertificatesFromSecret(const Json& secret);
 
 }  // namespace vgpu::k8s
