@@ -18,6 +18,7 @@
 #include "k8s/extender_server.h"
 #include "k8s/http_kube_client.h"
 #include "k8s/scheduler_service.h"
+#include "k8s/webhook_cert_secret.h"
 #include "k8s/webhook_certs.h"
 #include "k8s/webhook_server.h"
 #include "sched/registry.h"
@@ -50,6 +51,7 @@ struct SchedulerFlags {
   bool webhook_self_signed = false;
   std::string webhook_service = "vgpu-scheduler-webhook.vgpu-system";
   std::string webhook_config = "vgpu-scheduler";
+  std::string webhook_secret = "vgpu-scheduler-webhook-tls";  // [NAMESPACE/]NAME; "" = none
   std::vector<std::string> webhook_replace = {"default-scheduler", "hami-scheduler"};
   bool webhook_hide_gpus = false;
 };
@@ -64,6 +66,23 @@ bool IsDnsSubdomain(const std::string& s) {
     if ((i == 0 || i + 1 == s.size()) && !alnum) return false;
   }
   return true;
+}
+
+// Namespace and name of --webhook-secret: NAMESPACE/NAME, or NAME in the namespace of
+// --webhook-service (where the scheduler runs).
+Result<std::pair<std::string, std::string>> WebhookSecretRef(const SchedulerFlags& f) {
+  std::string ns = f.webhook_service.substr(f.webhook_service.find('.') + 1);
+  std::string name = f.webhook_secret;
+  if (const size_t slash = name.find('/'); slash != std::string::npos) {
+    ns = name.substr(0, slash);
+    name = name.substr(slash + 1);
+  }
+  if (!IsDnsSubdomain(name) || !IsDnsSubdomain(ns) || ns.find('.') != std::string::npos) {
+    return Status::InvalidArgument(
+        "--webhook-secret: must be NAME or NAMESPACE/NAME of a Secret, got '" + f.webhook_secret +
+        "'");
+  }
+  return std::pair{ns, name};
 }
 
 Status CheckWebhookFlags(const SchedulerFlags& f) {
@@ -92,6 +111,7 @@ Status CheckWebhookFlags(const SchedulerFlags& f) {
     if (auto names = k8s::ServiceDnsNames(f.webhook_service); !names) {
       return Status::InvalidArgument("--webhook-service: " + names.error().message());
     }
+    if (!f.webhook_secret.empty()) VGPU_RETURN_IF_ERROR(WebhookSecretRef(f).status());
   }
   if (!f.webhook_config.empty() && !IsDnsSubdomain(f.webhook_config)) {
     return Status::InvalidArgument("--webhook-config-name: must be a DNS subdomain, got '" +
@@ -139,6 +159,37 @@ std::string PolicyHelp() {
     out += line;
   }
   return out;
+}
+
+// The generated webhook certificates: from the --webhook-secret Secret (made there when missing,
+// unusable or expiring within 30 days, shared by every replica and restart), or made for this
+// process alone when there is no Secret or it cannot be read or written.
+Result<k8s::WebhookCertificates> SelfSignedCertificates(const SchedulerFlags& f,
+                                                        const std::vector<std::string>& names,
+                                                        k8s::KubeClient* client) {
+  if (!f.webhook_secret.empty()) {
+    auto ref = WebhookSecretRef(f);
+    if (!ref) return ref.error();
+    k8s::WebhookSecretOptions o;
+    o.ns = ref->first;
+    o.name = ref->second;
+    o.names = names;
+    auto r = k8s::LoadOrCreateWebhookSecret(*client, o);
+    if (r) {
+      VGPU_LOG_INFO("webhook certificate: Secret %s/%s %s%s%s", o.ns.c_str(), o.name.c_str(),
+                    std::string(k8s::WebhookSecretSourceName(r->source)).c_str(),
+                    r->replaced_because.empty() ? "" : " (",
+                    r->replaced_because.empty() ? "" : (r->replaced_because + ")").c_str());
+      return std::move(r->certs);
+    }
+    VGPU_LOG_WARN(
+        "webhook certificate: %s; using a CA of this process only (replicas and restarts will "
+        "each add their own CA to the caBundle)",
+        r.error().message().c_str());
+  }
+  auto certs = k8s::GenerateWebhookCertificates(names);
+  if (!certs) return certs.error().WithContext("generating the webhook certificate");
+  return certs;
 }
 
 // Waits up to `d` for SIGINT / SIGTERM (blocked in every thread); true when one arrived.
@@ -244,8 +295,8 @@ Status Run(const SchedulerFlags& f) {
     if (f.webhook_self_signed) {
       auto names = k8s::ServiceDnsNames(f.webhook_service);
       if (!names) return Status::InvalidArgument("--webhook-service: " + names.error().message());
-      auto certs = k8s::GenerateWebhookCertificates(*names);
-      if (!certs) return certs.error().WithContext("generating the webhook certificate");
+      auto certs = SelfSignedCertificates(f, *names, client->get());
+      if (!certs) return certs.error();
       wso.cert_pem = certs->cert_pem;
       wso.key_pem = certs->key_pem;
       ca_pem = certs->ca_cert_pem;
@@ -393,8 +444,15 @@ int RunScheduler(int argc, char** argv) {
                  "PEM certificate file of the webhook (re-read when it changes)");
   app.add_option("--webhook-tls-key", f.webhook_key, "PEM private key file of --webhook-tls-cert");
   app.add_flag("--webhook-self-signed", f.webhook_self_signed,
-               "Generate a CA and a serving certificate for --webhook-service at startup and "
-               "write the CA into the caBundle of --webhook-config-name");
+               "Serve under a CA and certificate for --webhook-service made by the scheduler "
+               "(kept in --webhook-secret) and write the CA into the caBundle of "
+               "--webhook-config-name");
+  app.add_option("--webhook-secret", f.webhook_secret,
+                 "With --webhook-self-signed: Secret ([NAMESPACE/]NAME, namespace of "
+                 "--webhook-service by default) that keeps the CA and serving certificate for "
+                 "every replica and restart; made or renewed when missing, invalid or expiring "
+                 "within 30 days (\"\" = a new CA at every start)")
+      ->capture_default_str();
   app.add_option("--webhook-service", f.webhook_service,
                  "SERVICE.NAMESPACE of the webhook's Service (names of the generated certificate)")
       ->capture_default_str();

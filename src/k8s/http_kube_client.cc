@@ -255,10 +255,11 @@ Result<HttpKubeClient::Response> HttpKubeClient::Do(const char* method, const st
     if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
     const std::string full = base_path_ + path;
     const std::string ctype(content_type);
-    httplib::Result res = std::string_view(method) == "GET" ? conn->Get(full, headers)
-                          : std::string_view(method) == "PATCH"
-                              ? conn->Patch(full, headers, body, ctype)
-                              : conn->Post(full, headers, body, ctype);
+    const std::string_view m(method);
+    httplib::Result res = m == "GET"     ? conn->Get(full, headers)
+                          : m == "PATCH" ? conn->Patch(full, headers, body, ctype)
+                          : m == "PUT"   ? conn->Put(full, headers, body, ctype)
+                                         : conn->Post(full, headers, body, ctype);
     milliseconds wait = backoff;
     if (!res) {
       last_error =
@@ -296,7 +297,7 @@ Result<HttpKubeClient::Response> HttpKubeClient::Do(const char* method, const st
 std::string HttpKubeClient::ObjectPath(ResourceKind kind, const std::string& ns,
                                        const std::string& name) const {
   std::string p(ApiGroupPath(kind));
-  if (kind == ResourceKind::kPod && !ns.empty()) p += "/namespaces/" + UrlEncode(ns);
+  if (Namespaced(kind) && !ns.empty()) p += "/namespaces/" + UrlEncode(ns);
   p += '/';
   p += KindName(kind);
   if (!name.empty()) p += "/" + UrlEncode(name);
@@ -351,6 +352,31 @@ Result<Json> HttpKubeClient::Patch(ResourceKind kind, const std::string& ns,
   }
   Json j = Json::parse(r->body, nullptr, false);
   if (j.is_discarded()) return Status::Internal("PATCH " + path + ": the server sent invalid JSON");
+  return j;
+}
+
+Result<Json> HttpKubeClient::Create(ResourceKind kind, const std::string& ns, const Json& object) {
+  const std::string path = ObjectPath(kind, ns, "");
+  auto r = Do("POST", path, object.dump(), "application/json");
+  if (!r) return r.error();
+  if (r->status != 200 && r->status != 201 && r->status != 202) {
+    return StatusFromHttp(r->status, r->body, "POST " + path);
+  }
+  Json j = Json::parse(r->body, nullptr, false);
+  if (j.is_discarded()) return Status::Internal("POST " + path + ": the server sent invalid JSON");
+  return j;
+}
+
+Result<Json> HttpKubeClient::Update(ResourceKind kind, const std::string& ns,
+                                    const std::string& name, const Json& object) {
+  const std::string path = ObjectPath(kind, ns, name);
+  auto r = Do("PUT", path, object.dump(), "application/json");
+  if (!r) return r.error();
+  if (r->status != 200 && r->status != 201) {
+    return StatusFromHttp(r->status, r->body, "PUT " + path);
+  }
+  Json j = Json::parse(r->body, nullptr, false);
+  if (j.is_discarded()) return Status::Internal("PUT " + path + ": the server sent invalid JSON");
   return j;
 }
 

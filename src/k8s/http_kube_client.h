@@ -59,6 +59,9 @@ class HttpKubeClient final : public KubeClient {
                           const ListOptions& options) override;
   Result<Json> Patch(ResourceKind kind, const std::string& ns, const std::string& name,
                      const Json& patch, PatchType type) override;
+  Result<Json> Create(ResourceKind kind, const std::string& ns, const Json& object) override;
+  Result<Json> Update(ResourceKind kind, const std::string& ns, const std::string& name,
+                      const Json& object) override;
   Status CreateBinding(const std::string& ns, const std::string& name, const std::string& uid,
                        const std::string& node) override;
   Status Watch(ResourceKind kind, const std::string& ns, const WatchOptions& options,

@@ -13,8 +13,14 @@ std::string_view KindName(ResourceKind kind) {
       return "pods";
     case ResourceKind::kMutatingWebhookConfiguration:
       return "mutatingwebhookconfigurations";
+    case ResourceKind::kSecret:
+      return "secrets";
   }
   return "pods";
+}
+
+bool Namespaced(ResourceKind kind) {
+  return kind == ResourceKind::kPod || kind == ResourceKind::kSecret;
 }
 
 std::string_view ApiGroupPath(ResourceKind kind) {

@@ -33,9 +33,13 @@ namespace vgpu::k8s {
 using Json = nlohmann::json;
 
 // Nodes and pods (core API); the scheduler's own MutatingWebhookConfiguration (cluster-scoped,
-// admissionregistration.k8s.io/v1), whose caBundle it keeps current.
-enum class ResourceKind { kNode, kPod, kMutatingWebhookConfiguration };
-std::string_view KindName(ResourceKind kind);  // "nodes" / "pods" / "mutatingwebhookconfigurations"
+// admissionregistration.k8s.io/v1), whose caBundle it keeps current; the Secret (core API,
+// namespaced) that holds the webhook's CA and serving certificate.
+enum class ResourceKind { kNode, kPod, kMutatingWebhookConfiguration, kSecret };
+// "nodes" / "pods" / "mutatingwebhookconfigurations" / "secrets"
+std::string_view KindName(ResourceKind kind);
+// Whether objects of the kind live in a namespace (pods, secrets).
+bool Namespaced(ResourceKind kind);
 // The API path of the kind's group and version: "/api/v1" or "/apis/<group>/<version>".
 std::string_view ApiGroupPath(ResourceKind kind);
 
@@ -86,13 +90,20 @@ class KubeClient {
  public:
   virtual ~KubeClient() = default;
 
-  // `ns` is the namespace for pods ("" for cluster-scoped kinds; "" lists pods of all
+  // `ns` is the namespace of namespaced kinds ("" for cluster-scoped kinds; "" lists pods of all
   // namespaces).
   virtual Result<Json> Get(ResourceKind kind, const std::string& ns, const std::string& name) = 0;
   virtual Result<ObjectList> List(ResourceKind kind, const std::string& ns,
                                   const ListOptions& options) = 0;
   virtual Result<Json> Patch(ResourceKind kind, const std::string& ns, const std::string& name,
                              const Json& patch, PatchType type) = 0;
+  // POST a new object (its metadata.name names it); 409 (kAlreadyExists) when one exists.
+  // Returns the object as stored.
+  virtual Result<Json> Create(ResourceKind kind, const std::string& ns, const Json& object) = 0;
+  // PUT the whole object `name`; a metadata.resourceVersion in it is a precondition (409 when
+  // stale). kNotFound when it does not exist. Returns the object as stored.
+  virtual Result<Json> Update(ResourceKind kind, const std::string& ns, const std::string& name,
+                              const Json& object) = 0;
   // POST pods/<name>/binding. `uid` may be empty.
   virtual Status CreateBinding(const std::string& ns, const std::string& name,
                                const std::string& uid, const std::string& node) = 0;

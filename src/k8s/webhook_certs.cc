@@ -7,6 +7,7 @@
 #include <openssl/x509v3.h>
 
 #include <algorithm>
+#include <ctime>
 #include <memory>
 
 #include "common/log.h"
@@ -192,6 +193,43 @@ Result<WebhookCertificates> GenerateWebhookCertificates(const std::vector<std::s
   out.cert_pem = std::move(*cert_pem);
   out.key_pem = std::move(*key_pem);
   return out;
+}
+
+Status CheckWebhookCertificates(const WebhookCertificates& certs,
+                                const std::vector<std::string>& names,
+                                std::chrono::seconds min_remaining) {
+  const auto bad = [](const std::string& why) { return Status::FailedPrecondition(why); };
+  auto ca = ParseCertificatePem(certs.ca_cert_pem);
+  if (!ca) return bad("CA certificate: " + ca.error().message());
+  auto cert = ParseCertificatePem(certs.cert_pem);
+  if (!cert) return bad("serving certificate: " + cert.error().message());
+  auto key = ParsePrivateKeyPem(certs.key_pem);
+  if (!key) return bad("serving key: " + key.error().message());
+  if (Status s = CheckKeyMatchesCertificate(cert->get(), key->get()); !s.ok()) {
+    return bad("serving key: " + s.message());
+  }
+  if (X509_check_ca(ca->get()) < 1) return bad("the CA certificate is not a CA");
+  if (X509_check_issued(ca->get(), cert->get()) != X509_V_OK ||
+      X509_verify(cert->get(), X509_get0_pubkey(ca->get())) != 1) {
+    ERR_clear_error();
+    return bad("the serving certificate is not signed by the CA");
+  }
+  for (const std::string& n : names) {
+    const int ok = IsIpAddress(n) ? X509_check_ip_asc(cert->get(), n.c_str(), 0)
+                                  : X509_check_host(cert->get(), n.c_str(), n.size(), 0, nullptr);
+    if (ok != 1) return bad("the serving certificate does not cover '" + n + "'");
+  }
+  time_t until = std::time(nullptr) + static_cast<time_t>(min_remaining.count());
+  for (auto [which, c] : {std::pair{"CA", ca->get()}, std::pair{"serving", cert->get()}}) {
+    if (X509_cmp_current_time(X509_get0_notBefore(c)) >= 0) {
+      return bad(std::string("the ") + which + " certificate is not valid yet");
+    }
+    if (X509_cmp_time(X509_get0_notAfter(c), &until) <= 0) {
+      return bad(std::string("the ") + which + " certificate expires within " +
+                 std::to_string(min_remaining.count() / 86400) + " days");
+    }
+  }
+  return Status::Ok();
 }
 
 Result<std::vector<std::string>> ServiceDnsNames(const std::string& service_dot_namespace) {

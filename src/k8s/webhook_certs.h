@@ -8,6 +8,11 @@
 //   addresses for names that parse as one; extendedKeyUsage serverAuth), both valid from an hour
 //   ago for `validity`. Serial numbers are random. The keys exist only in the returned PEM text.
 //   kInvalidArgument for an empty or malformed name, kInternal if OpenSSL refuses.
+// - CheckWebhookCertificates() accepts `certs` when the three PEM texts parse, the CA is a CA
+//   (basicConstraints CA:TRUE), the serving certificate is issued and signed by it and has
+//   `key_pem` as its key, the serving certificate covers every one of `names` (DNS name or IP
+//   address), and both certificates are valid now and still `min_remaining` from now. Otherwise
+//   kFailedPrecondition saying what is wrong (the first problem found).
 // - ServiceDnsNames("svc.ns") is what the API server may use to reach a Service: svc, svc.ns,
 //   svc.ns.svc, svc.ns.svc.cluster.local. kInvalidArgument unless the text is NAME.NAMESPACE.
 // - MergeCaBundle() puts `ca_pem` into an existing PEM bundle: when the CA is already there and
@@ -48,6 +53,10 @@ struct WebhookCertificates {
 Result<WebhookCertificates> GenerateWebhookCertificates(
     const std::vector<std::string>& names,
     std::chrono::hours validity = std::chrono::hours(24 * 3650));
+
+Status CheckWebhookCertificates(const WebhookCertificates& certs,
+                                const std::vector<std::string>& names,
+                                std::chrono::seconds min_remaining);
 
 Result<std::vector<std::string>> ServiceDnsNames(const std::string& service_dot_namespace);
 

@@ -56,6 +56,43 @@ TEST(WebhookCerts, ServingCertificateChainsToItsCaForEveryName) {
   EXPECT_EQ(GenerateWebhookCertificates({"bad name"}).error().code(), StatusCode::kInvalidArgument);
 }
 
+TEST(WebhookCerts, CheckAcceptsOnlyAMatchingUnexpiringChainForTheNames) {
+  using std::chrono::hours;
+  const std::vector<std::string> names = {"svc", "svc.ns.svc", "10.0.0.7"};
+  auto good = GenerateWebhookCertificates(names);
+  ASSERT_TRUE(good.has_value());
+  EXPECT_TRUE(CheckWebhookCertificates(*good, names, hours(24 * 30)).ok());
+  EXPECT_TRUE(CheckWebhookCertificates(*good, {"svc"}, hours(24 * 30)).ok());
+
+  const auto reason = [&](const WebhookCertificates& c, const std::vector<std::string>& n) {
+    Status s = CheckWebhookCertificates(c, n, hours(24 * 30));
+    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+    return s.message();
+  };
+  EXPECT_NE(reason(*good, {"other"}).find("does not cover 'other'"), std::string::npos);
+  EXPECT_NE(reason(*good, {"10.0.0.8"}).find("does not cover"), std::string::npos);
+
+  auto other = GenerateWebhookCertificates(names);
+  ASSERT_TRUE(other.has_value());
+  WebhookCertificates c = *good;
+  c.key_pem = other->key_pem;
+  EXPECT_NE(reason(c, names).find("serving key"), std::string::npos);
+  c = *good;
+  c.ca_cert_pem = other->ca_cert_pem;
+  EXPECT_NE(reason(c, names).find("not signed by the CA"), std::string::npos);
+  c = *good;
+  c.ca_cert_pem = good->cert_pem;  // a serving certificate is no CA
+  EXPECT_NE(reason(c, names).find("not a CA"), std::string::npos);
+  c = *good;
+  c.cert_pem = "garbage";
+  EXPECT_NE(reason(c, names).find("serving certificate"), std::string::npos);
+
+  auto short_lived = GenerateWebhookCertificates(names, hours(24 * 29));
+  ASSERT_TRUE(short_lived.has_value());
+  EXPECT_NE(reason(*short_lived, names).find("expires within 30 days"), std::string::npos);
+  EXPECT_TRUE(CheckWebhookCertificates(*short_lived, names, hours(24 * 7)).ok());
+}
+
 TEST(WebhookCerts, MergeCaBundleKeepsOthersAndStaysStable) {
   auto a = GenerateWebhookCertificates({"a.ns"});
   auto b = GenerateWebhookCertificates({"b.ns"});

@@ -197,6 +197,8 @@ FakeApiServer::FakeApiServer(Options options) : options_(std::move(options)) {
                    HandlePatch("mutatingwebhookconfigurations", "", req.matches[1], req, res);
                  }));
 
+  RouteSecrets([&guard](Handler h) -> Handler { return guard(std::move(h)); });
+
   port_ = server_->bind_to_any_port("127.0.0.1");
   thread_ = std::thread([this] { server_->listen_after_bind(); });
   while (!server_->is_running()) std::this_thread::sleep_for(1ms);
@@ -307,6 +309,7 @@ void FakeApiServer::DeleteNode(const std::string& name) {
 std::map<std::string, Json>& FakeApiServer::Store(const std::string& kind) {
   if (kind == "nodes") return nodes_;
   if (kind == "pods") return pods_;
+  if (kind == "secrets") return secrets_;
   return webhook_configs_;
 }
 

@@ -5,14 +5,17 @@
 //   GET/PATCH /api/v1/namespaces/<ns>/pods/<name>
 //   POST   /api/v1/namespaces/<ns>/pods/<name>/binding
 //   GET/PATCH /apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/<name>
+//   POST   /api/v1/namespaces/<ns>/secrets      GET/PUT /api/v1/namespaces/<ns>/secrets/<name>
 // Behaviour follows the real server where vgpu depends on it: bearer-token and client-certificate
 // authentication, resourceVersions, list paging (limit/continue), label selectors (k=v) and field
 // selectors (spec.nodeName=, status.phase!=), JSON merge and strategic merge patches of
 // metadata with resourceVersion and UID preconditions (409), JSON patches (a resourceVersion
 // the patch writes is a precondition, as for an update: 409 when stale), bindings (409 when already
-// bound), watches that replay from a resourceVersion, send BOOKMARKs, and answer an ERROR event
-// with code 410 when the version was compacted away. Faults can be injected: failing requests with
-// a status, conflicts on patches, watches dropped after N events, compaction. Thread-safe.
+// bound), creates (409 AlreadyExists) and updates (409 on a stale resourceVersion, 404 when
+// absent, 422 when data is not base64 or the Secret's type changes), watches that replay from a
+// resourceVersion, send BOOKMARKs, and answer an ERROR event with code 410 when the version was
+// compacted away. Faults can be injected: failing requests with a status, conflicts on patches,
+// watches dropped after N events, compaction. Thread-safe.
 #pragma once
 
 #include <httplib.h>
@@ -21,6 +24,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -62,6 +66,8 @@ class FakeApiServer {
   void PutWebhookConfiguration(Json config);
   Json GetWebhookConfiguration(const std::string& name) const;  // null when absent
   std::vector<Json> Pods() const;
+  void PutSecret(Json secret);
+  Json GetSecret(const std::string& ns, const std::string& name) const;  // null when absent
   int64_t resource_version() const;
 
   // ---- Faults ----
@@ -87,7 +93,7 @@ class FakeApiServer {
   struct Event {
     int64_t rv;
     std::string type;
-    std::string kind;  // "nodes" / "pods" / "mutatingwebhookconfigurations"
+    std::string kind;  // "nodes" / "pods" / "mutatingwebhookconfigurations" / "secrets"
     Json object;
   };
   std::string Key(const std::string& ns, const std::string& name) const { return ns + "/" + name; }
@@ -101,6 +107,13 @@ class FakeApiServer {
                    httplib::Response& res);
   void HandlePatch(const std::string& kind, const std::string& ns, const std::string& name,
                    const httplib::Request& req, httplib::Response& res);
+  // Routes of secrets (fake_api_secrets.cc); `guard` wraps each handler (auth, faults, counts).
+  using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
+  void RouteSecrets(const std::function<Handler(Handler)>& guard);
+  void HandleCreateSecret(const std::string& ns, const httplib::Request& req,
+                          httplib::Response& res);
+  void HandleUpdateSecret(const std::string& ns, const std::string& name,
+                          const httplib::Request& req, httplib::Response& res);
   void HandleBinding(const std::string& ns, const std::string& name, const httplib::Request& req,
                      httplib::Response& res);
   static void SendStatus(httplib::Response& res, int code, const std::string& reason,
@@ -121,6 +134,8 @@ class FakeApiServer {
   std::map<std::string, Json> nodes_;            // name -> object
   std::map<std::string, Json> pods_;             // ns/name -> object
   std::map<std::string, Json> webhook_configs_;  // name -> object
+  std::map<std::string, Json> secrets_;          // ns/name -> object
+  int64_t next_uid_ = 1;
   std::vector<Event> log_;
   struct Fault {
     int remaining;

@@ -123,6 +123,36 @@ TEST_F(WebhookCliTest, SelfSignedPublishesItsCaAndPatchesPods) {
       << text;
   EXPECT_EQ(p.Stop(SIGTERM, 10s), 0) << Log();
   EXPECT_NE(Log().find("serving the admission webhook"), std::string::npos) << Log();
+  EXPECT_NE(Log().find("Secret vgpu-system/vgpu-scheduler-webhook-tls created"), std::string::npos)
+      << Log();
+
+  // The CA is kept in the Secret: a restarted scheduler serves under the same CA at once, and
+  // the caBundle stays as it was.
+  const Json secret = api.GetSecret("vgpu-system", "vgpu-scheduler-webhook-tls");
+  ASSERT_FALSE(secret.is_null());
+  EXPECT_EQ(Base64Decode(secret["data"]["ca.crt"].get<std::string>()).value_or(""), bundle);
+  const int64_t rv = api.resource_version();
+  BackgroundProcess restarted(
+      {VGPU_BIN, "scheduler", "--kubeconfig", WriteKubeconfig(api, dir_), "--listen", "127.0.0.1:0",
+       "--metrics-listen", "", "--webhook-listen", "127.0.0.1:" + std::to_string(webhook_port),
+       "--webhook-self-signed", "--webhook-service", "vgpu-scheduler-webhook.vgpu-system",
+       "--webhook-config-name", "vgpu-scheduler", "--scheduler-name", "gpu-sched"},
+      {}, dir_ + "/log2");
+  int status = 0;
+  for (int i = 0; i < 500 && status == 0; ++i) {
+    auto r = PostReview(webhook_port, bundle, "/webhook");
+    if (r) {
+      status = r->status;
+    } else {
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+  EXPECT_EQ(status, 200) << ReadWholeFile(dir_ + "/log2").value_or("");
+  EXPECT_EQ(restarted.Stop(SIGTERM, 10s), 0);
+  const std::string log2 = ReadWholeFile(dir_ + "/log2").value_or("");
+  EXPECT_NE(log2.find("Secret vgpu-system/vgpu-scheduler-webhook-tls reused"), std::string::npos)
+      << log2;
+  EXPECT_EQ(api.resource_version(), rv);  // neither the Secret nor the caBundle was written
 }
 
 TEST_F(WebhookCliTest, ServesCertificateFiles) {
@@ -180,6 +210,10 @@ TEST_F(WebhookCliTest, BadWebhookFlagsExitTwoWithAMessage) {
            "--webhook-tls-key " + dir_ + "/garbage.pem",
        "webhook certificate"},
       {"--webhook-listen nowhere --webhook-self-signed", "--webhook-listen"},
+      {"--webhook-listen 127.0.0.1:0 --webhook-self-signed --webhook-secret a/b/c",
+       "--webhook-secret: must be NAME or NAMESPACE/NAME"},
+      {"--webhook-listen 127.0.0.1:0 --webhook-self-signed --webhook-secret Bad_Name",
+       "--webhook-secret: must be NAME or NAMESPACE/NAME"},
       {"--scheduler-name Vgpu_Sched", "--scheduler-name: must be a DNS subdomain"},
   };
   for (const auto& c : cases) {
@@ -190,6 +224,7 @@ TEST_F(WebhookCliTest, BadWebhookFlagsExitTwoWithAMessage) {
   auto help = RunCommand(std::string(VGPU_BIN) + " scheduler --help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("--webhook-self-signed"), std::string::npos);
+  EXPECT_NE(help.out.find("--webhook-secret"), std::string::npos);
 }
 
 }  // namespace

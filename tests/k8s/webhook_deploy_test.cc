@@ -120,4 +120,35 @@ TEST(WebhookDeploy, RbacAllowsPatchingOnlyItsOwnConfiguration) {
   EXPECT_EQ(binding["subjects"][0]["name"].as<std::string>(), "vgpu-scheduler");
 }
 
+TEST(WebhookDeploy, RbacAllowsOnlyItsOwnCertificateSecret) {
+  YAML::Node container;
+  auto args = ExtenderArgs(&container);
+  ASSERT_TRUE(args.count("--webhook-secret"));
+  const std::string secret = args["--webhook-secret"];
+  const std::string service = args["--webhook-service"];
+  const std::string ns = service.substr(service.find('.') + 1);
+  const YAML::Node role = Find("rbac.yaml", "Role", "vgpu-scheduler-webhook-tls");
+  EXPECT_EQ(role["metadata"]["namespace"].as<std::string>(), ns);
+  std::set<std::string> named, unnamed;  // verbs on the one Secret / on any Secret
+  for (const YAML::Node& rule : role["rules"]) {
+    ASSERT_EQ(rule["apiGroups"].size(), 1u);
+    EXPECT_EQ(rule["apiGroups"][0].as<std::string>(), "");
+    ASSERT_EQ(rule["resources"].size(), 1u);
+    EXPECT_EQ(rule["resources"][0].as<std::string>(), "secrets");
+    auto& verbs = rule["resourceNames"] ? named : unnamed;
+    if (rule["resourceNames"]) {
+      ASSERT_EQ(rule["resourceNames"].size(), 1u);
+      EXPECT_EQ(rule["resourceNames"][0].as<std::string>(), secret);
+    }
+    for (const YAML::Node& v : rule["verbs"]) verbs.insert(v.as<std::string>());
+  }
+  EXPECT_EQ(named, (std::set<std::string>{"get", "update"}));
+  EXPECT_EQ(unnamed, (std::set<std::string>{"create"}));  // create cannot name its object
+  const YAML::Node binding = Find("rbac.yaml", "RoleBinding", "vgpu-scheduler-webhook-tls");
+  EXPECT_EQ(binding["metadata"]["namespace"].as<std::string>(), ns);
+  EXPECT_EQ(binding["roleRef"]["kind"].as<std::string>(), "Role");
+  EXPECT_EQ(binding["roleRef"]["name"].as<std::string>(), "vgpu-scheduler-webhook-tls");
+  EXPECT_EQ(binding["subjects"][0]["name"].as<std::string>(), "vgpu-scheduler");
+}
+
 }  // namespace
