@@ -7,7 +7,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
+#include <mutex>
+#include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -15,20 +19,48 @@ extern char** environ;
 
 namespace vgpu::testing {
 
-int FreePort() {
+namespace {
+
+// Whether `port` (0 = any) can be bound on loopback now; the bound port in `*bound`.
+bool Bindable(int port, int* bound) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
+  if (fd < 0) return false;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
   socklen_t len = sizeof addr;
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
+  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  if (ok) *bound = ntohs(addr.sin_port);
   close(fd);
-  return port;
+  return ok;
+}
+
+}  // namespace
+
+int FreePort() {
+  // Ports are drawn at random below the kernel's ephemeral range, never twice in one process.
+  // Port 0 alone would do for one test at a time, but the kernel readily hands a port that was
+  // just released to the next caller, and tests run in parallel: two of them then start their
+  // servers on the same port and talk to each other's.
+  static std::mutex mu;
+  static std::mt19937 rng(
+      static_cast<uint32_t>(getpid()) ^
+      static_cast<uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
+  static std::set<int> given;
+  std::lock_guard<std::mutex> lock(mu);
+  std::uniform_int_distribution<int> pick(20000, 32000);
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int port = pick(rng);
+    int bound = 0;
+    if (given.count(port) == 0 && Bindable(port, &bound)) {
+      given.insert(port);
+      return port;
+    }
+  }
+  int bound = 0;
+  return Bindable(0, &bound) ? bound : 0;
 }
 
 BackgroundProcess::BackgroundProcess(const std::vector<std::string>& args,

@@ -11,8 +11,9 @@
 
 namespace vgpu::testing {
 
-// A loopback TCP port that was free a moment ago (bound to port 0, read back, closed); 0 if none
-// could be found.
+// A loopback TCP port that was free a moment ago and that this process has not been given
+// before: drawn at random from 20000..32000 (below the kernel's ephemeral range, so tests running
+// in parallel rarely draw the same one), checked by binding it; 0 if none could be found.
 int FreePort();
 
 // Starts `args[0]` (a path, not searched on PATH) with `args` as its argv; stdout and stderr go to
