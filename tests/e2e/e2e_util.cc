@@ -1,5 +1,6 @@
 #include "e2e_util.h"
 
+#include <signal.h>
 #include <time.h>
 
 #include <algorithm>
@@ -54,6 +55,55 @@ std::vector<std::string> SimGpuRuntimeEnv(const std::string& simgpu_dir, const s
           "VGPU_SIMGPU_STATE=" + root + "/simgpu.state",
           "VGPU_SIMGPU_LOG_LEVEL=1",
           "LIBCUDA_LOG_LEVEL=1"};
+}
+
+nlohmann::json PendingPod(const std::string& name, int second, const nlohmann::json& annotations) {
+  return {{"metadata",
+           {{"name", name},
+            {"namespace", "default"},
+            {"uid", "uid-" + name},
+            {"creationTimestamp", "2025-01-01T00:00:0" + std::to_string(second) + "Z"},
+            {"annotations", annotations}}},
+          {"spec", {{"nodeName", kTestNode}}},
+          {"status", {{"phase", "Pending"}}}};
+}
+
+std::unique_ptr<vgpu::testing::BackgroundProcess> StartSimNode(const SimNodeOptions& o) {
+  std::vector<std::string> args = {o.vgpu_bin,
+                                   "node",
+                                   "--sim",
+                                   "--sim-config",
+                                   o.root + "/devices.conf",
+                                   "--kubelet-dir",
+                                   o.root + "/kubelet",
+                                   "--slice-dir",
+                                   o.root + "/slices",
+                                   "--arbiter-dir",
+                                   o.root + "/arbiter",
+                                   "--libvgpu",
+                                   o.libvgpu,
+                                   "--node-name",
+                                   kTestNode,
+                                   "--pods-file",
+                                   o.root + "/pods.json",
+                                   "--pod-resources-socket",
+                                   o.pod_resources_socket,
+                                   "--metrics-listen",
+                                   o.metrics_listen,
+                                   "--units-per-gpu",
+                                   std::to_string(o.units_per_gpu)};
+  args.insert(args.end(), o.extra_args.begin(), o.extra_args.end());
+  return std::make_unique<vgpu::testing::BackgroundProcess>(
+      args,
+      std::vector<std::string>{"VGPU_SIMGPU_STATE=" + o.root + "/simgpu.state",
+                               "VGPU_SIMGPU_LOG_LEVEL=1"},
+      o.root + "/daemon.log");
+}
+
+void StopSimNode(vgpu::testing::BackgroundProcess* node) {
+  if (node != nullptr && node->Stop(SIGTERM, std::chrono::seconds(5)) == -1) {
+    node->Stop(SIGKILL, std::chrono::seconds(10));
+  }
 }
 
 }  // namespace vgpu::e2e

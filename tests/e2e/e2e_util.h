@@ -5,8 +5,12 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "background_process.h"
 
 namespace vgpu::e2e {
 
@@ -28,5 +32,29 @@ double ShareOf(const std::string& path, uint64_t from, uint64_t to);
 // of the simulated GPU under `root` (devices.conf, simgpu.state), so that the containers and
 // the node daemon see the same device. `simgpu_dir` holds the simulated driver libraries.
 std::vector<std::string> SimGpuRuntimeEnv(const std::string& simgpu_dir, const std::string& root);
+
+// The node every test pod is on.
+inline constexpr const char* kTestNode = "e2e-node";
+
+// One item of a `vgpu node --pods-file` list: Pending on kTestNode in namespace "default", uid
+// "uid-<name>", created `second` (0..9) seconds after 2025-01-01T00:00:00Z, with `annotations`.
+nlohmann::json PendingPod(const std::string& name, int second, const nlohmann::json& annotations);
+
+// `vgpu node --sim` for a test node whose files are under `root`: devices.conf (the simulated
+// GPUs), pods.json (its pods), kubelet/, slices/ and arbiter/; its log goes to root/daemon.log
+// and the simulated GPU's state to root/simgpu.state.
+struct SimNodeOptions {
+  std::string vgpu_bin;
+  std::string libvgpu;
+  std::string root;
+  std::string pod_resources_socket;  // the kubelet emulator's
+  std::string metrics_listen;        // "127.0.0.1:PORT"
+  int units_per_gpu = 10;
+  std::vector<std::string> extra_args;
+};
+std::unique_ptr<vgpu::testing::BackgroundProcess> StartSimNode(const SimNodeOptions& options);
+
+// SIGTERM, up to five seconds for a clean exit, then SIGKILL; nothing when `node` is null.
+void StopSimNode(vgpu::testing::BackgroundProcess* node);
 
 }  // namespace vgpu::e2e

@@ -84,15 +84,8 @@ class MultiGpuPodTest : public ::testing::Test {
       c.devices = p->devices;
       a.containers.push_back(c);
       ++second;
-      json pod = {{"metadata",
-                   {{"name", p->name},
-                    {"namespace", "default"},
-                    {"uid", "uid-" + p->name},
-                    {"creationTimestamp", "2025-01-01T00:00:0" + std::to_string(second) + "Z"},
-                    {"annotations", {{node::kAssignmentAnnotation, node::FormatAssignment(a)}}}}},
-                  {"spec", {{"nodeName", "e2e-node"}}},
-                  {"status", {{"phase", "Pending"}}}};
-      items.push_back(pod);
+      items.push_back(
+          PendingPod(p->name, second, {{node::kAssignmentAnnotation, node::FormatAssignment(a)}}));
     }
     std::ofstream(root_ + "/pods.json") << json{{"items", items}}.dump();
     kubelet_ = std::make_unique<KubeletEmulator>(root_ + "/kubelet");
@@ -100,44 +93,20 @@ class MultiGpuPodTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    if (daemon_ && daemon_->Stop(SIGTERM, std::chrono::seconds(5)) == -1) {
-      daemon_->Stop(SIGKILL, std::chrono::seconds(10));
-    }
+    StopSimNode(daemon_.get());
     daemon_.reset();
     kubelet_.reset();
     if (!HasFailure()) fs::remove_all(root_);
   }
 
   void StartDaemon() {
-    daemon_ = std::make_unique<BackgroundProcess>(
-        std::vector<std::string>{VGPU_BIN,
-                                 "node",
-                                 "--sim",
-                                 "--sim-config",
-                                 root_ + "/devices.conf",
-                                 "--kubelet-dir",
-                                 root_ + "/kubelet",
-                                 "--slice-dir",
-                                 root_ + "/slices",
-                                 "--arbiter-dir",
-                                 root_ + "/arbiter",
-                                 "--libvgpu",
-                                 LIBVGPU_PATH,
-                                 "--node-name",
-                                 "e2e-node",
-                                 "--pods-file",
-                                 root_ + "/pods.json",
-                                 "--pod-resources-socket",
-                                 kubelet_->pod_resources_socket(),
-                                 "--metrics-listen",
-                                 "127.0.0.1:" + std::to_string(FreePort()),
-                                 "--units-per-gpu",
-                                 std::to_string(kUnitsPerGpu),
-                                 "--log-level",
-                                 "2"},
-        std::vector<std::string>{"VGPU_SIMGPU_STATE=" + root_ + "/simgpu.state",
-                                 "VGPU_SIMGPU_LOG_LEVEL=1"},
-        root_ + "/daemon.log");
+    daemon_ = StartSimNode({VGPU_BIN,
+                            LIBVGPU_PATH,
+                            root_,
+                            kubelet_->pod_resources_socket(),
+                            "127.0.0.1:" + std::to_string(FreePort()),
+                            kUnitsPerGpu,
+                            {"--log-level", "2"}});
   }
 
   std::string Log() const { return "daemon log:\n" + ReadFile(root_ + "/daemon.log"); }

@@ -78,15 +78,6 @@ constexpr uint64_t kMeasureFromNs = 1'000'000'000ULL;
 // Generous: the simulated GPU's shares hold within 3 points on an idle machine.
 constexpr double kShareTolerance = 8.0;
 
-std::string Quote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
 // The value of the series `name` whose labels contain pod="<pod>" (any labels when `pod` is
 // empty), or -1.
 double Series(const std::string& metrics, const std::string& name, const std::string& pod = "") {
@@ -119,14 +110,9 @@ class PodSlicesTest : public ::testing::Test {
       c.devices.push_back({kGpu, 0, p.memory, p.cores});
       a.containers.push_back(c);
       ++second;
-      items.push_back(json::parse(
-          R"({"metadata": {"name": ")" + p.name + R"(", "namespace": "default", "uid": "uid-)" +
-          p.name + R"(", "creationTimestamp": "2025-01-01T00:00:0)" + std::to_string(second) +
-          R"(Z", "annotations": {"vgpu.io/assigned-gpus": )" + Quote(node::FormatAssignment(a)) +
-          R"(}}, "spec": {"nodeName": "e2e-node"}, "status": {"phase": "Pending"}})"));
-      if (!p.compute.empty()) {
-        items.back()["metadata"]["annotations"]["vgpu.io/compute"] = p.compute;
-      }
+      json annotations = {{node::kAssignmentAnnotation, node::FormatAssignment(a)}};
+      if (!p.compute.empty()) annotations["vgpu.io/compute"] = p.compute;
+      items.push_back(PendingPod(p.name, second, annotations));
     }
     std::ofstream(root_ + "/pods.json") << json{{"items", items}}.dump();
     kubelet_ = std::make_unique<KubeletEmulator>(root_ + "/kubelet");
@@ -134,10 +120,7 @@ class PodSlicesTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    // SIGTERM, up to five seconds for a clean exit, then SIGKILL.
-    if (daemon_ && daemon_->Stop(SIGTERM, std::chrono::seconds(5)) == -1) {
-      daemon_->Stop(SIGKILL, std::chrono::seconds(10));
-    }
+    StopSimNode(daemon_.get());
     daemon_.reset();
     kubelet_.reset();
     if (!HasFailure()) fs::remove_all(root_);
@@ -159,38 +142,14 @@ class PodSlicesTest : public ::testing::Test {
   void StartDaemon() {
     port_ = FreePort();
     const std::string port = "127.0.0.1:" + std::to_string(port_);
-    daemon_ = std::make_unique<BackgroundProcess>(
-        std::vector<std::string>{VGPU_BIN,
-                                 "node",
-                                 "--sim",
-                                 "--sim-config",
-                                 root_ + "/devices.conf",
-                                 "--kubelet-dir",
-                                 root_ + "/kubelet",
-                                 "--slice-dir",
-                                 root_ + "/slices",
-                                 "--arbiter-dir",
-                                 root_ + "/arbiter",
-                                 "--libvgpu",
-                                 LIBVGPU_PATH,
-                                 "--node-name",
-                                 "e2e-node",
-                                 "--pods-file",
-                                 root_ + "/pods.json",
-                                 "--pod-resources-socket",
-                                 kubelet_->pod_resources_socket(),
-                                 "--metrics-listen",
-                                 port,
-                                 "--units-per-gpu",
-                                 "10",
-                                 "--sample-interval",
-                                 "200ms",
-                                 "--hami-metric-aliases",
-                                 "--log-level",
-                                 "2"},
-        std::vector<std::string>{"VGPU_SIMGPU_STATE=" + root_ + "/simgpu.state",
-                                 "VGPU_SIMGPU_LOG_LEVEL=1"},
-        root_ + "/daemon.log");
+    daemon_ =
+        StartSimNode({VGPU_BIN,
+                      LIBVGPU_PATH,
+                      root_,
+                      kubelet_->pod_resources_socket(),
+                      port,
+                      10,
+                      {"--sample-interval", "200ms", "--hami-metric-aliases", "--log-level", "2"}});
   }
 
   std::string Log() const { return "daemon log:\n" + ReadFile(root_ + "/daemon.log"); }
