@@ -28,9 +28,21 @@ const Json* FindKey(const Json& object, std::string_view key) {
 
 namespace {
 
-Status TooDeep() {
-  return Status::InvalidArgument("the request body nests arrays or objects deeper than " +
-                                 std::to_string(kMaxJsonNesting) + " levels");
+// A request body as a JSON object, with the full parser's position for malformed text.
+Result<Json> ParseBodyObject(std::string_view body) {
+  if (JsonNestsDeeperThan(body)) {
+    return Status::InvalidArgument("the request body nests arrays or objects deeper than " +
+                                   std::to_string(kMaxJsonNesting) + " levels");
+  }
+  Json j;
+  try {
+    j = Json::parse(body);
+  } catch (const Json::parse_error& e) {
+    return Status::InvalidArgument("malformed JSON at byte " + std::to_string(e.byte) +
+                                   " of the request body");
+  }
+  if (!j.is_object()) return Status::InvalidArgument("the request body is not a JSON object");
+  return j;
 }
 
 bool KeyIs(std::string_view key, std::string_view want) {
@@ -77,15 +89,9 @@ std::optional<ExtenderArgs> ScanExtenderArgs(std::string_view body) {
 
 Result<ExtenderArgs> ParseExtenderArgs(std::string_view body) {
   if (auto fast = ScanExtenderArgs(body)) return std::move(*fast);
-  if (JsonNestsDeeperThan(body)) return TooDeep();
-  Json j;
-  try {
-    j = Json::parse(body);
-  } catch (const Json::parse_error& e) {
-    return Status::InvalidArgument("malformed JSON at byte " + std::to_string(e.byte) +
-                                   " of the request body");
-  }
-  if (!j.is_object()) return Status::InvalidArgument("the request body is not a JSON object");
+  auto parsed = ParseBodyObject(body);
+  if (!parsed) return parsed.error();
+  Json& j = *parsed;
   ExtenderArgs args;
   Json* pod = FindMutableKey(j, "Pod");
   if (pod == nullptr || !pod->is_object()) {
@@ -199,15 +205,9 @@ std::string HostPriorityListJson(std::span<const std::string_view> hosts,
 }
 
 Result<BindingArgs> ParseBindingArgs(std::string_view body) {
-  if (JsonNestsDeeperThan(body)) return TooDeep();
-  Json j;
-  try {
-    j = Json::parse(body);
-  } catch (const Json::parse_error& e) {
-    return Status::InvalidArgument("malformed JSON at byte " + std::to_string(e.byte) +
-                                   " of the request body");
-  }
-  if (!j.is_object()) return Status::InvalidArgument("the request body is not a JSON object");
+  auto parsed = ParseBodyObject(body);
+  if (!parsed) return parsed.error();
+  Json& j = *parsed;
   BindingArgs b;
   const auto str = [&](const char* key, std::string* out, bool required) -> Status {
     const Json* v = FindKey(j, key);
