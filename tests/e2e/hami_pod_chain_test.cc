@@ -263,8 +263,8 @@ TEST_F(HamiPodChainTest, HamiPodRunsWithItsLimitsThroughWebhookExtenderAndNodeDa
   ASSERT_TRUE(WaitFor(
       [&] {
         const std::string m = SchedulerMetrics();
-        return m.find("vgpu_scheduler_ready 1") != std::string::npos &&
-               m.find("vgpu_scheduler_gpus 1\n") != std::string::npos;
+        return m.find("\nvgpu_scheduler_ready 1\n") != std::string::npos &&
+               m.find("\nvgpu_scheduler_gpus 1\n") != std::string::npos;
       },
       15'000))
       << SchedulerMetrics() << Logs();

@@ -101,8 +101,8 @@ TEST_F(SchedulerCliTest, RunsAgainstAnApiServerAndStopsOnSigterm) {
   EXPECT_EQ(api.GetPod("ml", "train-0")["spec"]["nodeName"], "gpu-node-2");
   std::string metrics;
   EXPECT_EQ(HttpGet(metrics_port, "/metrics", &metrics), 200);
-  EXPECT_NE(metrics.find("vgpu_scheduler_ready 1"), std::string::npos);
-  EXPECT_NE(metrics.find("vgpu_scheduler_nodes 3"), std::string::npos);
+  EXPECT_NE(metrics.find("\nvgpu_scheduler_ready 1\n"), std::string::npos);
+  EXPECT_NE(metrics.find("\nvgpu_scheduler_nodes 3\n"), std::string::npos);
   EXPECT_NE(metrics.find("vgpu_scheduler_binds_total{result=\"bound\"} 1"), std::string::npos);
   EXPECT_EQ(HttpGet(metrics_port, "/filter"), 404);  // the verbs are not on the metrics port
   EXPECT_EQ(p.Stop(SIGTERM, 10s), 0);
