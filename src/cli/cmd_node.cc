@@ -56,6 +56,9 @@ struct NodeFlags {
   bool no_pod_watch = false;
   int log_level = 3;
   bool print_metrics = false;
+  std::string device_list_strategy = "envvar";
+  std::string cdi_kind = "nvidia.com/gpu";
+  bool pass_device_specs = false;
 };
 
 Status Bad(const std::string& flag, const std::string& why) {
@@ -177,6 +180,13 @@ Result<node::DaemonOptions> BuildOptions(const NodeFlags& f) {
   if (!refresh) return refresh.error();
   o.pod_refresh_ms = *refresh;
   o.watch_pods = !f.no_pod_watch;
+  Status strategy = node::ParseDeviceListStrategy(f.device_list_strategy, &o.device_list);
+  if (!strategy.ok()) return Bad("--device-list-strategy", strategy.message());
+  Status kind = node::CheckCdiKind(f.cdi_kind);
+  if (!kind.ok()) return Bad("--cdi-kind", kind.message());
+  o.device_list.cdi_kind = f.cdi_kind;
+  o.device_list.pass_device_specs = f.pass_device_specs;
+  o.observe_only = f.print_metrics;
   o.version = VGPU_VERSION;
   return o;
 }
@@ -265,7 +275,6 @@ Status Run(const NodeFlags& f) {
   }
   auto options = BuildOptions(f);
   if (!options) return options.error();
-  if (f.print_metrics) options->metrics_listen.clear();
   auto cluster = OpenCluster(f);
   if (!cluster) return cluster.error();
   auto backend = OpenBackend(f);
@@ -363,8 +372,18 @@ int RunNode(int argc, char** argv) {
                "List the node's pods every --pod-refresh instead of watching them");
   app.add_option("--log-level", f.log_level, "0 silent, 1 errors, 2 warnings, 3 info, 4 debug")
       ->capture_default_str();
+  app.add_option("--device-list-strategy", f.device_list_strategy,
+                 "How containers get their GPUs: envvar (NVIDIA_VISIBLE_DEVICES, for the NVIDIA "
+                 "container runtime), cdi-annotations, cdi-cri (CDI devices <--cdi-kind>=<UUID>); "
+                 "comma-separated to combine")
+      ->capture_default_str();
+  app.add_option("--cdi-kind", f.cdi_kind, "Vendor/class of the node's CDI GPU devices")
+      ->capture_default_str();
+  app.add_flag("--pass-device-specs", f.pass_device_specs,
+               "Also hand containers the GPUs' device nodes (/dev/nvidia*)");
   app.add_flag("--print-metrics", f.print_metrics,
-               "Start, print one scrape of /metrics to stdout and exit");
+               "Print one scrape of /metrics to stdout and exit; creates, removes and publishes "
+               "nothing");
   if (auto code = ParseArgs(app, argc, argv)) return *code;
   return ReportStatus(kCommand, Run(f));
 }

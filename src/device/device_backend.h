@@ -35,6 +35,7 @@ struct DeviceInfo {
   // and the number of active links.
   std::vector<std::string> nvlink_peers;
   int nvlink_active_links = 0;
+  int minor_number = -1;  // N of /dev/nvidiaN; -1 when the driver does not say
 };
 
 // One process that holds memory on a GPU, as the driver sees it (host pid namespace).
@@ -63,6 +64,9 @@ struct DeviceSample {
   std::optional<double> pcie_transmit_bytes_per_second;
   std::optional<double> pcie_receive_bytes_per_second;
   std::optional<uint64_t> pcie_replay_errors_total;
+  // Memory errors over the GPU's life (NVML's aggregate ECC counters); unset without ECC.
+  std::optional<uint64_t> ecc_corrected_errors_total;
+  std::optional<uint64_t> ecc_uncorrected_errors_total;
   std::optional<uint64_t> nvlink_transmit_bytes_total;  // data payload, all links
   std::optional<uint64_t> nvlink_receive_bytes_total;
   std::vector<NvLinkLinkSample> nvlink_links;  // active links only

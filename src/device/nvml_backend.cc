@@ -58,6 +58,9 @@ constexpr unsigned int kNvLinkErrReplay = 0;  // nvmlNvLinkErrorCounter_t
 constexpr unsigned int kNvLinkErrRecovery = 1;
 constexpr unsigned int kNvLinkErrCrcFlit = 2;
 constexpr unsigned int kNvLinkErrCrcData = 3;
+constexpr int kMemoryErrorCorrected = 0;  // nvmlMemoryErrorType_t
+constexpr int kMemoryErrorUncorrected = 1;
+constexpr int kAggregateEcc = 1;  // nvmlEccCounterType_t: over the GPU's life
 
 }  // namespace
 
@@ -98,6 +101,9 @@ struct NvmlBackend::Api {
                                               unsigned long long*) = nullptr;
   nvmlReturn_t (*DeviceGetFieldValues)(nvmlDevice_t, int, nvmlFieldValue_t*) = nullptr;
   nvmlReturn_t (*DeviceGetNumaNodeId)(nvmlDevice_t, unsigned int*) = nullptr;
+  nvmlReturn_t (*DeviceGetMinorNumber)(nvmlDevice_t, unsigned int*) = nullptr;
+  // (device, nvmlMemoryErrorType_t, nvmlEccCounterType_t, count): enums passed as int.
+  nvmlReturn_t (*DeviceGetTotalEccErrors)(nvmlDevice_t, int, int, unsigned long long*) = nullptr;
   nvmlReturn_t (*EventSetCreate)(nvmlEventSet_t*) = nullptr;
   nvmlReturn_t (*EventSetFree)(nvmlEventSet_t) = nullptr;
   nvmlReturn_t (*EventSetWait)(nvmlEventSet_t, nvmlEventData_t*, unsigned int) = nullptr;
@@ -167,6 +173,8 @@ Result<std::unique_ptr<NvmlBackend>> NvmlBackend::Open(const NvmlBackendOptions&
   a.Load(&a.DeviceGetNvLinkErrorCounter, "nvmlDeviceGetNvLinkErrorCounter");
   a.Load(&a.DeviceGetFieldValues, "nvmlDeviceGetFieldValues");
   a.Load(&a.DeviceGetNumaNodeId, "nvmlDeviceGetNumaNodeId");
+  a.Load(&a.DeviceGetMinorNumber, "nvmlDeviceGetMinorNumber");
+  a.Load(&a.DeviceGetTotalEccErrors, "nvmlDeviceGetTotalEccErrors");
   a.Load(&a.EventSetCreate, "nvmlEventSetCreate");
   a.Load(&a.EventSetFree, "nvmlEventSetFree");
   a.Load(&a.EventSetWait, "nvmlEventSetWait_v2", "nvmlEventSetWait");
@@ -273,6 +281,10 @@ Result<std::vector<DeviceInfo>> NvmlBackend::Discover() {
       d.numa_node = static_cast<int>(numa);
     } else if (!d.pci_bus_id.empty()) {
       d.numa_node = NumaFromSysfs(options_.sysfs_root, d.pci_bus_id);
+    }
+    unsigned int minor = 0;
+    if (a.DeviceGetMinorNumber != nullptr && a.DeviceGetMinorNumber(dev, &minor) == NVML_SUCCESS) {
+      d.minor_number = static_cast<int>(minor);
     }
     handles.push_back(dev);
     out.push_back(std::move(d));
@@ -469,6 +481,17 @@ Result<DeviceSample> NvmlBackend::Sample(int index) {
   if (a.DeviceGetPcieReplayCounter != nullptr &&
       a.DeviceGetPcieReplayCounter(dev, &value) == NVML_SUCCESS) {
     s.pcie_replay_errors_total = value;
+  }
+  if (a.DeviceGetTotalEccErrors != nullptr) {
+    unsigned long long count = 0;
+    if (a.DeviceGetTotalEccErrors(dev, kMemoryErrorCorrected, kAggregateEcc, &count) ==
+        NVML_SUCCESS) {
+      s.ecc_corrected_errors_total = count;
+    }
+    if (a.DeviceGetTotalEccErrors(dev, kMemoryErrorUncorrected, kAggregateEcc, &count) ==
+        NVML_SUCCESS) {
+      s.ecc_uncorrected_errors_total = count;
+    }
   }
   if (a.DeviceGetNvLinkState != nullptr) {
     for (unsigned int link = 0; link < kNvLinkMaxLinks; ++link) {

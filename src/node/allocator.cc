@@ -82,7 +82,10 @@ Result<ContainerAllocation> Allocator::AllocateOnce(const std::vector<std::strin
   if (!slice) return slice.error().WithContext("creating the slice of " + e.Describe());
   VGPU_LOG_INFO("allocated %s: %zu GPU(s), slice %s", e.Describe().c_str(), spec.devices.size(),
                 slice->name.c_str());
-  return BuildAllocation(*slice, slices_->layout());
+  ContainerAllocation allocation = BuildAllocation(*slice, slices_->layout());
+  Status listed = ApplyDeviceList(*slice, state_->devices(), device_list_, &allocation);
+  if (!listed.ok()) return listed.WithContext("allocating " + e.Describe());
+  return allocation;
 }
 
 Result<ContainerAllocation> Allocator::Allocate(const std::vector<std::string>& unit_ids) {
@@ -126,13 +129,23 @@ std::vector<std::string> Allocator::Prefer(const std::vector<std::string>& avail
     return *chosen;
   }
   unpreferred_.fetch_add(1);
-  // No pending assignment fits: keep kubelet's own order (must_include first). Allocate will
-  // refuse these units unless they turn out to belong to an assignment.
+  // No pending assignment fits: kubelet's own order (must_include first), one unit per GPU, since
+  // a container never gets two units of one GPU. When fewer GPUs than `size` have a unit
+  // available, fewer units are returned (kubelet then chooses by itself, and Allocate refuses
+  // the units unless they turn out to belong to an assignment).
   std::vector<std::string> out = must_include;
   std::set<std::string> seen(out.begin(), out.end());
+  std::set<std::string> gpus;
+  auto gpu_of = [](const std::string& id) {
+    auto ref = ParseUnitId(id);
+    return ref ? ref->gpu_uuid : id;
+  };
+  for (const std::string& id : out) gpus.insert(gpu_of(id));
   for (const std::string& id : available) {
     if (static_cast<int>(out.size()) >= size) break;
-    if (seen.insert(id).second) out.push_back(id);
+    if (seen.count(id) || !gpus.insert(gpu_of(id)).second) continue;
+    seen.insert(id);
+    out.push_back(id);
   }
   VGPU_LOG_INFO(
       "GetPreferredAllocation: no pending assignment of %d unit(s) fits the %zu "

@@ -21,6 +21,7 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "node/assignment_store.h"
+#include "node/device_list.h"
 #include "node/metrics_text.h"
 #include "node/node_state.h"
 #include "node/pod_resources.h"
@@ -35,6 +36,9 @@ class Allocator {
             int64_t (*now_unix)() = nullptr);
 
   Result<ContainerAllocation> Allocate(const std::vector<std::string>& unit_ids);
+  // How containers are handed their GPUs (default: NVIDIA_VISIBLE_DEVICES only). Set before
+  // the first Allocate.
+  void SetDeviceList(DeviceListOptions options) { device_list_ = std::move(options); }
 
   // PreStartContainer: checks with kubelet's PodResources API that the container kubelet gave
   // `unit_ids` to is the container whose slice those units hold. kFailedPrecondition on a
@@ -68,6 +72,7 @@ class Allocator {
   PodSync* pods_;
   SliceManager* slices_;
   int64_t (*now_unix_)();
+  DeviceListOptions device_list_;
   std::atomic<uint64_t> ok_{0};
   std::atomic<uint64_t> failed_{0};
   std::atomic<uint64_t> preferred_{0};

@@ -34,6 +34,15 @@ Status Daemon::Start() {
                 options_.units_per_gpu);
   state_ =
       std::make_unique<NodeState>(std::move(*devices), options_.units_per_gpu, options_.health);
+  pods_ = std::make_unique<PodSync>(cluster_, options_.node_name, &store_);
+  allocator_ = std::make_unique<Allocator>(state_.get(), &store_, pods_.get(), &slices_);
+  allocator_->SetDeviceList(options_.device_list);
+  if (options_.observe_only) {
+    Status listed = pods_->Refresh();
+    if (!listed.ok()) VGPU_LOG_WARN("%s", listed.ToString().c_str());
+    SampleNow();
+    return Status::Ok();
+  }
   VGPU_RETURN_IF_ERROR(slices_.Init());
   if (!options_.slices.arbiter_dir.empty()) {
     std::vector<std::string> uuids;
@@ -42,8 +51,6 @@ Status Daemon::Start() {
     Status arbiters = CreateArbiters(options_.slices.arbiter_dir, uuids);
     if (!arbiters.ok()) VGPU_LOG_WARN("%s", arbiters.ToString().c_str());
   }
-  pods_ = std::make_unique<PodSync>(cluster_, options_.node_name, &store_);
-  allocator_ = std::make_unique<Allocator>(state_.get(), &store_, pods_.get(), &slices_);
   if (!options_.pod_resources_socket.empty()) {
     pod_resources_ = NewKubeletPodResources(options_.pod_resources_socket);
     allocator_->SetPodResources(pod_resources_.get(), options_.plugin.resource_name);
@@ -161,6 +168,11 @@ void Daemon::SampleLoop() {
 }
 
 void Daemon::HousekeepNow() {
+  if (options_.observe_only) {
+    Status listed = pods_->Refresh();
+    if (!listed.ok()) VGPU_LOG_WARN("%s", listed.ToString().c_str());
+    return;
+  }
   // A live watch keeps the pods current; listing is for when there is none (or it has not
   // listed yet).
   Status s = watching_ && cluster_->WatchingPods() ? Status::Ok() : pods_->Refresh();

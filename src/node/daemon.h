@@ -13,6 +13,11 @@
 //
 // Start() fails (and starts nothing) when discovery fails or no GPU is found. Stop() ends
 // everything and is safe to call twice.
+//
+// With `observe_only` (`vgpu node --print-metrics`) Start() only discovers the GPUs, lists the
+// node's pods and takes one sample, and HousekeepNow() only lists the pods again: no directory,
+// file or socket is created, no slice is removed, nothing is written to the API server, no
+// thread is started. Metrics() then tells what the daemon would report.
 #pragma once
 
 #include <atomic>
@@ -28,6 +33,7 @@
 #include "node/allocator.h"
 #include "node/assignment_store.h"
 #include "node/cluster.h"
+#include "node/device_list.h"
 #include "node/health.h"
 #include "node/inventory.h"
 #include "node/metrics_server.h"
@@ -57,6 +63,9 @@ struct DaemonOptions {
   // empty: no verification (PreStartContainer is then not requested).
   std::string pod_resources_socket;
   std::string version = "dev";
+  bool observe_only = false;
+  // How Allocate hands a container its GPUs (NVIDIA_VISIBLE_DEVICES, CDI, device nodes).
+  DeviceListOptions device_list;
 };
 
 class Daemon {

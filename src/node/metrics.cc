@@ -5,6 +5,7 @@
 
 #include "node/arbiter_usage.h"
 #include "node/metrics_compute.h"
+#include "node/metrics_hami.h"
 #include "node/metrics_text.h"
 #include "node/process_owner.h"
 #include "node/slice_region.h"
@@ -82,6 +83,15 @@ void AddGpuMetrics(MetricsBuilder& m, const MetricsSources& src) {
     opt("vgpu_gpu_temperature_celsius", kGauge, "GPU core temperature", s.temperature_celsius);
     opt("vgpu_gpu_power_watts", kGauge, "Power draw", s.power_watts);
     opt("vgpu_gpu_power_limit_watts", kGauge, "Enforced power limit", s.power_limit_watts);
+    for (auto [type, value] : {std::pair{"corrected", s.ecc_corrected_errors_total},
+                               std::pair{"uncorrected", s.ecc_uncorrected_errors_total}}) {
+      if (!value.has_value()) continue;
+      Labels el = l;
+      el.emplace_back("type", type);
+      m.Add("vgpu_gpu_ecc_errors_total", kCounter,
+            "Memory errors over the GPU's life (the driver's aggregate ECC counters), by type", el,
+            static_cast<double>(*value));
+    }
     opt("vgpu_gpu_pcie_transmit_bytes_per_second", kGauge, "PCIe transmit throughput",
         s.pcie_transmit_bytes_per_second);
     opt("vgpu_gpu_pcie_receive_bytes_per_second", kGauge, "PCIe receive throughput",
@@ -296,42 +306,6 @@ void AddDaemonMetrics(MetricsBuilder& m, const MetricsSources& src) {
   }
 }
 
-// HAMi's metric names (vGPUmonitor's, and the scheduler's per-GPU ones that a node can answer)
-// on our values, with HAMi's label names. HAMi's utilization "ratios" are percentages (0-100),
-// so those aliases are scaled by 100.
-void AddHamiAliases(MetricsBuilder& m) {
-  const std::map<std::string, std::string> host = {
-      {"gpu", "device_index"}, {"uuid", "device_uuid"}, {"model", "device_type"}};
-  const std::map<std::string, std::string> slice = {{"cuda_index", "vdevice_index"},
-                                                    {"uuid", "device_uuid"}};
-  auto alias = [&](const char* from, const char* to, const std::map<std::string, std::string>& r,
-                   double scale = 1.0) {
-    std::string help = std::string("HAMi-compatible name of ") + from;
-    if (scale != 1.0) help += " in percent";
-    m.Alias(from, to, help, r, scale);
-  };
-  alias("vgpu_gpu_memory_used_bytes", "hami_host_gpu_memory_used_bytes", host);
-  alias("vgpu_gpu_sm_utilization_ratio", "hami_host_gpu_utilization_ratio", host, 100);
-  alias("vgpu_gpu_memory_bandwidth_utilization_ratio",
-        "hami_host_gpu_memory_controller_utilization_ratio", host, 100);
-  alias("vgpu_gpu_memory_allocated_bytes", "hami_gpu_memory_allocated_bytes", host);
-  // hami_gpu_shared_count is not offered: its "_count" suffix is reserved for histograms and
-  // summaries, and promtool rejects it.
-  alias(m.Has("vgpu_slice_memory_charged_bytes") ? "vgpu_slice_memory_charged_bytes"
-                                                 : "vgpu_slice_memory_used_bytes",
-        "hami_vgpu_memory_used_bytes", slice);
-  alias("vgpu_slice_memory_limit_bytes", "hami_vgpu_memory_limit_bytes", slice);
-  alias("vgpu_slice_memory_used_bytes", "hami_container_device_memory_bytes", slice);
-  // The arbiter's measurement when there is one (every slice of a node that arbitrates all),
-  // else the driver's per-process sampling.
-  alias(m.Has("vgpu_slice_compute_achieved_ratio") ? "vgpu_slice_compute_achieved_ratio"
-                                                   : "vgpu_slice_compute_utilization_ratio",
-        "hami_container_device_utilization_ratio", slice, 100);
-  alias("vgpu_slice_compute_idle_seconds", "hami_container_last_kernel_elapsed_seconds", slice);
-  alias("vgpu_slice_compute_limit_ratio", "hami_vgpu_core_allocated_ratio", slice, 100);
-  alias("vgpu_gpu_compute_allocated_ratio", "hami_gpu_core_allocated_ratio", host, 100);
-}
-
 }  // namespace
 
 std::string CollectMetrics(const MetricsSources& src) {
@@ -339,7 +313,9 @@ std::string CollectMetrics(const MetricsSources& src) {
   AddGpuMetrics(m, src);
   AddSliceMetrics(m, src);
   AddDaemonMetrics(m, src);
-  if (src.hami_aliases) AddHamiAliases(m);
+  if (src.hami_aliases) {
+    AddHamiSeries(m, src.pods != nullptr ? src.pods->Pods() : std::vector<PodInfo>{});
+  }
   return m.Render();
 }
 

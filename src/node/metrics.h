@@ -1,7 +1,7 @@
 // The node daemon's /metrics: per GPU, per slice, and the daemon itself, in the Prometheus
 // text format. Names follow Prometheus conventions (prefix vgpu_, base units, _bytes, _ratio
-// for 0..1 shares, _total for counters); docs/node.md lists them. With `hami_aliases`, the
-// names HAMi's dashboards use are emitted as well (same values, HAMi's label names).
+// for 0..1 shares, _total for counters); docs/node.md lists them. With `hami_aliases`, HAMi's
+// series are emitted as well (same values, HAMi's names and labels; metrics_hami.h).
 //
 // Per-slice numbers come from four places: the slice's limits (slice.json), its accounting
 // region (what libvgpu.so charged; when the region exists), the per-GPU compute arbiters (the

@@ -64,6 +64,8 @@ const char* TypeName(MetricType t) {
       return "counter";
     case MetricType::kHistogram:
       return "histogram";
+    case MetricType::kUntyped:
+      return "untyped";
   }
   return "untyped";
 }
@@ -102,7 +104,26 @@ void MetricsBuilder::Alias(const std::string& from, const std::string& to, const
   families_.push_back(std::move(copy));
 }
 
+void MetricsBuilder::Derive(const std::string& from, const std::string& to, MetricType type,
+                            const std::string& help, const Rewrite& rewrite) {
+  auto it = index_.find(from);
+  if (it == index_.end()) return;
+  MetricFamily derived{to, type, help, {}};
+  for (const MetricSample& s : families_[it->second].samples) {
+    MetricSample out{s.suffix, {}, s.value};
+    if (rewrite(s.labels, &out.labels, &out.value)) derived.samples.push_back(std::move(out));
+  }
+  if (derived.samples.empty()) return;
+  index_[to] = families_.size();
+  families_.push_back(std::move(derived));
+}
+
 bool MetricsBuilder::Has(const std::string& name) const { return index_.count(name) > 0; }
+
+const MetricFamily* MetricsBuilder::Find(const std::string& name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &families_[it->second];
+}
 
 std::string MetricsBuilder::Render() const {
   std::string out;

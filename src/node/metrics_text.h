@@ -3,11 +3,13 @@
 //
 // Families are collected first and rendered at the end so that every sample of a family is
 // contiguous (promtool rejects interleaved families). Aliases (another name, renamed labels)
-// copy a family's samples, which is how HAMi's metric names are offered next to ours.
+// and derived families (another name, labels and values rewritten by a function) copy a
+// family's samples, which is how HAMi's metric names are offered next to ours.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -18,7 +20,9 @@ namespace vgpu::node {
 
 using Labels = std::vector<std::pair<std::string, std::string>>;
 
-enum class MetricType { kGauge, kCounter, kHistogram };
+// kUntyped: "# TYPE name untyped", for a name another exporter chose that promtool's lint
+// rules would reject as a gauge (a "_count" suffix).
+enum class MetricType { kGauge, kCounter, kHistogram, kUntyped };
 
 struct MetricSample {
   std::string suffix;  // "" or, for histograms, "_bucket" / "_sum" / "_count"
@@ -43,7 +47,15 @@ class MetricsBuilder {
   // `rename` (names not in the map are kept) and values multiplied by `scale`.
   void Alias(const std::string& from, const std::string& to, const std::string& help,
              const std::map<std::string, std::string>& rename, double scale = 1.0);
+  // Adds family `to` (type `type`) with one sample for each sample of family `from` for which
+  // `rewrite(labels, &out_labels, &value)` returns true (value starts as the sample's). Nothing
+  // is added when `from` has no samples or `rewrite` keeps none.
+  using Rewrite = std::function<bool(const Labels& in, Labels* out, double* value)>;
+  void Derive(const std::string& from, const std::string& to, MetricType type,
+              const std::string& help, const Rewrite& rewrite);
   bool Has(const std::string& name) const;
+  // The family `name`, nullptr when there is none.
+  const MetricFamily* Find(const std::string& name) const;
   // The exposition text; families in the order they were first added.
   std::string Render() const;
 

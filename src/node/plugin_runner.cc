@@ -127,11 +127,23 @@ void PluginRunner::Loop() {
   ino_t registered_kubelet = 0;
   ino_t own_inode = InodeOf(own);
   bool kubelet_created = false;  // inotify saw kubelet.sock appear
+  bool kubelet_absent = false;   // its absence was logged
   auto next_attempt = std::chrono::steady_clock::now();
   while (!stop_.load()) {
     // Decide from the directory's state, not only from events: events can be missed.
     ino_t kubelet_inode = InodeOf(kubelet);
     ino_t current_own = InodeOf(own);
+    if (kubelet_inode == 0 && !kubelet_absent) {
+      VGPU_LOG_WARN(
+          "kubelet's registration socket %s does not exist: kubelet is not running, or "
+          "--kubelet-dir is not its device-plugin directory; waiting for it (no container can "
+          "get a GPU until the plugin is registered)",
+          kubelet.c_str());
+      kubelet_absent = true;
+    } else if (kubelet_inode != 0 && kubelet_absent) {
+      VGPU_LOG_WARN("kubelet's registration socket %s is back", kubelet.c_str());
+      kubelet_absent = false;
+    }
     if (!need_restart && (current_own == 0 || current_own != own_inode)) {
       VGPU_LOG_WARN("device plugin socket %s was removed; serving again", own.c_str());
       need_restart = true;

@@ -7,6 +7,8 @@
 //      when kubelet.sock is created again (kubelet restarted) or our own socket disappears
 //      (kubelet removes plugin sockets when it starts), restart the server on a fresh socket and
 //      register again.
+//   4. log once (a warning naming the path) when kubelet.sock is missing, at startup or later,
+//      and once when it is back.
 //
 // Start() returns once the server listens; registration happens on the runner's thread.
 // Stop() ends the thread, the streams and the server, and removes the socket. Thread-safe.

@@ -106,6 +106,13 @@ grpc::Status DevicePluginService::Allocate(grpc::ServerContext*,
       pm->set_host_path(m.host_path);
       pm->set_read_only(m.read_only);
     }
+    for (const std::string& name : allocation->cdi_devices) out->add_cdi_devices()->set_name(name);
+    for (const ContainerAllocation::DeviceNode& d : allocation->devices) {
+      v1beta1::DeviceSpec* spec = out->add_devices();
+      spec->set_container_path(d.container_path);
+      spec->set_host_path(d.host_path);
+      spec->set_permissions(d.permissions);
+    }
   }
   return grpc::Status::OK;
 }

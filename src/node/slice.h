@@ -102,9 +102,16 @@ struct ContainerAllocation {
     std::string host_path;
     bool read_only = true;
   };
+  struct DeviceNode {
+    std::string container_path;
+    std::string host_path;
+    std::string permissions;  // any of "r", "w", "m"
+  };
   std::map<std::string, std::string> envs;
   std::vector<Mount> mounts;
   std::map<std::string, std::string> annotations;
+  std::vector<std::string> cdi_devices;  // fully qualified CDI names (node/device_list.h)
+  std::vector<DeviceNode> devices;       // device nodes, with --pass-device-specs
 };
 
 // Text of the limits file of `slice` (its region path is the one in the file).

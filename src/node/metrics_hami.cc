@@ -1,0 +1,262 @@
+#include "node/metrics_hami.h"
+
+#include <cmath>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace vgpu::node {
+namespace {
+
+constexpr MetricType kGauge = MetricType::kGauge;
+
+std::string Get(const Labels& l, const std::string& key) {
+  for (const auto& [k, v] : l) {
+    if (k == key) return v;
+  }
+  return "";
+}
+
+// A slice sample's identity, to look up its values in other families.
+std::string SliceKey(const Labels& l) {
+  return Get(l, "namespace") + "/" + Get(l, "pod") + "/" + Get(l, "container") + "/" +
+         Get(l, "uuid");
+}
+
+// Values of family `name` by slice key (empty when the family is absent).
+std::map<std::string, double> SliceValues(const MetricsBuilder& m, const std::string& name) {
+  std::map<std::string, double> out;
+  if (const MetricFamily* f = m.Find(name)) {
+    for (const MetricSample& s : f->samples) out[SliceKey(s.labels)] = s.value;
+  }
+  return out;
+}
+
+// HAMi's percentages of integer percents: exact integers (HAMi rounds core shares up).
+double Percent(double ratio) { return std::ceil(ratio * 100 - 1e-9); }
+
+// The host series of HAMi's vGPU monitor: node, device_index, device_uuid, device_type.
+Labels HostLabels(const Labels& l, bool with_node = true) {
+  Labels out;
+  if (with_node) out.emplace_back("node", Get(l, "node"));
+  out.emplace_back("device_index", Get(l, "gpu"));
+  out.emplace_back("device_uuid", Get(l, "uuid"));
+  out.emplace_back("device_type", "NVIDIA-" + Get(l, "model"));
+  return out;
+}
+
+// The per-GPU series of HAMi's scheduler: node, device_uuid, device_index, [extra], device_type.
+Labels SchedulerGpuLabels(const Labels& l, const Labels& extra = {}, bool with_type = true) {
+  Labels out = {
+      {"node", Get(l, "node")}, {"device_uuid", Get(l, "uuid")}, {"device_index", Get(l, "gpu")}};
+  out.insert(out.end(), extra.begin(), extra.end());
+  if (with_type) out.emplace_back("device_type", "NVIDIA-" + Get(l, "model"));
+  return out;
+}
+
+// The per-container series of HAMi's vGPU monitor.
+Labels MonitorSliceLabels(const Labels& l) {
+  return {{"namespace", Get(l, "namespace")},
+          {"pod", Get(l, "pod")},
+          {"container", Get(l, "container")},
+          {"vdevice_index", Get(l, "cuda_index")},
+          {"device_uuid", Get(l, "uuid")}};
+}
+
+void AddZone(Labels* l) { l->emplace_back("zone", "vGPU"); }
+
+void AddHostSeries(MetricsBuilder& m) {
+  auto host = [&](const char* from, const char* to, const char* help, double scale,
+                  bool with_node) {
+    m.Derive(from, to, kGauge, help, [&](const Labels& in, Labels* out, double* v) {
+      *out = HostLabels(in, with_node);
+      AddZone(out);
+      *v *= scale;
+      return true;
+    });
+  };
+  host("vgpu_gpu_memory_used_bytes", "hami_host_gpu_memory_used_bytes",
+       "GPU device memory usage in bytes (HAMi's name of vgpu_gpu_memory_used_bytes)", 1, true);
+  host("vgpu_gpu_sm_utilization_ratio", "hami_host_gpu_utilization_ratio",
+       "GPU core utilization ratio (0-100) (HAMi's name of vgpu_gpu_sm_utilization_ratio x 100)",
+       100, true);
+  // HAMi gives this one no node label.
+  host("vgpu_gpu_memory_bandwidth_utilization_ratio",
+       "hami_host_gpu_memory_controller_utilization_ratio",
+       "GPU memory controller utilization ratio (0-100) (HAMi's name of "
+       "vgpu_gpu_memory_bandwidth_utilization_ratio x 100)",
+       100, false);
+  host("vgpu_gpu_temperature_celsius", "hami_host_gpu_temperature_celsius",
+       "GPU temperature in degrees Celsius (HAMi's name of vgpu_gpu_temperature_celsius)", 1, true);
+  host("vgpu_gpu_power_watts", "hami_host_gpu_power_usage_watts",
+       "GPU power draw in watts (HAMi's name of vgpu_gpu_power_watts)", 1, true);
+  m.Derive("vgpu_gpu_ecc_errors_total", "hami_host_gpu_ecc_errors_total", MetricType::kCounter,
+           "Lifetime aggregate ECC errors (HAMi's name of vgpu_gpu_ecc_errors_total)",
+           [](const Labels& in, Labels* out, double*) {
+             *out = HostLabels(in);
+             out->emplace_back("error_type", Get(in, "type"));
+             AddZone(out);
+             return true;
+           });
+}
+
+void AddSchedulerGpuSeries(MetricsBuilder& m) {
+  std::map<std::string, double> total;  // uuid -> device memory
+  if (const MetricFamily* f = m.Find("vgpu_gpu_memory_total_bytes")) {
+    for (const MetricSample& s : f->samples) total[Get(s.labels, "uuid")] = s.value;
+  }
+  const Labels cores = {{"device_cores", "100"}};
+  auto gpu = [&](const char* from, const char* to, MetricType type, const char* help,
+                 const std::function<bool(const Labels&, Labels*, double*)>& f) {
+    m.Derive(from, to, type, help, [&](const Labels& in, Labels* out, double* v) {
+      if (!f(in, out, v)) return false;
+      AddZone(out);
+      return true;
+    });
+  };
+  gpu("vgpu_gpu_memory_total_bytes", "hami_gpu_memory_limit_bytes", kGauge,
+      "Device memory limit for a certain GPU (HAMi's name of vgpu_gpu_memory_total_bytes)",
+      [](const Labels& in, Labels* out, double*) {
+        *out = SchedulerGpuLabels(in);
+        return true;
+      });
+  gpu("vgpu_gpu_memory_total_bytes", "hami_gpu_core_limit_ratio", kGauge,
+      "Device core limit for a certain GPU (100: the whole GPU)",
+      [](const Labels& in, Labels* out, double* v) {
+        *out = SchedulerGpuLabels(in);
+        *v = 100;
+        return true;
+      });
+  gpu("vgpu_gpu_memory_allocated_bytes", "hami_gpu_memory_allocated_bytes", kGauge,
+      "Device memory allocated for a certain GPU (HAMi's name of "
+      "vgpu_gpu_memory_allocated_bytes)",
+      [&](const Labels& in, Labels* out, double*) {
+        *out = SchedulerGpuLabels(in, cores);
+        return true;
+      });
+  gpu("vgpu_gpu_slices", "hami_gpu_shared_count", MetricType::kUntyped,
+      "Number of containers sharing this GPU (HAMi's name of vgpu_gpu_slices)",
+      [](const Labels& in, Labels* out, double*) {
+        *out = SchedulerGpuLabels(in);
+        return true;
+      });
+  gpu("vgpu_gpu_compute_allocated_ratio", "hami_gpu_core_allocated_ratio", kGauge,
+      "Device core allocated for a certain GPU (HAMi's name of vgpu_gpu_compute_allocated_ratio "
+      "x 100)",
+      [](const Labels& in, Labels* out, double* v) {
+        *out = SchedulerGpuLabels(in);
+        *v = Percent(*v);
+        return true;
+      });
+  gpu("vgpu_gpu_memory_allocated_bytes", "hami_node_gpu_overview", kGauge,
+      "GPU overview on a certain node: memory allocated, with the GPU's cores and memory (MiB) as "
+      "labels",
+      [&](const Labels& in, Labels* out, double*) {
+        const double mib = std::floor(total[Get(in, "uuid")] / (1024.0 * 1024.0));
+        *out = SchedulerGpuLabels(
+            in, {{"device_cores", "100"}, {"device_memory_limit", FormatValue(mib)}});
+        return true;
+      });
+  gpu("vgpu_gpu_memory_allocated_bytes", "hami_node_gpu_memory_allocated_ratio", kGauge,
+      "GPU Memory Allocated Percentage on a certain GPU (0-1)",
+      [&](const Labels& in, Labels* out, double* v) {
+        const double t = total[Get(in, "uuid")];
+        if (t <= 0) return false;
+        *out = SchedulerGpuLabels(in, {}, false);
+        *v /= t;
+        return true;
+      });
+}
+
+void AddSliceSeries(MetricsBuilder& m, const std::vector<PodInfo>& pods) {
+  // What libvgpu charged when the slice has a region, else the driver's view.
+  const auto charged = SliceValues(m, "vgpu_slice_memory_charged_bytes");
+  const auto used = SliceValues(m, "vgpu_slice_memory_used_bytes");
+  // The arbiter's measurement when the slice has one, else the driver's per-process sampling.
+  const auto achieved = SliceValues(m, "vgpu_slice_compute_achieved_ratio");
+  const auto sampled = SliceValues(m, "vgpu_slice_compute_utilization_ratio");
+  auto pick = [](const std::map<std::string, double>& first,
+                 const std::map<std::string, double>& second,
+                 const std::string& key) -> std::optional<double> {
+    if (auto it = first.find(key); it != first.end()) return it->second;
+    if (auto it = second.find(key); it != second.end()) return it->second;
+    return std::nullopt;
+  };
+  auto monitor = [&](const char* from, const char* to, const char* help,
+                     const std::function<bool(const Labels&, double*)>& value) {
+    m.Derive(from, to, kGauge, help, [&](const Labels& in, Labels* out, double* v) {
+      if (!value(in, v)) return false;
+      *out = MonitorSliceLabels(in);
+      AddZone(out);
+      return true;
+    });
+  };
+  auto memory_used = [&](const Labels& in, double* v) {
+    auto x = pick(charged, used, SliceKey(in));
+    if (x) *v = *x;
+    return x.has_value();
+  };
+  monitor("vgpu_slice_memory_limit_bytes", "hami_vgpu_memory_used_bytes",
+          "vGPU device memory usage in bytes (HAMi's name of vgpu_slice_memory_charged_bytes, "
+          "else vgpu_slice_memory_used_bytes)",
+          memory_used);
+  monitor("vgpu_slice_memory_limit_bytes", "hami_vgpu_memory_limit_bytes",
+          "vGPU device memory limit in bytes (HAMi's name of vgpu_slice_memory_limit_bytes)",
+          [](const Labels&, double*) { return true; });
+  monitor("vgpu_slice_memory_limit_bytes", "hami_container_device_memory_bytes",
+          "Container device memory usage in bytes (the value of hami_vgpu_memory_used_bytes)",
+          memory_used);
+  monitor("vgpu_slice_memory_limit_bytes", "hami_container_device_utilization_ratio",
+          "Container device SM utilization ratio (0-100) (HAMi's name of "
+          "vgpu_slice_compute_achieved_ratio, else vgpu_slice_compute_utilization_ratio, x 100)",
+          [&](const Labels& in, double* v) {
+            auto x = pick(achieved, sampled, SliceKey(in));
+            if (x) *v = *x * 100;
+            return x.has_value();
+          });
+  monitor("vgpu_slice_compute_idle_seconds", "hami_container_last_kernel_elapsed_seconds",
+          "Seconds since last kernel execution in container (HAMi's name of "
+          "vgpu_slice_compute_idle_seconds)",
+          [](const Labels&, double*) { return true; });
+
+  // HAMi's scheduler keys a container by its position in the pod spec.
+  std::map<std::string, std::map<std::string, size_t>> index;  // ns/pod -> container -> i
+  for (const PodInfo& p : pods) {
+    for (size_t i = 0; i < p.containers.size(); ++i) index[p.Key()][p.containers[i]] = i;
+  }
+  auto scheduler = [&](const char* from, const char* to, const char* help, double scale) {
+    m.Derive(from, to, kGauge, help, [&](const Labels& in, Labels* out, double* v) {
+      auto pod = index.find(Get(in, "namespace") + "/" + Get(in, "pod"));
+      if (pod == index.end()) return false;
+      auto c = pod->second.find(Get(in, "container"));
+      if (c == pod->second.end()) return false;
+      *out = {{"namespace", Get(in, "namespace")},
+              {"node", Get(in, "node")},
+              {"pod", Get(in, "pod")},
+              {"container_index", std::to_string(c->second)},
+              {"device_uuid", Get(in, "uuid")}};
+      AddZone(out);
+      if (scale != 1) *v = Percent(*v);
+      return true;
+    });
+  };
+  scheduler("vgpu_slice_memory_limit_bytes", "hami_vgpu_memory_allocated_bytes",
+            "vGPU memory allocated from a container (HAMi's name of "
+            "vgpu_slice_memory_limit_bytes)",
+            1);
+  scheduler("vgpu_slice_compute_limit_ratio", "hami_vgpu_core_allocated_ratio",
+            "vGPU core allocated from a container (HAMi's name of "
+            "vgpu_slice_compute_limit_ratio x 100)",
+            100);
+}
+
+}  // namespace
+
+void AddHamiSeries(MetricsBuilder& m, const std::vector<PodInfo>& pods) {
+  AddHostSeries(m);
+  AddSchedulerGpuSeries(m);
+  AddSliceSeries(m, pods);
+}
+
+}  // namespace vgpu::node
