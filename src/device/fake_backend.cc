@@ -41,6 +41,7 @@ void FakeBackend::AddDefaultDevices(int count, uint64_t memory_bytes, int seed) 
     d.memory_total_bytes = memory_bytes;
     d.sm_count = 132;
     d.numa_node = i < (count + 1) / 2 ? 0 : 1;
+    d.minor_number = i;
     AddDevice(std::move(d));
   }
 }

@@ -37,6 +37,30 @@ TEST(MetricsTextTest, AliasesRenameLabelsAndScale) {
   EXPECT_EQ(out.find("hami_missing"), std::string::npos);
 }
 
+TEST(MetricsTextTest, DerivedFamiliesRewriteOrDropSamples) {
+  MetricsBuilder m;
+  m.Add("vgpu_slices", MetricType::kGauge, "S.", {{"gpu", "0"}}, 2);
+  m.Add("vgpu_slices", MetricType::kGauge, "S.", {{"gpu", "1"}}, 0);
+  m.Derive("vgpu_slices", "x_shared_count", MetricType::kUntyped, "X.",
+           [](const Labels& in, Labels* out, double* v) {
+             if (*v == 0) return false;
+             *out = {{"device_index", in[0].second}, {"zone", "z"}};
+             *v += 1;
+             return true;
+           });
+  m.Derive("vgpu_slices", "x_none", MetricType::kGauge, "N.",
+           [](const Labels&, Labels*, double*) { return false; });
+  std::string out = m.Render();
+  EXPECT_NE(out.find("# TYPE x_shared_count untyped\nx_shared_count{device_index=\"0\",zone=\"z\"} "
+                     "3\n"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("device_index=\"1\""), std::string::npos);
+  EXPECT_EQ(out.find("x_none"), std::string::npos);
+  ASSERT_NE(m.Find("x_shared_count"), nullptr);
+  EXPECT_EQ(m.Find("x_none"), nullptr);
+}
+
 TEST(MetricsTextTest, Histogram) {
   Histogram h({0.1, 1});
   h.Observe(0.05);

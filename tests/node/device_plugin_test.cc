@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/log.h"
 #include "device/fake_backend.h"
 #include "kubelet_emulator.h"
 #include "node/daemon.h"
@@ -72,6 +73,7 @@ class DevicePluginTest : public ::testing::Test {
     o.slice_grace_seconds = 0;
     o.version = "test";
     o.pod_resources_socket = kubelet_->pod_resources_socket();
+    Customize(o);
     daemon_ = std::make_unique<Daemon>(o, std::move(backend), &cluster_);
     ASSERT_TRUE(daemon_->Start().ok());
     ASSERT_TRUE(kubelet_->WaitForRegistrations(1, 10'000));
@@ -82,6 +84,9 @@ class DevicePluginTest : public ::testing::Test {
     kubelet_.reset();
     fs::remove_all(root_);
   }
+
+  // Daemon options of a derived fixture.
+  virtual void Customize(DaemonOptions&) {}
 
   // Units kubelet may still hand out: healthy and not allocated.
   std::vector<std::string> Available() const {
@@ -350,6 +355,133 @@ TEST_F(DevicePluginTest, PodsPlacedByHamiGetTheirSlices) {
   ASSERT_TRUE(st.ok()) << st.error_message();
   EXPECT_EQ(ok.envs().at("CUDA_DEVICE_MEMORY_LIMIT_0"), "2048m");
   EXPECT_EQ(ok.envs().at("CUDA_DEVICE_SM_LIMIT"), "100");
+}
+
+// Without a pending assignment, the preference is kubelet's order with one unit per GPU: a
+// container never gets two units of one GPU (Allocate would refuse them).
+TEST_F(DevicePluginTest, PreferenceWithoutAnAssignmentTakesOneUnitPerGpu) {
+  ASSERT_TRUE(kubelet_->WaitForDevices(AllHealthy, 5000));
+  auto gpus_of = [](const std::vector<std::string>& units) {
+    std::set<std::string> gpus;
+    for (const std::string& u : units) gpus.insert(u.substr(0, u.rfind('-')));
+    return gpus;
+  };
+  std::vector<std::string> units;
+  // Kubelet lists the units GPU by GPU: the first two are both GPU 0's.
+  ASSERT_EQ(Available()[1], uuids_[0] + "-1");
+  ASSERT_TRUE(kubelet_->GetPreferredAllocation(Available(), {}, 2, &units).ok());
+  EXPECT_EQ(units, (std::vector<std::string>{uuids_[0] + "-0", uuids_[1] + "-0"}));
+  ASSERT_TRUE(kubelet_->GetPreferredAllocation(Available(), {}, 4, &units).ok());
+  EXPECT_EQ(units.size(), 4u);
+  EXPECT_EQ(gpus_of(units).size(), 4u);
+  // must_include comes first and its GPU is not taken twice.
+  ASSERT_TRUE(kubelet_->GetPreferredAllocation(Available(), {uuids_[1] + "-3"}, 3, &units).ok());
+  EXPECT_EQ(units,
+            (std::vector<std::string>{uuids_[1] + "-3", uuids_[0] + "-0", uuids_[2] + "-0"}));
+  // Fewer GPUs with free units than asked for: one unit each, no second unit of a GPU.
+  const std::vector<std::string> few = {uuids_[0] + "-0", uuids_[0] + "-1", uuids_[0] + "-2",
+                                        uuids_[3] + "-5", uuids_[3] + "-6"};
+  ASSERT_TRUE(kubelet_->GetPreferredAllocation(few, {}, 3, &units).ok());
+  EXPECT_EQ(units, (std::vector<std::string>{uuids_[0] + "-0", uuids_[3] + "-5"}));
+  EXPECT_NE(
+      Scrape().find("vgpu_node_preferred_allocations_total{node=\"gpu-node-1\",result=\"none\"} 4"),
+      std::string::npos);
+}
+
+// --device-list-strategy cdi-cri,cdi-annotations and --pass-device-specs: Allocate names the
+// container's GPUs as CDI devices (the response's cdi_devices field and the CDI annotation) and
+// hands over their device nodes; NVIDIA_VISIBLE_DEVICES is "void".
+class CdiDevicePluginTest : public DevicePluginTest {
+ protected:
+  void Customize(DaemonOptions& o) override {
+    ASSERT_TRUE(ParseDeviceListStrategy("cdi-cri,cdi-annotations", &o.device_list).ok());
+    o.device_list.pass_device_specs = true;
+    o.device_list.probe_root = root_ + "/probe";  // has no /dev/nvidia-uvm*
+  }
+};
+
+TEST_F(CdiDevicePluginTest, AllocateReturnsCdiDevicesAndDeviceSpecs) {
+  ASSERT_TRUE(kubelet_->WaitForDevices(AllHealthy, 5000));
+  cluster_.UpsertPod(
+      testing::PodWith("cdi", "gpu-node-1", {{uuids_[3], 1024, 50}, {uuids_[1], 2048, 100}}, 1));
+  std::vector<std::string> units;
+  ASSERT_TRUE(kubelet_->GetPreferredAllocation(Available(), {}, 2, &units).ok());
+  v1beta1::ContainerAllocateResponse r;
+  grpc::Status st = kubelet_->Allocate("default", "cdi", "main", units, &r);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  // In CUDA order (the node's GPU order): GPU 1, then GPU 3.
+  ASSERT_EQ(r.cdi_devices_size(), 2);
+  EXPECT_EQ(r.cdi_devices(0).name(), "nvidia.com/gpu=" + uuids_[1]);
+  EXPECT_EQ(r.cdi_devices(1).name(), "nvidia.com/gpu=" + uuids_[3]);
+  EXPECT_EQ(r.annotations().at("cdi.k8s.io/vgpu_uid-cdi"),
+            "nvidia.com/gpu=" + uuids_[1] + ",nvidia.com/gpu=" + uuids_[3]);
+  EXPECT_EQ(r.envs().at("NVIDIA_VISIBLE_DEVICES"), "void");
+  EXPECT_EQ(r.envs().at("CUDA_DEVICE_MEMORY_LIMIT_1"), "1024m");  // the slice is unchanged
+  std::vector<std::string> nodes;
+  for (const auto& d : r.devices()) {
+    nodes.push_back(d.container_path());
+    EXPECT_EQ(d.host_path(), d.container_path());
+    EXPECT_EQ(d.permissions(), "rw");
+  }
+  EXPECT_EQ(nodes, (std::vector<std::string>{"/dev/nvidia1", "/dev/nvidia3", "/dev/nvidiactl"}));
+}
+
+// kubelet's registration socket missing (kubelet not running, or another --kubelet-dir): one
+// warning naming the path, however long it lasts; one when it is back; again if it goes away.
+TEST(PluginRunnerLogTest, KubeletsAbsenceAndReturnAreLoggedOnceEach) {
+  const std::string root = "/tmp/vgpu-kl-" + std::to_string(getpid());
+  fs::remove_all(root);
+  fs::create_directories(root + "/kubelet");
+  const std::string log = root + "/log";
+  FILE* out = std::fopen(log.c_str(), "w");
+  ASSERT_NE(out, nullptr);
+  const LogLevel level = GetLogLevel();
+  SetLogLevel(LogLevel::kInfo);
+  SetLogFd(fileno(out));
+  auto count = [&](const std::string& what) {
+    std::string text = ReadFile(log);
+    size_t n = 0;
+    for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+    return n;
+  };
+  const std::string missing =
+      "kubelet's registration socket " + root + "/kubelet/kubelet.sock does not exist";
+  const std::string back =
+      "kubelet's registration socket " + root + "/kubelet/kubelet.sock is back";
+  {
+    auto backend = std::make_unique<device::FakeBackend>();
+    backend->AddDefaultDevices(1);
+    FakeCluster cluster;
+    DaemonOptions o;
+    o.node_name = "n";
+    o.plugin.kubelet_dir = root + "/kubelet";
+    o.plugin.retry_ms = 100;
+    o.slices.root = root + "/slices";
+    o.slices.host_libvgpu = root + "/libvgpu.so";
+    o.slices.arbiter_dir = root + "/arbiter";
+    o.metrics_listen = "";
+    Daemon daemon(o, std::move(backend), &cluster);
+    ASSERT_TRUE(daemon.Start().ok());
+    // The runner checks the directory every 100 ms while it waits: still one warning.
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    EXPECT_EQ(count(missing), 1u) << ReadFile(log);
+    EXPECT_EQ(count(back), 0u);
+    KubeletEmulator kubelet(root + "/kubelet");
+    ASSERT_TRUE(kubelet.Start());
+    ASSERT_TRUE(kubelet.WaitForRegistrations(1, 10'000));
+    EXPECT_EQ(count(back), 1u) << ReadFile(log);
+    kubelet.Stop(/*wipe=*/true);
+    for (int i = 0; i < 50 && count(missing) < 2; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    EXPECT_EQ(count(missing), 2u) << ReadFile(log);
+    EXPECT_EQ(count(back), 1u);
+  }
+  SetLogFd(2);
+  SetLogLevel(level);
+  std::fclose(out);
+  fs::remove_all(root);
 }
 
 TEST_F(DevicePluginTest, ReRegistersAfterAKubeletRestart) {

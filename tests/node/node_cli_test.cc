@@ -250,6 +250,9 @@ TEST(NodeCliErrorsTest, BadInputExitsWithTwo) {
       {"--pod-resources-socket rel.sock", "--pod-resources-socket: must be an absolute path"},
       {"--units-per-gpu many", "--units-per-gpu"},
       {"--no-such-flag", "no-such-flag"},
+      {"--device-list-strategy volume-mounts",
+       "--device-list-strategy: \"volume-mounts\" is not one of envvar, cdi-annotations, cdi-cri"},
+      {"--cdi-kind gpu", "--cdi-kind: \"gpu\" is not <vendor>/<class>"},
   };
   for (const BadFlag& c : cases) {
     auto r = RunCommand(bin + " node --node-name n " + c.args);
@@ -270,21 +273,30 @@ TEST(NodeCliErrorsTest, BadInputExitsWithTwo) {
       << no_gpu.err;
 }
 
-TEST(NodeCliMetricsTest, PrintMetricsPassesPromtool) {
+// --print-metrics prints one scrape and creates nothing: no slice, arbiter or kubelet
+// directory, no ld.so.preload, no plugin socket (a temporary root stays empty).
+TEST(NodeCliMetricsTest, PrintMetricsPassesPromtoolAndCreatesNothing) {
   const std::string dir = "/tmp/vgpu-pm-" + std::to_string(getpid());
-  auto r = RunCommand("VGPU_SIMGPU_STATE=" + dir + "-state VGPU_SIMGPU_LOG_LEVEL=0 " +
-                      std::string(VGPU_BIN) + " node --sim --sim-devices 3 --node-name n " +
-                      "--kubelet-dir " + dir + "/kd --slice-dir " + dir + "/sl --arbiter-dir " +
-                      dir + "/arb --print-metrics --hami-metric-aliases --log-level 1 > " + dir +
-                      ".prom && promtool check metrics < " + dir + ".prom");
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(ReadFile(dir + ".prom").find("vgpu_gpu_info{node=\"n\",gpu=\"2\""), std::string::npos);
-  // The arbiters exist from the start: their series are there before any slice.
-  EXPECT_NE(ReadFile(dir + ".prom").find("vgpu_gpu_compute_turns_total{node=\"n\",gpu=\"2\""),
-            std::string::npos);
   fs::remove_all(dir);
-  fs::remove(dir + ".prom");
-  fs::remove(dir + "-state");
+  fs::create_directories(dir + "/root");
+  const std::string root = dir + "/root";
+  auto r = RunCommand("VGPU_SIMGPU_STATE=" + dir + "/state VGPU_SIMGPU_LOG_LEVEL=0 " +
+                      std::string(VGPU_BIN) + " node --sim --sim-devices 3 --node-name n " +
+                      "--kubelet-dir " + root + "/kd --slice-dir " + root + "/sl --arbiter-dir " +
+                      root + "/arb --pod-resources-socket " + root + "/pr.sock" +
+                      " --print-metrics --hami-metric-aliases --log-level 1 > " + dir +
+                      "/m.prom && promtool check metrics < " + dir + "/m.prom");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string text = ReadFile(dir + "/m.prom");
+  EXPECT_NE(text.find("vgpu_gpu_info{node=\"n\",gpu=\"2\""), std::string::npos);
+  EXPECT_NE(text.find("hami_host_gpu_memory_used_bytes{node=\"n\",device_index=\"2\""),
+            std::string::npos);
+  std::vector<std::string> created;
+  for (const auto& e : fs::recursive_directory_iterator(root)) created.push_back(e.path());
+  EXPECT_TRUE(created.empty()) << created.front();
+  // No arbiter was created, so there are no arbiter series.
+  EXPECT_EQ(text.find("vgpu_gpu_compute_turns_total"), std::string::npos);
+  fs::remove_all(dir);
 }
 
 // Without --sim, the daemon loads libnvidia-ml.so.1 by name: pointed at build/lib/simgpu with
