@@ -64,7 +64,7 @@ nlohmann::json PendingPod(const std::string& name, int second, const nlohmann::j
             {"uid", "uid-" + name},
             {"creationTimestamp", "2025-01-01T00:00:0" + std::to_string(second) + "Z"},
             {"annotations", annotations}}},
-          {"spec", {{"nodeName", kTestNode}}},
+          {"spec", {{"nodeName", kTestNode}, {"containers", {{{"name", "main"}}}}}},
           {"status", {{"phase", "Pending"}}}};
 }
 

@@ -37,7 +37,8 @@ std::vector<std::string> SimGpuRuntimeEnv(const std::string& simgpu_dir, const s
 inline constexpr const char* kTestNode = "e2e-node";
 
 // One item of a `vgpu node --pods-file` list: Pending on kTestNode in namespace "default", uid
-// "uid-<name>", created `second` (0..9) seconds after 2025-01-01T00:00:00Z, with `annotations`.
+// "uid-<name>", created `second` (0..9) seconds after 2025-01-01T00:00:00Z, with `annotations`
+// and one container, "main".
 nlohmann::json PendingPod(const std::string& name, int second, const nlohmann::json& annotations);
 
 // `vgpu node --sim` for a test node whose files are under `root`: devices.conf (the simulated
