@@ -89,19 +89,16 @@ void MetricsBuilder::Add(const std::string& name, MetricType type, const std::st
 void MetricsBuilder::Alias(const std::string& from, const std::string& to, const std::string& help,
                            const std::map<std::string, std::string>& rename, double scale) {
   auto it = index_.find(from);
-  if (it == index_.end() || families_[it->second].samples.empty()) return;
-  MetricFamily copy = families_[it->second];
-  copy.name = to;
-  copy.help = help;
-  for (MetricSample& s : copy.samples) {
-    for (auto& [k, v] : s.labels) {
+  if (it == index_.end()) return;
+  Derive(from, to, families_[it->second].type, help, [&](const Labels& in, Labels* out, double* v) {
+    *out = in;
+    for (auto& [k, value] : *out) {
       auto r = rename.find(k);
       if (r != rename.end()) k = r->second;
     }
-    s.value *= scale;
-  }
-  index_[to] = families_.size();
-  families_.push_back(std::move(copy));
+    *v *= scale;
+    return true;
+  });
 }
 
 void MetricsBuilder::Derive(const std::string& from, const std::string& to, MetricType type,

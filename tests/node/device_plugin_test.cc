@@ -24,6 +24,7 @@
 #include "node/daemon.h"
 #include "node/fake_cluster.h"
 #include "node/test_pods.h"
+#include "test_daemon.h"
 
 namespace vgpu::node {
 namespace {
@@ -452,15 +453,7 @@ TEST(PluginRunnerLogTest, KubeletsAbsenceAndReturnAreLoggedOnceEach) {
     auto backend = std::make_unique<device::FakeBackend>();
     backend->AddDefaultDevices(1);
     FakeCluster cluster;
-    DaemonOptions o;
-    o.node_name = "n";
-    o.plugin.kubelet_dir = root + "/kubelet";
-    o.plugin.retry_ms = 100;
-    o.slices.root = root + "/slices";
-    o.slices.host_libvgpu = root + "/libvgpu.so";
-    o.slices.arbiter_dir = root + "/arbiter";
-    o.metrics_listen = "";
-    Daemon daemon(o, std::move(backend), &cluster);
+    Daemon daemon(testing::TestDaemonOptions(root, "n", 10), std::move(backend), &cluster);
     ASSERT_TRUE(daemon.Start().ok());
     // The runner checks the directory every 100 ms while it waits: still one warning.
     std::this_thread::sleep_for(std::chrono::milliseconds(800));

@@ -23,6 +23,7 @@
 #include "node/daemon.h"
 #include "node/fake_cluster.h"
 #include "node/test_pods.h"
+#include "test_daemon.h"
 
 namespace vgpu::node {
 namespace {
@@ -155,18 +156,8 @@ class HamiMetricsTest : public ::testing::Test {
       s.ecc_uncorrected_errors_total = 0;
       backend->SetSample(i, s);
     }
-    DaemonOptions o;
-    o.node_name = "gpu-node-7";
-    o.units_per_gpu = 4;
-    o.plugin.kubelet_dir = root_ + "/kubelet";
-    o.plugin.retry_ms = 100;
-    o.slices.root = root_ + "/slices";
-    o.slices.host_libvgpu = root_ + "/libvgpu.so";
-    o.slices.arbiter_dir = root_ + "/arbiter";
-    o.metrics_listen = "";
+    DaemonOptions o = testing::TestDaemonOptions(root_, "gpu-node-7", 4);
     o.hami_aliases = true;
-    o.pod_refresh_ms = 3'600'000;
-    o.version = "test";
     daemon_ = std::make_unique<Daemon>(o, std::move(backend), &cluster_);
     ASSERT_TRUE(daemon_->Start().ok());
     ASSERT_TRUE(kubelet_->WaitForRegistrations(1, 10'000));
