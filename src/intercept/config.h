@@ -132,8 +132,10 @@ void ParseLimitsFile(const char* text, size_t length, const char* name, SourceSe
 // `optional`; anything else that keeps the file from being read whole rejects it.
 void LoadLimitsFile(const char* path, bool optional, SourceSettings* out, ConfigErrors* errors);
 
-// Makes `s` a rejected file source: every setting it could hold is invalid, so each takes its
-// safe side when combined (no memory, 1% compute, no guarantee, weight 1, idle priority, capped).
+// Makes `s` a rejected file source: every limit it could hold is invalid, so each takes its
+// safe side when combined (no memory, 1% compute, capped, weight 1, idle priority, the default
+// time slice); it names no region, arbiter directory or UUID, and leaves the context overhead to
+// the environment.
 void RejectSource(SourceSettings* s);
 
 // Applies one key=value pair to a source (either kind); false for an unknown key. `file_keys`

@@ -106,7 +106,9 @@ void RejectSource(SourceSettings* s) {
   const Setting bad{Setting::kInvalid, 0};
   s->memory_all = s->sm_all = s->guarantee_all = bad;
   for (int d = 0; d < kMaxDevices; ++d) s->memory[d] = s->sm[d] = s->guarantee[d] = bad;
-  s->priority = s->context_overhead = s->weight = s->mode = s->time_slice = bad;
+  s->priority = s->weight = s->mode = s->time_slice = bad;
+  // The context overhead stays the environment's (else the default): with no memory nothing can
+  // be allocated whatever it is, and an overhead of 0 keeps contexts possible.
   s->rejected = true;
 }
 
@@ -164,8 +166,7 @@ void ParseLimitsFile(const char* text, size_t length, const char* name, SourceSe
     if (line.empty() || line.front() == '#') continue;
     size_t eq = line.find('=');
     if (eq == string_view::npos) {
-      std::snprintf(message, sizeof(message), "%s: expected key=value, got \"%s\"", where,
-                    excerpt);
+      std::snprintf(message, sizeof(message), "%s: expected key=value, got \"%s\"", where, excerpt);
       Reject(message, out, errors);
       return;
     }

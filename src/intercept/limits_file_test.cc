@@ -135,14 +135,16 @@ TEST(LimitsFile, EveryBadLineRejectsTheWholeFile) {
   ExpectRejected(Combine("memroy=1GiB\nmemory=1GiB\n"), "/etc/vgpu/limits:1: unknown key");
   ExpectRejected(Combine("memory 1GiB\n"), "/etc/vgpu/limits:1: expected key=value",
                  "\"memory 1GiB\"");
-  ExpectRejected(Combine("memory=1GiB\nmemory=lots\n"), "/etc/vgpu/limits:2: \"lots\" is not a size");
+  ExpectRejected(Combine("memory=1GiB\nmemory=lots\n"),
+                 "/etc/vgpu/limits:2: \"lots\" is not a size");
   ExpectRejected(Combine("memory.77=1GiB\n"), "/etc/vgpu/limits:1: device index");
   ExpectRejected(Combine("uuid.0=\n"), "/etc/vgpu/limits:1:", "UUID");
-  ExpectRejected(Combine("region=slice.region\n"), "/etc/vgpu/limits:1: region must be an absolute path");
-  ExpectRejected(Combine("arbiter_dir=arb\n"), "/etc/vgpu/limits:1: arbiter_dir must be an absolute path");
+  ExpectRejected(Combine("region=slice.region\n"),
+                 "/etc/vgpu/limits:1: region must be an absolute path");
+  ExpectRejected(Combine("arbiter_dir=arb\n"),
+                 "/etc/vgpu/limits:1: arbiter_dir must be an absolute path");
   // Compute settings fail closed with the rest: a bad weight also takes the memory.
-  ExpectRejected(Combine("memory=1GiB\ncores=30\nweight=lots\n"), "/etc/vgpu/limits:3:",
-                 "weight");
+  ExpectRejected(Combine("memory=1GiB\ncores=30\nweight=lots\n"), "/etc/vgpu/limits:3:", "weight");
   ExpectRejected(Combine("guarantee=abc\n"), "/etc/vgpu/limits:1:");
   ExpectRejected(Combine("priority=urgent\n"), "/etc/vgpu/limits:1:");
   ExpectRejected(Combine("mode=turbo\n"), "/etc/vgpu/limits:1:");
@@ -166,10 +168,9 @@ TEST(LimitsFile, BadBytesAreRejectedAndNeverEchoed) {
   ExpectRejected(Combine(std::string("memory=1G\0iB\n", 13)),
                  "/etc/vgpu/limits:1: control character 0x00 in column 10");
   ExpectRejected(Combine("memory=1GiB\rcores=1\n"), "/etc/vgpu/limits:1: control character 0x0d");
-  ExpectRejected(Combine("# caf\xe9\n"), "/etc/vgpu/limits:1: byte 0xe9 in column 6",
-                 "not UTF-8");
+  ExpectRejected(Combine("# caf\xe9\n"), "/etc/vgpu/limits:1: byte 0xe9 in column 6", "not UTF-8");
   ExpectRejected(Combine("memory=1GiB\xc0\xaf\n"), "/etc/vgpu/limits:1: byte 0xc0");  // overlong
-  ExpectRejected(Combine("# \xed\xa0\x80\n"), "/etc/vgpu/limits:1: byte 0xed");  // surrogate
+  ExpectRejected(Combine("# \xed\xa0\x80\n"), "/etc/vgpu/limits:1: byte 0xed");       // surrogate
   // Non-ASCII text that is valid UTF-8 reaches the message only escaped.
   Result key = Combine("m\xc3\xa9mory=1GiB\n");
   ExpectRejected(key, "/etc/vgpu/limits:1: unknown key \"m\\xc3\\xa9mory\"");
@@ -197,16 +198,15 @@ TEST(LimitsFile, LongLinesAndNamesAreCut) {
   ConfigErrors e;
   ParseLimitsFile("", 0, "/tmp/\x1b]0;owned\x07", &s, &e);
   ASSERT_EQ(e.count, 1);
-  EXPECT_EQ(std::string(e.messages[0]).rfind("/tmp/\\x1b]0;owned\\x07: the limits file is empty", 0),
-            0u)
+  EXPECT_EQ(
+      std::string(e.messages[0]).rfind("/tmp/\\x1b]0;owned\\x07: the limits file is empty", 0), 0u)
       << e.messages[0];
 }
 
 TEST(LimitsFile, ARejectedFileCannotBeLiftedByTheEnvironmentOrASecondFile) {
-  Result r = Combine("memroy=1GiB\n",
-                     {"CUDA_DEVICE_MEMORY_LIMIT=4g", "CUDA_DEVICE_SM_LIMIT=90",
-                      "VGPU_CORES_GUARANTEE=50", "VGPU_PRIORITY=realtime", "VGPU_CORES_WEIGHT=9",
-                      "VGPU_CORES_MODE=elastic"});
+  Result r = Combine("memroy=1GiB\n", {"CUDA_DEVICE_MEMORY_LIMIT=4g", "CUDA_DEVICE_SM_LIMIT=90",
+                                       "VGPU_CORES_GUARANTEE=50", "VGPU_PRIORITY=realtime",
+                                       "VGPU_CORES_WEIGHT=9", "VGPU_CORES_MODE=elastic"});
   EXPECT_EQ(r.config.memory_limit[0], 0u);
   EXPECT_EQ(r.config.sm_limit[0], 1u);
   EXPECT_LE(r.config.guarantee[0], 1u);
@@ -320,8 +320,7 @@ TEST(SmallLimit, ALimitNotAboveTheContextReserveIsAWarningNamingBoth) {
   // No warning above the reserve, without a limit, with no reserve, or for a rejected file.
   EXPECT_EQ(Env({"CUDA_DEVICE_MEMORY_LIMIT=257m"}).errors.count, 0);
   EXPECT_EQ(Env({}).errors.count, 0);
-  EXPECT_EQ(Env({"CUDA_DEVICE_MEMORY_LIMIT=256m", "VGPU_CONTEXT_OVERHEAD=0"}).errors.count,
-            0);
+  EXPECT_EQ(Env({"CUDA_DEVICE_MEMORY_LIMIT=256m", "VGPU_CONTEXT_OVERHEAD=0"}).errors.count, 0);
   EXPECT_EQ(Combine("memory=0\n").errors.count, 0);
   EXPECT_EQ(Combine("memroy=1\n").errors.count, 1);
 }
@@ -331,7 +330,7 @@ TEST(RelativePaths, PathsFromTheEnvironmentAreMadeAbsoluteOnce) {
   ASSERT_NE(getcwd(cwd, sizeof(cwd)), nullptr);
   const std::string here = std::string(cwd) == "/" ? "" : cwd;
   Result r = Env({"CUDA_DEVICE_MEMORY_LIMIT=1g", "CUDA_DEVICE_MEMORY_SHARED_CACHE=s/r",
-                          "VGPU_ARBITER_DIR=arb"});
+                  "VGPU_ARBITER_DIR=arb"});
   EXPECT_EQ(r.errors.count, 0) << Messages(r.errors);
   EXPECT_EQ(std::string(r.config.region_path), here + "/s/r");
   EXPECT_EQ(std::string(r.config.arbiter_dir), here + "/arb");
