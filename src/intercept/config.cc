@@ -19,14 +19,6 @@ namespace {
 using std::string_view;
 using units_internal::Sub;
 
-string_view Trim(string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
 // Parses a device index suffix ("0".."15"); -1 if invalid.
 int ParseIndex(string_view s) {
   if (s.empty() || s.size() > 2) return -1;
@@ -243,6 +235,14 @@ bool ApplyConfigKey(string_view key, string_view value, bool file_keys, const ch
   return false;
 }
 
+string_view TrimBlanks(string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
 bool MakeAbsolutePath(string_view path, char* out, size_t size) {
   out[0] = '\0';
   size_t at = 0;
@@ -429,7 +429,7 @@ void LoadConfig(char* const* envp, Config* config, ConfigErrors* errors) {
     if (Sub(entry, 0, 17) == "VGPU_LIMITS_FILE=") limits_path = *e + 17;
     if (Sub(entry, 0, 21) == "CUDA_VISIBLE_DEVICES=") {
       string_view list = Sub(entry, 21);
-      if (!Trim(list).empty()) {
+      if (!TrimBlanks(list).empty()) {
         visible = 1;
         for (char c : list) visible += c == ',';
       }

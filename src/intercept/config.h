@@ -143,6 +143,9 @@ void RejectSource(SourceSettings* s);
 bool ApplyConfigKey(std::string_view key, std::string_view value, bool file_keys, const char* where,
                     SourceSettings* s, ConfigErrors* errors);
 
+// `s` without leading spaces and tabs and without trailing spaces, tabs and carriage returns.
+std::string_view TrimBlanks(std::string_view s);
+
 // Writes `path` made absolute against the current working directory into `out` (as is when it
 // is absolute already). False, with `out` empty, when it does not fit or the working directory
 // is unknown.

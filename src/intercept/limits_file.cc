@@ -1,14 +1,13 @@
 // Reading limits files (config.h: ParseLimitsFile, LoadLimitsFile). A limits file enforces a
 // slice, so it is trusted only whole: the first line that does not parse rejects the file, and
-// so do an empty file, a file that is not a regular file, one that cannot be read, one larger
-// than kMaxFileSize, a last line without its newline, and a file written by vgpu (first line
+// so do an empty file, a directory, a pipe or socket, one that cannot be read, one larger
+// than kMaxLimitsFileSize, a last line without its newline, and a file written by vgpu (first line
 // kLimitsFileHeader, common/limits_format.h) without its end marker. A rejected file takes the
 // safe side of everything it could have set (RejectSource) and is reported in one message that
 // names the file and the line; every byte of the file that reaches the message is escaped
 // (common/printable.h).
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -27,14 +26,6 @@ using std::string_view;
 using units_internal::Sub;
 
 constexpr char kRejected[] = "limits file rejected: every allocation is refused";
-
-string_view Trim(string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
 
 // Length of the valid UTF-8 sequence at the start of `s` (ASCII or not), 0 if invalid: no
 // overlong forms, no surrogates, nothing above U+10FFFF.
@@ -140,7 +131,7 @@ void ParseLimitsFile(const char* text, size_t length, const char* name, SourceSe
       return;
     }
     char excerpt[100];
-    EscapeForDisplay(Trim(raw), excerpt, sizeof(excerpt), 60);
+    EscapeForDisplay(TrimBlanks(raw), excerpt, sizeof(excerpt), 60);
     // Checked before the line is used: a cut "memory=1GiB" reads as "memory=1".
     if (nl == string_view::npos) {
       std::snprintf(message, sizeof(message),
@@ -149,7 +140,7 @@ void ParseLimitsFile(const char* text, size_t length, const char* name, SourceSe
       Reject(message, out, errors);
       return;
     }
-    string_view line = Trim(raw);
+    string_view line = TrimBlanks(raw);
     if (line_no == 1 && Sub(line, 0, kLimitsFileHeaderPrefix.size()) == kLimitsFileHeaderPrefix) {
       written_by_vgpu = true;
     }
@@ -170,8 +161,8 @@ void ParseLimitsFile(const char* text, size_t length, const char* name, SourceSe
       Reject(message, out, errors);
       return;
     }
-    string_view key = Trim(Sub(line, 0, eq));
-    string_view value = Trim(Sub(line, eq + 1));
+    string_view key = TrimBlanks(Sub(line, 0, eq));
+    string_view value = TrimBlanks(Sub(line, eq + 1));
     ConfigErrors line_errors;
     if (IsAbsolutePathKey(key) && !value.empty() && value.front() != '/') {
       line_errors.Add("%s: %.*s must be an absolute path", where, static_cast<int>(key.size()),
@@ -209,18 +200,11 @@ void LoadLimitsFile(const char* path, bool optional, SourceSettings* out, Config
     Reject(message, out, errors);
     return;
   }
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    std::snprintf(message, sizeof(message), "%s: cannot stat the limits file (%s)", shown,
-                  std::strerror(errno));
+  // No fstat(): glibc 2.33 gave it a new symbol version, and the library must load with 2.17.
+  // A pipe or socket cannot seek; a directory fails the read with EISDIR.
+  if (::lseek(fd, 0, SEEK_CUR) < 0 && errno == ESPIPE) {
     ::close(fd);
-    Reject(message, out, errors);
-    return;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    std::snprintf(message, sizeof(message), "%s: the limits file is %s", shown,
-                  S_ISDIR(st.st_mode) ? "a directory" : "not a regular file");
+    std::snprintf(message, sizeof(message), "%s: the limits file is not a regular file", shown);
     Reject(message, out, errors);
     return;
   }
@@ -236,6 +220,11 @@ void LoadLimitsFile(const char* path, bool optional, SourceSettings* out, Config
     if (total > kMaxLimitsFileSize) break;
   }
   ::close(fd);
+  if (read_errno == EISDIR) {
+    std::snprintf(message, sizeof(message), "%s: the limits file is a directory", shown);
+    Reject(message, out, errors);
+    return;
+  }
   if (read_errno != 0) {
     std::snprintf(message, sizeof(message), "%s: cannot read the limits file (%s)", shown,
                   std::strerror(read_errno));

@@ -281,9 +281,10 @@ TEST_F(LimitsFileTest, ALimitNotAboveTheContextReserveIsReportedOnce) {
 
 TEST_F(LimitsFileTest, VgpuRunWithARelativeStateDirSurvivesAChangeOfDirectory) {
   // The command leaves the directory the state directory was relative to before it starts.
-  const std::string inner = "cd / && echo \"state=$VGPU_STATE_DIR\" && echo \"file=$VGPU_LIMITS_FILE\"" +
-                            std::string(" && exec ") + Quote(WORKER_PATH) + " fill alloc " +
-                            std::to_string(32 * kMiB) + " 1";
+  const std::string inner =
+      "cd / && echo \"state=$VGPU_STATE_DIR\" && echo \"file=$VGPU_LIMITS_FILE\"" +
+      std::string(" && exec ") + Quote(WORKER_PATH) + " fill alloc " + std::to_string(32 * kMiB) +
+      " 1";
   const std::string script = "cd " + Quote(dir_) + " && exec " + Quote(VGPU_BIN) +
                              " run --sim --memory 32MiB -- /bin/sh -c " + Quote(inner) + " 2>&1";
   std::vector<std::string> env = {"VGPU_STATE_DIR=state",
