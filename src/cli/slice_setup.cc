@@ -12,6 +12,9 @@
 #include <utility>
 
 #include "cli/cli_util.h"
+#include "common/atomic_file.h"
+#include "common/limits_format.h"
+#include "common/printable.h"
 #include "common/units.h"
 #include "shm/region_file.h"
 #include "shm/slice_registry.h"
@@ -130,12 +133,14 @@ Result<SliceSpec> ParseSliceSpec(const SliceFlags& o, const std::string& prefix)
 
 std::string LimitsText(const SliceSpec& s, const std::string& dir, bool sim,
                        const std::string& arbiter_dir, const std::string& comment) {
-  std::string c = comment.substr(0, 200);
-  for (char& ch : c) {
-    if (ch == '\n' || ch == '\r') ch = ' ';
-  }
+  // The command on one printable line (control characters and non-ASCII bytes escaped).
+  char c[512];
+  EscapeForDisplay(comment, c, sizeof(c), 200);
   static const char* const kNames[] = {"realtime", "high", "normal", "low", "idle"};
-  std::string t = "# limits of this slice, written by vgpu for: " + c + "\n";
+  // The header first and the end marker last (common/limits_format.h): a cut-short copy is
+  // rejected by libvgpu.so.
+  std::string t = std::string(kLimitsFileHeader) + "\n";
+  t += std::string("# limits of this slice, written by vgpu for: ") + c + "\n";
   if (s.memory != shm::kNoLimit) t += "memory=" + std::to_string(s.memory) + "\n";
   if (s.cores != 0) t += "cores=" + std::to_string(s.cores) + "\n";
   if (s.guarantee >= 0) t += "guarantee=" + std::to_string(s.guarantee) + "\n";
@@ -151,6 +156,7 @@ std::string LimitsText(const SliceSpec& s, const std::string& dir, bool sim,
   t += "arbiter_dir=" + arbiter_dir + "\n";
   // The simulated GPU's contexts take no device memory of their own.
   if (sim) t += "context_overhead=0\n";
+  t += std::string(kLimitsFileEnd) + "\n";
   return t;
 }
 
@@ -171,14 +177,12 @@ Result<SliceDir> SliceDir::Create(const std::string& name, const SliceSpec& spec
   dir.path_ = buf.data();
   dir.spec_ = spec;
   dir.sim_ = sim;
-  std::string limits = dir.path_ + "/limits";
-  {
-    std::ofstream out(limits);
-    out << LimitsText(spec, dir.path_, sim, state + "/arbiter", command_text);
-    out.close();
-    if (!out) return Status::IoError("cannot write " + limits);
+  if (Status st = WriteFileAtomically(
+          dir.path_ + "/limits", LimitsText(spec, dir.path_, sim, state + "/arbiter", command_text),
+          0444);
+      !st.ok()) {
+    return st;
   }
-  chmod(limits.c_str(), 0444);
   if (Status st = CreateRegion(dir.path_, spec); !st.ok()) return st;
   if (Status st = shm::WriteSliceMeta(dir.path_, {getpid(), command_text}); !st.ok()) return st;
   return dir;
@@ -230,6 +234,8 @@ std::vector<std::string> SliceDir::ChildEnvironment(const std::string& libvgpu,
       {"VGPU_LIMITS_FILE", path_ + "/limits"},
       {"CUDA_DEVICE_MEMORY_SHARED_CACHE", path_ + "/region"},
   };
+  // A relative state directory is passed on absolute, so the command may change directory.
+  if (!get("VGPU_STATE_DIR").empty()) set.push_back({"VGPU_STATE_DIR", shm::DefaultStateDir()});
   if (!spec_.devices.empty()) {
     std::string list;
     for (const std::string& d : spec_.devices) list += (list.empty() ? "" : ",") + d;

@@ -177,7 +177,11 @@ bool ApplyComputeKey(string_view key, string_view value, bool file_keys, const c
     if (value.empty() || value.size() >= kPathMax - 64) {
       errors->Add("%s: arbiter directory is empty or too long", where);
     } else if (s->arbiter_dir[0] == '\0') {
-      CopyString(value, s->arbiter_dir, sizeof(s->arbiter_dir));
+      if (file_keys) {
+        CopyString(value, s->arbiter_dir, sizeof(s->arbiter_dir));
+      } else if (!MakeAbsolutePath(value, s->arbiter_dir, kPathMax - 64)) {
+        errors->Add("%s: arbiter directory too long once made absolute", where);
+      }
     }
     return true;
   }
@@ -262,14 +266,16 @@ void CombineCompute(const SourceSettings& file, const SourceSettings& env, Confi
 }
 
 void DefaultArbiterDir(char* const* envp, uid_t uid, char* out, size_t size) {
+  // Relative directories are made absolute now, so that a later chdir() does not move them.
+  char absolute[kPathMax];
   const char* state = FindEnv(envp, "VGPU_STATE_DIR");
-  if (state != nullptr && state[0] != '\0') {
-    std::snprintf(out, size, "%s/arbiter", state);
+  if (state != nullptr && state[0] != '\0' && MakeAbsolutePath(state, absolute, sizeof(absolute))) {
+    std::snprintf(out, size, "%s/arbiter", absolute);
     return;
   }
   const char* xdg = FindEnv(envp, "XDG_RUNTIME_DIR");
-  if (xdg != nullptr && xdg[0] != '\0') {
-    std::snprintf(out, size, "%s/vgpu/arbiter", xdg);
+  if (xdg != nullptr && xdg[0] != '\0' && MakeAbsolutePath(xdg, absolute, sizeof(absolute))) {
+    std::snprintf(out, size, "%s/vgpu/arbiter", absolute);
     return;
   }
   if (::access("/run", W_OK) == 0) {

@@ -21,7 +21,8 @@
 //
 // Default arbiter directory: $VGPU_STATE_DIR/arbiter, else $XDG_RUNTIME_DIR/vgpu/arbiter, else
 // /run/vgpu/arbiter when /run is writable, else /tmp/vgpu-<uid>/arbiter — the same state
-// directory `vgpu run` and `vgpu top` use.
+// directory `vgpu run` and `vgpu top` use. Relative directories from the environment are made
+// absolute against the working directory when the configuration is read.
 #pragma once
 
 #include <string_view>

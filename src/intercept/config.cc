@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "common/printable.h"
 #include "common/units.h"
 #include "intercept/compute_config.h"
 
@@ -17,16 +18,6 @@ namespace {
 
 using std::string_view;
 using units_internal::Sub;
-
-constexpr size_t kMaxFileSize = 64 * 1024;
-
-string_view Trim(string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
 
 // Parses a device index suffix ("0".."15"); -1 if invalid.
 int ParseIndex(string_view s) {
@@ -96,10 +87,72 @@ void NoteIndex(SourceSettings* s, int index) {
   if (index > s->highest_device) s->highest_device = index;
 }
 
-// Applies one key=value pair to a source. Returns false for an unknown key.
-// `file_keys` enables the limits-file spellings (memory.<i>, cores, region, uuid.<i>, ...).
-bool ApplyKey(string_view key, string_view value, bool file_keys, const char* where,
-              SourceSettings* s, ConfigErrors* errors) {
+// min over limits where kNoLimit means none.
+uint64_t Min(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+// The source's effective setting for device d: the per-device one, else the all-devices one.
+// A bad per-device value falls back to a valid all-devices value.
+Setting Resolve(const Setting& per_device, const Setting& all) {
+  if (per_device.state == Setting::kUnset) return all;
+  if (per_device.state == Setting::kInvalid &&
+      (all.state == Setting::kValue || all.state == Setting::kUnlimited)) {
+    return all;
+  }
+  return per_device;
+}
+
+// File and environment combined for one limit. `deny` is the safe value when nothing valid
+// remains; `none` is the value that means "no limit".
+uint64_t CombineLimit(Setting file, Setting env, uint64_t deny, uint64_t none) {
+  if (file.state == Setting::kInvalid) return deny;
+  uint64_t f = file.state == Setting::kValue ? file.value : none;
+  uint64_t e = none;
+  if (env.state == Setting::kInvalid) {
+    if (file.state == Setting::kUnset) return deny;
+  } else if (env.state == Setting::kValue) {
+    e = env.value;
+  }
+  return Min(f, e);
+}
+
+// "256 MiB" when whole MiB, else the bytes.
+void FormatSize(uint64_t bytes, char* out, size_t size) {
+  if (bytes != 0 && bytes % (1ULL << 20) == 0) {
+    std::snprintf(out, size, "%llu MiB", static_cast<unsigned long long>(bytes >> 20));
+  } else {
+    std::snprintf(out, size, "%llu bytes", static_cast<unsigned long long>(bytes));
+  }
+}
+
+// One warning for the devices whose limit leaves nothing once a context is charged.
+void WarnAboutSmallLimits(const Config& config, ConfigErrors* errors) {
+  const uint64_t overhead = config.context_overhead;
+  int first = -1, more = 0;
+  for (int d = 0; d < static_cast<int>(config.device_count); ++d) {
+    uint64_t limit = config.memory_limit[d];
+    if (limit == 0 || limit == kNoLimit || limit > overhead) continue;
+    if (first < 0) {
+      first = d;
+    } else {
+      ++more;
+    }
+  }
+  if (first < 0) return;
+  char limit_text[32], overhead_text[32], more_text[48] = "";
+  FormatSize(config.memory_limit[first], limit_text, sizeof(limit_text));
+  FormatSize(overhead, overhead_text, sizeof(overhead_text));
+  if (more > 0) std::snprintf(more_text, sizeof(more_text), " (and of %d more devices)", more);
+  errors->AddWarning(
+      "the memory limit of device %d (%s)%s is not larger than the %s charged for every CUDA "
+      "context (VGPU_CONTEXT_OVERHEAD): once a context exists nothing can be allocated; raise "
+      "the limit",
+      first, limit_text, more_text, overhead_text);
+}
+
+}  // namespace
+
+bool ApplyConfigKey(string_view key, string_view value, bool file_keys, const char* where,
+                    SourceSettings* s, ConfigErrors* errors) {
   constexpr string_view kMem = "CUDA_DEVICE_MEMORY_LIMIT";
   constexpr string_view kSm = "CUDA_DEVICE_SM_LIMIT";
   auto indexed = [&](string_view prefix, char sep, int* index) -> int {
@@ -159,8 +212,10 @@ bool ApplyKey(string_view key, string_view value, bool file_keys, const char* wh
   if (key == "CUDA_DEVICE_MEMORY_SHARED_CACHE" || (file_keys && key == "region")) {
     if (value.empty() || value.size() >= kPathMax) {
       errors->Add("%s: region path is empty or too long", where);
-    } else {
+    } else if (file_keys) {
       CopyString(value, s->region, sizeof(s->region));
+    } else if (!MakeAbsolutePath(value, s->region, sizeof(s->region))) {
+      errors->Add("%s: region path too long once made absolute", where);
     }
     return true;
   }
@@ -169,6 +224,9 @@ bool ApplyKey(string_view key, string_view value, bool file_keys, const char* wh
     if (i < 0) {
       errors->Add("%s: device index in %.*s must be 0..%d", where, static_cast<int>(key.size()),
                   key.data(), kMaxDevices - 1);
+    } else if (value.empty() || value.size() >= sizeof(s->uuid[i])) {
+      errors->Add("%s: a device UUID of 1 to %zu characters expected", where,
+                  sizeof(s->uuid[i]) - 1);
     } else {
       CopyString(value, s->uuid[i], sizeof(s->uuid[i]));
     }
@@ -177,43 +235,55 @@ bool ApplyKey(string_view key, string_view value, bool file_keys, const char* wh
   return false;
 }
 
-// min over limits where kNoLimit means none.
-uint64_t Min(uint64_t a, uint64_t b) { return a < b ? a : b; }
-
-// The source's effective setting for device d: the per-device one, else the all-devices one.
-// A bad per-device value falls back to a valid all-devices value.
-Setting Resolve(const Setting& per_device, const Setting& all) {
-  if (per_device.state == Setting::kUnset) return all;
-  if (per_device.state == Setting::kInvalid &&
-      (all.state == Setting::kValue || all.state == Setting::kUnlimited)) {
-    return all;
+string_view TrimBlanks(string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
+    s.remove_suffix(1);
   }
-  return per_device;
+  return s;
 }
 
-// File and environment combined for one limit. `deny` is the safe value when nothing valid
-// remains; `none` is the value that means "no limit".
-uint64_t CombineLimit(Setting file, Setting env, uint64_t deny, uint64_t none) {
-  if (file.state == Setting::kInvalid) return deny;
-  uint64_t f = file.state == Setting::kValue ? file.value : none;
-  uint64_t e = none;
-  if (env.state == Setting::kInvalid) {
-    if (file.state == Setting::kUnset) return deny;
-  } else if (env.state == Setting::kValue) {
-    e = env.value;
+bool MakeAbsolutePath(string_view path, char* out, size_t size) {
+  out[0] = '\0';
+  size_t at = 0;
+  if (path.empty() || path.front() != '/') {
+    if (::getcwd(out, size) == nullptr) {
+      out[0] = '\0';
+      return false;
+    }
+    at = std::strlen(out);
+    if (at == 0 || out[at - 1] != '/') out[at++] = '/';
   }
-  return Min(f, e);
+  if (at + path.size() + 1 > size) {
+    out[0] = '\0';
+    return false;
+  }
+  std::memcpy(out + at, path.data(), path.size());
+  out[at + path.size()] = '\0';
+  return true;
 }
 
-}  // namespace
+void ConfigErrors::Append(bool is_warning, const char* format, va_list args) {
+  if (count >= kMax) return;
+  char raw[1024];
+  std::vsnprintf(raw, sizeof(raw), format, args);
+  EscapeForDisplay(raw, messages[count], sizeof(messages[count]));
+  warning[count] = is_warning;
+  ++count;
+}
 
 void ConfigErrors::Add(const char* format, ...) {
-  if (count >= kMax) return;
   va_list args;
   va_start(args, format);
-  std::vsnprintf(messages[count], sizeof(messages[count]), format, args);
+  Append(false, format, args);
   va_end(args);
-  ++count;
+}
+
+void ConfigErrors::AddWarning(const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  Append(true, format, args);
+  va_end(args);
 }
 
 Config::Config() {
@@ -223,61 +293,6 @@ Config::Config() {
     sm_limit[d] = 0;
     guarantee[d] = 0;
   }
-}
-
-void ParseLimitsFile(const char* text, size_t length, const char* name, SourceSettings* out,
-                     ConfigErrors* errors) {
-  string_view all(text, length);
-  int line_no = 0;
-  while (!all.empty()) {
-    size_t nl = all.find('\n');
-    string_view line = Sub(all, 0, nl);
-    all = nl == string_view::npos ? string_view() : Sub(all, nl + 1);
-    ++line_no;
-    char where[kPathMax + 32];
-    std::snprintf(where, sizeof(where), "%s:%d", name, line_no);
-    line = Trim(line);
-    if (line.empty() || line.front() == '#') continue;
-    size_t eq = line.find('=');
-    if (eq == string_view::npos) {
-      errors->Add("%s: expected key=value, got \"%.*s\"", where,
-                  static_cast<int>(line.size() > 60 ? 60 : line.size()), line.data());
-      continue;
-    }
-    string_view key = Trim(Sub(line, 0, eq));
-    string_view value = Trim(Sub(line, eq + 1));
-    if (!ApplyKey(key, value, true, where, out, errors)) {
-      errors->Add("%s: unknown key \"%.*s\"", where, static_cast<int>(key.size()), key.data());
-    }
-  }
-}
-
-void LoadLimitsFile(const char* path, bool optional, SourceSettings* out, ConfigErrors* errors) {
-  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (optional && errno == ENOENT) return;
-    errors->Add("%s: cannot read the limits file (%s); every allocation will be refused", path,
-                std::strerror(errno));
-    out->memory_all = {Setting::kInvalid, 0};
-    return;
-  }
-  static char buffer[kMaxFileSize + 1];  // init runs once, under the init lock
-  size_t total = 0;
-  for (;;) {
-    ssize_t n = ::read(fd, buffer + total, kMaxFileSize + 1 - total);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    total += static_cast<size_t>(n);
-    if (total > kMaxFileSize) break;
-  }
-  ::close(fd);
-  if (total > kMaxFileSize) {
-    errors->Add("%s: limits file larger than %zu bytes; every allocation will be refused", path,
-                kMaxFileSize);
-    out->memory_all = {Setting::kInvalid, 0};
-    return;
-  }
-  ParseLimitsFile(buffer, total, path, out, errors);
 }
 
 void ParseEnvironment(char* const* envp, SourceSettings* env, Config* config,
@@ -294,7 +309,7 @@ void ParseEnvironment(char* const* envp, SourceSettings* env, Config* config,
     }
     char where[96];
     std::snprintf(where, sizeof(where), "%.*s", static_cast<int>(key.size()), key.data());
-    if (ApplyKey(key, value, false, where, env, errors)) continue;
+    if (ApplyConfigKey(key, value, false, where, env, errors)) continue;
     if (key == "LIBCUDA_LOG_LEVEL" || key == "VGPU_LOG_LEVEL") {
       Parsed<uint64_t> p = ParseUnsignedRaw(value);
       if (p.ok() && p.value <= 4) {
@@ -304,7 +319,9 @@ void ParseEnvironment(char* const* envp, SourceSettings* env, Config* config,
                     value.data());
       }
     } else if (key == "VGPU_REGION") {
-      CopyString(value, vgpu_region, sizeof(vgpu_region));
+      if (!value.empty() && !MakeAbsolutePath(value, vgpu_region, sizeof(vgpu_region))) {
+        errors->Add("%s: region path too long once made absolute", where);
+      }
     } else if (key == "VGPU_REAL_LIBCUDA") {
       CopyString(value, config->real_libcuda, sizeof(config->real_libcuda));
     } else if (key == "VGPU_REAL_LIBNVML") {
@@ -337,11 +354,11 @@ void MergeFileSources(const SourceSettings& other, SourceSettings* into) {
   }
   if (into->region[0] == '\0') std::memcpy(into->region, other.region, sizeof(other.region));
   if (other.highest_device > into->highest_device) into->highest_device = other.highest_device;
+  into->rejected = into->rejected || other.rejected;
 }
 
 void CombineSettings(const SourceSettings& file, const SourceSettings& env, int visible_devices,
                      uid_t uid, Config* config, ConfigErrors* errors) {
-  (void)errors;
   config->any_memory_limit = false;
   config->compute_limited = false;
   for (int d = 0; d < kMaxDevices; ++d) {
@@ -384,7 +401,7 @@ void CombineSettings(const SourceSettings& file, const SourceSettings& env, int 
   const char* region = file.region[0] != '\0' ? file.region : env.region;
   if (region[0] != '\0') {
     std::snprintf(config->region_path, sizeof(config->region_path), "%s", region);
-  } else if (config->any_memory_limit || config->compute_limited) {
+  } else if ((config->any_memory_limit || config->compute_limited) && !file.rejected) {
     std::snprintf(config->region_path, sizeof(config->region_path), "/tmp/vgpu-slice-%u.region",
                   static_cast<unsigned>(uid));
   } else {
@@ -397,6 +414,7 @@ void CombineSettings(const SourceSettings& file, const SourceSettings& env, int 
   if (count < 1) count = 1;
   if (count > kMaxDevices) count = kMaxDevices;
   config->device_count = static_cast<uint32_t>(count);
+  WarnAboutSmallLimits(*config, errors);
 }
 
 void LoadConfig(char* const* envp, Config* config, ConfigErrors* errors) {
@@ -411,7 +429,7 @@ void LoadConfig(char* const* envp, Config* config, ConfigErrors* errors) {
     if (Sub(entry, 0, 17) == "VGPU_LIMITS_FILE=") limits_path = *e + 17;
     if (Sub(entry, 0, 21) == "CUDA_VISIBLE_DEVICES=") {
       string_view list = Sub(entry, 21);
-      if (!Trim(list).empty()) {
+      if (!TrimBlanks(list).empty()) {
         visible = 1;
         for (char c : list) visible += c == ',';
       }

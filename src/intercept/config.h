@@ -3,7 +3,12 @@
 //
 // Sources, in order of authority:
 //   1. Limits files: /etc/vgpu/limits (when present) and $VGPU_LIMITS_FILE. key=value lines,
-//      '#' comments; see docs/intercept.md for the keys. Both are read; the smaller limit wins.
+//      '#' comments; see docs/intercept.md for the keys and common/limits_format.h for the
+//      format. Both are read; the smaller limit wins. A file is trusted only whole: anything
+//      wrong with it (a line that does not parse, bad bytes, a cut-short file, an empty,
+//      unreadable or oversized file, a directory) rejects it, and a rejected file takes the safe
+//      side of every setting (RejectSource) — 0 bytes of memory, 1% of compute — reported in
+//      one message that names the file and line (limits_file.cc).
 //   2. The environment: HAMi-core names (CUDA_DEVICE_MEMORY_LIMIT[_<i>],
 //      CUDA_DEVICE_SM_LIMIT[_<i>], CUDA_DEVICE_MEMORY_SHARED_CACHE, CUDA_TASK_PRIORITY,
 //      LIBCUDA_LOG_LEVEL) and VGPU_* names.
@@ -11,10 +16,10 @@
 // Combination rules (per device):
 //   - memory: min(file, env). The environment can lower a limit, never raise it. In the
 //     environment 0 means "no limit" (HAMi-core); in a file "unlimited" means no limit.
-//   - a value that does not parse is reported once and replaced by the safe side: a bad
-//     per-device value falls back to the same source's all-devices value, a bad environment
-//     value to the file's, and when nothing valid remains the limit is 0 bytes (every
-//     allocation refused) — never "no limit".
+//   - a value in the environment that does not parse is reported once and replaced by the safe
+//     side: a bad per-device value falls back to the environment's all-devices value, a bad
+//     environment value to the file's, and when nothing valid remains the limit is 0 bytes
+//     (every allocation refused) — never "no limit". (A bad value in a file rejects the file.)
 //   - compute (percent): the same, with 0 or 100 meaning no limit; the safe side of a bad value
 //     with nothing to fall back on is 1%.
 //   - compute sharing (compute_config.h): max share as above; guarantee and weight min(file,
@@ -22,14 +27,22 @@
 //     directory: the file's when it sets them.
 //   - context overhead: the larger of the file's and the environment's.
 //   - region path: the file's, else CUDA_DEVICE_MEMORY_SHARED_CACHE, else VGPU_REGION, else a
-//     per-user default in /tmp when any limit is set.
+//     per-user default in /tmp when any limit is set (not when a file was rejected: that process
+//     accounts alone).
+//   - paths: a file's must be absolute; a relative path from the environment (region, arbiter
+//     and state directories) is made absolute against the working directory when the
+//     configuration is read, so a later chdir() does not move it.
+//   - a memory limit above 0 but not above the context overhead leaves nothing to allocate once
+//     a context exists: reported as a warning naming both numbers.
 //
 // Parsing is pure (inputs are passed in), allocation-free and exception-free.
 #pragma once
 
 #include <climits>
+#include <cstdarg>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "shm/arbiter.h"
 #include "shm/region.h"
@@ -41,13 +54,21 @@ inline constexpr uint64_t kNoLimit = shm::kNoLimit;
 inline constexpr uint64_t kDefaultContextOverhead = 256ULL << 20;
 inline constexpr const char* kSystemLimitsFile = "/etc/vgpu/limits";
 inline constexpr size_t kPathMax = 512;
+inline constexpr size_t kMaxLimitsFileSize = 64 * 1024;
 
-// Errors found while parsing, kept for one report on stderr (and for tests).
+// Errors (and warnings) found while parsing, kept for one report on stderr (and for tests).
+// Every message is printable ASCII: bytes from files and the environment are escaped
+// (common/printable.h) and long messages cut.
 struct ConfigErrors {
   static constexpr int kMax = 16;
   int count = 0;
-  char messages[kMax][200] = {};
+  char messages[kMax][400] = {};
+  bool warning[kMax] = {};  // a warning rather than an error
   void Add(const char* format, ...) __attribute__((format(printf, 2, 3)));
+  void AddWarning(const char* format, ...) __attribute__((format(printf, 2, 3)));
+
+ private:
+  void Append(bool is_warning, const char* format, va_list args);
 };
 
 // One source's value for one setting.
@@ -74,6 +95,7 @@ struct SourceSettings {
   char region[kPathMax] = {};
   char uuid[kMaxDevices][shm::kUuidLength] = {};
   int highest_device = -1;  // highest per-device index mentioned
+  bool rejected = false;    // a limits file that was rejected (RejectSource)
 };
 
 // The combined configuration the library runs with.
@@ -101,12 +123,33 @@ struct Config {
   Config();
 };
 
-// Parses the text of a limits file. `name` is used in messages ("file:line: ...").
+// Parses the text of a limits file (limits_file.cc). `name` is used in messages
+// ("file:line: ..."). On any error `out` is rejected (RejectSource) and one message added.
 void ParseLimitsFile(const char* text, size_t length, const char* name, SourceSettings* out,
                      ConfigErrors* errors);
 
-// Reads and parses a limits file. A missing file is not an error when `optional`.
+// Reads and parses a limits file (limits_file.cc). A missing file is not an error when
+// `optional`; anything else that keeps the file from being read whole rejects it.
 void LoadLimitsFile(const char* path, bool optional, SourceSettings* out, ConfigErrors* errors);
+
+// Makes `s` a rejected file source: every limit it could hold is invalid, so each takes its
+// safe side when combined (no memory, 1% compute, capped, weight 1, idle priority, the default
+// time slice); it names no region, arbiter directory or UUID, and leaves the context overhead to
+// the environment.
+void RejectSource(SourceSettings* s);
+
+// Applies one key=value pair to a source (either kind); false for an unknown key. `file_keys`
+// enables the limits-file spellings (memory.<i>, cores, region, uuid.<i>, ...).
+bool ApplyConfigKey(std::string_view key, std::string_view value, bool file_keys, const char* where,
+                    SourceSettings* s, ConfigErrors* errors);
+
+// `s` without leading spaces and tabs and without trailing spaces, tabs and carriage returns.
+std::string_view TrimBlanks(std::string_view s);
+
+// Writes `path` made absolute against the current working directory into `out` (as is when it
+// is absolute already). False, with `out` empty, when it does not fit or the working directory
+// is unknown.
+bool MakeAbsolutePath(std::string_view path, char* out, size_t size);
 
 // Parses the environment (a NULL-terminated `envp` array of "KEY=VALUE").
 void ParseEnvironment(char* const* envp, SourceSettings* env, Config* config, ConfigErrors* errors);

@@ -91,7 +91,13 @@ void InitBaseLocked() {
   ConfigErrors errors;
   LoadConfig(environ, &g_runtime.config, &errors);
   SetLogLevel(static_cast<LogLevel>(g_runtime.config.log_level));
-  for (int i = 0; i < errors.count; ++i) VGPU_LOG_ERROR("%s", errors.messages[i]);
+  for (int i = 0; i < errors.count; ++i) {
+    if (errors.warning[i]) {
+      VGPU_LOG_WARN("%s", errors.messages[i]);
+    } else {
+      VGPU_LOG_ERROR("%s", errors.messages[i]);
+    }
+  }
   shm::SetCriticalSectionDelayForTest(g_runtime.config.test_critical_delay_us);
   g_runtime.accountant.Init(g_runtime.config);
   g_runtime.pools.Init(&g_runtime.accountant, &g_cuda);

@@ -11,7 +11,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/atomic_file.h"
+#include "common/limits_format.h"
 #include "common/log.h"
+#include "common/printable.h"
 #include "node/slice_region.h"
 
 namespace vgpu::node {
@@ -28,39 +31,6 @@ bool SafeName(const std::string& s) {
     if (!ok) return false;
   }
   return true;
-}
-
-// Writes `text` to `path` through a temporary file and rename, with mode `mode`.
-Status WriteFileAtomically(const std::string& path, const std::string& text, mode_t mode) {
-  std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." +
-                    std::to_string(reinterpret_cast<uintptr_t>(&text));
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::IoError("create " + tmp + ": " + std::strerror(errno));
-  size_t off = 0;
-  while (off < text.size()) {
-    ssize_t n = ::write(fd, text.data() + off, text.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return Status::IoError("write " + tmp + ": " + std::strerror(e));
-    }
-    off += static_cast<size_t>(n);
-  }
-  if (::fchmod(fd, mode) != 0 || ::fsync(fd) != 0) {
-    int e = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return Status::IoError("finish " + tmp + ": " + std::strerror(e));
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int e = errno;
-    ::unlink(tmp.c_str());
-    return Status::IoError("rename to " + path + ": " + std::strerror(e));
-  }
-  return Status::Ok();
 }
 
 json ComputeToJson(const ComputeSettings& c) {
@@ -184,8 +154,13 @@ std::string RegionDirName(const SliceSpec& spec) {
 std::string LimitsFileText(const SliceRecord& slice, const SliceLayout& layout) {
   const SliceSpec& spec = slice.spec;
   std::ostringstream out;
-  out << "# vgpu slice limits for pod " << spec.pod_ns << "/" << spec.pod_name << " container "
-      << spec.container << "\n";
+  // The header first and the end marker last (common/limits_format.h): a cut-short copy is
+  // rejected by libvgpu.so.
+  out << kLimitsFileHeader << "\n";
+  char who[512];
+  EscapeForDisplay(spec.pod_ns + "/" + spec.pod_name + " container " + spec.container, who,
+                   sizeof(who), 400);
+  out << "# vgpu slice limits for pod " << who << "\n";
   out << "# written by vgpu node at Allocate; read-only in the container\n";
   for (size_t i = 0; i < spec.devices.size(); ++i) {
     const SliceDevice& d = spec.devices[i];
@@ -207,6 +182,7 @@ std::string LimitsFileText(const SliceRecord& slice, const SliceLayout& layout) 
   if (!slice.arbiter_dir.empty()) out << "arbiter_dir=" << slice.arbiter_dir << "\n";
   if (layout.context_overhead >= 0) out << "context_overhead=" << layout.context_overhead << "\n";
   out << "region=" << slice.region_path << "\n";
+  out << kLimitsFileEnd << "\n";
   return out.str();
 }
 

@@ -17,10 +17,26 @@ namespace vgpu::shm {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// `dir` made absolute against the working directory (as given if that is unknown).
+std::string Absolute(const std::string& dir) {
+  std::error_code ec;
+  fs::path p = fs::absolute(dir, ec);
+  if (ec) return dir;
+  std::string s = p.lexically_normal().string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+}  // namespace
+
 std::string DefaultStateDir() {
-  if (const char* d = std::getenv("VGPU_STATE_DIR"); d != nullptr && d[0] != '\0') return d;
+  if (const char* d = std::getenv("VGPU_STATE_DIR"); d != nullptr && d[0] != '\0') {
+    return Absolute(d);
+  }
   if (const char* x = std::getenv("XDG_RUNTIME_DIR"); x != nullptr && x[0] != '\0') {
-    return std::string(x) + "/vgpu";
+    return Absolute(std::string(x) + "/vgpu");
   }
   if (access("/run", W_OK) == 0) return "/run/vgpu";
   return "/tmp/vgpu-" + std::to_string(getuid());

@@ -4,7 +4,8 @@
 // them.
 //
 // State dir: $VGPU_STATE_DIR, else $XDG_RUNTIME_DIR/vgpu, else /run/vgpu when writable, else
-// /tmp/vgpu-<uid>.
+// /tmp/vgpu-<uid>; always absolute (a relative directory is taken from the working directory),
+// so paths derived from it stay valid for a command that changes directory.
 #pragma once
 
 #include <sys/types.h>
