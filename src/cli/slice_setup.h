@@ -63,6 +63,8 @@ class SliceDir {
   SliceDir& operator=(const SliceDir&) = delete;
 
   const std::string& path() const { return path_; }
+  // Leaves the directory in place when this object goes (processes still use it).
+  void Keep() { path_.clear(); }
   std::string region_path() const { return path_ + "/region"; }
   // The environment for a command in this slice: the current environment with LD_PRELOAD,
   // VGPU_LIMITS_FILE, CUDA_DEVICE_MEMORY_SHARED_CACHE (and CUDA_VISIBLE_DEVICES, and with
