@@ -221,12 +221,12 @@ std::string Json(const std::vector<GpuInfo>& gpus, const std::string& note,
     for (size_t p = 0; p < procs.size(); ++p) {
       j += (p ? "," : "");
       j += "{\"pid\":" + std::to_string(procs[p].pid) +
-           ",\"alive\":" + (procs[p].alive ? "true" : "false") +
-           ",\"stale\":" + (procs[p].alive && Stale(s) ? "true" : "false") + ",\"memory_used\":[";
+           ",\"alive\":" + (procs[p].alive ? "true" : "false") + ",\"memory_used\":[";
       for (int d = 0; d < shm::kMaxDevices; ++d) {
         j += (d ? "," : "") + std::to_string(procs[p].used[d]);
       }
-      j += "],\"command\":" + JsonString(procs[p].command) + "}";
+      j += "],\"command\":" + JsonString(procs[p].command) +
+           ",\"stale\":" + (procs[p].alive && Stale(s) ? "true" : "false") + "}";
     }
     j += "]}";
   }
