@@ -16,15 +16,19 @@
 // first signal, is sent SIGTERM and then SIGKILL. The exit status is CMD's (128 + signal when a
 // signal ended it; 127 when it cannot be run). A process that survives SIGKILL keeps the slice
 // in place (`vgpu gc` removes it once the process is gone).
+//
+// Inside another slice the new slice is its child, bounded by it (nested_slice.h).
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/nested_slice.h"
 #include "cli/run_supervisor.h"
 #include "cli/slice_setup.h"
 #include "common/units.h"
@@ -87,6 +91,15 @@ int RunRun(int argc, char** argv) {
     return ReportStatus("run", Status::InvalidArgument(
                                    "no command given (usage: vgpu run [options] -- CMD ARGS...)"));
   }
+  // Inside another slice: a child slice, bounded by it (nested_slice.h).
+  Result<std::optional<OuterSlice>> outer = FindOuterSlice();
+  if (!outer.has_value()) return ReportStatus("run", outer.error());
+  if (outer->has_value()) {
+    std::string note;
+    spec = BoundByOuter(**outer, *spec, flags, &note);
+    if (!spec.has_value()) return ReportStatus("run", spec.error());
+    if (!note.empty()) std::fprintf(stderr, "vgpu run: %s\n", note.c_str());
+  }
   Result<Libraries> libs = FindLibraries(sim, "vgpu run");
   if (!libs.has_value()) {
     std::fprintf(stderr, "vgpu run: %s\n", libs.error().message().c_str());
@@ -97,6 +110,11 @@ int RunRun(int argc, char** argv) {
   for (const std::string& a : command) command_text += (command_text.empty() ? "" : " ") + a;
   Result<SliceDir> dir = SliceDir::Create(name, *spec, sim, command_text);
   if (!dir.has_value()) return ReportStatus("run", dir.error());
+  if (outer->has_value()) {
+    if (Status st = LinkToOuter(dir->region_path(), **outer); !st.ok()) {
+      return ReportStatus("run", st);
+    }
+  }
   SuperviseOptions options;
   options.command = command;
   options.env = dir->ChildEnvironment(libs->libvgpu, libs->simgpu_dir);

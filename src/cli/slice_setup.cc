@@ -174,7 +174,9 @@ Result<SliceDir> SliceDir::Create(const std::string& name, const SliceSpec& spec
   std::string limits = dir.path_ + "/limits";
   {
     std::ofstream out(limits);
-    out << LimitsText(spec, dir.path_, sim, state + "/arbiter", command_text);
+    out << LimitsText(spec, dir.path_, sim,
+                      spec.arbiter_dir.empty() ? state + "/arbiter" : spec.arbiter_dir,
+                      command_text);
     out.close();
     if (!out) return Status::IoError("cannot write " + limits);
   }

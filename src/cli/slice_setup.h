@@ -39,6 +39,7 @@ struct SliceSpec {
   bool mode_given = false;     // write the mode even when capped (takes part in arbitration)
   uint64_t time_slice_ns = 0;  // 0: not given
   std::vector<std::string> devices;
+  std::string arbiter_dir;  // "" : <state>/arbiter (a nested slice uses its outer slice's)
 };
 
 // Validates the flags; errors name the flag and the value (`--cores: "120": ...`). `prefix` is

@@ -368,6 +368,7 @@ int main(int argc, char** argv) {
     return Churn(argv[2],
                  argc == 4 ? static_cast<unsigned>(std::strtoul(argv[3], nullptr, 10)) : 0);
   }
-  std::fprintf(stderr, "usage: intercept_worker fill|info|nvml|usage|hold|park|asyncfree|race|churn ...\n");
+  std::fprintf(stderr,
+               "usage: intercept_worker fill|info|nvml|usage|hold|park|asyncfree|race|churn ...\n");
   return 2;
 }

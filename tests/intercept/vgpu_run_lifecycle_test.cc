@@ -36,14 +36,12 @@ bool GoneWithin(pid_t pid, int ms) {
 
 class RunLifecycleTest : public testing::VgpuCliTest {
  protected:
-  std::string Worker(const std::string& args) const {
-    return Quote(WORKER_PATH) + " " + args;
-  }
+  std::string Worker(const std::string& args) const { return Quote(WORKER_PATH) + " " + args; }
   // Starts `vgpu run --sim --memory 1GiB --kill-after 300ms EXTRA... -- sh -c SCRIPT`.
   std::unique_ptr<ChildProcess> Start(const std::string& script,
                                       const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> argv = {VGPU_BIN,         "run", "--sim", "--memory", "1GiB",
-                                     "--kill-after", "300ms"};
+    std::vector<std::string> argv = {VGPU_BIN, "run",          "--sim", "--memory",
+                                     "1GiB",   "--kill-after", "300ms"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     for (const char* a : {"--", "sh", "-c"}) argv.push_back(a);
     argv.push_back(script);
@@ -139,8 +137,16 @@ TEST_F(RunLifecycleTest, KillAfterIsValidatedAndDocumented) {
 TEST_F(RunLifecycleTest, StaleSliceIsShownAndCollectedOnlyOnceUnused) {
   // vgpu run killed with SIGKILL cannot clean up: its holder keeps running, outside any slice
   // that a running vgpu run owns.
-  std::vector<std::string> argv = {VGPU_BIN,    "run",  "--sim", "--memory", "1GiB",
-                                   "--name",    "orphan", "--",  WORKER_PATH, "park",
+  std::vector<std::string> argv = {VGPU_BIN,
+                                   "run",
+                                   "--sim",
+                                   "--memory",
+                                   "1GiB",
+                                   "--name",
+                                   "orphan",
+                                   "--",
+                                   WORKER_PATH,
+                                   "park",
                                    std::to_string(100 * kMiB)};
   ChildProcess run(argv, env_);
   std::string ready = run.ReadLine();
@@ -185,8 +191,8 @@ TEST_F(RunLifecycleTest, StaleSliceIsShownAndCollectedOnlyOnceUnused) {
 
 TEST_F(RunLifecycleTest, GcKeepsSlicesUsedWithoutMemoryAndJudgesOwnersByStartTime) {
   // A member that never allocated has no slot, but has the region mapped.
-  std::vector<std::string> argv = {VGPU_BIN,    "run",  "--sim", "--memory", "1GiB", "--name",
-                                   "mapped",    "--",   WORKER_PATH, "park", "0"};
+  std::vector<std::string> argv = {VGPU_BIN, "run", "--sim",     "--memory", "1GiB", "--name",
+                                   "mapped", "--",  WORKER_PATH, "park",     "0"};
   ChildProcess run(argv, env_);
   std::string ready = run.ReadLine();
   ASSERT_EQ(ready.rfind("ready ", 0), 0u) << ready;
