@@ -82,8 +82,7 @@ Result<std::optional<OuterSlice>> FindOuterSlice() {
   shm::Mapping mapping;
   shm::RegionError e = shm::Mapping::OpenExisting(outer.region_path.c_str(), true, &mapping);
   if (e == shm::RegionError::kIo) {
-    e = shm::Mapping::OpenOrCreate(outer.region_path.c_str(), OuterRegionConfig(config),
-                                   &mapping);
+    e = shm::Mapping::OpenOrCreate(outer.region_path.c_str(), OuterRegionConfig(config), &mapping);
   }
   if (e != shm::RegionError::kOk) {
     return Status::IoError("cannot open the region " + outer.region_path + " of the slice " +
@@ -132,9 +131,12 @@ Result<SliceSpec> BoundByOuter(const OuterSlice& outer, SliceSpec spec, const Sl
   }
   if (!outer.compute) return spec;
   const std::pair<const char*, bool> given[] = {
-      {"--cores", !flags.cores.empty()},           {"--guarantee", !flags.guarantee.empty()},
-      {"--elastic", flags.elastic},                {"--weight", !flags.weight.empty()},
-      {"--priority", !flags.priority.empty()},     {"--time-slice", !flags.time_slice.empty()},
+      {"--cores", !flags.cores.empty()},
+      {"--guarantee", !flags.guarantee.empty()},
+      {"--elastic", flags.elastic},
+      {"--weight", !flags.weight.empty()},
+      {"--priority", !flags.priority.empty()},
+      {"--time-slice", !flags.time_slice.empty()},
   };
   for (const auto& [flag, set] : given) {
     if (set) {
@@ -166,8 +168,8 @@ Status LinkToOuter(const std::string& region_path, const OuterSlice& outer) {
   if (!shm::SetRegionParent(mapping.region(), outer.region_path.c_str(),
                             outer.compute ? shm::kParentCompute : 0)) {
     return Status::InvalidArgument("the region path of the slice " + outer.name +
-                                   " is too long to link a nested slice to (" +
-                                   outer.region_path + ")");
+                                   " is too long to link a nested slice to (" + outer.region_path +
+                                   ")");
   }
   return Status::Ok();
 }

@@ -35,8 +35,8 @@ class RunLimitsTest : public testing::VgpuCliTest {
 
 TEST_F(RunLimitsTest, NestedRunNeverGetsMoreThanTheOuterLimit) {
   int code = -1;
-  std::string out = RunScript(
-      {"--memory", "1GiB"}, "$V run --sim --memory 4GiB -- $W fill alloc " + Bytes(1024), &code);
+  std::string out = RunScript({"--memory", "1GiB"},
+                              "$V run --sim --memory 4GiB -- $W fill alloc " + Bytes(1024), &code);
   EXPECT_EQ(code, 0) << Err();
   EXPECT_NE(out.find("first CUDA_SUCCESS\nextra CUDA_ERROR_OUT_OF_MEMORY"), std::string::npos)
       << out;
@@ -52,10 +52,10 @@ TEST_F(RunLimitsTest, OuterAndInnerProcessesTogetherStayWithinTheOuterLimit) {
   std::string out = RunScript(
       {"--memory", "1GiB"},
       "$W park " + Bytes(600) + " & H=$!; sleep 0.5; " +
-          "$V run --sim -- $W info | grep cuMemGetInfo; " +
-          "$V run --sim -- $W fill alloc " + Bytes(424) + "; " +
-          "$V run --sim --memory 2GiB -- $W fill alloc " + Bytes(424) + " " + Bytes(10) + "; " +
-          "$V run --sim --memory 300MiB -- $W fill alloc " + Bytes(300) + "; kill $H",
+          "$V run --sim -- $W info | grep cuMemGetInfo; " + "$V run --sim -- $W fill alloc " +
+          Bytes(424) + "; " + "$V run --sim --memory 2GiB -- $W fill alloc " + Bytes(424) + " " +
+          Bytes(10) + "; " + "$V run --sim --memory 300MiB -- $W fill alloc " + Bytes(300) +
+          "; kill $H",
       &code);
   EXPECT_EQ(code, 0) << Err();
   EXPECT_NE(out.find("cuMemGetInfo " + Bytes(424) + " " + Bytes(1024)), std::string::npos) << out;
@@ -158,10 +158,9 @@ TEST_F(RunLimitsTest, AsyncFreesAreUsableAgainAfterASynchronization) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.pool);
     int code = -1;
-    std::string out =
-        Vgpu({"run", "--sim", "--memory", "512MiB", "--", WORKER_PATH, "asyncfree", c.pool, bytes,
-              whole},
-             &code);
+    std::string out = Vgpu({"run", "--sim", "--memory", "512MiB", "--", WORKER_PATH, "asyncfree",
+                            c.pool, bytes, whole},
+                           &code);
     EXPECT_EQ(code, 0) << Err();
     EXPECT_NE(out.find(std::string("whole ") + c.whole_rc + "\nrest " + c.rest_rc),
               std::string::npos)
