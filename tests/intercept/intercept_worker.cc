@@ -18,6 +18,9 @@
 //                                        threshold), cuMemFreeAsync, cuStreamSynchronize, then
 //                                        cuMemAlloc of WHOLE bytes and of WHOLE - BYTES; prints
 //                                        "whole RC" and "rest RC"
+//   intercept_worker asyncpark default|pool|reserve BYTES
+//                                        the same allocation, free and synchronization, then
+//                                        prints "ready PID" and sleeps until killed
 //   intercept_worker race CHUNK          prints "ready", waits for a line on stdin, allocates CHUNK
 //                                        bytes until refused, prints "granted BYTES", holds until
 //                                        stdin closes
@@ -267,8 +270,8 @@ int Park(uint64_t bytes, bool ignore_term) {
   for (;;) pause();
 }
 
-int AsyncFree(const std::string& kind, uint64_t bytes, uint64_t whole) {
-  if (!UseDevice0()) return 1;
+// cuMemAllocAsync of `bytes` from the pool `kind` names, cuMemFreeAsync, cuStreamSynchronize.
+bool AsyncAllocFreeSync(const std::string& kind, uint64_t bytes) {
   CUmemoryPool pool = nullptr;
   if (kind != "default") {
     CUmemPoolProps props{};
@@ -279,22 +282,31 @@ int AsyncFree(const std::string& kind, uint64_t bytes, uint64_t whole) {
     cuuint64_t threshold = kind == "reserve" ? ~0ULL : 0;
     if (!Check(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold),
                "cuMemPoolSetAttribute")) {
-      return 1;
+      return false;
     }
   }
   CUdeviceptr p = 0;
   CUresult r = pool == nullptr ? cuMemAllocAsync(&p, bytes, nullptr)
                                : cuMemAllocFromPoolAsync(&p, bytes, pool, nullptr);
-  if (!Check(r, "async allocation") || !Check(cuMemFreeAsync(p, nullptr), "cuMemFreeAsync") ||
-      !Check(cuStreamSynchronize(nullptr), "cuStreamSynchronize")) {
-    return 1;
-  }
+  return Check(r, "async allocation") && Check(cuMemFreeAsync(p, nullptr), "cuMemFreeAsync") &&
+         Check(cuStreamSynchronize(nullptr), "cuStreamSynchronize");
+}
+
+int AsyncFree(const std::string& kind, uint64_t bytes, uint64_t whole) {
+  if (!UseDevice0() || !AsyncAllocFreeSync(kind, bytes)) return 1;
   CUdeviceptr q = 0;
-  r = cuMemAlloc(&q, whole);
+  CUresult r = cuMemAlloc(&q, whole);
   std::printf("whole %s\n", Name(r));
   if (r == CUDA_SUCCESS) cuMemFree(q);
   std::printf("rest %s\n", Name(cuMemAlloc(&q, whole - bytes)));
   return 0;
+}
+
+int AsyncPark(const std::string& kind, uint64_t bytes) {
+  if (!UseDevice0() || !AsyncAllocFreeSync(kind, bytes)) return 1;
+  std::printf("ready %d\n", getpid());
+  std::fflush(stdout);
+  for (;;) pause();
 }
 
 int Race(uint64_t chunk) {
@@ -360,6 +372,8 @@ int main(int argc, char** argv) {
     return Park(std::strtoull(argv[2], nullptr, 10),
                 argc == 4 && std::strcmp(argv[3], "ignore-term") == 0);
   }
+  if (cmd == "asyncpark" && argc == 4)
+    return AsyncPark(argv[2], std::strtoull(argv[3], nullptr, 10));
   if (cmd == "asyncfree" && argc == 5) {
     return AsyncFree(argv[2], std::strtoull(argv[3], nullptr, 10),
                      std::strtoull(argv[4], nullptr, 10));
@@ -369,6 +383,7 @@ int main(int argc, char** argv) {
                  argc == 4 ? static_cast<unsigned>(std::strtoul(argv[3], nullptr, 10)) : 0);
   }
   std::fprintf(stderr,
-               "usage: intercept_worker fill|info|nvml|usage|hold|park|asyncfree|race|churn ...\n");
+               "usage: intercept_worker "
+               "fill|info|nvml|usage|hold|park|asyncfree|asyncpark|race|churn ...\n");
   return 2;
 }

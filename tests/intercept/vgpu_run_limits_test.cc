@@ -168,5 +168,26 @@ TEST_F(RunLimitsTest, AsyncFreesAreUsableAgainAfterASynchronization) {
   }
 }
 
+TEST_F(RunLimitsTest, MemoryAnotherProcessFreedAsynchronouslyIsUsableByTheOthers) {
+  // The first process frees 256 MiB of a 512 MiB slice asynchronously, synchronizes and stays;
+  // a second process of the slice then gets the whole 512 MiB (or, beside a pool with a raised
+  // threshold, only what that pool does not keep).
+  for (const char* pool : {"default", "pool", "reserve"}) {
+    SCOPED_TRACE(pool);
+    bool keeps = std::string(pool) == "reserve";
+    int code = -1;
+    std::string out = RunScript({"--memory", "512MiB"},
+                                "R=" + Quote(dir_ + "/ready") + "; $W asyncpark " +
+                                    std::string(pool) + " " + Bytes(256) +
+                                    " > $R & A=$!; while ! grep -q ready $R; do sleep 0.05; "
+                                    "done; $W fill alloc " +
+                                    Bytes(keeps ? 256 : 512) + "; kill $A",
+                                &code);
+    EXPECT_EQ(code, 0) << Err();
+    EXPECT_NE(out.find("first CUDA_SUCCESS\nextra CUDA_ERROR_OUT_OF_MEMORY"), std::string::npos)
+        << out << Err();
+  }
+}
+
 }  // namespace
 }  // namespace vgpu
