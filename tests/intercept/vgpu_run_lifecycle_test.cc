@@ -3,8 +3,12 @@
 // slice is removed last; a slice whose `vgpu run` was killed is shown stale by `vgpu top` and
 // removed by `vgpu gc` only once no process uses it.
 #include <errno.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -118,6 +122,89 @@ TEST_F(RunLifecycleTest, ProcessesHoldingTheSliceOutsideTheCommandAreEndedToo) {
   EXPECT_EQ(run->Wait(10000), 128 + SIGTERM);
   EXPECT_EQ(outsider.Wait(5000), 128 + SIGTERM) << "the slice's holder must be ended";
   EXPECT_EQ(SliceCount(), 0u);
+}
+
+// A shell script on a terminal of its own (a pseudo-terminal whose master side the test holds),
+// as a user would run vgpu run interactively.
+class Terminal {
+ public:
+  Terminal(const std::string& script, const std::vector<std::string>& env) {
+    master_ = posix_openpt(O_RDWR | O_NOCTTY);
+    if (master_ < 0 || grantpt(master_) != 0 || unlockpt(master_) != 0) return;
+    std::string slave = ptsname(master_);
+    std::vector<std::string> vars;
+    for (char** e = environ; *e != nullptr; ++e) vars.push_back(*e);
+    vars.insert(vars.end(), env.begin(), env.end());
+    std::vector<char*> envp;
+    for (std::string& v : vars) envp.push_back(v.data());
+    envp.push_back(nullptr);
+    pid_ = fork();
+    if (pid_ == 0) {
+      setsid();
+      int fd = open(slave.c_str(), O_RDWR);  // becomes the controlling terminal
+      if (fd < 0 || ioctl(fd, TIOCSCTTY, 0) != 0) _exit(126);
+      for (int i = 0; i < 3; ++i) dup2(fd, i);
+      execle("/bin/sh", "sh", "-c", script.c_str(), nullptr, envp.data());
+      _exit(127);
+    }
+  }
+  ~Terminal() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (master_ >= 0) close(master_);
+  }
+  bool ok() const { return master_ >= 0 && pid_ > 0; }
+  // Reads until `text` has appeared (true) or 10 s have passed.
+  bool WaitFor(const std::string& text) {
+    double until = NowMs() + 10000;
+    while (out_.find(text) == std::string::npos && NowMs() < until) {
+      pollfd p{master_, POLLIN, 0};
+      if (poll(&p, 1, 50) <= 0) continue;
+      char buf[512];
+      ssize_t n = read(master_, buf, sizeof buf);
+      if (n <= 0) break;  // EIO: the terminal is closed
+      out_.append(buf, static_cast<size_t>(n));
+    }
+    return out_.find(text) != std::string::npos;
+  }
+  void Type(const std::string& keys) {
+    ASSERT_EQ(write(master_, keys.data(), keys.size()), static_cast<ssize_t>(keys.size()));
+  }
+  const std::string& output() const { return out_; }
+
+ private:
+  int master_ = -1;
+  pid_t pid_ = -1;
+  std::string out_;
+};
+
+TEST_F(RunLifecycleTest, OnATerminalTheCommandReadsInputAndCtrlCReachesIt) {
+  // The command is the terminal's foreground job: it reads what is typed (a background group
+  // would be stopped by SIGTTIN), Ctrl-C ends it (and not the shell around vgpu run), and the
+  // terminal goes back to the shell afterwards.
+  std::string v = Quote(VGPU_BIN);
+  Terminal t(v + " run -- sh -c 'echo started; read x; echo \"got $x\"'; echo \"rc1=$?\"; " + v +
+                 " run -- sh -c 'echo started2; exec sleep 30'; echo \"rc2=$?\"; "
+                 "echo \"stat $(cat /proc/$$/stat)\"; echo end",
+             env_);
+  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(t.WaitFor("started\r\n")) << t.output();
+  t.Type("hello\n");
+  ASSERT_TRUE(t.WaitFor("rc1=")) << t.output();
+  EXPECT_NE(t.output().find("got hello"), std::string::npos) << t.output();
+  EXPECT_NE(t.output().find("rc1=0"), std::string::npos) << t.output();
+  ASSERT_TRUE(t.WaitFor("started2")) << t.output();
+  t.Type("\x03");
+  ASSERT_TRUE(t.WaitFor("end")) << t.output();
+  EXPECT_NE(t.output().find("rc2=130"), std::string::npos) << t.output();
+  // /proc/<shell>/stat: field 5 is its process group, field 8 the terminal's foreground group.
+  std::string stat = t.output().substr(t.output().find("stat "));
+  std::istringstream fields(stat.substr(stat.rfind(')') + 1));
+  std::string state, ppid, pgrp, session, tty, tpgid;
+  fields >> state >> ppid >> pgrp >> session >> tty >> tpgid;
+  EXPECT_EQ(tpgid, pgrp) << "the terminal must be the shell's again: " << stat;
 }
 
 TEST_F(RunLifecycleTest, KillAfterIsValidatedAndDocumented) {
