@@ -2,100 +2,44 @@
 //
 //   vgpu run [--sim] [--memory SIZE] [--cores PCT] [--guarantee PCT] [--elastic]
 //            [--weight N] [--priority LEVEL] [--time-slice DURATION] [--device LIST]
-//            [--name NAME] -- CMD ARGS...
+//            [--name NAME] [--kill-after DURATION] -- CMD ARGS...
 //
 // Creates a private slice directory in the registry (<state>/slices/<name>, see
 // shm/slice_registry.h and slice_setup.h) holding a read-only limits file and the slice's
-// accounting region,
-// preloads libvgpu.so (found next to the executable: <exe>/../lib/libvgpu.so), runs CMD, and
-// removes the slice when CMD ends. With --sim the simulated GPU's libraries
-// (<exe>/../lib/simgpu) come first on the library path. The exit status is CMD's (128 + signal
-// when it was killed; 127 when it cannot be run). SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed
-// on to CMD.
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
+// accounting region, preloads libvgpu.so (found next to the executable: <exe>/../lib/libvgpu.so),
+// runs CMD in a process group of its own (run_supervisor.h), and removes the slice once no
+// process of it is left. With --sim the simulated GPU's libraries (<exe>/../lib/simgpu) come
+// first on the library path.
+//
+// Signals: SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to CMD's whole process group; what
+// is left of the slice when CMD ends, or when --kill-after (default 10s) has passed since the
+// first signal, is sent SIGTERM and then SIGKILL. The exit status is CMD's (128 + signal when a
+// signal ended it; 127 when it cannot be run). A process that survives SIGKILL keeps the slice
+// in place (`vgpu gc` removes it once the process is gone).
+//
+// Inside another slice the new slice is its child, bounded by it (nested_slice.h).
 #include <unistd.h>
 
-#include <cctype>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/nested_slice.h"
+#include "cli/run_supervisor.h"
 #include "cli/slice_setup.h"
+#include "common/units.h"
 
 namespace vgpu::cli {
-namespace {
-
-volatile sig_atomic_t g_child = 0;
-
-void ForwardSignal(int sig) {
-  if (g_child > 0) kill(g_child, sig);
-}
-
-// Runs the command and returns its exit status (128 + signal if killed, 127 if it could not be
-// started).
-int RunChild(const std::vector<std::string>& command, std::vector<std::string> env) {
-  std::vector<char*> argv;
-  std::vector<std::string> args = command;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (std::string& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  // Report exec failures through a close-on-exec pipe.
-  int report[2];
-  if (pipe2(report, O_CLOEXEC) != 0) return kExitFailure;
-  std::fflush(nullptr);
-  pid_t child = fork();
-  if (child < 0) return kExitFailure;
-  if (child == 0) {
-    close(report[0]);
-    execvpe(argv[0], argv.data(), envp.data());
-    int err = errno;
-    ssize_t ignored = write(report[1], &err, sizeof err);
-    (void)ignored;
-    _exit(127);
-  }
-  close(report[1]);
-  g_child = child;
-  struct sigaction sa = {};
-  sa.sa_handler = ForwardSignal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(sig, &sa, nullptr);
-  int err = 0;
-  ssize_t n;
-  do {
-    n = read(report[0], &err, sizeof err);
-  } while (n < 0 && errno == EINTR);
-  close(report[0]);
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
-  g_child = 0;
-  if (n == sizeof err) {
-    std::fprintf(stderr, "vgpu run: cannot run %s: %s\n", command[0].c_str(), std::strerror(err));
-    return 127;
-  }
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : kExitFailure;
-}
-
-}  // namespace
 
 int RunRun(int argc, char** argv) {
   SliceFlags flags;
   bool sim = false;
   std::string name_flag;
+  std::string kill_after = "10s";
   std::vector<std::string> command;
   CLI::App app(
       "Runs a command in a GPU slice: a memory limit and a compute share enforced by libvgpu.so "
@@ -118,6 +62,10 @@ int RunRun(int argc, char** argv) {
                  "length of this slice's turns on the GPU (default 5ms; 500us-1s)");
   app.add_option("--device", flags.devices, "GPUs to use: indices or UUIDs, e.g. 0,1");
   app.add_option("--name", name_flag, "name of the slice in vgpu top (default: the command)");
+  app.add_option("--kill-after", kill_after,
+                 "grace period after a signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT are passed on to "
+                 "the command's process group) or after the command ended, before what is left "
+                 "of the slice gets SIGKILL (default 10s; 0s-1h)");
   app.add_option("command", command, "the command and its arguments (after --)");
   // Everything after "--" is the command, options included.
   std::vector<char*> own(argv, argv + argc);
@@ -133,9 +81,24 @@ int RunRun(int argc, char** argv) {
   command.insert(command.end(), tail.begin(), tail.end());
   Result<SliceSpec> spec = ParseSliceSpec(flags);
   if (!spec.has_value()) return ReportStatus("run", spec.error());
+  Result<int64_t> grace = ParseDuration(kill_after, "--kill-after");
+  if (!grace.has_value()) return ReportStatus("run", grace.error());
+  if (*grace > 3600LL * 1000 * 1000 * 1000) {
+    return ReportStatus(
+        "run", Status::InvalidArgument("--kill-after: \"" + kill_after + "\": must be at most 1h"));
+  }
   if (command.empty()) {
     return ReportStatus("run", Status::InvalidArgument(
                                    "no command given (usage: vgpu run [options] -- CMD ARGS...)"));
+  }
+  // Inside another slice: a child slice, bounded by it (nested_slice.h).
+  Result<std::optional<OuterSlice>> outer = FindOuterSlice();
+  if (!outer.has_value()) return ReportStatus("run", outer.error());
+  if (outer->has_value()) {
+    std::string note;
+    spec = BoundByOuter(**outer, *spec, flags, &note);
+    if (!spec.has_value()) return ReportStatus("run", spec.error());
+    if (!note.empty()) std::fprintf(stderr, "vgpu run: %s\n", note.c_str());
   }
   Result<Libraries> libs = FindLibraries(sim, "vgpu run");
   if (!libs.has_value()) {
@@ -147,7 +110,27 @@ int RunRun(int argc, char** argv) {
   for (const std::string& a : command) command_text += (command_text.empty() ? "" : " ") + a;
   Result<SliceDir> dir = SliceDir::Create(name, *spec, sim, command_text);
   if (!dir.has_value()) return ReportStatus("run", dir.error());
-  return RunChild(command, dir->ChildEnvironment(libs->libvgpu, libs->simgpu_dir));
+  if (outer->has_value()) {
+    if (Status st = LinkToOuter(dir->region_path(), **outer); !st.ok()) {
+      return ReportStatus("run", st);
+    }
+  }
+  SuperviseOptions options;
+  options.command = command;
+  options.env = dir->ChildEnvironment(libs->libvgpu, libs->simgpu_dir);
+  options.kill_after_ns = *grace;
+  options.region_path = dir->region_path();
+  SuperviseResult result = RunSupervised(options);
+  if (!result.survivors.empty()) {
+    std::string pids;
+    for (pid_t pid : result.survivors) pids += " " + std::to_string(pid);
+    std::fprintf(stderr,
+                 "vgpu run: process(es)%s of the slice survived SIGKILL; the slice %s is left in "
+                 "place (vgpu gc removes it once they are gone)\n",
+                 pids.c_str(), dir->path().c_str());
+    dir->Keep();
+  }
+  return result.exit_status;
 }
 
 }  // namespace vgpu::cli

@@ -12,7 +12,9 @@
 // current turn.
 //
 // A slice whose region cannot be read (another version, corrupted) is listed with the reason;
-// a slice whose `vgpu run` is gone is marked stale. Nothing is ever modified. The JSON of
+// a slice whose `vgpu run` is gone is marked stale, and so are its processes that are still
+// alive (they hold memory outside any running `vgpu run`; `vgpu gc` removes the slice once they
+// are gone). Nothing is ever modified. The JSON of
 // --once --json is documented in docs/intercept.md; keys are only ever added.
 #include <signal.h>
 #include <unistd.h>
@@ -100,6 +102,8 @@ std::string SliceState(const shm::SliceEntry& s) {
   if (!s.error.empty()) return "unreadable";
   return s.creator_alive || s.creator_pid == 0 ? "active" : "stale";
 }
+
+bool Stale(const shm::SliceEntry& s) { return SliceState(s) == "stale"; }
 
 // "ns/pod/container" for a pod's slice, the registry name for vgpu run's.
 std::string SliceTitle(const TopSlice& s) {
@@ -221,7 +225,8 @@ std::string Json(const std::vector<GpuInfo>& gpus, const std::string& note,
       for (int d = 0; d < shm::kMaxDevices; ++d) {
         j += (d ? "," : "") + std::to_string(procs[p].used[d]);
       }
-      j += "],\"command\":" + JsonString(procs[p].command) + "}";
+      j += "],\"command\":" + JsonString(procs[p].command) +
+           ",\"stale\":" + (procs[p].alive && Stale(s) ? "true" : "false") + "}";
     }
     j += "]}";
   }
@@ -288,6 +293,10 @@ std::string Text(const std::vector<GpuInfo>& gpus, const std::string& note,
       t += "  region: " + s.error + "\n";
       continue;
     }
+    if (Stale(s)) {
+      t += "  its vgpu run (pid " + std::to_string(s.creator_pid) +
+           ") is gone; vgpu gc removes the slice once its processes have ended\n";
+    }
     const shm::RegionHeader& h = s.region.header;
     for (int d : SliceDevices(s.region)) {
       uint64_t limit = h.config.memory_limit[d];
@@ -315,7 +324,9 @@ std::string Text(const std::vector<GpuInfo>& gpus, const std::string& note,
       uint64_t total = 0;
       for (uint64_t u : p.used) total += u;
       std::snprintf(line, sizeof line, "  pid %-8d %-10s %s%s\n", p.pid, FormatBytes(total).c_str(),
-                    p.alive ? "" : "(exited) ",
+                    !p.alive   ? "(exited) "
+                    : Stale(s) ? "(stale) "
+                               : "",
                     p.command.empty() && p.alive && top.kind == "pod"
                         ? "(in the container's pid namespace)"
                         : ShortCommand(p.command, 60).c_str());

@@ -19,6 +19,7 @@ std::span<const Command> AllCommands();
 int RunVersion(int argc, char** argv);
 int RunRun(int argc, char** argv);
 int RunTop(int argc, char** argv);
+int RunGc(int argc, char** argv);
 int RunSim(int argc, char** argv);
 int RunNode(int argc, char** argv);
 int RunScheduler(int argc, char** argv);

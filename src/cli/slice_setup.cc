@@ -178,7 +178,10 @@ Result<SliceDir> SliceDir::Create(const std::string& name, const SliceSpec& spec
   dir.spec_ = spec;
   dir.sim_ = sim;
   if (Status st = WriteFileAtomically(
-          dir.path_ + "/limits", LimitsText(spec, dir.path_, sim, state + "/arbiter", command_text),
+          dir.path_ + "/limits",
+          LimitsText(spec, dir.path_, sim,
+                     spec.arbiter_dir.empty() ? state + "/arbiter" : spec.arbiter_dir,
+                     command_text),
           0444);
       !st.ok()) {
     return st;

@@ -39,6 +39,7 @@ struct SliceSpec {
   bool mode_given = false;     // write the mode even when capped (takes part in arbitration)
   uint64_t time_slice_ns = 0;  // 0: not given
   std::vector<std::string> devices;
+  std::string arbiter_dir;  // "" : <state>/arbiter (a nested slice uses its outer slice's)
 };
 
 // Validates the flags; errors name the flag and the value (`--cores: "120": ...`). `prefix` is
@@ -63,6 +64,8 @@ class SliceDir {
   SliceDir& operator=(const SliceDir&) = delete;
 
   const std::string& path() const { return path_; }
+  // Leaves the directory in place when this object goes (processes still use it).
+  void Keep() { path_.clear(); }
   std::string region_path() const { return path_ + "/region"; }
   // The environment for a command in this slice: the current environment with LD_PRELOAD,
   // VGPU_LIMITS_FILE, CUDA_DEVICE_MEMORY_SHARED_CACHE (and CUDA_VISIBLE_DEVICES, and with

@@ -212,6 +212,23 @@ CUresult PoolTrim(CUmemoryPool pool, size_t keep) {
   }
   return CUDA_SUCCESS;
 }
+// A synchronization: every pool gives back what it reserves above its release threshold.
+void ReleaseAboveThresholds() {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  ++g_state.synchronizations;
+  for (auto& [pool, p] : g_state.pools) {
+    if (p.reserved > p.release_threshold) PoolTrim(pool, p.release_threshold);
+  }
+}
+CUresult StreamSynchronize(CUstream) {
+  ReleaseAboveThresholds();
+  return CUDA_SUCCESS;
+}
+CUresult CtxSynchronize() {
+  ReleaseAboveThresholds();
+  return CUDA_SUCCESS;
+}
+CUresult CtxSynchronize2(CUcontext) { return CtxSynchronize(); }
 CUresult PoolDestroy(CUmemoryPool pool) {
   PoolTrim(pool, 0);
   return CUDA_SUCCESS;
@@ -451,7 +468,7 @@ CUresult EventRecord(CUevent ev, CUstream) {
   return CUDA_SUCCESS;
 }
 CUresult EventQuery(CUevent) { return CUDA_SUCCESS; }
-CUresult EventSynchronize(CUevent) { return CUDA_SUCCESS; }
+CUresult EventSynchronize(CUevent) { return StreamSynchronize(nullptr); }
 CUresult EventElapsed(float* ms, CUevent a, CUevent b) {
   double d = static_cast<double>(reinterpret_cast<FakeEvent*>(b)->t_ns) -
              static_cast<double>(reinterpret_cast<FakeEvent*>(a)->t_ns);
@@ -654,6 +671,10 @@ DriverApi MakeFakeDriver() {
   api.cuEventRecord_ptsz = EventRecord;
   api.cuEventQuery = EventQuery;
   api.cuEventSynchronize = EventSynchronize;
+  api.cuStreamSynchronize = StreamSynchronize;
+  api.cuStreamSynchronize_ptsz = StreamSynchronize;
+  api.cuCtxSynchronize = CtxSynchronize;
+  api.cuCtxSynchronize_v2 = CtxSynchronize2;
   api.cuEventElapsedTime = EventElapsed;
   api.cuStreamCreate = StreamCreate;
   api.cuThreadExchangeStreamCaptureMode = ExchangeCaptureMode;

@@ -4,7 +4,11 @@
 // Behaviour worth knowing in tests:
 //   - device memory is a counter per device (`physical`), addresses are handed out upwards;
 //   - pitch = width rounded up to `pitch_alignment`;
-//   - a pool reserves in chunks of `pool_chunk` and keeps freed memory until trimmed;
+//   - a pool reserves in chunks of `pool_chunk` and keeps freed memory until trimmed or until a
+//     stream, event or context synchronize, which (as the real driver does) gives back what it
+//     reserves above max(used, release_threshold) (threshold 0 by default; tests set
+//     `release_threshold` as cuMemPoolSetAttribute would);
+//   - `synchronizations` counts the synchronize calls that reached the fake driver;
 //   - arrays report `array_padding` extra bytes through cuArrayGetMemoryRequirements;
 //   - `fail_next` makes the next allocating call fail with CUDA_ERROR_UNKNOWN;
 //   - `calls` counts calls that reached the fake driver's allocators;
@@ -41,12 +45,14 @@ struct FakeState {
   int launches = 0;
   int launch_kinds[16] = {};  // per launch entry point (LaunchKind), for the gate's tests
   int events_live = 0;
+  int synchronizations = 0;
   uint64_t next_address = 0x7f0000000000ULL;
   std::map<uint64_t, std::pair<int, uint64_t>> allocations;  // address -> (device, bytes)
   struct Pool {
     int device = 0;
     uint64_t reserved = 0;
     uint64_t used = 0;
+    uint64_t release_threshold = 0;
     bool host = false;
   };
   std::map<CUmemoryPool, Pool> pools;

@@ -92,7 +92,9 @@ DeviceGate* DeviceFor(int device) {
   if (dg.arbiter != nullptr) return &dg;
   if (dg.failed) return nullptr;
   const Config& config = GetRuntime().config;
-  const char* region = config.region_path[0] != '\0' ? config.region_path : "vgpu-process";
+  // A nested slice sharing its parent's compute arbitrates as the parent (accountant.h).
+  const char* slice_path = GetRuntime().accountant.arbiter_slice_path();
+  const char* region = slice_path[0] != '\0' ? slice_path : "vgpu-process";
   char uuid[64] = "";
   char path[kPathMax + 64] = "";
   shm::Arbiter* arbiter = nullptr;

@@ -1,6 +1,8 @@
 // Hooks for stream-ordered allocation (cuMemAllocAsync, cuMemAllocFromPoolAsync,
-// cuMemFreeAsync, with their per-thread-stream variants) and pool life cycle (cuMemPoolCreate,
-// cuMemPoolDestroy, cuMemPoolTrimTo). Accounting per pool: see pool_tracker.h.
+// cuMemFreeAsync, with their per-thread-stream variants), pool life cycle (cuMemPoolCreate,
+// cuMemPoolDestroy, cuMemPoolTrimTo) and the synchronizations at which the driver releases pool
+// memory above each pool's release threshold (cuStreamSynchronize, cuEventSynchronize,
+// cuCtxSynchronize). Accounting per pool: see pool_tracker.h.
 //
 // During stream capture an async allocation only records a graph node; it is charged when the
 // graph is instantiated (hook_graph.cc), so captured calls pass through uncharged, and a free
@@ -187,6 +189,47 @@ extern "C" CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t min_bytes_to_keep)
     PoolTracker& pools = GetRuntime().pools;
     pools.Reconcile(pools.Find(pool));
   }
+  return r;
+}
+
+// The synchronizations: the driver call, then the pools' release (pool_tracker.h).
+extern "C" CUresult cuStreamSynchronize(CUstream stream) noexcept {
+  if (!EnsureCuda()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (g_cuda.cuStreamSynchronize == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  CUresult r = g_cuda.cuStreamSynchronize(stream);
+  GetRuntime().pools.OnSynchronize();
+  return r;
+}
+
+extern "C" CUresult cuStreamSynchronize_ptsz(CUstream stream) noexcept {
+  if (!EnsureCuda()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (g_cuda.cuStreamSynchronize_ptsz == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  CUresult r = g_cuda.cuStreamSynchronize_ptsz(stream);
+  GetRuntime().pools.OnSynchronize();
+  return r;
+}
+
+extern "C" CUresult cuEventSynchronize(CUevent event) noexcept {
+  if (!EnsureCuda()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (g_cuda.cuEventSynchronize == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  CUresult r = g_cuda.cuEventSynchronize(event);
+  GetRuntime().pools.OnSynchronize();
+  return r;
+}
+
+extern "C" CUresult cuCtxSynchronize() noexcept {
+  if (!EnsureCuda()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (g_cuda.cuCtxSynchronize == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  CUresult r = g_cuda.cuCtxSynchronize();
+  GetRuntime().pools.OnSynchronize();
+  return r;
+}
+
+extern "C" CUresult cuCtxSynchronize_v2(CUcontext ctx) noexcept {
+  if (!EnsureCuda()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (g_cuda.cuCtxSynchronize_v2 == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  CUresult r = g_cuda.cuCtxSynchronize_v2(ctx);
+  GetRuntime().pools.OnSynchronize();
   return r;
 }
 

@@ -38,7 +38,13 @@ void ReleaseContextAllocations(CUcontext context) {
 }
 
 bool ChargeOrRefuse(int device, uint64_t bytes, const char* what) {
-  if (GetRuntime().accountant.Charge(device, bytes)) return true;
+  Runtime& rt = GetRuntime();
+  if (rt.accountant.Charge(device, bytes)) return true;
+  // Pool memory the driver has released since the last reconciliation may make room.
+  if (rt.pools.HasSpare()) {
+    rt.pools.OnSynchronize();
+    if (rt.accountant.Charge(device, bytes)) return true;
+  }
   VGPU_LOG_INFO("%s of %llu bytes on device %d refused: over the slice's memory limit", what,
                 static_cast<unsigned long long>(bytes), device);
   return false;

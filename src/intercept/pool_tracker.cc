@@ -23,6 +23,20 @@ void PoolTracker::Init(Accountant* accountant, const DriverApi* api) {
   accountant_ = accountant;
   api_ = api;
   for (Pool& p : pools_) p = Pool();
+  spare_pools_.store(0, std::memory_order_relaxed);
+}
+
+void PoolTracker::UpdateSpareLocked(Pool& p) {
+  bool spare = p.in_use && p.device_memory && p.charged > p.live + p.pending;
+  if (spare != p.spare) {
+    p.spare = spare;
+    spare_pools_.fetch_add(spare ? 1 : -1, std::memory_order_relaxed);
+  }
+}
+
+void PoolTracker::ResetLocked(Pool& p) {
+  if (p.spare) spare_pools_.fetch_sub(1, std::memory_order_relaxed);
+  p = Pool();
 }
 
 int PoolTracker::Register(CUmemoryPool pool, int device, bool device_memory) {
@@ -34,7 +48,7 @@ int PoolTracker::Register(CUmemoryPool pool, int device, bool device_memory) {
   }
   if (free_index < 0) return -1;
   Pool& p = pools_[free_index];
-  p = Pool();
+  ResetLocked(p);
   p.pool = pool;
   p.device = device;
   p.device_memory = device_memory;
@@ -82,6 +96,7 @@ void PoolTracker::ReconcileLocked(Pool& p) {
     accountant_->Uncharge(p.device, p.charged - target);
     p.charged = target;
   }
+  UpdateSpareLocked(p);
 }
 
 bool PoolTracker::PrepareAlloc(int index, uint64_t bytes) {
@@ -96,13 +111,17 @@ bool PoolTracker::PrepareAlloc(int index, uint64_t bytes) {
   uint64_t need = p.live + p.pending + bytes;
   if (need > p.charged) {
     if (!accountant_->Charge(p.device, need - p.charged)) {
-      // Maybe the pool holds less than we charged for it: reconcile and retry once.
-      ReconcileLocked(p);
+      // Maybe the pools hold less than we charged for them (released by the driver since):
+      // reconcile and retry once.
+      for (Pool& other : pools_) {
+        if (other.spare || &other == &p) ReconcileLocked(other);
+      }
       if (need > p.charged && !accountant_->Charge(p.device, need - p.charged)) return false;
     }
     if (need > p.charged) p.charged = need;
   }
   p.pending += bytes;
+  UpdateSpareLocked(p);
   return true;
 }
 
@@ -132,7 +151,7 @@ void PoolTracker::OnFree(int index, uint64_t bytes) {
   ReconcileLocked(p);
   if (p.destroyed && p.live == 0 && p.pending == 0) {
     accountant_->Uncharge(p.device, p.charged);
-    p = Pool();
+    ResetLocked(p);
   }
 }
 
@@ -157,8 +176,15 @@ void PoolTracker::OnDestroy(CUmemoryPool pool) {
     ReconcileLocked(p);  // down to the live bytes
     if (p.live == 0 && p.pending == 0) {
       accountant_->Uncharge(p.device, p.charged);
-      p = Pool();
+      ResetLocked(p);
     }
+  }
+}
+
+void PoolTracker::ReconcileSpare() {
+  Locker lock(&mutex_);
+  for (Pool& p : pools_) {
+    if (p.spare) ReconcileLocked(p);
   }
 }
 
@@ -170,6 +196,7 @@ uint64_t PoolTracker::Charged(int index) {
 
 void PoolTracker::ResetInChild() {
   for (Pool& p : pools_) p = Pool();
+  spare_pools_.store(0, std::memory_order_relaxed);
   pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
   std::memcpy(&mutex_, &fresh, sizeof(fresh));
 }

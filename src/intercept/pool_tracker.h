@@ -10,12 +10,20 @@
 //     shrinkage is given back.
 // A destroyed pool is charged its live bytes until they are freed.
 //
+// Release at synchronization: the driver gives a pool's reserved memory above its release
+// threshold (CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, default 0) back on the next stream, event or
+// context synchronize. The synchronize hooks call OnSynchronize(), which reconciles the pools
+// that hold more than their live bytes, so freed memory is uncharged as soon as the driver
+// releases it; a pool with a raised threshold keeps what the driver keeps, charged. With no pool
+// holding spare memory OnSynchronize() is one relaxed atomic load.
+//
 // Thread safety: all methods lock a process-private mutex. Lock order: AllocTable, then this,
 // then the region.
 #pragma once
 
 #include <pthread.h>
 
+#include <atomic>
 #include <cstdint>
 
 #include "intercept/accountant.h"
@@ -48,6 +56,13 @@ class PoolTracker {
   void Reconcile(int index);
   // Reconciles every pool on `device` (-1: all devices).
   void ReconcileAll(int device);
+  // A stream, event or context synchronization returned: reconciles the pools charged for more
+  // than their live bytes (the driver may have released that memory).
+  void OnSynchronize() {
+    if (HasSpare()) ReconcileSpare();
+  }
+  // Some pool is charged for more than its live bytes.
+  bool HasSpare() const { return spare_pools_.load(std::memory_order_relaxed) != 0; }
   // The pool was destroyed.
   void OnDestroy(CUmemoryPool pool);
 
@@ -66,14 +81,21 @@ class PoolTracker {
     uint64_t live = 0;     // bytes handed out and not freed
     uint64_t pending = 0;  // bytes of allocations in flight
     uint64_t charged = 0;  // bytes charged to the slice
+    bool spare = false;    // charged > live + pending (counted in spare_pools_)
   };
   void ReconcileLocked(Pool& p);
   uint64_t Reserved(const Pool& p);
+  void ReconcileSpare();
+  // REQUIRES mutex_. Updates p.spare and spare_pools_ after p changed.
+  void UpdateSpareLocked(Pool& p);
+  // REQUIRES mutex_. Frees the table entry.
+  void ResetLocked(Pool& p);
 
   Accountant* accountant_ = nullptr;
   const DriverApi* api_ = nullptr;
   pthread_mutex_t mutex_ = PTHREAD_MUTEX_INITIALIZER;
   Pool pools_[kMaxPools];
+  std::atomic<int> spare_pools_{0};  // pools charged for more than live + pending
 };
 
 }  // namespace vgpu::intercept

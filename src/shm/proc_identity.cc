@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 
 namespace vgpu::shm {
@@ -69,6 +70,11 @@ bool ParseStat(const char* text, size_t length, StatFields* out) {
     in_token = true;
     if (field == 3) {
       fields.state = c;
+    } else if (field == 4 || field == 5) {
+      if (c < '0' || c > '9') return false;  // ppid and pgrp are never negative
+      int32_t& f = field == 4 ? fields.ppid : fields.pgrp;
+      if (f > (INT32_MAX - 9) / 10) return false;
+      f = f * 10 + (c - '0');
     } else if (field == 22) {
       if (c < '0' || c > '9') return false;
       if (value > (~0ULL - 9) / 10) return false;

@@ -30,6 +30,8 @@ uint64_t ReadStartTime(pid_t pid);
 
 struct StatFields {
   char state = '?';         // field 3: R, S, D, Z (zombie), X (dead), ...
+  int32_t ppid = 0;         // field 4
+  int32_t pgrp = 0;         // field 5
   uint64_t start_time = 0;  // field 22
 };
 

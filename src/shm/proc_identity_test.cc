@@ -19,7 +19,16 @@ TEST(ProcIdentity, ParsesStateAndStartTime) {
   std::string line = "42 (bash) S 1 42 42 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 98765 1000 10\n";
   ASSERT_TRUE(Parse(line, &f));
   EXPECT_EQ(f.state, 'S');
+  EXPECT_EQ(f.ppid, 1);
+  EXPECT_EQ(f.pgrp, 42);
   EXPECT_EQ(f.start_time, 98765u);
+}
+
+TEST(ProcIdentity, SelfStatNamesParentAndGroup) {
+  StatFields f;
+  ASSERT_TRUE(ReadStat(getpid(), &f));
+  EXPECT_EQ(f.ppid, getppid());
+  EXPECT_EQ(f.pgrp, getpgrp());
 }
 
 TEST(ProcIdentity, CommandWithSpacesAndParentheses) {

@@ -47,6 +47,31 @@ uint64_t ConfigChecksum(const RegionConfig& config) {
   return hash;
 }
 
+uint64_t ParentChecksum(const RegionHeader& header) {
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  auto mix = [&hash](const void* data, size_t n) {
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < n; ++i) {
+      hash ^= bytes[i];
+      hash *= 0x100000001b3ULL;
+    }
+  };
+  mix(header.parent, sizeof(header.parent));
+  mix(&header.parent_flags, sizeof(header.parent_flags));
+  return hash;
+}
+
+bool SetRegionParent(Region* region, const char* parent, uint32_t flags) {
+  size_t n = std::strlen(parent);
+  if (n >= static_cast<size_t>(kRegionPathMax)) return false;
+  RegionHeader& h = region->header;
+  std::memset(h.parent, 0, sizeof(h.parent));
+  std::memcpy(h.parent, parent, n);
+  h.parent_flags = flags;
+  h.parent_checksum = ParentChecksum(h);
+  return true;
+}
+
 RegionError ValidateRegion(const Region* region, size_t size) {
   if (region == nullptr || size < 16) return RegionError::kTooSmall;
   const RegionHeader& h = region->header;
@@ -65,6 +90,11 @@ RegionError ValidateRegion(const Region* region, size_t size) {
   }
   for (int d = 0; d < kMaxDevices; ++d) {
     if (h.config.sm_limit[d] > 100) return RegionError::kCorrupt;
+  }
+  // Minor 2: the parent link. A region of an older minor has zeros there (no parent).
+  if (h.minor >= 2) {
+    if (ParentChecksum(h) != h.parent_checksum) return RegionError::kCorrupt;
+    if (h.parent[kRegionPathMax - 1] != '\0') return RegionError::kCorrupt;
   }
   return RegionError::kOk;
 }
@@ -87,6 +117,7 @@ void InitializeRegion(Region* region, const RegionConfig& config, bool process_s
       static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
   h.config = config;
   h.config_checksum = ConfigChecksum(h.config);
+  h.parent_checksum = ParentChecksum(h);
   pthread_mutexattr_t attr;
   pthread_mutexattr_init(&attr);
   pthread_mutexattr_setpshared(&attr,

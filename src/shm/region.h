@@ -28,6 +28,14 @@
 //     repairs          u64  times a holder died with the mutex and the region was repaired
 //     reclaimed        u64  slots reclaimed from dead processes
 //     uuid[16][48]     char device UUIDs as seen by the processes ("GPU-..."), for display
+//     parent[512]      char (minor 2) path of the parent slice's region, NUL-terminated; "" for
+//                      none. A nested slice: every charge is made in this region and in each
+//                      region up the chain of parents (each under its own limit)
+//     parent_flags     u32  (minor 2) kParentCompute: the slice's processes take part in compute
+//                      arbitration as members of the parent slice (within the parent's share)
+//     reserved         u32  zero
+//     parent_checksum  u64  (minor 2) FNV-1a of parent[] and parent_flags; written with them,
+//                      before any process joins; a mismatch means the region is corrupted
 //     spare                 zero
 //   ProcSlot[kMaxProcs] (offset 4096, 256 bytes each)
 //     pid            i32  process id in its pid namespace; 0 = free slot
@@ -64,11 +72,16 @@ namespace vgpu::shm {
 
 inline constexpr uint64_t kRegionMagic = 0x45434c5355504756ULL;  // "VGPUSLCE" little-endian
 inline constexpr uint32_t kRegionMajor = 1;
-inline constexpr uint32_t kRegionMinor = 1;
+inline constexpr uint32_t kRegionMinor = 2;
 inline constexpr int kMaxDevices = 16;
 inline constexpr int kMaxProcs = 1024;
 inline constexpr uint64_t kNoLimit = ~0ULL;
 inline constexpr int kUuidLength = 48;
+inline constexpr int kRegionPathMax = 512;
+// A nested slice is at most this many levels below its outermost slice.
+inline constexpr int kMaxParents = 4;
+// parent_flags.
+inline constexpr uint32_t kParentCompute = 1;
 // A region polled by readers is swept for dead processes at most this often.
 inline constexpr uint64_t kSweepIntervalNs = 200ULL * 1000 * 1000;
 
@@ -107,7 +120,11 @@ struct RegionHeader {
   uint64_t repairs;
   uint64_t reclaimed;
   char uuid[kMaxDevices][kUuidLength];
-  uint8_t spare[4096 - 1240];
+  char parent[kRegionPathMax];
+  uint32_t parent_flags;
+  uint32_t reserved;
+  uint64_t parent_checksum;
+  uint8_t spare[4096 - 1768];
 };
 
 struct alignas(64) ProcSlot {
@@ -141,7 +158,10 @@ static_assert(offsetof(RegionHeader, last_sweep_ns) == 448);
 static_assert(offsetof(RegionHeader, repairs) == 456);
 static_assert(offsetof(RegionHeader, reclaimed) == 464);
 static_assert(offsetof(RegionHeader, uuid) == 472);
-static_assert(offsetof(RegionHeader, spare) == 1240);
+static_assert(offsetof(RegionHeader, parent) == 1240);
+static_assert(offsetof(RegionHeader, parent_flags) == 1752);
+static_assert(offsetof(RegionHeader, parent_checksum) == 1760);
+static_assert(offsetof(RegionHeader, spare) == 1768);
 static_assert(sizeof(RegionHeader) == 4096);
 static_assert(offsetof(ProcSlot, pid) == 0);
 static_assert(offsetof(ProcSlot, start_time) == 8);
@@ -188,9 +208,17 @@ const char* RegionErrorText(RegionError error);
 // FNV-1a 64 of the config block.
 uint64_t ConfigChecksum(const RegionConfig& config);
 
-// Checks a mapped region of `size` bytes: magic, version, size, checksum, ready state and value
+// Checks a mapped region of `size` bytes: magic, version, size, checksums, ready state and value
 // ranges. Never writes. kOk means the region may be used.
 RegionError ValidateRegion(const Region* region, size_t size);
+
+// FNV-1a 64 of the parent link (parent[] and parent_flags).
+uint64_t ParentChecksum(const RegionHeader& header);
+
+// Links a freshly created region to its parent slice's region (`parent` at most
+// kRegionPathMax - 1 bytes; `flags` kParentCompute or 0). Only for the creator, before any
+// process uses the region. False when the path is too long.
+bool SetRegionParent(Region* region, const char* parent, uint32_t flags);
 
 // Fills an empty region in place (memory already zeroed or about to be overwritten): header,
 // config and checksum, robust process-shared mutex, state = ready (last). `process_shared` false

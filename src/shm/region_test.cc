@@ -132,6 +132,40 @@ TEST(Region, NewerMinorVersionIsAccepted) {
   EXPECT_EQ(Mapping::OpenExisting(path.c_str(), false, &m), RegionError::kOk);
 }
 
+TEST(Region, ParentLinkRoundTripsAndIsChecked) {
+  TempDir dir;
+  std::string path = dir.File("r");
+  {
+    Mapping m;
+    ASSERT_EQ(Mapping::OpenOrCreate(path.c_str(), TestConfig(1 << 20), &m), RegionError::kOk);
+    EXPECT_EQ(m.region()->header.parent[0], '\0');
+    EXPECT_FALSE(SetRegionParent(m.region(), std::string(kRegionPathMax, 'x').c_str(), 0));
+    ASSERT_TRUE(SetRegionParent(m.region(), "/run/vgpu/slices/outer/region", kParentCompute));
+  }
+  {
+    Mapping m;
+    ASSERT_EQ(Mapping::OpenExisting(path.c_str(), true, &m), RegionError::kOk);
+    EXPECT_STREQ(m.region()->header.parent, "/run/vgpu/slices/outer/region");
+    EXPECT_EQ(m.region()->header.parent_flags, kParentCompute);
+    m.region()->header.parent[3] ^= 1;  // a link changed behind the checksum's back
+  }
+  Mapping m;
+  EXPECT_EQ(Mapping::OpenExisting(path.c_str(), false, &m), RegionError::kCorrupt);
+}
+
+TEST(Region, OlderMinorWithoutParentLinkIsAccepted) {
+  TempDir dir;
+  std::string path = dir.File("r");
+  {
+    Mapping m;
+    ASSERT_EQ(Mapping::OpenOrCreate(path.c_str(), TestConfig(1 << 20), &m), RegionError::kOk);
+    m.region()->header.minor = 1;
+    m.region()->header.parent_checksum = 0;  // minor 1 left these bytes zero
+  }
+  Mapping m;
+  EXPECT_EQ(Mapping::OpenExisting(path.c_str(), false, &m), RegionError::kOk);
+}
+
 TEST(Region, CorruptionIsDetected) {
   TempDir dir;
   std::string path = dir.File("r");

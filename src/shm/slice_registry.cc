@@ -43,8 +43,16 @@ std::string DefaultStateDir() {
 }
 
 Status WriteSliceMeta(const std::string& dir, const SliceMeta& meta) {
+  SliceMeta m = meta;
+  if (m.creator_pid == getpid() && m.creator_start_time == 0) {
+    ProcIdentity self = CurrentProcIdentity();
+    m.creator_start_time = self.start_time;
+    m.creator_pid_ns = self.pid_ns;
+  }
   std::ofstream out(dir + "/meta");
-  out << "creator_pid=" << meta.creator_pid << "\n";
+  out << "creator_pid=" << m.creator_pid << "\n";
+  out << "creator_start_time=" << m.creator_start_time << "\n";
+  out << "creator_pid_ns=" << m.creator_pid_ns << "\n";
   // The command on one line; newlines in arguments are written as spaces.
   std::string command = meta.command;
   std::replace(command.begin(), command.end(), '\n', ' ');
@@ -53,20 +61,31 @@ Status WriteSliceMeta(const std::string& dir, const SliceMeta& meta) {
   return Status::Ok();
 }
 
-namespace {
-
-SliceMeta ReadMeta(const std::string& dir) {
+SliceMeta ReadSliceMeta(const std::string& dir) {
   SliceMeta meta;
   std::ifstream in(dir + "/meta");
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind("creator_pid=", 0) == 0) meta.creator_pid = std::atoi(line.c_str() + 12);
+    if (line.rfind("creator_start_time=", 0) == 0) {
+      meta.creator_start_time = std::strtoull(line.c_str() + 19, nullptr, 10);
+    }
+    if (line.rfind("creator_pid_ns=", 0) == 0) {
+      meta.creator_pid_ns = std::strtoull(line.c_str() + 15, nullptr, 10);
+    }
     if (line.rfind("command=", 0) == 0) meta.command = line.substr(8);
   }
   return meta;
 }
 
-}  // namespace
+Liveness CreatorLiveness(const SliceMeta& meta) {
+  if (meta.creator_pid <= 0) return Liveness::kDead;
+  ProcSlot slot{};
+  slot.pid = meta.creator_pid;
+  slot.start_time = meta.creator_start_time;
+  slot.pid_ns = meta.creator_pid_ns;
+  return CheckLiveness(slot, CurrentProcIdentity().pid_ns);
+}
 
 std::vector<SliceEntry> ReadSlices(const std::string& state_dir) {
   std::vector<SliceEntry> slices;
@@ -82,10 +101,10 @@ std::vector<SliceEntry> ReadSlices(const std::string& state_dir) {
     SliceEntry s;
     s.dir = d.string();
     s.name = d.filename().string();
-    SliceMeta meta = ReadMeta(s.dir);
+    SliceMeta meta = ReadSliceMeta(s.dir);
     s.command = meta.command;
     s.creator_pid = meta.creator_pid;
-    s.creator_alive = meta.creator_pid > 0 && (kill(meta.creator_pid, 0) == 0 || errno == EPERM);
+    s.creator_alive = CreatorLiveness(meta) != Liveness::kDead;
     Mapping mapping;
     RegionError e = Mapping::OpenExisting((s.dir + "/region").c_str(), false, &mapping);
     if (e == RegionError::kOk) {

@@ -9,6 +9,18 @@
 //   intercept_worker nvml                the NVML lines only, without initialising CUDA
 //   intercept_worker usage               prints "used BYTES" (cuMemGetInfo total - free)
 //   intercept_worker hold BYTES          allocates, prints "ready PID" and holds until stdin closes
+//   intercept_worker park BYTES [ignore-term]
+//                                        allocates BYTES (none for 0), prints "ready PID" and
+//                                        sleeps until killed (ignoring SIGTERM if asked)
+//   intercept_worker asyncfree default|pool|reserve BYTES WHOLE
+//                                        cuMemAllocAsync of BYTES (from the default pool, a new
+//                                        pool with release threshold 0, or one with an unlimited
+//                                        threshold), cuMemFreeAsync, cuStreamSynchronize, then
+//                                        cuMemAlloc of WHOLE bytes and of WHOLE - BYTES; prints
+//                                        "whole RC" and "rest RC"
+//   intercept_worker asyncpark default|pool|reserve BYTES
+//                                        the same allocation, free and synchronization, then
+//                                        prints "ready PID" and sleeps until killed
 //   intercept_worker race CHUNK          prints "ready", waits for a line on stdin, allocates CHUNK
 //                                        bytes until refused, prints "granted BYTES", holds until
 //                                        stdin closes
@@ -23,6 +35,7 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -247,6 +260,55 @@ int Hold(uint64_t bytes) {
   return 0;
 }
 
+int Park(uint64_t bytes, bool ignore_term) {
+  if (ignore_term) signal(SIGTERM, SIG_IGN);
+  if (!UseDevice0()) return 1;
+  CUdeviceptr p;
+  if (bytes != 0 && !Check(cuMemAlloc(&p, bytes), "cuMemAlloc")) return 1;
+  std::printf("ready %d\n", getpid());
+  std::fflush(stdout);
+  for (;;) pause();
+}
+
+// cuMemAllocAsync of `bytes` from the pool `kind` names, cuMemFreeAsync, cuStreamSynchronize.
+bool AsyncAllocFreeSync(const std::string& kind, uint64_t bytes) {
+  CUmemoryPool pool = nullptr;
+  if (kind != "default") {
+    CUmemPoolProps props{};
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = 0;
+    if (!Check(cuMemPoolCreate(&pool, &props), "cuMemPoolCreate")) return 1;
+    cuuint64_t threshold = kind == "reserve" ? ~0ULL : 0;
+    if (!Check(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold),
+               "cuMemPoolSetAttribute")) {
+      return false;
+    }
+  }
+  CUdeviceptr p = 0;
+  CUresult r = pool == nullptr ? cuMemAllocAsync(&p, bytes, nullptr)
+                               : cuMemAllocFromPoolAsync(&p, bytes, pool, nullptr);
+  return Check(r, "async allocation") && Check(cuMemFreeAsync(p, nullptr), "cuMemFreeAsync") &&
+         Check(cuStreamSynchronize(nullptr), "cuStreamSynchronize");
+}
+
+int AsyncFree(const std::string& kind, uint64_t bytes, uint64_t whole) {
+  if (!UseDevice0() || !AsyncAllocFreeSync(kind, bytes)) return 1;
+  CUdeviceptr q = 0;
+  CUresult r = cuMemAlloc(&q, whole);
+  std::printf("whole %s\n", Name(r));
+  if (r == CUDA_SUCCESS) cuMemFree(q);
+  std::printf("rest %s\n", Name(cuMemAlloc(&q, whole - bytes)));
+  return 0;
+}
+
+int AsyncPark(const std::string& kind, uint64_t bytes) {
+  if (!UseDevice0() || !AsyncAllocFreeSync(kind, bytes)) return 1;
+  std::printf("ready %d\n", getpid());
+  std::fflush(stdout);
+  for (;;) pause();
+}
+
 int Race(uint64_t chunk) {
   if (!UseDevice0()) return 1;
   std::printf("ready\n");
@@ -306,10 +368,22 @@ int main(int argc, char** argv) {
   if (cmd == "usage") return Usage();
   if (cmd == "hold" && argc == 3) return Hold(std::strtoull(argv[2], nullptr, 10));
   if (cmd == "race" && argc == 3) return Race(std::strtoull(argv[2], nullptr, 10));
+  if (cmd == "park" && (argc == 3 || argc == 4)) {
+    return Park(std::strtoull(argv[2], nullptr, 10),
+                argc == 4 && std::strcmp(argv[3], "ignore-term") == 0);
+  }
+  if (cmd == "asyncpark" && argc == 4)
+    return AsyncPark(argv[2], std::strtoull(argv[3], nullptr, 10));
+  if (cmd == "asyncfree" && argc == 5) {
+    return AsyncFree(argv[2], std::strtoull(argv[3], nullptr, 10),
+                     std::strtoull(argv[4], nullptr, 10));
+  }
   if (cmd == "churn" && (argc == 3 || argc == 4)) {
     return Churn(argv[2],
                  argc == 4 ? static_cast<unsigned>(std::strtoul(argv[3], nullptr, 10)) : 0);
   }
-  std::fprintf(stderr, "usage: intercept_worker fill|info|nvml|usage|hold|race|churn ...\n");
+  std::fprintf(stderr,
+               "usage: intercept_worker "
+               "fill|info|nvml|usage|hold|park|asyncfree|asyncpark|race|churn ...\n");
   return 2;
 }
