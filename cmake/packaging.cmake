@@ -37,7 +37,8 @@ set(CPACK_PACKAGE_NAME vgpu)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_VENDOR "vgpu")
 set(CPACK_PACKAGE_CONTACT "vgpu maintainers <vgpu@localhost>")
-set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "share NVIDIA GPUs between containers and processes")
+# Each package's description: its first line is the synopsis (CPACK_PACKAGE_DESCRIPTION_SUMMARY
+# is left unset, so that CPack does not put the same synopsis before both).
 set(CPACK_PACKAGE_DIRECTORY ${CMAKE_BINARY_DIR}/packages)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES ON)
@@ -50,21 +51,19 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME vgpu)
-set(CPACK_COMPONENT_RUNTIME_DESCRIPTION
-  "share NVIDIA GPUs between containers and processes
- vgpu gives each container or process a slice of a GPU's memory and compute,
- enforced by libvgpu.so (an interposer of the CUDA driver API and NVML), and
- places pods well across a Kubernetes cluster. This package holds the vgpu
- command (vgpu run, top, node, scheduler, sim, bench), libvgpu.so in
- /usr/lib/vgpu and the bundled trace data in /usr/share/vgpu/data.")
+set(CPACK_COMPONENT_RUNTIME_DESCRIPTION "share NVIDIA GPUs between containers and processes
+vgpu gives each container or process a slice of a GPU's memory and compute,
+enforced by libvgpu.so (an interposer of the CUDA driver API and NVML), and
+places pods well across a Kubernetes cluster. This package holds the vgpu
+command (vgpu run, top, node, scheduler, sim, bench), libvgpu.so in
+/usr/lib/vgpu and the bundled trace data in /usr/share/vgpu/data.")
 
 set(CPACK_DEBIAN_SIMGPU_PACKAGE_NAME vgpu-simgpu)
 set(CPACK_DEBIAN_SIMGPU_PACKAGE_DEPENDS "vgpu (= ${PROJECT_VERSION})")
-set(CPACK_COMPONENT_SIMGPU_DESCRIPTION
-  "simulated NVIDIA GPU for vgpu (testing only)
- A libcuda.so.1 and a libnvidia-ml.so.1 that simulate an NVIDIA GPU in host
- memory, in /usr/lib/vgpu/simgpu, outside the dynamic linker's search path.
- They are used only when asked for (vgpu run --sim, vgpu top --sim,
- vgpu node --sim). Not for production machines.")
+set(CPACK_COMPONENT_SIMGPU_DESCRIPTION "simulated NVIDIA GPU for vgpu (testing only)
+A libcuda.so.1 and a libnvidia-ml.so.1 that simulate an NVIDIA GPU in host
+memory, in /usr/lib/vgpu/simgpu, outside the dynamic linker's search path.
+They are used only when asked for (vgpu run --sim, vgpu top --sim,
+vgpu node --sim). Not for production machines.")
 
 include(CPack)

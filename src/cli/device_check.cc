@@ -9,17 +9,18 @@ namespace vgpu::cli {
 Status CheckDeviceList(const std::vector<std::string>& devices,
                        const std::vector<device::DeviceInfo>& gpus) {
   const std::string have =
-      gpus.empty() ? "this machine has no GPU"
-                   : "this machine has " + std::to_string(gpus.size()) +
-                         (gpus.size() == 1 ? " GPU (index 0)"
-                                           : " GPUs (indices 0-" + std::to_string(gpus.size() - 1) +
-                                                 ")");
+      gpus.empty()
+          ? "this machine has no GPU"
+          : "this machine has " + std::to_string(gpus.size()) +
+                (gpus.size() == 1 ? " GPU (index 0)"
+                                  : " GPUs (indices 0-" + std::to_string(gpus.size() - 1) + ")");
   for (const std::string& d : devices) {
     if (d.rfind("MIG-", 0) == 0) continue;
     if (d.rfind("GPU-", 0) == 0) {
       bool found = std::any_of(gpus.begin(), gpus.end(),
                                [&](const device::DeviceInfo& g) { return g.uuid == d; });
-      if (!found) return Status::InvalidArgument("--device: " + d + ": no GPU has this UUID; " + have);
+      if (!found)
+        return Status::InvalidArgument("--device: " + d + ": no GPU has this UUID; " + have);
       continue;
     }
     // An index: ParseSliceSpec admits digits only; a long one is out of range too.
