@@ -100,21 +100,18 @@ TEST_F(TopOnATerminal, QuitsOnQAndRestoresTheTerminal) {
   ExpectRestored(before);
 }
 
-TEST_F(TopOnATerminal, SigintRestoresTheTerminal) {
+class TopOnATerminalSignal : public TopOnATerminal, public ::testing::WithParamInterface<int> {};
+
+TEST_P(TopOnATerminalSignal, RestoresTheTerminal) {
   const tcflag_t before = LocalFlags();
   ExpectLiveView();
-  kill(pid_, SIGINT);
+  kill(pid_, GetParam());
   EXPECT_EQ(WaitForExit(), 0);
   ExpectRestored(before);
 }
 
-TEST_F(TopOnATerminal, SigtermRestoresTheTerminal) {
-  const tcflag_t before = LocalFlags();
-  ExpectLiveView();
-  kill(pid_, SIGTERM);
-  EXPECT_EQ(WaitForExit(), 0);
-  ExpectRestored(before);
-}
+INSTANTIATE_TEST_SUITE_P(Signals, TopOnATerminalSignal,
+                         ::testing::Values(SIGINT, SIGTERM, SIGHUP, SIGQUIT));
 
 }  // namespace
 }  // namespace vgpu
