@@ -122,6 +122,9 @@ TEST_F(CliRun, BadValuesOfEveryCommandExitTwo) {
   ExpectBadInput("node --node-name n --pods-file /dev/zero", "--pods-file: not a regular file");
   ExpectBadInput("node --node-name n --log-level 9", "--log-level");
   ExpectBadInput("scheduler --threads 0", "--threads");
+  ExpectBadInput("scheduler --kubeconfig /dev/zero", "/dev/zero: is a device, not a file");
+  ExpectBadInput("node --node-name n --kubeconfig /dev/zero",
+                 "--kubeconfig: kubeconfig: /dev/zero");
   ExpectBadInput("bench share --tenant a:max=300", "--cores");
   ExpectBadInput("bench share", "--tenant");
   ExpectBadInput("version extra", "extra");
