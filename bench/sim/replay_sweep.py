@@ -4,7 +4,8 @@ point, queue discipline, trace and policy. Runs `vgpu sim --mode replay --json` 
 
 Usage: bench/sim/replay_sweep.py [--seeds 42-51] [--vgpu build/bin/vgpu] [--only A,B,...]
 Tables: A real pace, cluster scale sweep; B full cluster, time compression sweep; C compression
-and scale together; D other bundled traces; E policies. About a minute on 2 cores.
+and scale together; D other bundled traces; E policies; F the large pods that wait for weeks
+(docs/replay.md section 5). About two minutes on 2 cores.
 The ratio column is mean±sd over seeds of shared / whole completed pods, (min–max) over seeds.
 """
 import argparse
@@ -78,7 +79,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", default="42-51")
     ap.add_argument("--vgpu", default=os.path.join(ROOT, "build", "bin", "vgpu"))
-    ap.add_argument("--only", default="A,B,C,D,E")
+    ap.add_argument("--only", default="A,B,C,D,E,F")
     args = ap.parse_args()
     only = args.only.split(",")
     both = ["--queue", "fifo,backfill"]
@@ -104,6 +105,30 @@ def main():
         j = run(args, ["--queue", "backfill", "--cluster-scale", "0.005",
                        "--policy", "default,fgd,bestfit,hami-binpack,hami-spread,random"])
         table("E. Policies, backfill, real pace, cluster scale 0.005", rows(j))
+    if "F" in only:
+        policies = ["default", "fgd", "hami-binpack", "random", "bestfit"]
+        j = run(args, ["--queue", "backfill", "--cluster-scale", "0.02",
+                       "--policy", ",".join(policies)])
+        body = []
+        for c in j["cells"]:
+            if c["allocation"] == "shared":
+                body.append([c["policy"], f"{c['waited']:.1f}", span(c["wait_mean_s"]),
+                             span(c["wait_max_s"])])
+        table("F1. Waits, backfill, real pace, cluster scale 0.02 (122 GPUs), shared", body,
+              ["policy", "pods that waited", "mean wait", "max wait"])
+        j = run(args, ["--queue", "fifo", "--cluster-scale", "0.01,0.02",
+                       "--policy", ",".join(policies)])
+        cells = {(c["policy"], c["load"], c["allocation"]): c for c in j["cells"]}
+        body = []
+        for p in policies:
+            row = [p]
+            for load in range(len(j["loads"])):
+                row.append(f"{cells[(p, load, 'shared')]['completed']:.0f} / "
+                           f"{cells[(p, load, 'whole')]['completed']:.0f}")
+            row.append(span(cells[(p, len(j["loads"]) - 1, "shared")]["wait_mean_s"]))
+            body.append(row)
+        table("F2. FIFO, real pace: completed pods shared / whole, and the mean shared wait", body,
+              ["policy", "66 GPUs (0.01)", "122 GPUs (0.02)", "mean wait at 122 GPUs"])
 
 
 if __name__ == "__main__":

@@ -1,11 +1,34 @@
 #include "cli/cli_util.h"
 
+#include "cli/install_paths.h"
+
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <vector>
 
 namespace vgpu::cli {
+
+namespace {
+
+// The options that accept an empty value (AllowEmptyValues); a process runs one command.
+std::vector<const CLI::Option*>& EmptyAllowed() {
+  static std::vector<const CLI::Option*> options;
+  return options;
+}
+
+}  // namespace
+
+void AllowEmptyValues(CLI::App& app, std::initializer_list<std::string_view> names) {
+  for (std::string_view name : names) {
+    if (const CLI::Option* o = app.get_option_no_throw(std::string(name)); o != nullptr) {
+      EmptyAllowed().push_back(o);
+    }
+  }
+}
 
 std::optional<int> ParseArgs(CLI::App& app, int argc, char** argv) {
   try {
@@ -20,6 +43,17 @@ std::optional<int> ParseArgs(CLI::App& app, int argc, char** argv) {
     std::fprintf(stderr, "%s: %s\nRun '%s --help' for usage.\n", app.get_name().c_str(), e.what(),
                  app.get_name().c_str());
     return kExitBadInput;
+  }
+  for (const CLI::Option* o : app.get_options()) {
+    if (!o->nonpositional() || o->get_expected_min() == 0 || o->count() == 0) continue;
+    const auto& allowed = EmptyAllowed();
+    if (std::find(allowed.begin(), allowed.end(), o) != allowed.end()) continue;
+    for (const std::string& value : o->results()) {
+      if (!value.empty()) continue;
+      std::fprintf(stderr, "%s: %s: empty value\nRun '%s --help' for usage.\n",
+                   app.get_name().c_str(), o->get_name().c_str(), app.get_name().c_str());
+      return kExitBadInput;
+    }
   }
   return std::nullopt;
 }
@@ -45,19 +79,62 @@ std::string ExecutableDir() {
   return exe.parent_path().string();
 }
 
+bool RunsFromBuildTree() {
+  std::error_code ec;
+  return std::filesystem::exists(
+      std::filesystem::path(ExecutableDir()).parent_path() / "CMakeCache.txt", ec);
+}
+
+namespace {
+
+// The source directory of a build tree, from its CMakeCache.txt; "" when it does not say.
+std::string BuildTreeSourceDir() {
+  std::ifstream in(std::filesystem::path(ExecutableDir()).parent_path() / "CMakeCache.txt");
+  std::string line;
+  constexpr std::string_view kKey = "CMAKE_HOME_DIRECTORY:INTERNAL=";
+  while (std::getline(in, line)) {
+    if (line.rfind(kKey, 0) == 0) return line.substr(kKey.size());
+  }
+  return "";
+}
+
+std::string Normal(const std::filesystem::path& p) { return p.lexically_normal().string(); }
+
+}  // namespace
+
 std::string LibraryDir() {
-  return (std::filesystem::path(ExecutableDir()).parent_path() / "lib").string();
+  std::filesystem::path bin = ExecutableDir();
+  if (RunsFromBuildTree()) return Normal(bin.parent_path() / "lib");
+  return Normal(bin / VGPU_BIN_TO_LIBDIR);
 }
 
 std::string DataDir() {
   namespace fs = std::filesystem;
   fs::path bin = ExecutableDir();
-  for (fs::path candidate :
-       {bin.parent_path().parent_path(), bin.parent_path(), bin.parent_path() / "share" / "vgpu"}) {
-    std::error_code ec;
-    if (fs::is_directory(candidate / "data", ec)) return (candidate / "data").string();
+  if (!RunsFromBuildTree()) return Normal(bin / VGPU_BIN_TO_DATADIR);
+  std::string source = BuildTreeSourceDir();
+  return Normal((source.empty() ? bin.parent_path().parent_path() : fs::path(source)) / "data");
+}
+
+Result<std::string> SimulatedGpuDir(std::string_view flag) {
+  const std::string dir = LibraryDir() + "/simgpu";
+  for (const char* lib : {"libcuda.so.1", "libnvidia-ml.so.1"}) {
+    const std::string path = dir + "/" + lib;
+    if (access(path.c_str(), R_OK) == 0) continue;
+    std::string what(flag);
+    if (RunsFromBuildTree()) {
+      return Status::FailedPrecondition(
+          what + ": the simulated GPU is not built (" + path +
+          " is missing): it needs the CUDA toolkit's headers (cuda.h in /usr/local/cuda/include, "
+          "or cmake -DVGPU_CUDA_INCLUDE_DIR=DIR), then cmake --build build");
+    }
+    return Status::FailedPrecondition(
+        what + ": the simulated GPU is not installed (" + path +
+        " is missing): it is a separate package, vgpu-simgpu (apt install ./vgpu-simgpu_*.deb), "
+        "or, from a build tree, cmake --install build --prefix " +
+        Normal(std::filesystem::path(ExecutableDir()).parent_path()) + " --component simgpu");
   }
-  return "data";
+  return dir;
 }
 
 bool StderrIsTty() { return isatty(2) == 1; }

@@ -7,9 +7,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <initializer_list>
 #include <optional>
 #include <string>
 
+#include "common/result.h"
 #include "common/status.h"
 
 namespace vgpu::cli {
@@ -19,22 +21,39 @@ inline constexpr int kExitFailure = 1;
 inline constexpr int kExitBadInput = 2;
 
 // Parses argv with `app`. Returns std::nullopt when the command should run, or the exit code to
-// return right away: 0 after --help, 2 (with a message on stderr) for a bad flag or value.
+// return right away: 0 after --help, 2 (with a message on stderr) for a bad flag or value. An
+// option that takes a value and is given an empty one (`--memory ""`, `--cores=`) is bad input,
+// except the options named to AllowEmptyValues.
 std::optional<int> ParseArgs(CLI::App& app, int argc, char** argv);
+
+// Options of `app` whose empty value means something (`--webhook-secret ""`: none). Call before
+// ParseArgs.
+void AllowEmptyValues(CLI::App& app, std::initializer_list<std::string_view> names);
 
 // Prints "vgpu <command>: <message>" to stderr and returns the exit code for `status`:
 // 2 for kInvalidArgument / kOutOfRange / kNotFound (bad input), 1 otherwise, 0 for OK.
 int ReportStatus(std::string_view command, const Status& status);
 
-// Directory of the running executable (resolved /proc/self/exe), e.g. /opt/vgpu/bin.
+// Directory of the running executable (resolved /proc/self/exe), e.g. /usr/bin.
 std::string ExecutableDir();
 
-// The library directory that belongs to this executable: <exe>/../lib.
+// True when the executable runs from a build tree (<build>/bin/vgpu next to
+// <build>/CMakeCache.txt) rather than from an installation.
+bool RunsFromBuildTree();
+
+// The directory of libvgpu.so (and of the simulated GPU's simgpu/ below it) that belongs to this
+// executable: <build>/lib in a build tree; <prefix>/lib/vgpu when installed (<prefix>/bin/vgpu;
+// the install layout of cmake/packaging.cmake).
 std::string LibraryDir();
 
-// The project root or installation prefix: <exe>/../.. for the build tree (build/bin/vgpu),
-// <exe>/.. for an install (prefix/bin/vgpu). Used to find bundled data.
+// The bundled data (the trace subset): <source>/data for a build tree, <prefix>/share/vgpu/data
+// when installed.
 std::string DataDir();
+
+// The simulated GPU's directory (LibraryDir()/simgpu) when its libcuda.so.1 and
+// libnvidia-ml.so.1 are there; otherwise kFailedPrecondition naming `flag`, the missing file and
+// what to do: build it (a build tree needs CUDA's headers) or install the vgpu-simgpu package.
+Result<std::string> SimulatedGpuDir(std::string_view flag = "--sim");
 
 // True when standard error is a terminal (progress bars are drawn only then).
 bool StderrIsTty();

@@ -495,13 +495,17 @@ int RunTenant(int argc, char** argv) {
 int RunBench(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "share") == 0) return RunShare(argc - 1, argv + 1);
   if (argc >= 2 && std::strcmp(argv[1], "tenant") == 0) return RunTenant(argc - 1, argv + 1);
-  bool help = argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0;
+  bool help = argc >= 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0);
   std::fprintf(help ? stdout : stderr,
                "Usage: vgpu bench share [options] --tenant NAME[:key=value,...] ...\n"
                "  share   run tenants of busy kernels and report their GPU shares and waits\n"
                "          (vgpu bench share --help)\n");
   if (help) return kExitOk;
-  std::fprintf(stderr, "vgpu bench: unknown benchmark \"%s\"\n", argv[1]);
+  if (argc < 2) {
+    std::fprintf(stderr, "vgpu bench: no benchmark given\n");
+  } else {
+    std::fprintf(stderr, "vgpu bench: unknown benchmark \"%s\"\n", argv[1]);
+  }
   return kExitBadInput;
 }
 

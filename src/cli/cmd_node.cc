@@ -32,6 +32,7 @@ struct NodeFlags {
   bool sim = false;
   std::string sim_config;
   int sim_devices = 0;
+  bool sim_devices_given = false;
   std::string nvml_library = "libnvidia-ml.so.1";
   std::string node_name;
   std::string kubelet_dir = "/var/lib/kubelet/device-plugins";
@@ -195,15 +196,15 @@ Result<std::unique_ptr<device::DeviceBackend>> OpenBackend(const NodeFlags& f) {
   device::NvmlBackendOptions options;
   options.library_path = f.nvml_library;
   if (f.sim) {
-    const fs::path dir = fs::path(LibraryDir()) / "simgpu";
+    Result<std::string> sim_dir = SimulatedGpuDir("--sim");
+    if (!sim_dir) return sim_dir.error();
+    const fs::path dir = *sim_dir;
     std::error_code ec;
-    if (!fs::exists(dir / "libnvidia-ml.so.1", ec)) {
-      return Status::FailedPrecondition("--sim: the simulated GPU is not built (no " +
-                                        (dir / "libnvidia-ml.so.1").string() + ")");
-    }
     if (!f.sim_config.empty()) {
       if (!fs::is_regular_file(f.sim_config, ec)) {
-        return Bad("--sim-config", "no such file: " + f.sim_config);
+        return Bad("--sim-config",
+                   (fs::exists(f.sim_config, ec) ? "not a regular file: " : "no such file: ") +
+                       f.sim_config);
       }
       setenv("VGPU_SIMGPU_CONFIG", f.sim_config.c_str(), 1);
     } else if (f.sim_devices > 0) {
@@ -228,7 +229,9 @@ Result<std::unique_ptr<node::ClusterClient>> OpenCluster(const NodeFlags& f) {
     if (!f.pods_file.empty()) {
       std::error_code ec;
       if (!fs::is_regular_file(f.pods_file, ec)) {
-        return Bad("--pods-file", "no such file: " + f.pods_file);
+        return Bad("--pods-file",
+                   (fs::exists(f.pods_file, ec) ? "not a regular file: " : "no such file: ") +
+                       f.pods_file);
       }
     } else {
       VGPU_LOG_WARN(
@@ -267,10 +270,10 @@ Status Run(const NodeFlags& f) {
   }
   SetLogLevel(static_cast<LogLevel>(f.log_level));
   SetLogTag("vgpu node");
-  if (f.sim_devices < 0 || f.sim_devices > 16) {
+  if (f.sim_devices_given && (f.sim_devices < 1 || f.sim_devices > 16)) {
     return Bad("--sim-devices", "must be 1..16, got " + std::to_string(f.sim_devices));
   }
-  if (!f.sim && (!f.sim_config.empty() || f.sim_devices > 0)) {
+  if (!f.sim && (!f.sim_config.empty() || f.sim_devices_given)) {
     return Bad(f.sim_config.empty() ? "--sim-devices" : "--sim-config", "needs --sim");
   }
   auto options = BuildOptions(f);
@@ -385,6 +388,7 @@ int RunNode(int argc, char** argv) {
                "Print one scrape of /metrics to stdout and exit; creates, removes and publishes "
                "nothing");
   if (auto code = ParseArgs(app, argc, argv)) return *code;
+  f.sim_devices_given = app.count("--sim-devices") > 0;
   return ReportStatus(kCommand, Run(f));
 }
 

@@ -28,6 +28,7 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/device_check.h"
 #include "cli/nested_slice.h"
 #include "cli/run_supervisor.h"
 #include "cli/slice_setup.h"
@@ -48,8 +49,11 @@ int RunRun(int argc, char** argv) {
       "Compute: --cores is the maximum share (never exceeded, even alone); --guarantee makes the "
       "slice elastic (its guarantee is reserved, idle GPU time is used up to --cores).",
       "vgpu run");
-  app.add_flag("--sim", sim, "run on the simulated GPU (build/lib/simgpu)");
-  app.add_option("--memory", flags.memory, "device memory per GPU (4GiB, 4096m, 16GB, ...)");
+  app.add_flag("--sim", sim,
+               "run on the simulated GPU (build/lib/simgpu; installed: the vgpu-simgpu package)");
+  app.add_option("--memory", flags.memory,
+                 "device memory per GPU: 8GiB = 8Gi = 8G = 8g = 8 GiB and 4096m = 4 GiB (binary, "
+                 "as HAMi-core); 8GB = 8x10^9 bytes (SI)");
   app.add_option("--cores", flags.cores, "maximum share of each GPU's time, percent (1-100)");
   app.add_option("--guarantee", flags.guarantee,
                  "guaranteed share, percent (0-100, at most --cores); implies --elastic");
@@ -105,6 +109,12 @@ int RunRun(int argc, char** argv) {
     std::fprintf(stderr, "vgpu run: %s\n", libs.error().message().c_str());
     return kExitFailure;
   }
+  std::string device_warning;
+  Status devices = CheckDevicesOnThisMachine(
+      spec->devices, sim ? libs->simgpu_dir + "/libnvidia-ml.so.1" : "libnvidia-ml.so.1",
+      &device_warning);
+  if (!devices.ok()) return ReportStatus("run", devices);
+  if (!device_warning.empty()) std::fprintf(stderr, "vgpu run: %s\n", device_warning.c_str());
   std::string name = SliceName(name_flag.empty() ? command[0] : name_flag);
   std::string command_text;
   for (const std::string& a : command) command_text += (command_text.empty() ? "" : " ") + a;

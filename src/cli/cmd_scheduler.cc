@@ -467,6 +467,8 @@ int RunScheduler(int argc, char** argv) {
   app.add_flag("--webhook-hide-gpus", f.webhook_hide_gpus,
                "Set NVIDIA_VISIBLE_DEVICES=none in containers that get no GPU slice");
   app.footer(PolicyHelp());
+  AllowEmptyValues(
+      app, {"--metrics-listen", "--webhook-listen", "--webhook-secret", "--webhook-config-name"});
   if (auto code = ParseArgs(app, argc, argv)) return *code;
   return ReportStatus(kCommand, Run(f));
 }

@@ -58,6 +58,8 @@ std::string PolicyHelp() {
 Status Run(const SimFlags& f) {
   VGPU_RETURN_IF_ERROR(InputFile("--nodes", f.nodes));
   VGPU_RETURN_IF_ERROR(InputFile("--pods", f.pods));
+  VGPU_RETURN_IF_ERROR(OutputFile("--csv", f.csv));
+  VGPU_RETURN_IF_ERROR(OutputFile("--svg", f.svg));
   if (!(f.inflate > 0 && f.inflate <= 10)) {
     char shown[32];
     std::snprintf(shown, sizeof shown, "%g", f.inflate);

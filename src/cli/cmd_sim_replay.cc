@@ -1,6 +1,10 @@
 // `vgpu sim --mode replay`: flags, checks and outputs of the time-based replay.
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <thread>
@@ -22,9 +26,39 @@ namespace fs = std::filesystem;
 
 Status InputFile(const std::string& flag, const std::string& path) {
   std::error_code ec;
-  if (!fs::exists(path, ec)) return Status::InvalidArgument(flag + ": no such file: " + path);
-  if (fs::is_directory(path, ec))
-    return Status::InvalidArgument(flag + ": is a directory: " + path);
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st)) return Status::InvalidArgument(flag + ": no such file: " + path);
+  if (fs::is_directory(st)) return Status::InvalidArgument(flag + ": is a directory: " + path);
+  if (fs::is_character_file(st) || fs::is_block_file(st)) {
+    return Status::InvalidArgument(flag + ": is a device, not a file: " + path);
+  }
+  if (access(path.c_str(), R_OK) != 0) {
+    return Status::InvalidArgument(flag + ": cannot read " + path + ": " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+Status OutputFile(const std::string& flag, const std::string& path) {
+  if (path.empty()) return Status::Ok();
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (fs::is_directory(st)) return Status::InvalidArgument(flag + ": is a directory: " + path);
+  if (fs::exists(st)) {
+    if (access(path.c_str(), W_OK) != 0) {
+      return Status::InvalidArgument(flag + ": cannot write " + path + ": " + std::strerror(errno));
+    }
+    return Status::Ok();
+  }
+  fs::path parent = fs::path(path).parent_path();
+  if (parent.empty()) parent = ".";
+  if (!fs::is_directory(parent, ec)) {
+    return Status::InvalidArgument(flag + ": cannot write " + path + ": no directory " +
+                                   parent.string());
+  }
+  if (access(parent.c_str(), W_OK | X_OK) != 0) {
+    return Status::InvalidArgument(flag + ": cannot write " + path + ": directory " +
+                                   parent.string() + ": " + std::strerror(errno));
+  }
   return Status::Ok();
 }
 
@@ -97,6 +131,8 @@ Result<sim::Allocation> ParseAllocation(std::string_view name) {
 Status RunReplayMode(const SimCommonFlags& c, const ReplayFlags& f) {
   VGPU_RETURN_IF_ERROR(InputFile("--nodes", c.nodes));
   VGPU_RETURN_IF_ERROR(InputFile("--pods", c.pods));
+  VGPU_RETURN_IF_ERROR(OutputFile("--csv", c.csv));
+  VGPU_RETURN_IF_ERROR(OutputFile("--svg", c.svg));
   if (c.threads < 0 || c.threads > 1024) {
     return Status::InvalidArgument("--threads: must be 0 (one per core) to 1024, got " +
                                    std::to_string(c.threads));

@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,6 +33,7 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/top_compute.h"
+#include "cli/top_keys.h"
 #include "cli/top_sources.h"
 #include "common/units.h"
 #include "shm/proc_identity.h"
@@ -348,7 +350,9 @@ int RunTop(int argc, char** argv) {
   std::string slice_dir;
   CLI::App app(
       "Shows the GPUs and the slices on this machine (vgpu run's and the Kubernetes pods' of the "
-      "node daemon): memory used and limit, compute share, processes, utilization.",
+      "node daemon): memory used and limit, compute share, processes, utilization. In the live "
+      "view, q quits and r refreshes at once (Ctrl-C quits too); the terminal is restored on "
+      "exit.",
       "vgpu top");
   app.add_flag("--once", once, "print one view and exit");
   app.add_flag("--json", json, "JSON output (with --once for scripts; docs/intercept.md)");
@@ -362,13 +366,24 @@ int RunTop(int argc, char** argv) {
       "the node daemon's slice directory (vgpu node --slice-dir); default $VGPU_NODE_SLICE_DIR, "
       "else /var/lib/vgpu/slices when it exists; 'none' to leave pods out");
   app.add_flag("--sim", sim, "read the simulated GPU's NVML (build/lib/simgpu)");
+  AllowEmptyValues(app, {"--slice-dir"});
   if (auto code = ParseArgs(app, argc, argv)) return *code;
   const std::string node_slice_dir = NodeSliceDir(slice_dir_flag->count() ? &slice_dir : nullptr);
-  std::string nvml = sim ? LibraryDir() + "/simgpu/libnvidia-ml.so.1" : "libnvidia-ml.so.1";
+  std::string nvml = "libnvidia-ml.so.1";
+  if (sim) {
+    Result<std::string> sim_dir = SimulatedGpuDir("--sim");
+    if (!sim_dir) return ReportStatus("top", sim_dir.error());
+    nvml = *sim_dir + "/libnvidia-ml.so.1";
+  }
   signal(SIGINT, Stop);
   signal(SIGTERM, Stop);
+  signal(SIGHUP, Stop);
+  signal(SIGQUIT, Stop);
   bool tty = isatty(1) == 1;
   TopGpus gpu_source(nvml);
+  // The live view: keys, and the terminal restored at the end (top_keys.h).
+  std::optional<TopKeys> keys;
+  if (!once && !json) keys.emplace();
   while (!g_stop) {
     const std::string& note = gpu_source.note();
     std::vector<GpuInfo> gpus = gpu_source.Read();
@@ -388,12 +403,16 @@ int RunTop(int argc, char** argv) {
     std::string view = json ? Json(gpus, note, slices, arbiters)
                             : Text(gpus, note, slices, state_dir, node_slice_dir, arbiters);
     if (!once && tty && !json) std::fputs("\033[H\033[2J", stdout);
+    if (keys) view += std::string("\n") + TopKeyHelp(keys->reads_keys());
     std::fputs(view.c_str(), stdout);
     std::fflush(stdout);
     if (once) break;
     auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(interval);
     while (!g_stop && std::chrono::steady_clock::now() < until) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      int key = keys ? keys->WaitForKey(50) : 0;
+      if (!keys) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (key == 'q' || key == 'Q') g_stop = 1;
+      if (key == 'r' || key == 'R') break;
     }
   }
   return kExitOk;

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
@@ -10,10 +11,11 @@
 namespace {
 
 void PrintUsage(FILE* out) {
-  std::fprintf(out,
-               "vgpu: share NVIDIA GPUs between containers and processes.\n\n"
-               "Usage: vgpu <command> [options]   (vgpu <command> --help for each command)\n\n"
-               "Commands:\n");
+  std::fprintf(
+      out,
+      "vgpu: share NVIDIA GPUs between containers and processes.\n\n"
+      "Usage: vgpu <command> [options]   (vgpu help <command> or vgpu <command> --help)\n\n"
+      "Commands:\n");
   for (const vgpu::cli::Command& c : vgpu::cli::AllCommands()) {
     std::fprintf(out, "  %-10.*s %.*s\n", static_cast<int>(c.name.size()), c.name.data(),
                  static_cast<int>(c.summary.size()), c.summary.data());
@@ -29,6 +31,18 @@ int main(int argc, char** argv) {
     return kExitBadInput;
   }
   std::string_view name = argv[1];
+  // `vgpu help CMD [SUB...]` is `vgpu CMD [SUB...] --help`.
+  std::vector<char*> help_argv;
+  static char kHelpFlag[] = "--help";
+  if (name == "help" && argc >= 3) {
+    help_argv.assign(argv, argv + argc);
+    help_argv.erase(help_argv.begin() + 1);
+    help_argv.push_back(kHelpFlag);
+    help_argv.push_back(nullptr);
+    argc = static_cast<int>(help_argv.size()) - 1;
+    argv = help_argv.data();
+    name = argv[1];
+  }
   if (name == "--help" || name == "-h" || name == "help") {
     PrintUsage(stdout);
     return kExitOk;

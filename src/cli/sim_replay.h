@@ -11,8 +11,12 @@
 
 namespace vgpu::cli {
 
-// kInvalidArgument naming `flag` when `path` is missing or is a directory.
+// kInvalidArgument naming `flag` when `path` is missing, a directory, a device or unreadable.
 Status InputFile(const std::string& flag, const std::string& path);
+// kInvalidArgument naming `flag` when `path` ("" = not asked for) cannot be written: a directory,
+// a file without write permission, or a directory that does not exist or cannot be written.
+// Creates nothing, so that a run fails on its outputs before it starts, not after.
+Status OutputFile(const std::string& flag, const std::string& path);
 // Load errors on input files are bad input (exit 2), whatever their code.
 Status AsBadInput(const Status& s);
 

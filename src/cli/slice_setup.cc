@@ -262,17 +262,21 @@ std::vector<std::string> SliceDir::ChildEnvironment(const std::string& libvgpu,
 }
 
 Result<Libraries> FindLibraries(bool sim, const std::string& who) {
+  (void)who;
   Libraries l;
   std::string lib_dir = LibraryDir();
   l.libvgpu = lib_dir + "/libvgpu.so";
-  l.simgpu_dir = lib_dir + "/simgpu";
   if (access(l.libvgpu.c_str(), R_OK) != 0) {
-    return Status::IoError(l.libvgpu + " not found (build it: cmake --build build)");
+    return Status::FailedPrecondition(
+        l.libvgpu + " not found (" +
+        (RunsFromBuildTree() ? "build it: cmake --build build"
+                             : "the vgpu installation is incomplete: reinstall the vgpu package") +
+        ")");
   }
-  if (sim && access((l.simgpu_dir + "/libcuda.so.1").c_str(), R_OK) != 0) {
-    (void)who;
-    return Status::IoError("--sim: the simulated GPU is not built (" + l.simgpu_dir +
-                           "/libcuda.so.1 missing; it needs the CUDA toolkit's headers)");
+  if (sim) {
+    Result<std::string> dir = SimulatedGpuDir("--sim");
+    if (!dir.has_value()) return dir.error();
+    l.simgpu_dir = *dir;
   }
   return l;
 }

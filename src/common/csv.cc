@@ -1,10 +1,14 @@
 #include "common/csv.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+
+#include "common/quote.h"
 
 namespace vgpu {
 namespace {
@@ -88,14 +92,33 @@ bool IsBlank(const std::vector<std::string>& fields) {
 }  // namespace
 
 Result<CsvTable> CsvTable::Load(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    return Status::IoError(path + ": cannot open: " + std::strerror(errno));
+  }
+  if (S_ISDIR(st.st_mode))
+    return Status::InvalidArgument(path + ": is a directory, not a CSV file");
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+    return Status::InvalidArgument(path + ": is a device, not a CSV file");
+  }
+  const std::string too_large = path + ": larger than " + std::to_string(kMaxFileBytes >> 20) +
+                                " MiB, the most a CSV file may hold";
+  if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > kMaxFileBytes) {
+    return Status::InvalidArgument(too_large);
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return Status::IoError(path + ": cannot open: " + std::strerror(errno));
   }
-  std::ostringstream buf;
-  buf << in.rdbuf();
+  // Read in chunks up to the limit: a pipe (or a file that grows) has no size to check first.
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxFileBytes) return Status::InvalidArgument(too_large);
+  }
   if (in.bad()) return Status::IoError(path + ": read failed");
-  return Parse(buf.str(), path);
+  return Parse(text, path);
 }
 
 Result<CsvTable> CsvTable::Parse(std::string_view text, std::string source) {
@@ -103,6 +126,8 @@ Result<CsvTable> CsvTable::Parse(std::string_view text, std::string source) {
   table.source_ = std::move(source);
   size_t pos = 0;
   int line = 1;
+  // A UTF-8 byte-order mark (spreadsheet exports write one) is not part of the first column name.
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") pos = 3;
   std::vector<std::string> fields;
   // Header: the first non-blank record.
   while (pos < text.size()) {
@@ -151,13 +176,13 @@ Result<int> CsvTable::RequireColumn(std::string_view name) const {
     have += h;
   }
   return Status::InvalidArgument(source_ + ":1: missing column '" + std::string(name) +
-                                 "' (header has: " + have + ")");
+                                 "' (header has: " + Shorten(have, 200) + ")");
 }
 
 Status CsvTable::FieldError(size_t row, int column, std::string_view what) const {
   return Status::InvalidArgument(source_ + ":" + std::to_string(rows_[row].line) + ": column '" +
-                                 header_[column] + "' (" + std::to_string(column + 1) +
-                                 "): " + std::string(what));
+                                 Shorten(header_[column], kQuoteMax) + "' (" +
+                                 std::to_string(column + 1) + "): " + Shorten(what, 300));
 }
 
 Result<int64_t> CsvTable::GetInt(size_t row, int column, int64_t min, int64_t max) const {
@@ -166,17 +191,17 @@ Result<int64_t> CsvTable::GetInt(size_t row, int column, int64_t min, int64_t ma
   auto [ptr, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
   if (f.empty()) return FieldError(row, column, "empty, expected an integer");
   if (ec == std::errc::result_out_of_range) {
-    return FieldError(row, column, "\"" + std::string(f) + "\" is too large");
+    return FieldError(row, column, Quote(f) + " is too large");
   }
   if (ec != std::errc() || ptr != f.data() + f.size()) {
-    return FieldError(row, column, "\"" + std::string(f) + "\" is not an integer");
+    return FieldError(row, column, Quote(f) + " is not an integer");
   }
   if (v < min || v > max) {
     std::string range = "[" + std::to_string(min) + ", " + std::to_string(max) + "]";
     if (v < 0 && min >= 0) {
-      return FieldError(row, column, "\"" + std::string(f) + "\" is negative");
+      return FieldError(row, column, Quote(f) + " is negative");
     }
-    return FieldError(row, column, "\"" + std::string(f) + "\" is outside " + range);
+    return FieldError(row, column, Quote(f) + " is outside " + range);
   }
   return v;
 }

@@ -5,9 +5,12 @@
 // - RFC 4180 fields: commas separate, double quotes enclose fields that hold commas, quotes
 //   ("" inside quotes) or line breaks. CRLF and LF line ends are both accepted; blank lines are
 //   skipped. A row with a different number of fields than the header is an error.
+// - A UTF-8 byte-order mark at the start is skipped. Load refuses directories, devices and files
+//   (or pipes) of more than kMaxFileBytes, each with kInvalidArgument.
 // - Line numbers are the file's own, 1-based (the header is usually line 1).
 // - Every error is kInvalidArgument (or kIoError for an unreadable file) with a message like
-//   `pods.csv:17: column 'cpu_milli' (2): "abc" is not an integer`.
+//   `pods.csv:17: column 'cpu_milli' (2): "abc" is not an integer`. Fields longer than 64 bytes
+//   are cut in messages (common/quote.h), and so is a FieldError's text beyond 300 bytes.
 // - Not thread-safe for writes; const methods may be called concurrently.
 #pragma once
 
@@ -22,6 +25,8 @@ namespace vgpu {
 
 class CsvTable {
  public:
+  static constexpr uint64_t kMaxFileBytes = 1ULL << 30;  // 1 GiB
+
   // Reads and parses `path`.
   static Result<CsvTable> Load(const std::string& path);
   // Parses `text`; `source` names it in errors (a path, or "<stdin>").

@@ -1,6 +1,14 @@
 #include "common/csv.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "common/quote.h"
 
 namespace vgpu {
 namespace {
@@ -75,6 +83,64 @@ TEST(CsvTable, MissingFileIsIoError) {
   ASSERT_FALSE(t.has_value());
   EXPECT_EQ(t.error().code(), StatusCode::kIoError);
   EXPECT_NE(t.error().message().find("/nonexistent/dir/file.csv"), std::string::npos);
+}
+
+TEST(CsvTable, ByteOrderMarkIsSkipped) {
+  auto t = CsvTable::Parse("\xEF\xBB\xBFname,cpu\np,1\n", "bom.csv");
+  ASSERT_TRUE(t.has_value()) << t.error().message();
+  EXPECT_EQ(t->FindColumn("name"), 0);
+  EXPECT_EQ(t->Field(0, 0), "p");
+  // Only at the very start: elsewhere the bytes are data.
+  auto mid = CsvTable::Parse("name\n\xEF\xBB\xBFp\n", "mid.csv");
+  ASSERT_TRUE(mid.has_value());
+  EXPECT_EQ(mid->Field(0, 0), "\xEF\xBB\xBFp");
+}
+
+TEST(CsvTable, LongFieldsAreCutInMessages) {
+  const std::string huge(100000, 'x');
+  auto t = CsvTable::Parse("name,cpu\np," + huge + "\n", "long.csv");
+  ASSERT_TRUE(t.has_value());
+  auto e = t->GetInt(0, 1, 0);
+  ASSERT_FALSE(e.has_value());
+  const std::string& m = e.error().message();
+  EXPECT_LT(m.size(), 200u) << m;
+  EXPECT_EQ(m.rfind("long.csv:2: column 'cpu' (2): \"xxxx", 0), 0u) << m;
+  EXPECT_NE(m.find("...\" (100000 bytes) is not an integer"), std::string::npos) << m;
+  // A caller's own text about a field is cut too, and so is a long header in the column list.
+  EXPECT_LT(t->FieldError(0, 1, "bad " + huge).message().size(), 400u);
+  auto h = CsvTable::Parse(huge + "\n1\n", "h.csv");
+  ASSERT_TRUE(h.has_value());
+  EXPECT_LT(h->RequireColumn("name").error().message().size(), 400u);
+}
+
+TEST(CsvTable, DevicesAndDirectoriesAreRefused) {
+  for (const char* path : {"/dev/zero", "/dev/null", "/tmp"}) {
+    auto t = CsvTable::Load(path);
+    ASSERT_FALSE(t.has_value()) << path;
+    EXPECT_EQ(t.error().code(), StatusCode::kInvalidArgument) << path;
+    EXPECT_NE(t.error().message().find(path), std::string::npos) << t.error().message();
+  }
+}
+
+TEST(CsvTable, ReadsFromAPipe) {
+  // `--pods <(generate)` hands over a pipe: it has no size, and is read up to the limit.
+  const std::string fifo = "/tmp/vgpu-csv-fifo-" + std::to_string(getpid());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] { std::ofstream(fifo) << "a,b\n1,2\n"; });
+  auto t = CsvTable::Load(fifo);
+  writer.join();
+  unlink(fifo.c_str());
+  ASSERT_TRUE(t.has_value()) << t.error().message();
+  EXPECT_EQ(t->num_rows(), 1u);
+}
+
+TEST(Quote, CutsLongTextWithoutSplittingACharacter) {
+  EXPECT_EQ(Quote("abc"), "\"abc\"");
+  EXPECT_EQ(Quote("abcdef", 4), "\"abcd...\" (6 bytes)");
+  // "é" is two bytes; a cut inside it backs up to before it.
+  EXPECT_EQ(Quote("abc\xC3\xA9z", 4), "\"abc...\" (6 bytes)");
+  EXPECT_EQ(Shorten("abcdef", 4), "abcd... (6 bytes)");
+  EXPECT_EQ(Shorten("abc", 4), "abc");
 }
 
 TEST(CsvTable, StrayQuote) {

@@ -2,15 +2,17 @@
 
 #include <cstdio>
 
+#include "common/quote.h"
+
 namespace vgpu {
 namespace {
 
 Status MakeError(std::string_view what, std::string_view text, ParseError e,
                  std::string_view hint) {
   std::string m(what);
-  m += ": \"";
-  m += text;
-  m += "\": ";
+  m += ": ";
+  m += Quote(text);
+  m += ": ";
   m += ParseErrorText(e);
   if (!hint.empty()) {
     m += " (";

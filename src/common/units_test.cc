@@ -25,6 +25,30 @@ TEST(ParseByteSize, AcceptsDocumentedForms) {
   EXPECT_EQ(*ParseByteSize("0.5k"), 512u);
 }
 
+// The rule documented in units.h, --help and docs/intercept.md: a single letter and the "i"
+// forms are binary (HAMi-core's CUDA_DEVICE_MEMORY_LIMIT=8g, Kubernetes' Gi); a "B" without "i"
+// is decimal (SI). Kubernetes' own "8G" (10^9) is not followed: HAMi-core's 8g must mean 8 GiB.
+TEST(ParseByteSize, SingleLettersAndIFormsAreBinaryBFormsDecimal) {
+  for (const char* binary : {"8G", "8g", "8Gi", "8gi", "8GiB", "8gib"}) {
+    EXPECT_EQ(*ParseByteSize(binary), 8ULL << 30) << binary;
+  }
+  for (const char* decimal : {"8GB", "8gb", "8Gb"}) {
+    EXPECT_EQ(*ParseByteSize(decimal), 8'000'000'000ULL) << decimal;
+  }
+  EXPECT_EQ(*ParseByteSize("1M"), 1ULL << 20);
+  EXPECT_EQ(*ParseByteSize("1MB"), 1'000'000u);
+  EXPECT_EQ(*ParseByteSize("2T"), 2ULL << 40);
+  EXPECT_EQ(*ParseByteSize("2TB"), 2'000'000'000'000ULL);
+}
+
+TEST(ParseByteSize, LongValuesAreCutInMessages) {
+  const std::string value(100000, '9');
+  auto r = ParseByteSize(value + "XB", "--memory");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_LT(r.error().message().size(), 300u) << r.error().message();
+  EXPECT_NE(r.error().message().find("(100002 bytes)"), std::string::npos);
+}
+
 TEST(ParseByteSize, RejectsBadInputWithReason) {
   struct Case {
     const char* text;

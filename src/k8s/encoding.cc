@@ -1,5 +1,7 @@
 #include "k8s/encoding.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -90,16 +92,30 @@ std::string UrlEncode(std::string_view in) {
 }
 
 Result<std::string> ReadWholeFile(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0 &&
+      (S_ISDIR(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) {
+    return Status::InvalidArgument(path + (S_ISDIR(st.st_mode) ? ": is a directory, not a file"
+                                                               : ": is a device, not a file"));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int err = errno;
     if (err == ENOENT) return Status::NotFound("no such file: " + path);
     return Status::IoError("cannot read " + path + ": " + std::strerror(err));
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  // In chunks up to the limit: a pipe has no size to check first.
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxWholeFileBytes) {
+      return Status::InvalidArgument(path + ": larger than " +
+                                     std::to_string(kMaxWholeFileBytes >> 20) + " MiB");
+    }
+  }
   if (in.bad()) return Status::IoError("cannot read " + path);
-  return ss.str();
+  return text;
 }
 
 }  // namespace vgpu::k8s

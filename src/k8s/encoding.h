@@ -19,7 +19,10 @@ std::string Base64Encode(std::string_view in);
 // Percent-encodes everything but RFC 3986 unreserved characters.
 std::string UrlEncode(std::string_view in);
 
-// Reads a whole file. kNotFound when it does not exist, kIoError when it cannot be read.
+// Reads a whole file (a kubeconfig, token, certificate). kNotFound when it does not exist,
+// kIoError when it cannot be read, kInvalidArgument for a directory, a device (/dev/zero) or more
+// than kMaxWholeFileBytes.
+inline constexpr size_t kMaxWholeFileBytes = 64ULL << 20;
 Result<std::string> ReadWholeFile(const std::string& path);
 
 }  // namespace vgpu::k8s

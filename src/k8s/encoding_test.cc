@@ -34,6 +34,15 @@ TEST(UrlEncode, EscapesSelectorCharacters) {
   EXPECT_EQ(UrlEncode("a-b_c.d~"), "a-b_c.d~");
 }
 
+TEST(ReadWholeFile, DevicesAndDirectoriesAreRefused) {
+  for (const char* path : {"/dev/zero", "/dev/null", "/tmp"}) {
+    auto r = ReadWholeFile(path);
+    ASSERT_FALSE(r.has_value()) << path;
+    EXPECT_EQ(r.error().code(), StatusCode::kInvalidArgument) << path;
+    EXPECT_NE(r.error().message().find(path), std::string::npos);
+  }
+}
+
 TEST(ReadWholeFile, MissingFileIsNotFound) {
   auto r = ReadWholeFile("/nonexistent/vgpu/file");
   ASSERT_FALSE(r.has_value());

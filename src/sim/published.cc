@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "common/csv.h"
+#include "common/quote.h"
 
 namespace vgpu::sim {
 
@@ -52,15 +53,14 @@ Result<PublishedResults> PublishedResults::Load(const std::string& path) {
     const std::string policy = PolicyName(t.Field(row, *pcol));
     const std::string_view stat = t.Field(row, *scol);
     if (stat != "mean" && stat != "median" && stat != "stdev") {
-      return t.FieldError(row, *scol,
-                          "expected mean, median or stdev, got \"" + std::string(stat) + "\"");
+      return t.FieldError(row, *scol, "expected mean, median or stdev, got " + Quote(stat));
     }
     for (const auto& [col, pct] : levels) {
       std::string_view f = t.Field(row, col);
       double v = 0;
       auto [ptr, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
       if (f.empty() || ec != std::errc() || ptr != f.data() + f.size()) {
-        return t.FieldError(row, col, "\"" + std::string(f) + "\" is not a number");
+        return t.FieldError(row, col, Quote(f) + " is not a number");
       }
       PublishedStat& s = out.stats_[{workload, policy, pct}];
       (stat == "mean" ? s.mean : stat == "median" ? s.median : s.sd) = v;

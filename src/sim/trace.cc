@@ -3,6 +3,7 @@
 #include <unordered_set>
 
 #include "common/csv.h"
+#include "common/quote.h"
 
 namespace vgpu::sim {
 
@@ -47,7 +48,7 @@ Result<std::vector<sched::NodeSpec>> LoadNodeList(const std::string& path,
     n.name = std::string(t.Field(row, col[0]));
     if (n.name.empty()) return t.FieldError(row, col[0], "empty node name");
     if (!seen.insert(n.name).second) {
-      return t.FieldError(row, col[0], "duplicate node name \"" + n.name + "\"");
+      return t.FieldError(row, col[0], "duplicate node name " + Quote(n.name));
     }
     auto cpu = t.GetInt(row, col[1], 0);
     if (!cpu) return cpu.error();
@@ -111,7 +112,7 @@ Result<std::vector<TracePod>> LoadPodList(const std::string& path,
     r.gpu_milli = static_cast<int32_t>(*milli);
     if ((r.num_gpus == 0) != (r.gpu_milli == 0)) {
       return t.FieldError(row, col[4],
-                          "\"" + std::string(t.Field(row, col[4])) + "\" with num_gpu " +
+                          Quote(t.Field(row, col[4])) + " with num_gpu " +
                               std::to_string(r.num_gpus) +
                               " (a pod with GPUs needs a share of 1..1000, a CPU-only pod 0)");
     }

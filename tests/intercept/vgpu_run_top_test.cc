@@ -44,6 +44,38 @@ TEST_F(RunTopTest, RunHelpAndBadInput) {
   EXPECT_EQ(code, 2);
 }
 
+// --device is checked against the GPUs there are (one simulated GPU here) before anything runs.
+TEST_F(RunTopTest, RunRefusesDevicesTheMachineLacks) {
+  int code = -1;
+  std::string out = Vgpu({"run", "--sim", "--device", "99", "--", "echo", "ran"}, &code);
+  EXPECT_EQ(code, 2);
+  EXPECT_EQ(out, "");
+  EXPECT_NE(Err().find("--device: 99: no such GPU index; this machine has 1 GPU"),
+            std::string::npos)
+      << Err();
+  Vgpu({"run", "--sim", "--device", "0,1", "--", "echo", "ran"}, &code);
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(Err().find("--device: 1:"), std::string::npos) << Err();
+  Vgpu({"run", "--sim", "--device", "GPU-00000000-0000-0000-0000-000000000000", "--", "true"},
+       &code);
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(Err().find("no GPU has this UUID"), std::string::npos) << Err();
+  EXPECT_EQ(SliceCount(), 0u);
+  // The GPU there is, by index and by its UUID.
+  out = Vgpu({"run", "--sim", "--device", "0", "--", "sh", "-c", "echo $CUDA_VISIBLE_DEVICES"},
+             &code);
+  EXPECT_EQ(code, 0) << Err();
+  EXPECT_EQ(out, "0\n");
+  std::string top = Vgpu({"top", "--sim", "--once", "--json"}, &code);
+  size_t at = top.find("\"uuid\":\"GPU-");
+  ASSERT_NE(at, std::string::npos) << top;
+  std::string uuid = top.substr(at + 8, top.find('"', at + 8) - at - 8);
+  out = Vgpu({"run", "--sim", "--device", uuid, "--", "sh", "-c", "echo $CUDA_VISIBLE_DEVICES"},
+             &code);
+  EXPECT_EQ(code, 0) << Err();
+  EXPECT_EQ(out, uuid + "\n");
+}
+
 TEST_F(RunTopTest, RunReturnsTheCommandsExitStatusAndCleansUp) {
   int code = -1;
   Vgpu({"run", "--memory", "1GiB", "--", "sh", "-c", "exit 7"}, &code);

@@ -129,6 +129,57 @@ TEST_F(SimCli, SmallRunWritesCsvChartAndJson) {
   EXPECT_NE(ss.str().find("</svg>"), std::string::npos);
 }
 
+// Outputs are checked before the run: a bad --csv or --svg fails at once (no table printed, no
+// file created), in both modes.
+TEST_F(SimCli, UnwritableOutputsFailBeforeTheRun) {
+  const std::string io = "--nodes " + nodes_ + " --pods " + pods_;
+  const std::string missing_dir = dir_ + "/no-such-dir/x.csv";
+  for (const std::string mode : {"", " --mode replay"}) {
+    for (const std::string flag : {"--csv", "--svg"}) {
+      auto r = Sim(io + mode + " " + flag + " " + missing_dir + " --json");
+      EXPECT_EQ(r.exit_code, 2) << mode << flag << ": " << r.err;
+      EXPECT_NE(r.err.find(flag + ": cannot write " + missing_dir), std::string::npos) << r.err;
+      EXPECT_EQ(r.out, "") << "the run went ahead";
+      auto d = Sim(io + mode + " " + flag + " " + dir_ + " --json");
+      EXPECT_EQ(d.exit_code, 2);
+      EXPECT_NE(d.err.find(flag + ": is a directory"), std::string::npos) << d.err;
+      EXPECT_EQ(d.out, "");
+    }
+  }
+  // Only the asked-for file appears after a good run; nothing was created by the checks.
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/no-such-dir"));
+}
+
+TEST_F(SimCli, DevicesAndHugeFieldsAreBadInput) {
+  ExpectBadInput("--nodes " + nodes_ + " --pods /dev/zero", "--pods: is a device, not a file");
+  ExpectBadInput("--nodes /dev/zero --pods " + pods_, "--nodes: is a device");
+  ExpectBadInput("--nodes " + nodes_ + " --pods /dev/zero --mode replay", "--pods: is a device");
+  const std::string huge = Write("huge.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,x" +
+                                                 std::string(100000, '1') + ",1,1,1000\n");
+  auto r = Sim("--nodes " + nodes_ + " --pods " + huge);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(huge + ":2: column 'cpu_milli' (2): \"x111"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("(100001 bytes) is not an integer"), std::string::npos) << r.err;
+  EXPECT_LT(r.err.size(), 400u);
+}
+
+// Spreadsheet exports start with a UTF-8 byte-order mark; the first column is still found.
+TEST_F(SimCli, ByteOrderMarkIsSkipped) {
+  const std::string bom = "\xEF\xBB\xBF";
+  std::ifstream n(nodes_), p(pods_);
+  std::stringstream nodes, pods;
+  nodes << n.rdbuf();
+  pods << p.rdbuf();
+  const std::string bom_nodes = Write("bom_nodes.csv", bom + nodes.str());
+  const std::string bom_pods = Write("bom_pods.csv", bom + pods.str());
+  auto with = Sim("--nodes " + bom_nodes + " --pods " + bom_pods + " --policy bestfit --seeds 1");
+  ASSERT_EQ(with.exit_code, 0) << with.err;
+  auto without = Sim("--nodes " + nodes_ + " --pods " + pods_ + " --policy bestfit --seeds 1");
+  // The same result; only the trace name in the header differs.
+  EXPECT_EQ(with.out.substr(with.out.find("\npolicy")),
+            without.out.substr(without.out.find("\npolicy")));
+}
+
 TEST_F(SimCli, ComparesWithPublishedResultsNextToThePodList) {
   auto r = Sim("--nodes " + kData + "openb_node_list_gpu_node.csv --pods " + kData +
                "openb_pod_list_default.csv --policy bestfit --seeds 42");
