@@ -34,7 +34,7 @@ SchedulerService::SchedulerService(KubeClient* client, PlacementState* state,
 SchedulerService::~SchedulerService() { Stop(); }
 
 void SchedulerService::OnNodes(const std::vector<Json>& items) {
-  std::map<std::string, NodeInventory> nodes;
+  std::map<std::string, NodeEntry> nodes;
   for (const Json& n : items) {
     auto inv = InventoryOfNode(n);
     if (!inv) {
@@ -42,7 +42,9 @@ void SchedulerService::OnNodes(const std::vector<Json>& items) {
       VGPU_LOG_WARN("%s", inv.error().message().c_str());
       continue;
     }
-    if (inv->has_value()) nodes[MetaString(n, "name")] = std::move(**inv);
+    if (inv->has_value()) {
+      nodes[MetaString(n, "name")] = NodeEntry{std::move(**inv), NodeAllocatableOf(n)};
+    }
   }
   VGPU_LOG_INFO("loaded %zu GPU nodes of %zu listed", nodes.size(), items.size());
   state_->ReplaceNodes(std::move(nodes));
@@ -61,7 +63,7 @@ void SchedulerService::OnNodeEvent(const std::string& type, const Json& node) {
     return;
   }
   if (inv->has_value()) {
-    state_->UpsertNode(name, **inv);
+    state_->UpsertNode(name, **inv, NodeAllocatableOf(node));
   } else {
     state_->RemoveNode(name);
   }
