@@ -249,6 +249,7 @@ Status Run(const SchedulerFlags& f) {
   so.assume_ttl = std::chrono::milliseconds(*ttl / 1'000'000);
   so.filter_mode = f.filter_mode == "all" ? k8s::FilterMode::kAll : k8s::FilterMode::kNarrow;
   so.narrow_tolerance = f.narrow_tolerance;
+  so.scheduler_name = f.scheduler_name;
   auto state = k8s::PlacementState::Create(so);
   if (!state) {
     Status s = state.error();

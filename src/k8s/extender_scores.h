@@ -2,6 +2,10 @@
 // kube-scheduler's 0..MaxExtenderPriority (10), comparable across the whole node list.
 //
 // Contract (pure functions):
+// - NodeTieOrder: the order in which equal scores go to nodes (best first), as node ids (indices
+//   into `names`): by a hash of the name mixed with `seed` (FNV-1a, SplitMix64's finalizer), then
+//   by name. Pseudo-random like `vgpu sim`'s per-seed node order, and each node keeps its place
+//   whatever other nodes come and go.
 // - EngineChoice: the node the placement engine would choose among the feasible ones, as
 //   sched::Scheduler::Schedule does: the highest raw score, ties to the lowest tie-break rank.
 //   npos when none is feasible.
@@ -16,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "k8s/extender_protocol.h"
@@ -23,6 +28,8 @@
 namespace vgpu::k8s {
 
 inline constexpr size_t kNoChoice = static_cast<size_t>(-1);
+
+std::vector<uint32_t> NodeTieOrder(const std::vector<std::string>& names, uint64_t seed);
 
 size_t EngineChoice(std::span<const int64_t> raw, std::span<const uint8_t> feasible,
                     std::span<const uint32_t> tie_rank);

@@ -39,9 +39,9 @@ Result<Amount> ListAmount(const Json& list, const std::string& where) {
 
 // A container's requests, falling back to its limits per resource.
 Result<Amount> ContainerAmount(const Json& c) {
-  const std::string name =
-      c.is_object() && c.contains("name") && c["name"].is_string() ? c["name"].get<std::string>()
-                                                                    : "?";
+  const std::string name = c.is_object() && c.contains("name") && c["name"].is_string()
+                               ? c["name"].get<std::string>()
+                               : "?";
   const std::string where = "container '" + name + "'";
   Amount out;
   if (!c.is_object()) return out;

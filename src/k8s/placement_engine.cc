@@ -65,26 +65,7 @@ Status PlacementState::BuildEngine(Engine* e) const {
 }
 
 std::vector<sched::NodeId> PlacementState::TieOrder(const std::vector<std::string>& names) const {
-  // FNV-1a of the name, mixed with the seed (SplitMix64's finalizer): a pseudo-random order that
-  // keeps each node's place whatever other nodes come and go.
-  std::vector<std::pair<uint64_t, sched::NodeId>> keyed;
-  keyed.reserve(names.size());
-  for (sched::NodeId id = 0; id < names.size(); ++id) {
-    uint64_t h = 1469598103934665603ULL;
-    for (unsigned char c : names[id]) h = (h ^ c) * 1099511628211ULL;
-    h ^= options_.seed + 0x9e3779b97f4a7c15ULL;
-    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
-    h ^= h >> 31;
-    keyed.emplace_back(h, id);
-  }
-  std::sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first < b.first : names[a.second] < names[b.second];
-  });
-  std::vector<sched::NodeId> order;
-  order.reserve(keyed.size());
-  for (const auto& [h, id] : keyed) order.push_back(id);
-  return order;
+  return NodeTieOrder(names, options_.seed);
 }
 
 void PlacementState::RebuildIfDirty() {

@@ -13,8 +13,8 @@ constexpr size_t kMaxExcludedPods = 10000;
 }  // namespace
 
 void PlacementState::Narrow(const PodRef& pod, const PodGpuRequest& r, Memo& m,
-                            const std::vector<sched::NodeId>& ids,
-                            const std::vector<size_t>& pos, NodeVerdicts* out) {
+                            const std::vector<sched::NodeId>& ids, const std::vector<size_t>& pos,
+                            NodeVerdicts* out) {
   const auto narrow_out = [out](size_t i) {
     out->kind[i] = NodeVerdicts::kNarrowed;
     out->reason[i] = kNarrowedOut;
@@ -28,9 +28,9 @@ void PlacementState::Narrow(const PodRef& pod, const PodGpuRequest& r, Memo& m,
   const std::string uid(pod.uid);
   auto ex = uid.empty() ? excluded_.end() : excluded_.find(uid);
   for (size_t k = 0; k < ids.size(); ++k) {
-    const bool left_out = ex != excluded_.end() &&
-                          std::find(ex->second.begin(), ex->second.end(),
-                                    engine_.node_names[ids[k]]) != ex->second.end();
+    const bool left_out =
+        ex != excluded_.end() && std::find(ex->second.begin(), ex->second.end(),
+                                           engine_.node_names[ids[k]]) != ex->second.end();
     if (!left_out) {
       cand.push_back(ids[k]);
       cand_pos.push_back(pos[k]);

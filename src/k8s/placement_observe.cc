@@ -81,9 +81,7 @@ void PlacementState::ReplayObservations() {
   struct Next {
     double pass;
     size_t spec;
-    bool operator>(const Next& o) const {
-      return pass != o.pass ? pass > o.pass : spec > o.spec;
-    }
+    bool operator>(const Next& o) const { return pass != o.pass ? pass > o.pass : spec > o.spec; }
   };
   std::priority_queue<Next, std::vector<Next>, std::greater<>> queue;
   std::vector<uint64_t> left(observations_.size());

@@ -17,6 +17,9 @@ Result<PodInfo> PodInfoOf(const Json& pod) {
     if (auto n = spec->find("nodeName"); n != spec->end() && n->is_string()) {
       p.node_name = n->get<std::string>();
     }
+    if (auto n = spec->find("schedulerName"); n != spec->end() && n->is_string()) {
+      p.scheduler_name = n->get<std::string>();
+    }
   }
   if (auto st = pod.find("status"); st != pod.end() && st->is_object()) {
     if (auto ph = st->find("phase"); ph != st->end() && ph->is_string()) {
@@ -34,6 +37,15 @@ Result<PodInfo> PodInfoOf(const Json& pod) {
   }
   // The API server validated the quantities; one it did not is counted as nothing.
   if (auto host = PodHostRequestOf(pod)) p.host = *host;
+  return p;
+}
+
+Result<PodInfo> PodInfoOf(const Json& pod, const RequestOptions& options) {
+  auto p = PodInfoOf(pod);
+  if (!p) return p;
+  if (p->node_name.empty() && !p->assignment && !p->terminal) {
+    if (auto r = ParsePodGpuRequest(pod, options)) p->requested = std::move(*r);
+  }
   return p;
 }
 
@@ -167,7 +179,15 @@ void PlacementState::UpsertPod(const PodInfo& pod) {
     PlaceNow(t);
     return;
   }
-  if (!decided && (!bound || pod.host.IsZero())) return;  // nothing to count (yet)
+  if (!decided && !bound) {
+    // A pending pod of ours arriving: the policy sees it now, placed or not.
+    if (pod.requested && !dirty_ && engine_.scheduler && !options_.scheduler_name.empty() &&
+        pod.scheduler_name == options_.scheduler_name) {
+      ObserveRequest(pod.uid, *pod.requested);
+    }
+    return;
+  }
+  if (!decided && pod.host.IsZero()) return;  // nothing to count
   if (decided) {
     if (auto ex = expired_decisions_.find(pod.uid); ex != expired_decisions_.end()) {
       if (!bound && ex->second == *pod.assignment) return;  // a late event

@@ -13,8 +13,10 @@
 //   (vgpu.io/assigned-gpus, or HAMi's hami.io/vgpu-devices-allocated) also holds the GPUs it
 //   names: "bound" when the pod has a node, otherwise "assumed" until its assigned-at time plus
 //   the assume TTL. Terminal pods (Succeeded / Failed) and deleted pods release everything.
-// - The policy observes every pod once (by UID), when it is first filtered or first seen on an
-//   engine node, as `vgpu sim` shows each arriving pod to the policy before placing it.
+// - The policy observes every pod once (by UID), when it arrives: a pending pod naming
+//   StateOptions::scheduler_name when the watch shows it, or when it is first filtered, or
+//   when first seen on an engine node (a restart, another scheduler), as `vgpu sim` shows each
+//   arriving pod, placed or not, to the policy before placing it.
 // - Filter / Score answer kube-scheduler for a pod's request over a list of node names: Filter
 //   returns the feasible nodes and a reason for the others, split into failures preemption might
 //   fix and failures it cannot; Score gives 0..10 per node (extender_scores.h: the node the
@@ -83,10 +85,14 @@ struct PodInfo {
   bool terminal = false;  // phase Succeeded or Failed
   std::optional<PodAssignment> assignment;
   std::optional<SystemClock::time_point> assigned_at;
-  HostResources host;  // CPU and memory requests (PodHostRequestOf)
+  HostResources host;                      // CPU and memory requests (PodHostRequestOf)
+  std::string scheduler_name;              // spec.schedulerName
+  std::optional<PodGpuRequest> requested;  // a pending pod's request (unbound, no decision)
 };
 // Reads a Pod object. A malformed assignment annotation is an error naming the pod.
 Result<PodInfo> PodInfoOf(const Json& pod);
+// The same, with `requested` filled for a pending pod without a decision.
+Result<PodInfo> PodInfoOf(const Json& pod, const RequestOptions& options);
 
 enum class FilterMode { kAll, kNarrow };
 
@@ -99,6 +105,9 @@ struct StateOptions {
   std::function<SystemClock::time_point()> clock = [] { return SystemClock::now(); };
   size_t memo_shapes = 32;  // request shapes whose verdicts are kept per version; 0 = none
   FilterMode filter_mode = FilterMode::kAll;
+  // Pending pods naming this scheduler are shown to the policy when they appear (their arrival),
+  // whether or not kube-scheduler ever asks about them.
+  std::string scheduler_name = "vgpu-scheduler";
   int narrow_tolerance = 0;  // 0..10, in extender priority points
 };
 

@@ -73,7 +73,7 @@ void SchedulerService::OnPods(const std::vector<Json>& items) {
   std::vector<PodInfo> pods;
   pods.reserve(items.size());
   for (const Json& p : items) {
-    auto info = PodInfoOf(p);
+    auto info = PodInfoOf(p, state_->options().request);
     if (!info) {
       ++bad_objects_;
       VGPU_LOG_WARN("%s", info.error().message().c_str());
@@ -89,7 +89,7 @@ void SchedulerService::OnPodEvent(const std::string& type, const Json& pod) {
     state_->RemovePod(MetaString(pod, "uid"));
     return;
   }
-  auto info = PodInfoOf(pod);
+  auto info = PodInfoOf(pod, state_->options().request);
   if (!info) {
     ++bad_objects_;
     VGPU_LOG_WARN("%s", info.error().message().c_str());
