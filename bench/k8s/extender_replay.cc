@@ -168,21 +168,24 @@ int Run(const Flags& f) {
     std::printf("trace %s on %s, policy %s, seed %llu, inflate %.2f, up to %d%% arrived\n",
                 f.pods.c_str(), f.nodes.c_str(), f.policy.c_str(),
                 static_cast<unsigned long long>(f.seed), f.inflate, f.level);
-    std::printf("extender: --filter-mode %s --narrow-tolerance %d; kube-scheduler scores: %s, "
-                "extender weight %d\n",
-                f.filter_mode.c_str(), f.tolerance,
-                f.kube_scores ? "LeastAllocated + BalancedAllocation" : "none", f.weight);
-    std::printf("unallocated GPU %% at %d%%: vgpu sim %.2f | engine with the extender's tie "
-                "order %.2f | extender replay %.2f (replay - sim %+.2f)\n",
-                f.level, sim_value, reference->unallocated, replay->unallocated, delta);
-    std::printf("pods %lld (CPU-only %lld): placed %lld, failed %lld, bind errors %lld, "
-                "prioritize asked for %lld; decisions equal to the engine's: %zu of %zu\n",
-                static_cast<long long>(replay->pods), static_cast<long long>(replay->cpu_only),
-                static_cast<long long>(replay->placed), static_cast<long long>(replay->failed),
-                static_cast<long long>(replay->bind_errors),
-                static_cast<long long>(replay->prioritized), same, n);
-    std::printf("%.1f s (filter %.2f ms, bind %.2f ms mean per call, over HTTP)\n",
-                replay->seconds, Mean(replay->filter_ms), Mean(replay->bind_ms));
+    std::printf(
+        "extender: --filter-mode %s --narrow-tolerance %d; kube-scheduler scores: %s, "
+        "extender weight %d\n",
+        f.filter_mode.c_str(), f.tolerance,
+        f.kube_scores ? "LeastAllocated + BalancedAllocation" : "none", f.weight);
+    std::printf(
+        "unallocated GPU %% at %d%%: vgpu sim %.2f | engine with the extender's tie "
+        "order %.2f | extender replay %.2f (replay - sim %+.2f)\n",
+        f.level, sim_value, reference->unallocated, replay->unallocated, delta);
+    std::printf(
+        "pods %lld (CPU-only %lld): placed %lld, failed %lld, bind errors %lld, "
+        "prioritize asked for %lld; decisions equal to the engine's: %zu of %zu\n",
+        static_cast<long long>(replay->pods), static_cast<long long>(replay->cpu_only),
+        static_cast<long long>(replay->placed), static_cast<long long>(replay->failed),
+        static_cast<long long>(replay->bind_errors), static_cast<long long>(replay->prioritized),
+        same, n);
+    std::printf("%.1f s (filter %.2f ms, bind %.2f ms mean per call, over HTTP)\n", replay->seconds,
+                Mean(replay->filter_ms), Mean(replay->bind_ms));
   }
   fs::remove_all(dir);
   return stopped == 0 ? 0 : 1;

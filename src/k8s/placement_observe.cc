@@ -43,11 +43,10 @@ sched::ModelSet PlacementState::ModelsOf(const std::vector<std::string>& use_typ
 void PlacementState::ObserveOnce(const std::string& uid, const sched::PodRequest& r,
                                  const std::vector<std::string>& use_types,
                                  const std::vector<std::string>& nouse_types) {
-  if (!uid.empty()) {
-    if (observed_.count(uid) != 0) return;
-    if (observed_.size() >= kMaxObservedUids) observed_.clear();
-    observed_.emplace(uid, 1);
-  }
+  if (uid.empty()) return;  // a question about no pod in particular is no arrival
+  if (observed_.count(uid) != 0) return;
+  if (observed_.size() >= kMaxObservedUids) observed_.clear();
+  observed_.emplace(uid, 1);
   if (engine_.scheduler) {
     const uint64_t epoch = engine_.scheduler->policy().score->Epoch();
     engine_.scheduler->ObservePod(r);
@@ -62,7 +61,7 @@ void PlacementState::ObserveOnce(const std::string& uid, const sched::PodRequest
 }
 
 void PlacementState::ObserveRequest(const std::string& uid, const PodGpuRequest& r) {
-  if (r.TakesNothing() || (!uid.empty() && observed_.count(uid) != 0)) return;
+  if (r.TakesNothing() || uid.empty() || observed_.count(uid) != 0) return;
   std::vector<Variant> variants = Variants(r, nullptr);
   if (variants.empty()) return;  // fits no GPU of the cluster
   sched::PodRequest req = variants.front().request;

@@ -327,7 +327,7 @@ class PlacementState {
   std::optional<AssumeTicket> Decide(const std::string& uid, const std::string& ns,
                                      const std::string& name, const PodGpuRequest& r,
                                      const Variant& v, sched::NodeId id, bool held);
-  // Shows the pod to the policy once (by UID; "" = always).
+  // Shows the pod to the policy once (by UID; "" = never).
   void ObserveOnce(const std::string& uid, const sched::PodRequest& r,
                    const std::vector<std::string>& use_types,
                    const std::vector<std::string>& nouse_types);

@@ -65,8 +65,8 @@ size_t KubeSchedulerEmulator::Select(const EmulatedPod& pod, const std::vector<s
   int64_t best = 0;
   int64_t ties = 0;
   for (size_t k = 0; k < feasible.size(); ++k) {
-    int64_t total = extender_priorities[k] * options_.extender_weight *
-                    (kMaxNodeScore / kMaxExtenderPriority);
+    int64_t total =
+        extender_priorities[k] * options_.extender_weight * (kMaxNodeScore / kMaxExtenderPriority);
     if (options_.default_scores) total += DefaultScore(feasible[k], pod);
     if (k == 0 || total > best) {
       best = total;

@@ -26,7 +26,8 @@ std::unique_ptr<Slice> LoadSlice(int every) {
   auto pods = sim::LoadPodList("data/alibaba-gpu-v2023/openb_pod_list_default.csv", s->models);
   EXPECT_TRUE(nodes.has_value() && pods.has_value());
   std::vector<sched::NodeSpec> some;
-  for (size_t i = 0; i < nodes->size(); i += static_cast<size_t>(every)) some.push_back((*nodes)[i]);
+  for (size_t i = 0; i < nodes->size(); i += static_cast<size_t>(every))
+    some.push_back((*nodes)[i]);
   std::vector<std::pair<std::string, sched::PodRequest>> list;
   for (const auto& p : *pods) list.emplace_back(p.name, p.request);
   s->input = sim::MakeSnapshotInput(std::move(some), list, &s->models, "slice");

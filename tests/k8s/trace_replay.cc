@@ -186,12 +186,14 @@ Result<ReplayResult> RunReplay(const ReplaySetup& s, FakeApiServer* api, int por
         names += quoted[feasible[k]];
       }
       names += ']';
-      const std::string args = "{\"Pod\":" + pod.dump() + ",\"Nodes\":null,\"NodeNames\":" + names + "}";
+      const std::string args =
+          "{\"Pod\":" + pod.dump() + ",\"Nodes\":null,\"NodeNames\":" + names + "}";
       const auto tf = Clock::now();
       auto f = post("/filter", args);
       out.filter_ms.push_back(Ms(Clock::now() - tf));
       if (!f) return f.error();
-      if (f->contains("Error") && (*f)["Error"].is_string() && !(*f)["Error"].get<std::string>().empty()) {
+      if (f->contains("Error") && (*f)["Error"].is_string() &&
+          !(*f)["Error"].get<std::string>().empty()) {
         return Status::Internal("filter: " + (*f)["Error"].get<std::string>());
       }
       std::vector<size_t> left;
@@ -214,7 +216,8 @@ Result<ReplayResult> RunReplay(const ReplaySetup& s, FakeApiServer* api, int por
           if (!p) return p.error();
           std::unordered_map<std::string, int64_t> score;
           for (const Json& h : *p) score[h["Host"].get<std::string>()] = h["Score"].get<int64_t>();
-          for (size_t k = 0; k < left.size(); ++k) priorities[k] = score[kube.nodes()[left[k]].name];
+          for (size_t k = 0; k < left.size(); ++k)
+            priorities[k] = score[kube.nodes()[left[k]].name];
         }
         const size_t node = kube.Select(ep, left, priorities);
         kube.Assume(node, ep);
@@ -263,8 +266,8 @@ Result<ReferenceResult> RunReference(const ReplaySetup& s, const std::string& po
     names.push_back(n.name);
   }
   const std::vector<uint32_t> tie = NodeTieOrder(names, tie_seed);
-  auto scheduler = sched::Scheduler::Create(
-      &cluster, std::move(*made), std::vector<sched::NodeId>(tie.begin(), tie.end()));
+  auto scheduler = sched::Scheduler::Create(&cluster, std::move(*made),
+                                            std::vector<sched::NodeId>(tie.begin(), tie.end()));
   if (!scheduler) return scheduler.error();
   Rng rng(tie_seed);
   LevelTally tally(cluster.total_gpu_milli());
