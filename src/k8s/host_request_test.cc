@@ -14,13 +14,13 @@ Json PodOf(std::vector<Json> containers, std::vector<Json> init = {}) {
 }
 
 TEST(HostRequest, SumsAppContainersAndTakesTheLargestInit) {
-  const Json pod = PodOf({C("a", {{"cpu", "500m"}, {"memory", "1Gi"}}),
-                          C("b", {{"cpu", "1.5"}, {"memory", "512Mi"}})},
-                         {C("init", {{"cpu", "4"}, {"memory", "100Mi"}})});
+  const Json pod = PodOf(
+      {C("a", {{"cpu", "500m"}, {"memory", "1Gi"}}), C("b", {{"cpu", "1.5"}, {"memory", "512Mi"}})},
+      {C("init", {{"cpu", "4"}, {"memory", "100Mi"}})});
   auto r = PodHostRequestOf(pod);
   ASSERT_TRUE(r.has_value()) << r.error().ToString();
-  EXPECT_EQ(r->cpu_milli, 4000);     // the init container is larger
-  EXPECT_EQ(r->memory_mib, 1536);    // the apps together are larger
+  EXPECT_EQ(r->cpu_milli, 4000);   // the init container is larger
+  EXPECT_EQ(r->memory_mib, 1536);  // the apps together are larger
 }
 
 TEST(HostRequest, SidecarsRunBesideTheAppsAndBeforeLaterInits) {

@@ -12,8 +12,8 @@ using namespace std::chrono_literals;
 NodeInventory Gpus(int n, const std::string& prefix, int64_t mem = 81920) {
   NodeInventory inv;
   for (int i = 0; i < n; ++i) {
-    inv.gpus.push_back({prefix + "-GPU-" + std::to_string(i), i, "NVIDIA A100-SXM4-80GB", mem, 10,
-                        true, 0, {}});
+    inv.gpus.push_back(
+        {prefix + "-GPU-" + std::to_string(i), i, "NVIDIA A100-SXM4-80GB", mem, 10, true, 0, {}});
   }
   return inv;
 }
@@ -158,7 +158,8 @@ TEST_F(Narrow, CpuAndMemoryCountLikeKubeSchedulerCountsThem) {
   FilterResult never = s->Filter(Req(10, {64000, 1000}), {"a"}, PodRef{"g2", "ns", "g2"});
   EXPECT_NE(never.unresolvable["a"].find("allocatable CPU or memory is below"), std::string::npos);
   // CPU-only pods: judged on CPU and memory here, passed on nodes vgpu does not know.
-  FilterResult cpu = s->Filter(CpuOnly(3000, 1000), {"a", "b", "cpu-node"}, PodRef{"c1", "ns", "c1"});
+  FilterResult cpu =
+      s->Filter(CpuOnly(3000, 1000), {"a", "b", "cpu-node"}, PodRef{"c1", "ns", "c1"});
   EXPECT_EQ(cpu.feasible.size(), 2u);  // one engine node (the choice) and cpu-node
   EXPECT_EQ(cpu.feasible.back(), "cpu-node");
   const std::vector<int64_t> sc =
@@ -181,7 +182,8 @@ TEST_F(Narrow, GpuPodsPlacedByOthersStillCountWhenTheCpuIsOvercommitted) {
   auto s = Make();
   AddNodes(*s);
   // kubelet runs more than the allocatable (a static pod, a shrunk node).
-  s->UpsertPod(PodInfo{"w1", "ns", "w1", "a", false, std::nullopt, std::nullopt, {40000, 0}, "", {}});
+  s->UpsertPod(
+      PodInfo{"w1", "ns", "w1", "a", false, std::nullopt, std::nullopt, {40000, 0}, "", {}});
   auto t = s->Assume("g1", "ns", "g1", Req(60, {2000, 0}), "a");
   ASSERT_TRUE(t.has_value()) << t.error().ToString();  // kube-scheduler's view decided the fit
   EXPECT_TRUE(s->CheckConsistency().ok()) << s->CheckConsistency().ToString();

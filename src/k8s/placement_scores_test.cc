@@ -95,8 +95,8 @@ std::string EngineChoiceOf(const std::string& policy, const PodGpuRequest& pod,
   for (const auto& [name, inv] : MixedNodes()) {
     sched::NodeSpec spec{name, alloc.cpu_milli, alloc.memory_mib, {}};
     for (const InventoryGpu& g : inv.gpus) {
-      spec.gpus.push_back({*models.Intern(g.model + "/" + std::to_string(g.memory_mib)),
-                           g.memory_mib});
+      spec.gpus.push_back(
+          {*models.Intern(g.model + "/" + std::to_string(g.memory_mib)), g.memory_mib});
     }
     EXPECT_TRUE(cluster.AddNode(spec).has_value());
     names.push_back(name);
@@ -161,9 +161,9 @@ TEST(ExtenderScores, MixedGpuSizesThePreferredNodeScoresTenForEveryPolicy) {
   const HostResources alloc{64000, 524288};
   const PodGpuRequest placed = Req(50, 20000, std::nullopt, {});
   const std::vector<PodGpuRequest> pods = {
-      Req(30, 8000, std::nullopt, {4000, 16384}),   // gpumem in MiB
-      Req(25, std::nullopt, 25, {8000, 32768}),     // gpumem-percentage
-      Req(std::nullopt, 30000, std::nullopt, {}),   // memory only: compute in proportion
+      Req(30, 8000, std::nullopt, {4000, 16384}),  // gpumem in MiB
+      Req(25, std::nullopt, 25, {8000, 32768}),    // gpumem-percentage
+      Req(std::nullopt, 30000, std::nullopt, {}),  // memory only: compute in proportion
   };
   const std::vector<std::string> nodes = {"mixed", "h100x2", "a100-half"};
   int policies = 0;
@@ -190,8 +190,8 @@ TEST(ExtenderScores, MixedGpuSizesThePreferredNodeScoresTenForEveryPolicy) {
           const auto top = static_cast<size_t>(std::max_element(sc.begin(), sc.end()) - sc.begin());
           // (random draws its node from its own generator)
           if (policy != "random") {
-            EXPECT_EQ(nodes[top], expect) << policy << " pod " << p << " scores " << sc[0] << ","
-                                          << sc[1] << "," << sc[2];
+            EXPECT_EQ(nodes[top], expect)
+                << policy << " pod " << p << " scores " << sc[0] << "," << sc[1] << "," << sc[2];
           }
         } else {
           // The narrow filter answers that node alone.
