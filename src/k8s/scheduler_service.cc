@@ -196,6 +196,9 @@ void SchedulerService::RenderMetrics(std::string* out) {
                static_cast<double>(c.pods_assumed));
   RenderSample(out, "vgpu_scheduler_pods", "state=\"unplaced\"",
                static_cast<double>(c.pods_unplaced));
+  RenderHeader(out, "vgpu_scheduler_filter_holds", "gauge",
+               "Pods the narrow filter mode holds on the one node it answered, until their bind.");
+  RenderSample(out, "vgpu_scheduler_filter_holds", "", static_cast<double>(c.pods_held));
   RenderHeader(out, "vgpu_scheduler_engine_rebuilds_total", "counter",
                "Rebuilds of the placement engine after node inventory changes.");
   RenderSample(out, "vgpu_scheduler_engine_rebuilds_total", "", static_cast<double>(c.rebuilds));
