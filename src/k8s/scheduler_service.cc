@@ -35,6 +35,7 @@ SchedulerService::~SchedulerService() { Stop(); }
 
 void SchedulerService::OnNodes(const std::vector<Json>& items) {
   std::map<std::string, NodeEntry> nodes;
+  size_t no_allocatable = 0;
   for (const Json& n : items) {
     auto inv = InventoryOfNode(n);
     if (!inv) {
@@ -43,10 +44,18 @@ void SchedulerService::OnNodes(const std::vector<Json>& items) {
       continue;
     }
     if (inv->has_value()) {
-      nodes[MetaString(n, "name")] = NodeEntry{std::move(**inv), NodeAllocatableOf(n)};
+      NodeEntry entry{std::move(**inv), NodeAllocatableOf(n)};
+      if (entry.allocatable.cpu_milli == 0 || entry.allocatable.memory_mib == 0) ++no_allocatable;
+      nodes[MetaString(n, "name")] = std::move(entry);
     }
   }
   VGPU_LOG_INFO("loaded %zu GPU nodes of %zu listed", nodes.size(), items.size());
+  if (no_allocatable > 0) {
+    VGPU_LOG_WARN(
+        "%zu GPU nodes report no allocatable CPU or memory (status.allocatable): pods that request "
+        "CPU or memory do not fit there, as kube-scheduler sees it",
+        no_allocatable);
+  }
   state_->ReplaceNodes(std::move(nodes));
 }
 
