@@ -16,8 +16,10 @@ std::vector<std::string> BuildBenchCluster(PlacementState& state, int nodes, int
     names.push_back(name);
     const bool big = n % 5 < 3;
     state.UpsertNode(
-        name, *ParseInventory(testing::InventoryJson(
-                  name, 8, big ? "NVIDIA A100-SXM4-80GB" : "NVIDIA L4", big ? 81920 : 23034)));
+        name,
+        *ParseInventory(testing::InventoryJson(name, 8, big ? "NVIDIA A100-SXM4-80GB" : "NVIDIA L4",
+                                               big ? 81920 : 23034)),
+        HostResources{big ? 254000 : 94000, big ? 2000000 : 380000});
   }
   // A third of the GPUs carry pods already.
   Rng rng(7);
@@ -41,8 +43,22 @@ std::vector<std::string> BuildBenchCluster(PlacementState& state, int nodes, int
   return names;
 }
 
-std::vector<Json> BenchPods() {
+std::vector<Json> BenchPods(bool cpu_only) {
   const Json base = testing::Fixture("pod_train.json");
+  if (cpu_only) {
+    // The same pod without GPUs, in six CPU and memory sizes.
+    std::vector<Json> pods;
+    for (int s = 0; s < 6; ++s) {
+      Json pod = base;
+      Json& res = pod["spec"]["containers"][0]["resources"];
+      res["requests"] = {{"cpu", std::to_string(1 + s) + "000m"},
+                         {"memory", std::to_string(2 << s) + "Gi"}};
+      res["limits"] = res["requests"];
+      pod["metadata"]["annotations"] = Json::object();
+      pods.push_back(pod);
+    }
+    return pods;
+  }
   const int kShapes = 6;
   const int cores[kShapes] = {10, 20, 30, 50, 100, 100};
   const int counts[kShapes] = {1, 1, 1, 1, 1, 2};

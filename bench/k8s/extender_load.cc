@@ -11,7 +11,9 @@
 //
 //   build/bin/bench_extender [--clients 64 | --clients 8,16,32,64] [--seconds 10]
 //                            [--nodes 1000] [--policy default] [--rate R] [--no-memo]
-//                            [--no-bind]
+//                            [--no-bind] [--cpu-only]
+// --cpu-only sends pods without GPUs (CPU and memory requests only), which the extender also
+// places when kube-scheduler sends every pod to it.
 #include <time.h>
 
 #include <algorithm>
@@ -40,9 +42,10 @@ struct Options {
   double seconds = 10;
   int nodes = 1000;
   std::string policy = "default";
-  double rate = 0;   // filter+prioritize pairs per second per client; 0 = closed loop
-  bool memo = true;  // PlacementState's per-shape verdicts (StateOptions::memo_shapes)
-  bool bind = true;  // also the 40-pods-for-one-node bind test
+  double rate = 0;        // filter+prioritize pairs per second per client; 0 = closed loop
+  bool memo = true;       // PlacementState's per-shape verdicts (StateOptions::memo_shapes)
+  bool bind = true;       // also the 40-pods-for-one-node bind test
+  bool cpu_only = false;  // pods without GPUs (CPU and memory only)
 };
 
 double CpuSeconds(clockid_t which) {
@@ -71,9 +74,9 @@ struct PodTemplate {
   std::string before, after;
 };
 
-std::vector<PodTemplate> Templates() {
+std::vector<PodTemplate> Templates(bool cpu_only) {
   std::vector<PodTemplate> out;
-  for (Json pod : bench::BenchPods()) {
+  for (Json pod : bench::BenchPods(cpu_only)) {
     pod["metadata"]["uid"] = "@UID@";
     const std::string text = pod.dump();
     const size_t at = text.find("@UID@");
@@ -226,7 +229,7 @@ int LoadTest(const Options& o) {
     std::fprintf(stderr, "cannot start the extender\n");
     return 1;
   }
-  const std::vector<PodTemplate> pods = Templates();
+  const std::vector<PodTemplate> pods = Templates(o.cpu_only);
   const std::string names_json = bench::NamesJson(names);
   std::printf(
       "extender load test: %d nodes (%d GPUs, %d pods placed), policy %s, verdict memo %s, "
@@ -278,7 +281,8 @@ int main(int argc, char** argv) {
   const auto usage = [] {
     std::fprintf(stderr,
                  "usage: bench_extender [--clients N[,N...]] [--seconds S] [--nodes N] "
-                 "[--policy P] [--rate PAIRS_PER_S_PER_CLIENT] [--no-memo] [--no-bind]\n");
+                 "[--policy P] [--rate PAIRS_PER_S_PER_CLIENT] [--no-memo] [--no-bind] "
+                 "[--cpu-only]\n");
     return 2;
   };
   for (int i = 1; i < argc; ++i) {
@@ -289,6 +293,10 @@ int main(int argc, char** argv) {
     }
     if (flag == "--no-bind") {
       o.bind = false;
+      continue;
+    }
+    if (flag == "--cpu-only") {
+      o.cpu_only = true;
       continue;
     }
     if (i + 1 >= argc) return usage();

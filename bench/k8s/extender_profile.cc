@@ -101,11 +101,11 @@ int Run(int iterations, int nodes) {
   const std::vector<std::string_view> views(names.begin(), names.end());
   NodeVerdicts verdicts;
   Stage("FilterVerdicts, nothing remembered", iterations, [&](int i) {
-    (*cold_state)->FilterVerdicts(at(reqs, i), views, &verdicts);
+    (*cold_state)->FilterVerdicts({}, at(reqs, i), views, &verdicts);
     sink += verdicts.counts[0];
   });
   Stage("FilterVerdicts, shape remembered", iterations, [&](int i) {
-    state.FilterVerdicts(at(reqs, i), views, &verdicts);
+    state.FilterVerdicts({}, at(reqs, i), views, &verdicts);
     sink += verdicts.counts[0];
   });
   const double filter_us = Stage("= Extender::Filter, a new pod each time", iterations, [&](int i) {
@@ -118,11 +118,11 @@ int Run(int iterations, int nodes) {
   std::vector<std::vector<std::string_view>> feasible_views;
   for (const auto& f : feasible) feasible_views.emplace_back(f.begin(), f.end());
   Stage("ScoreViews, nothing remembered", iterations, [&](int i) {
-    sink += (*cold_state)->ScoreViews(at(reqs, i), at(feasible_views, i)).size();
+    sink += (*cold_state)->ScoreViews({}, at(reqs, i), at(feasible_views, i)).size();
   });
   Stage("ScoreViews, remembered", iterations,
-        [&](int i) { sink += state.ScoreViews(at(reqs, i), at(feasible_views, i)).size(); });
-  const std::vector<int64_t> scores = state.ScoreViews(reqs[0], feasible_views[0]);
+        [&](int i) { sink += state.ScoreViews({}, at(reqs, i), at(feasible_views, i)).size(); });
+  const std::vector<int64_t> scores = state.ScoreViews({}, reqs[0], feasible_views[0]);
   Stage("HostPriorityListJson", iterations,
         [&](int) { sink += HostPriorityListJson(feasible_views[0], scores).size(); });
   // Prioritize right after its filter, as kube-scheduler calls them (a new pod each time).

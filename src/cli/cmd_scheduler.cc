@@ -42,6 +42,8 @@ struct SchedulerFlags {
   std::string check_interval = "10s";
   int threads = 64;
   int log_level = 3;
+  std::string filter_mode = "narrow";
+  int narrow_tolerance = 0;
   bool no_per_gpu_metrics = false;
   // The admission webhook.
   std::string scheduler_name = "vgpu-scheduler";
@@ -54,6 +56,7 @@ struct SchedulerFlags {
   std::string webhook_secret = "vgpu-scheduler-webhook-tls";  // [NAMESPACE/]NAME; "" = none
   std::vector<std::string> webhook_replace = {"default-scheduler", "hami-scheduler"};
   bool webhook_hide_gpus = false;
+  bool webhook_cpu_pods = false;
 };
 
 // A DNS subdomain (RFC 1123): what Kubernetes accepts as a scheduler or object name.
@@ -209,6 +212,14 @@ Status Run(const SchedulerFlags& f) {
   if (f.threads < 1 || f.threads > 4096) {
     return Status::InvalidArgument("--threads: must be 1..4096, got " + std::to_string(f.threads));
   }
+  if (f.filter_mode != "narrow" && f.filter_mode != "all") {
+    return Status::InvalidArgument("--filter-mode: must be narrow or all, got '" + f.filter_mode +
+                                   "'");
+  }
+  if (f.narrow_tolerance < 0 || f.narrow_tolerance > 10) {
+    return Status::InvalidArgument("--narrow-tolerance: must be 0..10, got " +
+                                   std::to_string(f.narrow_tolerance));
+  }
   if (f.log_level < 0 || f.log_level > 4) {
     return Status::InvalidArgument("--log-level: must be 0..4, got " + std::to_string(f.log_level));
   }
@@ -236,6 +247,9 @@ Status Run(const SchedulerFlags& f) {
   so.request.names.prefix = f.resource_prefix;
   so.request.default_memory_percent = f.default_memory_percent;
   so.assume_ttl = std::chrono::milliseconds(*ttl / 1'000'000);
+  so.filter_mode = f.filter_mode == "all" ? k8s::FilterMode::kAll : k8s::FilterMode::kNarrow;
+  so.narrow_tolerance = f.narrow_tolerance;
+  so.scheduler_name = f.scheduler_name;
   auto state = k8s::PlacementState::Create(so);
   if (!state) {
     Status s = state.error();
@@ -287,6 +301,7 @@ Status Run(const SchedulerFlags& f) {
     wo.scheduler_name = f.scheduler_name;
     wo.replace_schedulers = f.webhook_replace;
     wo.hide_gpus = f.webhook_hide_gpus;
+    wo.cpu_pods = f.webhook_cpu_pods;
     webhook = std::make_unique<k8s::AdmissionWebhook>(wo);
     k8s::WebhookServerOptions wso;
     wso.listen = f.webhook_listen;
@@ -346,11 +361,11 @@ Status Run(const SchedulerFlags& f) {
     stop_webhook();
     return s.code() == StatusCode::kUnavailable ? s : Status::InvalidArgument(s.message());
   }
-  VGPU_LOG_INFO("serving %s on %s (policy %s, resources %s/*), metrics on %s; API server %s",
-                server.tls() ? "HTTPS" : "HTTP", f.listen.c_str(), f.policy.c_str(),
-                f.resource_prefix.c_str(),
-                f.metrics_listen.empty() ? "-" : f.metrics_listen.c_str(),
-                (*client)->server().c_str());
+  VGPU_LOG_INFO(
+      "serving %s on %s (policy %s, filter mode %s, resources %s/*), metrics on %s; API server %s",
+      server.tls() ? "HTTPS" : "HTTP", f.listen.c_str(), f.policy.c_str(), f.filter_mode.c_str(),
+      f.resource_prefix.c_str(), f.metrics_listen.empty() ? "-" : f.metrics_listen.c_str(),
+      (*client)->server().c_str());
 
   std::chrono::milliseconds backoff(500);
   while (true) {
@@ -426,6 +441,15 @@ int RunScheduler(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--check-interval", f.check_interval, "How often expired decisions are checked")
       ->capture_default_str();
+  app.add_option("--filter-mode", f.filter_mode,
+                 "narrow: the filter answers only the nodes the placement engine ranks best "
+                 "(kube-scheduler's own scoring then has no say among GPU placements, as in `vgpu "
+                 "sim`); all: every feasible node, ranked by prioritize")
+      ->capture_default_str();
+  app.add_option("--narrow-tolerance", f.narrow_tolerance,
+                 "narrow mode keeps the nodes whose extender score is at least 10 minus this "
+                 "(0..10; 0 = the engine's choice alone)")
+      ->capture_default_str();
   app.add_option("--threads", f.threads, "HTTP worker threads")->capture_default_str();
   app.add_option("--log-level", f.log_level, "0 silent, 1 errors, 2 warnings, 3 info, 4 debug")
       ->capture_default_str();
@@ -466,6 +490,9 @@ int RunScheduler(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--webhook-hide-gpus", f.webhook_hide_gpus,
                "Set NVIDIA_VISIBLE_DEVICES=none in containers that get no GPU slice");
+  app.add_flag("--webhook-cpu-pods", f.webhook_cpu_pods,
+               "Send pods without GPU requests to --scheduler-name too, so the extender places "
+               "their CPU and memory where they strand no GPU");
   app.footer(PolicyHelp());
   AllowEmptyValues(
       app, {"--metrics-listen", "--webhook-listen", "--webhook-secret", "--webhook-config-name"});

@@ -201,6 +201,12 @@ AdmissionWebhook::Mutation AdmissionWebhook::MutatePod(const Json& pod) const {
                              "slice");
       }
     }
+  } else if (options_.cpu_pods && !ours && StringMember(*spec, "nodeName").empty()) {
+    // A pod without GPUs goes to vgpu too: where its CPU lands decides which GPUs stay usable.
+    m.patch.push_back(Op(sched != nullptr ? "replace" : "add", "/spec/schedulerName",
+                         Json(options_.scheduler_name)));
+    m.changes.push_back("schedulerName " + (scheduler.empty() ? "(none)" : scheduler) + " -> " +
+                        options_.scheduler_name + " (a pod without GPUs)");
   }
   if (options_.hide_gpus) {
     for (const ContainerScan& s : scans) {

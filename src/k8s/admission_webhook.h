@@ -18,6 +18,10 @@
 //   <prefix>/gpu) gets <prefix>/gpu: "1" in its limits (and requests, when it has them). The
 //   scheduler already reads it as one GPU, but kubelet calls the device plugin only for the
 //   resource it advertises (<prefix>/gpu), so without it the container would get no slice.
+// - With options.cpu_pods, a pod that asks for no GPU gets spec.schedulerName :=
+//   options.scheduler_name too (same rules: a replaceable or empty scheduler name, no
+//   spec.nodeName), so that the extender also places pods without GPUs: their CPU and memory
+//   decide which GPUs of a node can still be fed.
 // - With options.hide_gpus, every container that gets no GPU has NVIDIA_VISIBLE_DEVICES=none in
 //   its environment, so that images which set it to "all" do not reach the node's GPUs outside
 //   any slice (in every pod the webhook does not leave alone, GPU pod or not).
@@ -57,6 +61,7 @@ struct WebhookOptions {
   std::string scheduler_name = "vgpu-scheduler";
   std::vector<std::string> replace_schedulers = {"default-scheduler", "hami-scheduler"};
   bool hide_gpus = false;
+  bool cpu_pods = false;
 };
 
 class AdmissionWebhook {

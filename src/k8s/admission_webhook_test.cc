@@ -334,6 +334,26 @@ TEST(AdmissionWebhook, HidesGpusFromContainersWithoutASlice) {
   EXPECT_EQ(p["spec"]["containers"][2]["env"], none);
 }
 
+TEST(AdmissionWebhook, SendsPodsWithoutGpusToVgpuOnlyWhenAsked) {
+  const Json web = Pod({Container("web", {{"cpu", "2"}, {"memory", "4Gi"}})});
+  AdmissionWebhook gpu_only({});
+  const Answer plain = Ask(gpu_only, ReviewBody(web));
+  EXPECT_FALSE(plain.response.contains("patch"));
+  WebhookOptions o;
+  o.cpu_pods = true;
+  AdmissionWebhook hook(o);
+  const Answer a = Ask(hook, ReviewBody(web));
+  ASSERT_TRUE(a.patch.is_array());
+  EXPECT_EQ(web.patch(a.patch)["spec"]["schedulerName"], "vgpu-scheduler");
+  // Still not a pod that names another scheduler, nor one bound to a node.
+  Json other = web;
+  other["spec"]["schedulerName"] = "volcano";
+  EXPECT_FALSE(Ask(hook, ReviewBody(other)).response.contains("patch"));
+  Json pinned = web;
+  pinned["spec"]["nodeName"] = "cpu-1";
+  EXPECT_FALSE(Ask(hook, ReviewBody(pinned)).response.contains("patch"));
+}
+
 TEST(AdmissionWebhook, CountsAnswersInMetrics) {
   AdmissionWebhook hook({});
   Ask(hook, ReviewBody(HamiPod()));

@@ -24,7 +24,8 @@ std::string FilterVerdictsJson(std::span<const std::string_view> names, const No
   }
   std::string text;
   text.reserve(96 + names.size() * 24 +
-               (v.counts[NodeVerdicts::kFailed] + v.counts[NodeVerdicts::kUnresolvable]) *
+               (v.counts[NodeVerdicts::kFailed] + v.counts[NodeVerdicts::kUnresolvable] +
+                v.counts[NodeVerdicts::kNarrowed]) *
                    (longest + 24));
   text += "{\"Nodes\":null,\"NodeNames\":[";
   bool first = true;
@@ -35,15 +36,24 @@ std::string FilterVerdictsJson(std::span<const std::string_view> names, const No
     AppendJsonString(&text, names[i]);
   }
   text += ']';
-  for (const auto& [field, kind] :
-       {std::pair{"FailedNodes", NodeVerdicts::kFailed},
-        std::pair{"FailedAndUnresolvableNodes", NodeVerdicts::kUnresolvable}}) {
+  // Narrowed nodes are feasible but left out: unresolvable, so that preemption does not pick
+  // them either.
+  const auto in_field = [&](size_t i, bool unresolvable) {
+    return unresolvable
+               ? v.kind[i] == NodeVerdicts::kUnresolvable || v.kind[i] == NodeVerdicts::kNarrowed
+               : v.kind[i] == NodeVerdicts::kFailed;
+  };
+  for (const auto& [field, unresolvable] :
+       {std::pair{"FailedNodes", false}, std::pair{"FailedAndUnresolvableNodes", true}}) {
     text += ",\"";
     text += field;
     text += "\":{";
     first = true;
-    for (size_t i = 0; i < names.size() && v.counts[kind] > 0; ++i) {
-      if (v.kind[i] != kind) continue;
+    const size_t count =
+        unresolvable ? v.counts[NodeVerdicts::kUnresolvable] + v.counts[NodeVerdicts::kNarrowed]
+                     : v.counts[NodeVerdicts::kFailed];
+    for (size_t i = 0; i < names.size() && count > 0; ++i) {
+      if (!in_field(i, unresolvable)) continue;
       if (!first) text += ',';
       first = false;
       AppendJsonString(&text, names[i]);
@@ -84,6 +94,8 @@ std::shared_ptr<const ParsedPod> Extender::ParsedPodOf(std::string_view pod_text
   if (!pod.is_object()) return nullptr;
   auto parsed = std::make_shared<ParsedPod>();
   parsed->uid = MetaString(pod, "uid");
+  parsed->ns = MetaString(pod, "namespace");
+  parsed->name = MetaString(pod, "name");
   parsed->request = RequestOf(pod);
   pods_.Insert(pod_text, parsed);
   return parsed;
@@ -105,12 +117,13 @@ std::string Extender::FastFilter(const ExtenderArgsView& view, const ParsedPod& 
     v.reasons = {"vgpu: invalid GPU request: " + pod.request.error().message()};
     v.counts[NodeVerdicts::kUnresolvable] = view.node_names.size();
   } else {
-    state_->FilterVerdicts(*pod.request, view.node_names, &v);
+    state_->FilterVerdicts(PodRef{pod.uid, pod.ns, pod.name}, *pod.request, view.node_names, &v);
   }
   if (metrics_ != nullptr) {
     metrics_->nodes_feasible += v.counts[NodeVerdicts::kFeasible];
     metrics_->nodes_failed += v.counts[NodeVerdicts::kFailed];
     metrics_->nodes_unresolvable += v.counts[NodeVerdicts::kUnresolvable];
+    metrics_->nodes_narrowed += v.counts[NodeVerdicts::kNarrowed];
   }
   *ok = true;
   return FilterVerdictsJson(view.node_names, v);
@@ -134,6 +147,7 @@ Extender::Reply Extender::Filter(std::string_view body) {
     reply = BadRequest(args.error());
   } else {
     FilterAnswer answer;
+    size_t narrowed = 0;
     if (!ready()) {
       answer.error = kNotReady;
     } else if (auto req = RequestOf(args->pod); !req) {
@@ -141,15 +155,20 @@ Extender::Reply Extender::Filter(std::string_view body) {
         answer.unresolvable[n] = "vgpu: invalid GPU request: " + req.error().message();
       }
     } else {
-      FilterResult f = state_->Filter(*req, args->node_names);
+      const std::string uid = MetaString(args->pod, "uid");
+      const std::string ns = MetaString(args->pod, "namespace");
+      const std::string name = MetaString(args->pod, "name");
+      FilterResult f = state_->Filter(*req, args->node_names, PodRef{uid, ns, name});
       answer.feasible = std::move(f.feasible);
       answer.failed = std::move(f.failed);
       answer.unresolvable = std::move(f.unresolvable);
+      narrowed = f.narrowed;
     }
     if (metrics_ != nullptr) {
       metrics_->nodes_feasible += answer.feasible.size();
       metrics_->nodes_failed += answer.failed.size();
-      metrics_->nodes_unresolvable += answer.unresolvable.size();
+      metrics_->nodes_unresolvable += answer.unresolvable.size() - narrowed;
+      metrics_->nodes_narrowed += narrowed;
     }
     reply.body = FilterResultJson(answer, *args);
     if (!answer.error.empty()) reply.status = 299;  // marks the error for the metric below
@@ -168,7 +187,10 @@ Extender::Reply Extender::Prioritize(std::string_view body) {
     if (auto view = ScanExtenderArgsView(body)) {
       if (auto pod = ParsedPodOf(view->pod)) {
         std::vector<int64_t> scores(view->node_names.size(), 0);
-        if (pod->request) scores = state_->ScoreViews(*pod->request, view->node_names);
+        if (pod->request) {
+          scores = state_->ScoreViews(PodRef{pod->uid, pod->ns, pod->name}, *pod->request,
+                                      view->node_names);
+        }
         reply.body = HostPriorityListJson(view->node_names, scores);
         if (metrics_ != nullptr) metrics_->Record(Verb::kPrioritize, true, Clock::now() - t0);
         return reply;
@@ -182,7 +204,12 @@ Extender::Reply Extender::Prioritize(std::string_view body) {
     reply = {503, Json{{"Error", kNotReady}}.dump()};
   } else {
     std::vector<int64_t> scores(args->node_names.size(), 0);
-    if (auto req = RequestOf(args->pod); req) scores = state_->Score(*req, args->node_names);
+    if (auto req = RequestOf(args->pod); req) {
+      const std::string uid = MetaString(args->pod, "uid");
+      const std::string ns = MetaString(args->pod, "namespace");
+      const std::string name = MetaString(args->pod, "name");
+      scores = state_->Score(*req, args->node_names, PodRef{uid, ns, name});
+    }
     reply.body = HostPriorityListJson(args->node_names, scores);
   }
   if (metrics_ != nullptr) {
@@ -222,13 +249,21 @@ std::string Extender::DoBind(const BindingArgs& args, BindOutcome* outcome) {
     return "vgpu: cannot read pod " + who + ": " + req.error().message();
   }
   if (!req->HasGpus()) {
+    // Its CPU and memory count on the node at once, so the next decision sees them.
+    auto ticket = state_->Assume(uid, args.pod_namespace, args.pod_name, *req, args.node);
+    if (!ticket) {
+      *outcome = BindOutcome::kApiError;
+      return "vgpu: " + ticket.error().message();
+    }
     if (client_ != nullptr) {
       Status s = client_->CreateBinding(args.pod_namespace, args.pod_name, uid, args.node);
       if (!s.ok()) {
+        state_->BindFailed(uid, ticket->generation);
         *outcome = BindOutcome::kApiError;
         return "vgpu: binding " + who + ": " + s.message();
       }
     }
+    state_->BindSucceeded(uid, ticket->generation);
     *outcome = BindOutcome::kBound;
     return "";
   }

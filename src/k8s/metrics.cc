@@ -135,6 +135,8 @@ void ExtenderMetrics::Render(std::string* out) const {
                static_cast<double>(nodes_failed.load()));
   RenderSample(out, "vgpu_scheduler_filtered_nodes_total", "result=\"unresolvable\"",
                static_cast<double>(nodes_unresolvable.load()));
+  RenderSample(out, "vgpu_scheduler_filtered_nodes_total", "result=\"narrowed\"",
+               static_cast<double>(nodes_narrowed.load()));
   RenderHeader(out, "vgpu_scheduler_binds_total", "counter",
                "Bind verb outcomes: bound, no_room (the node filled up meanwhile), api_error, "
                "unknown (the API server did not answer; settled later), bad_request.");

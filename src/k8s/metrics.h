@@ -46,7 +46,8 @@ struct ExtenderMetrics {
   std::array<std::atomic<uint64_t>, kNumVerbs> requests_ok{};
   std::array<std::atomic<uint64_t>, kNumVerbs> requests_error{};
   std::array<LatencyHistogram, kNumVerbs> latency;
-  std::atomic<uint64_t> nodes_feasible{0}, nodes_failed{0}, nodes_unresolvable{0};
+  std::atomic<uint64_t> nodes_feasible{0}, nodes_failed{0}, nodes_unresolvable{0},
+      nodes_narrowed{0};
   std::array<std::atomic<uint64_t>, kNumBindOutcomes> binds{};
 
   void Record(Verb v, bool ok, std::chrono::nanoseconds d);

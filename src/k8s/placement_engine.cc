@@ -1,5 +1,6 @@
-// PlacementState's engine side: building the engine from inventories, translating requests into
-// engine requests per memory class, placing tracked pods, and describing why a node fails.
+// PlacementState's engine side: building the engine from inventories and allocatable CPU and
+// memory, translating requests into engine requests per memory class, placing tracked pods (their
+// GPUs and their CPU and memory), and describing why a node fails.
 #include <algorithm>
 #include <cstdio>
 #include <set>
@@ -13,9 +14,12 @@ namespace vgpu::k8s {
 Status PlacementState::BuildEngine(Engine* e) const {
   e->models = std::make_unique<sched::ModelRegistry>();
   e->cluster = std::make_unique<sched::Cluster>();
-  for (const auto& [name, inv] : nodes_) {
+  for (const auto& [name, entry] : nodes_) {
+    const NodeInventory& inv = entry.inventory;
     sched::NodeSpec spec;
     spec.name = name;
+    spec.cpu_milli = std::max<int64_t>(0, entry.allocatable.cpu_milli);
+    spec.memory_mib = std::max<int64_t>(0, entry.allocatable.memory_mib);
     std::vector<GpuFacts> facts;
     bool skip = false;
     // Engine GPU i is the inventory's i-th GPU by index; facts carry its UUID.
@@ -53,10 +57,15 @@ Status PlacementState::BuildEngine(Engine* e) const {
   auto selector = std::make_unique<ConstrainedSelector>(std::move((*policy)->gpus), &ctx_);
   e->selector = selector.get();
   (*policy)->gpus = std::move(selector);
-  auto scheduler = sched::Scheduler::Create(e->cluster.get(), std::move(*policy));
+  auto scheduler =
+      sched::Scheduler::Create(e->cluster.get(), std::move(*policy), TieOrder(e->node_names));
   if (!scheduler) return scheduler.error();
   e->scheduler.emplace(std::move(*scheduler));
   return Status::Ok();
+}
+
+std::vector<sched::NodeId> PlacementState::TieOrder(const std::vector<std::string>& names) const {
+  return NodeTieOrder(names, options_.seed);
 }
 
 void PlacementState::RebuildIfDirty() {
@@ -69,6 +78,7 @@ void PlacementState::RebuildIfDirty() {
   }
   engine_ = std::move(e);
   engine_.by_name.Build(&engine_.node_names);
+  engine_.host.assign(engine_.node_names.size(), HostLoad{});
   ctx_.gpus = &engine_.facts;
   ctx_.fit = engine_.scheduler->policy().fit;
   dirty_ = false;
@@ -78,6 +88,7 @@ void PlacementState::RebuildIfDirty() {
   std::vector<std::pair<std::string, Tracked*>> order;
   for (auto& [uid, t] : pods_) {
     t.keys.clear();
+    t.host_node = -1;
     order.emplace_back(uid, &t);
   }
   std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
@@ -85,6 +96,7 @@ void PlacementState::RebuildIfDirty() {
     return a.second->generation < b.second->generation;
   });
   for (auto& [uid, t] : order) PlaceNow(*t);
+  ReplayObservations();
 }
 
 std::optional<sched::NodeId> PlacementState::NodeIdOf(const std::string& name) const {
@@ -94,9 +106,13 @@ std::optional<sched::NodeId> PlacementState::NodeIdOf(const std::string& name) c
 void PlacementState::PlaceNow(Tracked& t) {
   if (dirty_ || !engine_.scheduler) return;  // placed by the next rebuild
   Changed();
-  auto nid = NodeIdOf(t.assignment.node);
+  auto nid = NodeIdOf(t.node);
   if (!nid) return;  // the node is not known (yet): placed when it appears
-  const sched::NodeId n = *nid;
+  if (t.HasGpus()) PlaceGpus(t, *nid);
+  ChargeHost(t, *nid);
+}
+
+void PlacementState::PlaceGpus(Tracked& t, sched::NodeId n) {
   const std::vector<GpuFacts>& facts = engine_.facts[n];
   const auto resolve = [&](const AssignedGpu& g) -> int {
     if (g.index >= 0 && static_cast<size_t>(g.index) < facts.size() &&
@@ -115,7 +131,7 @@ void PlacementState::PlaceNow(Tracked& t) {
       const int i = resolve(g);
       if (i < 0) {
         VGPU_LOG_ERROR("pod %s/%s: GPU %s is not on node %s; its reservation is not counted",
-                       t.ns.c_str(), t.name.c_str(), g.uuid.c_str(), t.assignment.node.c_str());
+                       t.ns.c_str(), t.name.c_str(), g.uuid.c_str(), t.node.c_str());
         ++conflicts_;
         return;
       }
@@ -155,31 +171,111 @@ void PlacementState::PlaceNow(Tracked& t) {
   for (const auto& [r, set] : parts) {
     const sched::PodKey key = next_key_++;
     // Existing pods are counted whatever the policy's per-GPU pod limit; the units still apply
-    // to new decisions through the constraint filter.
+    // to new decisions through the constraint filter. Their CPU and memory count separately.
     Status s = engine_.cluster->Reserve(key, r, sched::Placement{n, set});
     if (!s.ok()) {
       VGPU_LOG_ERROR("pod %s/%s on %s cannot be counted: %s", t.ns.c_str(), t.name.c_str(),
-                     t.assignment.node.c_str(), s.message().c_str());
+                     t.node.c_str(), s.message().c_str());
       ++conflicts_;
-      Unplace(t);
+      for (sched::PodKey k : t.keys) engine_.scheduler->Unreserve(k);
+      t.keys.clear();
       return;
     }
     t.keys.push_back(key);
-    engine_.scheduler->ObservePod(r);
   }
 }
 
 void PlacementState::Unplace(Tracked& t) {
-  if (!t.keys.empty()) Changed();
+  if (t.Placed()) Changed();
   for (sched::PodKey k : t.keys) {
     if (engine_.scheduler) engine_.scheduler->Unreserve(k);
   }
   t.keys.clear();
+  UnchargeHost(t);
+}
+
+void PlacementState::ChargeHost(Tracked& t, sched::NodeId n) {
+  if (t.host.IsZero() || n >= engine_.host.size()) return;
+  HostLoad& h = engine_.host[n];
+  h.cpu_milli += t.host.cpu_milli;
+  h.memory_mib += t.host.memory_mib;
+  t.host_node = n;
+  SyncHostReservation(n);
+}
+
+void PlacementState::UnchargeHost(Tracked& t) {
+  if (t.host_node < 0) return;
+  const auto n = static_cast<sched::NodeId>(t.host_node);
+  t.host_node = -1;
+  if (n >= engine_.host.size()) return;
+  HostLoad& h = engine_.host[n];
+  h.cpu_milli -= t.host.cpu_milli;
+  h.memory_mib -= t.host.memory_mib;
+  SyncHostReservation(n);
+}
+
+void PlacementState::SyncHostReservation(sched::NodeId n) {
+  // One reservation per node holds the CPU and memory of all its pods, up to what the node has:
+  // kubelet may run more than the allocatable (pods placed by others, a shrunk node), and the
+  // GPUs of such a node must still be counted.
+  HostLoad& h = engine_.host[n];
+  sched::Cluster& c = *engine_.cluster;
+  if (h.key != 0) c.Unreserve(h.key);
+  h.key = 0;
+  Changed();
+  sched::PodRequest r;
+  r.cpu_milli = std::clamp<int64_t>(h.cpu_milli, 0, c.cpu_free(n));
+  r.memory_mib = std::clamp<int64_t>(h.memory_mib, 0, c.memory_free(n));
+  if (r.cpu_milli == 0 && r.memory_mib == 0) return;
+  const sched::PodKey key = next_key_++;
+  if (c.Reserve(key, r, sched::Placement{n, 0}).ok()) h.key = key;
+}
+
+std::optional<AssumeTicket> PlacementState::Decide(const std::string& uid, const std::string& ns,
+                                                   const std::string& name, const PodGpuRequest& r,
+                                                   const Variant& v, sched::NodeId id, bool held) {
+  ctx_.pod = &r;
+  sched::PodRequest gpus_only = v.request;
+  gpus_only.cpu_milli = gpus_only.memory_mib = 0;
+  const bool host_fits = engine_.cluster->FitsHost(v.request, id);
+  const sched::GpuSet gpus =
+      engine_.selector->SelectGpus(host_fits ? v.request : gpus_only, *engine_.cluster, id, rng_);
+  ctx_.pod = nullptr;
+  if (sched::GpuCount(gpus) != v.request.num_gpus) return std::nullopt;
+  const sched::PodKey key = next_key_++;
+  // The GPUs here; the pod's CPU and memory go to the node's host reservation (ChargeHost).
+  if (!engine_.scheduler->Reserve(key, gpus_only, sched::Placement{id, gpus}).ok()) {
+    return std::nullopt;
+  }
+  Changed();
+  Tracked t;
+  t.ns = ns;
+  t.name = name;
+  t.assignment = BuildAssignment(r, v, id, gpus);
+  t.host = r.host;
+  t.node = t.assignment.node;
+  t.in_flight = !held;
+  t.held = held;
+  t.generation = next_generation_++;
+  t.deadline = options_.clock() + options_.assume_ttl;
+  t.keys.push_back(key);
+  AssumeTicket ticket{t.assignment, t.generation};
+  auto [it, inserted] = pods_.insert_or_assign(uid, std::move(t));
+  (void)inserted;
+  ChargeHost(it->second, id);
+  return ticket;
 }
 
 std::vector<PlacementState::Variant> PlacementState::Variants(const PodGpuRequest& r,
                                                               std::string* why_none) {
   std::vector<Variant> out;
+  if (!r.HasGpus()) {
+    Variant v;
+    v.request.cpu_milli = r.host.cpu_milli;
+    v.request.memory_mib = r.host.memory_mib;
+    out.push_back(v);
+    return out;
+  }
   std::set<int64_t> capacities(engine_.model_capacity.begin(), engine_.model_capacity.end());
   bool any_model = false;
   std::string memory_reason;
@@ -200,6 +296,8 @@ std::vector<PlacementState::Variant> PlacementState::Variants(const PodGpuReques
     }
     Variant v;
     v.capacity_mib = cap;
+    v.request.cpu_milli = r.host.cpu_milli;
+    v.request.memory_mib = r.host.memory_mib;
     v.request.num_gpus = shape->num_gpus;
     v.request.gpu_milli = shape->milli;
     v.request.gpu_memory_mib = shape->memory_mib;
@@ -261,7 +359,7 @@ std::string PlacementState::ReasonText(const std::vector<Variant>& variants, boo
 PodAssignment PlacementState::BuildAssignment(const PodGpuRequest& req, const Variant& v,
                                               sched::NodeId node, sched::GpuSet gpus) const {
   PodAssignment a;
-  a.node = engine_.cluster->name(node);
+  a.node = engine_.node_names[node];
   a.reserved_milli = v.request.gpu_milli;
   a.reserved_memory_mib = v.request.gpu_memory_mib;
   const std::vector<int> indices = sched::GpuIndices(gpus);
@@ -343,6 +441,20 @@ Status PlacementState::CheckConsistency() {
     }
     if (sched::kGpuMilli - g.free_milli != l.first || g.pods != pods[where]) {
       return Status::Internal(name + ": the engine disagrees with the tracked pods");
+    }
+  }
+  std::vector<HostResources> host(c.num_nodes());
+  for (const auto& [uid, t] : pods_) {
+    if (t.host_node < 0) continue;
+    host[static_cast<size_t>(t.host_node)].cpu_milli += t.host.cpu_milli;
+    host[static_cast<size_t>(t.host_node)].memory_mib += t.host.memory_mib;
+  }
+  for (sched::NodeId n = 0; n < c.num_nodes(); ++n) {
+    const HostLoad& h = engine_.host[n];
+    if (h.cpu_milli != host[n].cpu_milli || h.memory_mib != host[n].memory_mib ||
+        c.cpu_free(n) != c.cpu_capacity(n) - std::min(h.cpu_milli, c.cpu_capacity(n)) ||
+        c.memory_free(n) != c.memory_capacity(n) - std::min(h.memory_mib, c.memory_capacity(n))) {
+      return Status::Internal(c.name(n) + ": CPU or memory disagrees with the tracked pods");
     }
   }
   return Status::Ok();

@@ -1,29 +1,51 @@
-// PlacementState: the scheduler extender's view of the cluster's GPUs and of the pods placed on
-// them, with the placement engine (src/sched) making the decisions.
+// PlacementState: the scheduler extender's view of the cluster's GPUs, CPU and memory and of the
+// pods placed on them, with the placement engine (src/sched) making the decisions.
 //
 // Contract:
-// - Nodes come from their GPU inventories (UpsertNode / RemoveNode / ReplaceNodes); a change
-//   marks the engine dirty and it is rebuilt (nodes, then every tracked pod re-reserved) before
-//   the next decision. Inventories published by HAMi's device plugin are counted but are not
-//   scheduling targets.
-// - Pods come from the API server (UpsertPod / RemovePod / ReplacePods): a pod carrying an
-//   assignment (vgpu.io/assigned-gpus, or HAMi's hami.io/vgpu-devices-allocated) is reserved in
-//   the engine on the GPUs it names: "bound" when the pod has a node, otherwise "assumed" until
-//   its assigned-at time plus the assume TTL. Terminal pods (Succeeded / Failed) and deleted pods
-//   release their GPUs.
+// - Nodes come from their GPU inventories and their allocatable CPU and memory (UpsertNode /
+//   RemoveNode / ReplaceNodes); a change marks the engine dirty and it is rebuilt (nodes, then
+//   every tracked pod re-reserved, then the observed workload replayed to the policy) before the
+//   next decision. Inventories published by HAMi's device plugin are counted but are not
+//   scheduling targets. Nodes without an inventory are not in the engine.
+// - Pods come from the API server (UpsertPod / RemovePod / ReplacePods): every unfinished pod on
+//   an engine node has its CPU and memory requests counted there (so the engine sees the free
+//   CPU and memory that kube-scheduler sees); a pod carrying an assignment
+//   (vgpu.io/assigned-gpus, or HAMi's hami.io/vgpu-devices-allocated) also holds the GPUs it
+//   names: "bound" when the pod has a node, otherwise "assumed" until its assigned-at time plus
+//   the assume TTL. Terminal pods (Succeeded / Failed) and deleted pods release everything.
+// - The policy observes every pod once (by UID), when it arrives: a pending pod naming
+//   StateOptions::scheduler_name when the watch shows it, or when it is first filtered, or
+//   when first seen on an engine node (a restart, another scheduler), as `vgpu sim` shows each
+//   arriving pod, placed or not, to the policy before placing it.
 // - Filter / Score answer kube-scheduler for a pod's request over a list of node names: Filter
-//   returns every feasible node (not just one) and a reason for the others, split into failures
-//   preemption might fix and failures it cannot; Score gives 0..10 per node (the policy's
-//   normalized score / 10; 0 for infeasible nodes).
+//   returns the feasible nodes and a reason for the others, split into failures preemption might
+//   fix and failures it cannot; Score gives 0..10 per node (extender_scores.h: the node the
+//   engine would choose gets 10, the others follow the policy's raw scores on one scale; 0 for
+//   infeasible nodes). Pods without GPUs are judged on CPU and memory on engine nodes and pass
+//   on other nodes (scored 10 there: they strand no GPU); a pod that requests nothing passes
+//   everywhere unjudged.
+// - Filter modes (StateOptions::filter_mode). kAll: every feasible node. kNarrow: only the nodes
+//   whose score would be at least 10 - narrow_tolerance (0 = the engine's choice alone; pods
+//   without GPUs keep every node outside the engine); the others are answered "narrowed". When
+//   a single engine node remains, the pod's resources are held there at once (the engine's GPU
+//   choice, nothing written to the API server), so the next pod, filtered while kube-scheduler
+//   still binds this one, sees them taken; Assume on that node takes the hold over. A filter of
+//   a pod that still has a hold is kube-scheduler's retry after something else rejected the
+//   node: the hold is released and that node is left out of the pod's narrowing from then on
+//   (until all feasible nodes were left out). A hold that reaches the assume TTL is released by
+//   the expiry check, the same way.
 // - Filter and Score remember, per request shape, each node's verdict (feasible per memory class,
-//   or why not) and the last list scored, until anything changes: every change to the engine
+//   or why not) and the last ranking, until anything changes: every change to the engine
 //   (a node, a pod, a decision, a rebuild) starts a new version and forgets all of it, so an
 //   answer never comes from an older state. Prioritize after filter for the same pod, and filters
 //   of pods of one shape between changes, reuse that work (`memo_shapes`, 0 = off).
 // - Assume picks GPUs on the node kube-scheduler chose and reserves them in one step (the engine
 //   refuses any over-allocation, so no GPU is ever double-booked); the pod is then "in flight"
 //   until BindSucceeded (bound) or BindFailed (released). Assume, BindSucceeded and BindFailed
-//   name a generation so a late answer about an older attempt changes nothing.
+//   name a generation so a late answer about an older attempt changes nothing. Pods without GPUs
+//   are assumed too (their CPU and memory), on any node.
+// - Ties among equal scores go to a fixed order of the nodes: a hash of the node name with
+//   StateOptions::seed, stable while nodes come and go (as `vgpu sim`'s per-seed node order).
 // - ExpiredAssumptions lists assumed pods past their deadline that are not in flight; the caller
 //   asks the API server and calls ExpireIfUnbound only for pods it found unbound, so a reservation
 //   is never dropped for a pod that is running.
@@ -43,8 +65,10 @@
 #include <vector>
 
 #include "common/rng.h"
+#include "k8s/extender_scores.h"
 #include "k8s/gpu_constraints.h"
 #include "k8s/gpu_inventory.h"
+#include "k8s/host_request.h"
 #include "k8s/name_index.h"
 #include "k8s/pod_assignment.h"
 #include "k8s/pod_request.h"
@@ -61,9 +85,16 @@ struct PodInfo {
   bool terminal = false;  // phase Succeeded or Failed
   std::optional<PodAssignment> assignment;
   std::optional<SystemClock::time_point> assigned_at;
+  HostResources host;                      // CPU and memory requests (PodHostRequestOf)
+  std::string scheduler_name;              // spec.schedulerName
+  std::optional<PodGpuRequest> requested;  // a pending pod's request (unbound, no decision)
 };
 // Reads a Pod object. A malformed assignment annotation is an error naming the pod.
 Result<PodInfo> PodInfoOf(const Json& pod);
+// The same, with `requested` filled for a pending pod without a decision.
+Result<PodInfo> PodInfoOf(const Json& pod, const RequestOptions& options);
+
+enum class FilterMode { kAll, kNarrow };
 
 struct StateOptions {
   std::string policy = "default";
@@ -73,21 +104,40 @@ struct StateOptions {
   uint64_t seed = 42;
   std::function<SystemClock::time_point()> clock = [] { return SystemClock::now(); };
   size_t memo_shapes = 32;  // request shapes whose verdicts are kept per version; 0 = none
+  FilterMode filter_mode = FilterMode::kAll;
+  // Pending pods naming this scheduler are shown to the policy when they appear (their arrival),
+  // whether or not kube-scheduler ever asks about them.
+  std::string scheduler_name = "vgpu-scheduler";
+  int narrow_tolerance = 0;  // 0..10, in extender priority points
+};
+
+// A node as the engine needs it: its GPU inventory and its allocatable CPU and memory.
+struct NodeEntry {
+  NodeInventory inventory;
+  HostResources allocatable;
+  friend bool operator==(const NodeEntry&, const NodeEntry&) = default;
+};
+
+// The pod a filter, score or bind is about ("" = unknown: no observation, no hold).
+struct PodRef {
+  std::string_view uid, ns, name;
 };
 
 struct FilterResult {
   std::vector<std::string> feasible;
   std::map<std::string, std::string> failed;        // preemption might help
-  std::map<std::string, std::string> unresolvable;  // preemption cannot help
+  std::map<std::string, std::string> unresolvable;  // preemption cannot help (narrowed too)
+  size_t narrowed = 0;                              // of `unresolvable`: left out by narrowing
 };
 
 // Filter's answer per requested node, in request order, with the reasons shared.
 struct NodeVerdicts {
-  enum Kind : uint8_t { kFeasible = 0, kFailed = 1, kUnresolvable = 2 };
+  // kNarrowed: feasible, but left out by the narrow filter mode (answered as unresolvable).
+  enum Kind : uint8_t { kFeasible = 0, kFailed = 1, kUnresolvable = 2, kNarrowed = 3 };
   std::vector<uint8_t> kind;         // per requested node
   std::vector<uint8_t> reason;       // per requested node: index into reasons (not for feasible)
   std::vector<std::string> reasons;  // texts, "vgpu: ..."
-  size_t counts[3] = {0, 0, 0};      // by kind
+  size_t counts[4] = {0, 0, 0, 0};   // by kind
 };
 
 struct AssumeTicket {
@@ -107,21 +157,26 @@ class PlacementState {
   static Result<std::unique_ptr<PlacementState>> Create(StateOptions options);
   const StateOptions& options() const { return options_; }
 
-  void UpsertNode(const std::string& name, const NodeInventory& inventory);
+  // `allocatable` defaults to none: pods that request CPU or memory do not fit there.
+  void UpsertNode(const std::string& name, const NodeInventory& inventory,
+                  const HostResources& allocatable = {});
   void RemoveNode(const std::string& name);
-  void ReplaceNodes(std::map<std::string, NodeInventory> nodes);
+  void ReplaceNodes(std::map<std::string, NodeEntry> nodes);
+  void ReplaceNodes(const std::map<std::string, NodeInventory>& nodes);
 
   void UpsertPod(const PodInfo& pod);
   void RemovePod(const std::string& uid);
   void ReplacePods(const std::vector<PodInfo>& pods);
 
-  FilterResult Filter(const PodGpuRequest& request, const std::vector<std::string>& nodes);
-  std::vector<int64_t> Score(const PodGpuRequest& request, const std::vector<std::string>& nodes);
+  FilterResult Filter(const PodGpuRequest& request, const std::vector<std::string>& nodes,
+                      const PodRef& pod = {});
+  std::vector<int64_t> Score(const PodGpuRequest& request, const std::vector<std::string>& nodes,
+                             const PodRef& pod = {});
   // The same over names that are views (an extender request's body); Filter's answer as
   // verdicts. Identical decisions.
-  void FilterVerdicts(const PodGpuRequest& request, std::span<const std::string_view> nodes,
-                      NodeVerdicts* out);
-  std::vector<int64_t> ScoreViews(const PodGpuRequest& request,
+  void FilterVerdicts(const PodRef& pod, const PodGpuRequest& request,
+                      std::span<const std::string_view> nodes, NodeVerdicts* out);
+  std::vector<int64_t> ScoreViews(const PodRef& pod, const PodGpuRequest& request,
                                   std::span<const std::string_view> nodes);
   // Changes so far (each starts a new version of the state; tests, metrics).
   uint64_t version();
@@ -131,7 +186,7 @@ class PlacementState {
                               const std::string& node);
   // A pod that holds GPUs on a node other than `node` (bound there, or an earlier bind left
   // unknown) and is not in flight: Assume refuses to move it until the caller has asked the API
-  // server and called ConfirmBound or ExpireIfUnbound.
+  // server and called ConfirmBound or ExpireIfUnbound. A filter's hold is not such a pod.
   std::optional<Expired> UnsettledElsewhere(const std::string& uid, const std::string& node);
   void BindSucceeded(const std::string& uid, uint64_t generation);
   void BindFailed(const std::string& uid, uint64_t generation);
@@ -141,7 +196,8 @@ class PlacementState {
 
   std::vector<Expired> ExpiredAssumptions();
   // Releases the GPUs and returns the released decision (the caller clears it from the pod);
-  // std::nullopt when the pod changed meanwhile. An unbound pod that still shows this decision
+  // std::nullopt when the pod changed meanwhile, or when nothing was written on the pod (a
+  // filter's hold, a pod without GPUs). An unbound pod that still shows this decision
   // is not tracked again (a late watch event); a bound one is.
   std::optional<PodAssignment> ExpireIfUnbound(const std::string& uid, uint64_t generation);
   void ConfirmBound(const std::string& uid, uint64_t generation);
@@ -158,23 +214,54 @@ class PlacementState {
   std::vector<GpuUsage> Usage();
   struct Counts {
     size_t nodes = 0, gpus = 0;
-    size_t pods_bound = 0, pods_assumed = 0, pods_unplaced = 0;
+    size_t pods_bound = 0, pods_assumed = 0, pods_unplaced = 0;  // pods with GPUs
+    size_t pods_held = 0;  // filter holds (narrow mode), with or without GPUs
     uint64_t rebuilds = 0, conflicts = 0, expired = 0;
   };
   Counts counts();
-  // Recomputes every GPU's load from the tracked pods and checks that none exceeds its compute or
-  // memory, and that the engine agrees. Internal error naming the GPU otherwise.
+  // Recomputes every GPU's load and every node's CPU and memory from the tracked pods and checks
+  // that no GPU exceeds its compute or memory, and that the engine agrees. Internal error naming
+  // the GPU or node otherwise.
   Status CheckConsistency();
 
  private:
+  // Reason slots of NodeVerdicts::reasons.
+  enum Reason : uint8_t {
+    kNoInventory,
+    kHami,
+    kNoVariant,
+    kCould,
+    kNever,
+    kHostShort,
+    kHostNever,
+    kNarrowedOut,
+    kNumReasons
+  };
   struct Tracked {
     std::string ns, name;
-    PodAssignment assignment;
+    PodAssignment assignment;  // no containers = a pod without GPUs
+    HostResources host;
+    std::string node;  // where it counts: spec.nodeName, else the decision's or the hold's node
     bool bound = false;
     bool in_flight = false;
+    bool held = false;  // a filter's hold (narrow mode), not yet assumed by a bind
     SystemClock::time_point deadline;
     uint64_t generation = 0;
-    std::vector<sched::PodKey> keys;  // engine reservations; empty = not placed
+    std::vector<sched::PodKey> keys;  // GPU reservations in the engine
+    int64_t host_node = -1;           // engine node charged with `host`; -1 = none
+    bool HasGpus() const { return !assignment.containers.empty(); }
+    bool Placed() const { return !keys.empty() || host_node >= 0; }
+  };
+  // The CPU and memory of the tracked pods on one engine node, and its engine reservation.
+  struct HostLoad {
+    int64_t cpu_milli = 0, memory_mib = 0;
+    sched::PodKey key = 0;  // 0 = none
+  };
+  // One observed pod spec, independent of the engine's model ids (kept across rebuilds).
+  struct ObservedSpec {
+    sched::PodRequest request;  // models left empty
+    std::vector<std::string> use_types, nouse_types;
+    uint64_t count = 0;
   };
   struct Variant {
     int64_t capacity_mib = 0;
@@ -191,28 +278,71 @@ class PlacementState {
     std::vector<int64_t> model_capacity;       // by model id
     std::vector<std::string> node_names;       // by engine node id
     NameIndex by_name;                         // over node_names
+    std::vector<HostLoad> host;                // by engine node id
   };
 
   // Verdicts of one request shape at one version (see the contract).
   struct Memo {
-    enum State : uint8_t { kUnknown = 0, kFits = 1, kCould = 2, kNever = 3 };
+    // kFits: feasible; kCould / kNever: the GPUs do not fit now / ever; kHost / kHostNever: the
+    // CPU or memory does not fit now / ever.
+    enum State : uint8_t {
+      kUnknown = 0,
+      kFits = 1,
+      kCould = 2,
+      kNever = 3,
+      kHost = 4,
+      kHostNever = 5
+    };
     PodGpuRequest request;
     std::vector<Variant> variants;
     std::string why_none;
     std::vector<uint8_t> state;              // by engine node id
     std::vector<std::vector<uint8_t>> fits;  // [variant][engine node id]
-    bool scored = false;                     // the last Score: its nodes and answer
+    bool scored = false;  // the last ranking: its nodes, raw scores, choice and priorities
     std::vector<sched::NodeId> scored_ids;
-    std::vector<int64_t> scores;
+    std::vector<int64_t> raw;       // per scored id (feasible ones)
+    std::vector<uint8_t> feasible;  // per scored id
+    std::vector<int> variant;       // per scored id: the memory class of its raw score
+    size_t choice = 0;              // index into scored_ids, or kNoChoice
+    std::vector<int64_t> scores;    // 0..10 per scored id
   };
 
   explicit PlacementState(StateOptions options);
   void Changed() { ++version_; }
   Memo& MemoFor(const PodGpuRequest& r);
   void Resolve(Memo& m, const PodGpuRequest& r, const std::vector<sched::NodeId>& todo);
+  // Ranks `ids` (engine nodes) for `r` into the memo: raw scores, the engine's choice, 0..10.
+  void Rank(Memo& m, const PodGpuRequest& r, const std::vector<sched::NodeId>& ids);
+  // The narrow filter mode over the verdicts (placement_narrow.cc).
+  // `ids`: the feasible engine nodes; `pos`: their places in the request.
+  void Narrow(const PodRef& pod, const PodGpuRequest& r, Memo& m,
+              const std::vector<sched::NodeId>& ids, const std::vector<size_t>& pos,
+              NodeVerdicts* out);
+  // A filter's hold of `r` on engine node `id`, memory class `variant`.
+  void Hold(const PodRef& pod, const PodGpuRequest& r, const Variant& variant, sched::NodeId id);
+  // A hold of `uid` that a new filter finds: released, its node left out of later narrowing.
+  void ReleaseHold(const std::string& uid);
+  // Reserves `r` on engine node `id` with memory class `v` and tracks the pod; false when the
+  // node cannot take it.
+  std::optional<AssumeTicket> Decide(const std::string& uid, const std::string& ns,
+                                     const std::string& name, const PodGpuRequest& r,
+                                     const Variant& v, sched::NodeId id, bool held);
+  // Shows the pod to the policy once (by UID; "" = never).
+  void ObserveOnce(const std::string& uid, const sched::PodRequest& r,
+                   const std::vector<std::string>& use_types,
+                   const std::vector<std::string>& nouse_types);
+  void ObserveRequest(const std::string& uid, const PodGpuRequest& r);
+  void ReplayObservations();
+  sched::ModelSet ModelsOf(const std::vector<std::string>& use_types,
+                           const std::vector<std::string>& nouse_types) const;
+  void ChargeHost(Tracked& t, sched::NodeId n);
+  void UnchargeHost(Tracked& t);
+  void SyncHostReservation(sched::NodeId n);
+  std::vector<sched::NodeId> TieOrder(const std::vector<std::string>& names) const;
   Status BuildEngine(Engine* e) const;
   void RebuildIfDirty();
   void PlaceNow(Tracked& t);
+  void PlaceGpus(Tracked& t, sched::NodeId n);
   void Unplace(Tracked& t);
   void Track(const std::string& uid, Tracked t);
   void Forget(const std::string& uid);
@@ -228,7 +358,7 @@ class PlacementState {
 
   const StateOptions options_;
   std::mutex mu_;
-  std::map<std::string, NodeInventory> nodes_;
+  std::map<std::string, NodeEntry> nodes_;
   std::unordered_map<std::string, Tracked> pods_;                     // by pod UID
   std::unordered_map<std::string, PodAssignment> expired_decisions_;  // by pod UID
   Engine engine_;
@@ -240,7 +370,11 @@ class PlacementState {
   uint64_t rebuilds_ = 0, conflicts_ = 0, expired_ = 0;
   uint64_t version_ = 1, memo_version_ = 0;
   std::vector<std::unique_ptr<Memo>> memos_;
-  size_t memo_next_ = 0;  // the slot replaced next when all are taken
+  size_t memo_next_ = 0;                               // the slot replaced next when all are taken
+  std::unordered_map<std::string, uint8_t> observed_;  // pod UIDs shown to the policy
+  std::vector<ObservedSpec> observations_;             // first seen first
+  std::unordered_map<std::string, size_t> observation_index_;           // by spec text
+  std::unordered_map<std::string, std::vector<std::string>> excluded_;  // by pod UID: node names
 };
 
 }  // namespace vgpu::k8s

@@ -216,8 +216,8 @@ TEST_F(Fixture, RestartRebuildsFromAnnotationsWithoutDoubleBooking) {
   // A new process learns the same pods from the API server.
   auto second = Make();
   second->UpsertNode("a", Gpus(2));
-  PodInfo p1{"u1", "ns", "p1", "a", false, bound->assignment, now};
-  PodInfo p2{"u2", "ns", "p2", "", false, assumed->assignment, now};
+  PodInfo p1{"u1", "ns", "p1", "a", false, bound->assignment, now, {}, "", {}};
+  PodInfo p2{"u2", "ns", "p2", "", false, assumed->assignment, now, {}, "", {}};
   second->ReplacePods({p1, p2});
   PlacementState::Counts c = second->counts();
   EXPECT_EQ(c.pods_bound, 1u);
@@ -251,18 +251,18 @@ TEST_F(Fixture, WatchEventsTrackLifecycle) {
   auto t = s->Assume("u1", "ns", "p1", Req(1, 100, std::nullopt), "a");
   ASSERT_TRUE(t.has_value());
   // A stale event without annotations does not drop the in-flight reservation.
-  s->UpsertPod(PodInfo{"u1", "ns", "p1", "", false, std::nullopt, std::nullopt});
+  s->UpsertPod(PodInfo{"u1", "ns", "p1", "", false, std::nullopt, std::nullopt, {}, "", {}});
   EXPECT_EQ(s->counts().pods_assumed, 1u);
   s->BindSucceeded("u1", t->generation);
-  s->UpsertPod(PodInfo{"u1", "ns", "p1", "a", false, t->assignment, now});
+  s->UpsertPod(PodInfo{"u1", "ns", "p1", "a", false, t->assignment, now, {}, "", {}});
   EXPECT_EQ(s->counts().pods_bound, 1u);
-  s->UpsertPod(PodInfo{"u1", "ns", "p1", "a", true, t->assignment, now});  // Succeeded
+  s->UpsertPod(PodInfo{"u1", "ns", "p1", "a", true, t->assignment, now, {}, "", {}});  // Succeeded
   EXPECT_EQ(s->counts().pods_bound, 0u);
   EXPECT_TRUE(s->Assume("u2", "ns", "p2", Req(1, 100, std::nullopt), "a").has_value());
   // Pods on a node that is not known yet are counted once it appears.
   PodAssignment elsewhere = t->assignment;
   elsewhere.node = "later";
-  s->UpsertPod(PodInfo{"u9", "ns", "p9", "later", false, elsewhere, now});
+  s->UpsertPod(PodInfo{"u9", "ns", "p9", "later", false, elsewhere, now, {}, "", {}});
   EXPECT_EQ(s->counts().pods_unplaced, 1u);
   s->UpsertNode("later", Gpus(1));
   EXPECT_EQ(s->counts().pods_unplaced, 0u);
@@ -275,7 +275,7 @@ TEST_F(Fixture, HamiAllocationsAreCounted) {
   auto hami =
       ParseHamiAllocation("GPU-0,NVIDIA,40000,60:;GPU-0,NVIDIA,30000,30:GPU-1,NVIDIA,1000,0:", "a");
   ASSERT_TRUE(hami.has_value());
-  s->UpsertPod(PodInfo{"h1", "ns", "h", "a", false, *hami, std::nullopt});
+  s->UpsertPod(PodInfo{"h1", "ns", "h", "a", false, *hami, std::nullopt, {}, "", {}});
   auto usage = s->Usage();
   ASSERT_EQ(usage.size(), 2u);
   EXPECT_EQ(usage[0].milli_used, 900);

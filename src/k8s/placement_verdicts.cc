@@ -1,6 +1,7 @@
-// PlacementState's answers to filter and prioritize, with the per-shape verdicts they remember
-// until the state changes (see the contract in placement_state.h).
+// PlacementState's answers to filter and prioritize, with the per-shape verdicts and ranking they
+// remember until the state changes (see the contract in placement_state.h).
 #include <algorithm>
+#include <cstdio>
 
 #include "k8s/placement_state.h"
 
@@ -9,8 +10,8 @@ namespace {
 
 // Whether two requests place alike: container names and priorities do not matter.
 bool SamePlacement(const PodGpuRequest& a, const PodGpuRequest& b) {
-  if (a.containers.size() != b.containers.size() || a.use_types != b.use_types ||
-      a.nouse_types != b.nouse_types || a.use_uuids != b.use_uuids ||
+  if (a.containers.size() != b.containers.size() || a.host != b.host ||
+      a.use_types != b.use_types || a.nouse_types != b.nouse_types || a.use_uuids != b.use_uuids ||
       a.nouse_uuids != b.nouse_uuids) {
     return false;
   }
@@ -25,8 +26,15 @@ bool SamePlacement(const PodGpuRequest& a, const PodGpuRequest& b) {
   return true;
 }
 
-// Reason slots of NodeVerdicts::reasons.
-enum Reason : uint8_t { kNoInventory, kHami, kNoVariant, kCould, kNever, kNumReasons };
+std::string HostText(const HostResources& h, bool ever) {
+  char buf[200];
+  std::snprintf(buf, sizeof buf,
+                ever ? "vgpu: the node's allocatable CPU or memory is below the pod's requests "
+                       "(%lld millicores, %lld MiB)"
+                     : "vgpu: insufficient free CPU or memory: needs %lld millicores and %lld MiB",
+                static_cast<long long>(h.cpu_milli), static_cast<long long>(h.memory_mib));
+  return buf;
+}
 
 }  // namespace
 
@@ -75,40 +83,97 @@ void PlacementState::Resolve(Memo& m, const PodGpuRequest& r,
       m.fits[v][id] = 1;
     }
   }
+  const sched::Cluster& c = *engine_.cluster;
   for (sched::NodeId id : todo) {
     bool fits = false;
     for (const auto& f : m.fits) fits = fits || f[id] != 0;
-    m.state[id] = fits                              ? Memo::kFits
-                  : CouldEverFit(r, m.variants, id) ? Memo::kCould
-                                                    : Memo::kNever;
+    if (fits) {
+      m.state[id] = Memo::kFits;
+    } else if (!c.FitsHost(m.variants.front().request, id)) {
+      const bool ever =
+          c.cpu_capacity(id) < r.host.cpu_milli || c.memory_capacity(id) < r.host.memory_mib;
+      m.state[id] = ever ? Memo::kHostNever : Memo::kHost;
+    } else {
+      m.state[id] = CouldEverFit(r, m.variants, id) ? Memo::kCould : Memo::kNever;
+    }
   }
   ctx_.pod = nullptr;
 }
 
-void PlacementState::FilterVerdicts(const PodGpuRequest& request,
+void PlacementState::Rank(Memo& m, const PodGpuRequest& r, const std::vector<sched::NodeId>& ids) {
+  if (m.scored && m.scored_ids == ids) return;
+  std::vector<sched::NodeId> todo;
+  for (sched::NodeId id : ids) {
+    if (m.state[id] == Memo::kUnknown) todo.push_back(id);
+  }
+  Resolve(m, r, todo);
+  const size_t n = ids.size();
+  m.raw.assign(n, 0);
+  m.feasible.assign(n, 0);
+  m.variant.assign(n, -1);
+  ctx_.pod = &r;
+  for (size_t v = 0; v < m.variants.size(); ++v) {
+    std::vector<sched::NodeId> feasible;
+    std::vector<size_t> at;  // index into ids
+    for (size_t k = 0; k < n; ++k) {
+      if (m.fits[v][ids[k]] != 0) {
+        feasible.push_back(ids[k]);
+        at.push_back(k);
+      }
+    }
+    if (feasible.empty()) continue;
+    const std::vector<int64_t> s =
+        engine_.scheduler->RawScores(m.variants[v].request, feasible, rng_);
+    for (size_t j = 0; j < s.size(); ++j) {
+      const size_t k = at[j];
+      if (m.feasible[k] == 0 || s[j] > m.raw[k]) {  // the smallest class wins ties
+        m.raw[k] = s[j];
+        m.feasible[k] = 1;
+        m.variant[k] = static_cast<int>(v);
+      }
+    }
+  }
+  ctx_.pod = nullptr;
+  std::vector<uint32_t> rank(n);
+  for (size_t k = 0; k < n; ++k) rank[k] = engine_.scheduler->TieRank(ids[k]);
+  m.choice = EngineChoice(m.raw, m.feasible, rank);
+  m.scores = ExtenderPriorities(m.raw, m.feasible, m.choice);
+  m.scored = true;
+  m.scored_ids = ids;
+}
+
+void PlacementState::FilterVerdicts(const PodRef& pod, const PodGpuRequest& request,
                                     std::span<const std::string_view> nodes, NodeVerdicts* out) {
   out->kind.assign(nodes.size(), NodeVerdicts::kFeasible);
   out->reason.assign(nodes.size(), 0);
   out->reasons.assign(kNumReasons, std::string());
-  out->counts[0] = out->counts[1] = out->counts[2] = 0;
-  const auto mark = [out](size_t i, NodeVerdicts::Kind kind, Reason reason) {
+  for (size_t& c : out->counts) c = 0;
+  const auto mark = [out](size_t i, NodeVerdicts::Kind kind, uint8_t reason) {
     out->kind[i] = kind;
     out->reason[i] = reason;
     ++out->counts[kind];
   };
   std::lock_guard<std::mutex> lock(mu_);
   RebuildIfDirty();
-  if (!request.HasGpus()) {
+  if (request.TakesNothing() || !engine_.scheduler) {
     out->counts[NodeVerdicts::kFeasible] = nodes.size();
     return;
   }
+  const std::string uid(pod.uid);
+  ObserveRequest(uid, request);
+  if (!uid.empty()) ReleaseHold(uid);  // kube-scheduler's retry: the last choice was rejected
+  const bool gpus = request.HasGpus();
   Memo& m = MemoFor(request);
   std::vector<sched::NodeId> ids(nodes.size(), 0), todo;
   for (size_t i = 0; i < nodes.size(); ++i) {
     auto id = engine_.by_name.Find(nodes[i]);
     if (!id) {
-      mark(i, NodeVerdicts::kUnresolvable, kNoInventory);
-    } else if (engine_.schedulable[*id] == 0) {
+      if (gpus) {
+        mark(i, NodeVerdicts::kUnresolvable, kNoInventory);
+      } else {
+        ++out->counts[NodeVerdicts::kFeasible];  // not a GPU node: kube-scheduler's to judge
+      }
+    } else if (gpus && engine_.schedulable[*id] == 0) {
       mark(i, NodeVerdicts::kUnresolvable, kHami);
     } else {
       ids[i] = *id;
@@ -117,15 +182,23 @@ void PlacementState::FilterVerdicts(const PodGpuRequest& request,
     }
   }
   Resolve(m, request, todo);
+  std::vector<size_t> pos;  // feasible engine nodes, in request order
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (out->kind[i] != 255) continue;
     switch (m.state[ids[i]]) {
       case Memo::kFits:
         out->kind[i] = NodeVerdicts::kFeasible;
         ++out->counts[NodeVerdicts::kFeasible];
+        pos.push_back(i);
         break;
       case Memo::kCould:
         mark(i, NodeVerdicts::kFailed, kCould);
+        break;
+      case Memo::kHost:
+        mark(i, NodeVerdicts::kFailed, kHostShort);
+        break;
+      case Memo::kHostNever:
+        mark(i, NodeVerdicts::kUnresolvable, kHostNever);
         break;
       default:
         mark(i, NodeVerdicts::kUnresolvable, m.variants.empty() ? kNoVariant : kNever);
@@ -141,55 +214,50 @@ void PlacementState::FilterVerdicts(const PodGpuRequest& request,
       std::string(kInventoryAnnotation);
   if (m.variants.empty()) {
     texts[kNoVariant] = "vgpu: " + m.why_none;
-  } else {
+  } else if (gpus) {
     if (out->counts[NodeVerdicts::kFailed] > 0) texts[kCould] = ReasonText(m.variants, true);
     texts[kNever] = ReasonText(m.variants, false);
   }
+  texts[kHostShort] = HostText(request.host, false);
+  texts[kHostNever] = HostText(request.host, true);
+  texts[kNarrowedOut] = "vgpu: another node fits the pod better (filter mode narrow)";
+  if (options_.filter_mode == FilterMode::kNarrow && !pos.empty()) {
+    std::vector<sched::NodeId> feasible_ids;
+    feasible_ids.reserve(pos.size());
+    for (size_t i : pos) feasible_ids.push_back(ids[i]);
+    Narrow(pod, request, m, feasible_ids, pos, out);
+  }
 }
 
-std::vector<int64_t> PlacementState::ScoreViews(const PodGpuRequest& request,
+std::vector<int64_t> PlacementState::ScoreViews(const PodRef& pod, const PodGpuRequest& request,
                                                 std::span<const std::string_view> nodes) {
   std::lock_guard<std::mutex> lock(mu_);
   RebuildIfDirty();
   std::vector<int64_t> out(nodes.size(), 0);
-  if (!request.HasGpus() || !engine_.scheduler) return out;
+  if (request.TakesNothing() || !engine_.scheduler) return out;
+  const std::string uid(pod.uid);
+  ObserveRequest(uid, request);
+  if (auto it = pods_.find(uid); !uid.empty() && it != pods_.end() && it->second.held) {
+    // The filter narrowed to one node and holds the pod there.
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      out[i] = nodes[i] == it->second.node ? kMaxExtenderPriority : 0;
+    }
+    return out;
+  }
+  const bool gpus = request.HasGpus();
   Memo& m = MemoFor(request);
-  std::vector<sched::NodeId> ids, todo;
+  std::vector<sched::NodeId> ids;
   std::vector<size_t> pos;
   for (size_t i = 0; i < nodes.size(); ++i) {
     auto id = engine_.by_name.Find(nodes[i]);
-    if (id && engine_.schedulable[*id] != 0) {
+    if (!id) {
+      if (!gpus) out[i] = kMaxExtenderPriority;  // strands no GPU
+    } else if (!gpus || engine_.schedulable[*id] != 0) {
       ids.push_back(*id);
       pos.push_back(i);
-      if (m.state[*id] == Memo::kUnknown) todo.push_back(*id);
     }
   }
-  if (!m.scored || m.scored_ids != ids) {
-    Resolve(m, request, todo);
-    std::vector<int64_t> scores(ids.size(), 0);
-    ctx_.pod = &request;
-    for (size_t v = 0; v < m.variants.size(); ++v) {
-      std::vector<sched::NodeId> feasible;
-      std::vector<size_t> at;  // index into ids
-      for (size_t k = 0; k < ids.size(); ++k) {
-        if (m.fits[v][ids[k]] != 0) {
-          feasible.push_back(ids[k]);
-          at.push_back(k);
-        }
-      }
-      if (feasible.empty()) continue;
-      const std::vector<int64_t> s =
-          engine_.scheduler->ScoreNodes(m.variants[v].request, feasible, rng_);
-      for (size_t k = 0; k < s.size(); ++k) {
-        const int64_t score = std::clamp<int64_t>(s[k], 0, 100) / 10;  // MaxExtenderPriority
-        scores[at[k]] = std::max(scores[at[k]], score);
-      }
-    }
-    ctx_.pod = nullptr;
-    m.scored = true;
-    m.scored_ids = std::move(ids);
-    m.scores = std::move(scores);
-  }
+  Rank(m, request, ids);
   for (size_t k = 0; k < pos.size(); ++k) out[pos[k]] = m.scores[k];
   return out;
 }

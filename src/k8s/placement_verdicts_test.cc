@@ -74,7 +74,7 @@ TEST(PlacementVerdicts, EveryChangeIsSeenByTheNextFilterAndScore) {
   EXPECT_TRUE(s->Filter(big, {"a"}).feasible.empty());
   s->RemovePod("u2");
   EXPECT_EQ(s->Filter(big, {"a"}).feasible, (std::vector<std::string>{"a"}));
-  PodInfo watched{"u3", "ns", "p3", "a", false, t2->assignment, std::nullopt};
+  PodInfo watched{"u3", "ns", "p3", "a", false, t2->assignment, std::nullopt, {}, "", {}};
   s->UpsertPod(watched);
   EXPECT_TRUE(s->Filter(big, {"a"}).feasible.empty());
   // The node goes away.
@@ -88,7 +88,8 @@ TEST(PlacementVerdicts, UnchangedInventoriesKeepTheVersion) {
   s->Filter(Req(1, 10, 1000), {"a"});
   const uint64_t v = s->version();
   s->UpsertNode("a", Gpus(2, "a"));  // a resync with nothing new
-  s->UpsertPod(PodInfo{"x", "ns", "x", "", false, std::nullopt, std::nullopt});  // no decision
+  s->UpsertPod(
+      PodInfo{"x", "ns", "x", "", false, std::nullopt, std::nullopt, {}, "", {}});  // no decision
   EXPECT_EQ(s->version(), v);
 }
 

@@ -167,6 +167,9 @@ Result<PodGpuRequest> ParsePodGpuRequest(const Json& pod, const RequestOptions& 
   out.nouse_types = SplitList(AnnotationOf(pod, n.NoUseTypes()));
   out.use_uuids = SplitList(AnnotationOf(pod, n.UseUuids()));
   out.nouse_uuids = SplitList(AnnotationOf(pod, n.NoUseUuids()));
+  auto host = PodHostRequestOf(pod);
+  if (!host) return host.error();
+  out.host = *host;
   int app_gpus = 0;
   for (const auto& c : out.containers) app_gpus += c.init ? 0 : c.count;
   if (app_gpus > sched::kMaxGpusPerNode) {

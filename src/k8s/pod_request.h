@@ -27,6 +27,9 @@
 // GPUs, as kube-scheduler computes init-container requests; every GPU is charged the largest
 // per-GPU milli and memory of any container.
 //
+// The pod's CPU and memory requests come along (PodHostRequestOf), so that the placement engine
+// sees them as kube-scheduler does.
+//
 // Errors are kInvalidArgument naming the container, the resource and the value, e.g.
 // "container 'train': nvidia.com/gpucores=101 is outside 1..100".
 #pragma once
@@ -36,6 +39,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "k8s/host_request.h"
 #include "k8s/kube_client.h"
 
 namespace vgpu::k8s {
@@ -72,7 +76,10 @@ struct ContainerGpuRequest {
 struct PodGpuRequest {
   std::vector<ContainerGpuRequest> containers;  // those that ask for GPUs, in spec order
   std::vector<std::string> use_types, nouse_types, use_uuids, nouse_uuids;
+  HostResources host;  // the pod's CPU and memory requests (host_request.h)
   bool HasGpus() const { return !containers.empty(); }
+  // Neither GPUs nor CPU nor memory: the pod takes nothing the placement engine counts.
+  bool TakesNothing() const { return !HasGpus() && host.IsZero(); }
   // Whether a GPU model / UUID passes the type / UUID annotations.
   bool AllowsModel(const std::string& model) const;
   bool AllowsUuid(const std::string& uuid) const;

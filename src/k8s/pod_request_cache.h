@@ -21,7 +21,7 @@ namespace vgpu::k8s {
 
 struct ParsedPod {
   Result<PodGpuRequest> request = PodGpuRequest{};
-  std::string uid;
+  std::string uid, ns, name;
 };
 
 class PodRequestCache {

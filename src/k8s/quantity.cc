@@ -10,9 +10,15 @@ Status Bad(std::string_view text, const char* why) {
   return Status::InvalidArgument("'" + std::string(text) + "' " + why);
 }
 
-}  // namespace
+// A quantity as sign * mantissa * 10^exp10 * 2^exp2.
+struct Parts {
+  bool negative = false;
+  __int128 mantissa = 0;
+  int exp10 = 0;
+  int exp2 = 0;
+};
 
-Result<int64_t> ParseWholeQuantity(std::string_view text) {
+Result<Parts> ParseParts(std::string_view text) {
   std::string_view s = text;
   if (s.empty()) return Bad(text, "is not a quantity");
   bool negative = false;
@@ -89,6 +95,15 @@ Result<int64_t> ParseWholeQuantity(std::string_view text) {
   } else {
     return Bad(text, "has an unknown suffix");
   }
+  return Parts{negative, mantissa, exp10, exp2};
+}
+
+}  // namespace
+
+Result<int64_t> ParseWholeQuantity(std::string_view text) {
+  auto parts = ParseParts(text);
+  if (!parts) return parts.error();
+  auto [negative, mantissa, exp10, exp2] = *parts;
   constexpr __int128 kMax = std::numeric_limits<int64_t>::max();
   for (; exp10 < 0; ++exp10) {
     if (mantissa % 10 != 0) return Bad(text, "is not a whole number");
@@ -104,6 +119,40 @@ Result<int64_t> ParseWholeQuantity(std::string_view text) {
   }
   if (mantissa > kMax) return Bad(text, "is too large");
   return static_cast<int64_t>(negative ? -mantissa : mantissa);
+}
+
+Result<int64_t> ParseCeilQuantity(std::string_view text, int scale10) {
+  auto parts = ParseParts(text);
+  if (!parts) return parts.error();
+  auto [negative, mantissa, exp10, exp2] = *parts;
+  if (negative && mantissa != 0) return Bad(text, "is negative");
+  constexpr __int128 kMax = std::numeric_limits<int64_t>::max();
+  exp10 += scale10;
+  for (; exp2 > 0; --exp2) {
+    mantissa *= 2;
+    if (mantissa > kMax) return Bad(text, "is too large");
+  }
+  for (; exp10 > 0; --exp10) {
+    mantissa *= 10;
+    if (mantissa > kMax) return Bad(text, "is too large");
+  }
+  bool remainder = false;
+  for (; exp10 < 0; ++exp10) {
+    remainder = remainder || mantissa % 10 != 0;
+    mantissa /= 10;
+  }
+  if (remainder) ++mantissa;
+  if (mantissa > kMax) return Bad(text, "is too large");
+  return static_cast<int64_t>(mantissa);
+}
+
+Result<int64_t> CeilQuantityOf(const Json& value, int scale10) {
+  if (value.is_string()) return ParseCeilQuantity(value.get_ref<const std::string&>(), scale10);
+  if (value.is_number()) return ParseCeilQuantity(value.dump(), scale10);
+  if (value.is_structured()) {
+    return Status::InvalidArgument(std::string("an ") + value.type_name() + " is not a quantity");
+  }
+  return Status::InvalidArgument("'" + value.dump() + "' is not a quantity");
 }
 
 Result<int64_t> WholeQuantityOf(const Json& value) {

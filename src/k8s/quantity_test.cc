@@ -29,5 +29,21 @@ TEST(Quantity, RejectsFractionsGarbageAndOverflow) {
   EXPECT_FALSE(WholeQuantityOf(Json::array()).has_value());
 }
 
+TEST(Quantity, CeilingsAsKubernetesRoundsThem) {
+  EXPECT_EQ(*ParseCeilQuantity("500m", 3), 500);  // CPU in milli
+  EXPECT_EQ(*ParseCeilQuantity("0.5", 3), 500);
+  EXPECT_EQ(*ParseCeilQuantity("2", 3), 2000);
+  EXPECT_EQ(*ParseCeilQuantity("1.0001", 3), 1001);  // rounded up, as MilliValue()
+  EXPECT_EQ(*ParseCeilQuantity("250u", 3), 1);
+  EXPECT_EQ(*ParseCeilQuantity("1Gi", 0), int64_t{1} << 30);
+  EXPECT_EQ(*ParseCeilQuantity("1m", 0), 1);  // a thousandth of a byte is one byte
+  EXPECT_EQ(*ParseCeilQuantity("1.5Ki", 0), 1536);
+  EXPECT_EQ(*CeilQuantityOf(Json(0.25), 3), 250);
+  EXPECT_EQ(*CeilQuantityOf(Json(4), 3), 4000);
+  EXPECT_FALSE(ParseCeilQuantity("-1", 3).has_value());
+  EXPECT_FALSE(ParseCeilQuantity("9Ei", 3).has_value());
+  EXPECT_FALSE(CeilQuantityOf(Json::object(), 0).has_value());
+}
+
 }  // namespace
 }  // namespace vgpu::k8s

@@ -34,7 +34,8 @@ SchedulerService::SchedulerService(KubeClient* client, PlacementState* state,
 SchedulerService::~SchedulerService() { Stop(); }
 
 void SchedulerService::OnNodes(const std::vector<Json>& items) {
-  std::map<std::string, NodeInventory> nodes;
+  std::map<std::string, NodeEntry> nodes;
+  size_t no_allocatable = 0;
   for (const Json& n : items) {
     auto inv = InventoryOfNode(n);
     if (!inv) {
@@ -42,9 +43,19 @@ void SchedulerService::OnNodes(const std::vector<Json>& items) {
       VGPU_LOG_WARN("%s", inv.error().message().c_str());
       continue;
     }
-    if (inv->has_value()) nodes[MetaString(n, "name")] = std::move(**inv);
+    if (inv->has_value()) {
+      NodeEntry entry{std::move(**inv), NodeAllocatableOf(n)};
+      if (entry.allocatable.cpu_milli == 0 || entry.allocatable.memory_mib == 0) ++no_allocatable;
+      nodes[MetaString(n, "name")] = std::move(entry);
+    }
   }
   VGPU_LOG_INFO("loaded %zu GPU nodes of %zu listed", nodes.size(), items.size());
+  if (no_allocatable > 0) {
+    VGPU_LOG_WARN(
+        "%zu GPU nodes report no allocatable CPU or memory (status.allocatable): pods that request "
+        "CPU or memory do not fit there, as kube-scheduler sees it",
+        no_allocatable);
+  }
   state_->ReplaceNodes(std::move(nodes));
 }
 
@@ -61,7 +72,7 @@ void SchedulerService::OnNodeEvent(const std::string& type, const Json& node) {
     return;
   }
   if (inv->has_value()) {
-    state_->UpsertNode(name, **inv);
+    state_->UpsertNode(name, **inv, NodeAllocatableOf(node));
   } else {
     state_->RemoveNode(name);
   }
@@ -71,7 +82,7 @@ void SchedulerService::OnPods(const std::vector<Json>& items) {
   std::vector<PodInfo> pods;
   pods.reserve(items.size());
   for (const Json& p : items) {
-    auto info = PodInfoOf(p);
+    auto info = PodInfoOf(p, state_->options().request);
     if (!info) {
       ++bad_objects_;
       VGPU_LOG_WARN("%s", info.error().message().c_str());
@@ -87,7 +98,7 @@ void SchedulerService::OnPodEvent(const std::string& type, const Json& pod) {
     state_->RemovePod(MetaString(pod, "uid"));
     return;
   }
-  auto info = PodInfoOf(pod);
+  auto info = PodInfoOf(pod, state_->options().request);
   if (!info) {
     ++bad_objects_;
     VGPU_LOG_WARN("%s", info.error().message().c_str());
@@ -194,6 +205,9 @@ void SchedulerService::RenderMetrics(std::string* out) {
                static_cast<double>(c.pods_assumed));
   RenderSample(out, "vgpu_scheduler_pods", "state=\"unplaced\"",
                static_cast<double>(c.pods_unplaced));
+  RenderHeader(out, "vgpu_scheduler_filter_holds", "gauge",
+               "Pods the narrow filter mode holds on the one node it answered, until their bind.");
+  RenderSample(out, "vgpu_scheduler_filter_holds", "", static_cast<double>(c.pods_held));
   RenderHeader(out, "vgpu_scheduler_engine_rebuilds_total", "counter",
                "Rebuilds of the placement engine after node inventory changes.");
   RenderSample(out, "vgpu_scheduler_engine_rebuilds_total", "", static_cast<double>(c.rebuilds));

@@ -2,15 +2,16 @@
 // assumptions.
 //
 // Contract:
-// - Sync() lists nodes (with the label selector), then pods of all namespaces that are not
-//   finished, and loads them into the state: the rebuild after a restart. The extender must not
-//   serve before it succeeds.
+// - Sync() lists nodes (with the label selector: their GPU inventories and allocatable CPU and
+//   memory), then pods of all namespaces that are not finished (their decisions, CPU and memory
+//   requests, and the requests of pending ones), and loads them into the state: the rebuild after
+//   a restart. The extender must not serve before it succeeds.
 // - Start() runs a node informer and a pod informer (watches resumed, 410 relisted, see
 //   informer.h) and a checker that, every `check_interval`, asks the API server about assumed
 //   pods past their deadline: bound ones are confirmed, deleted ones forgotten, unbound ones
 //   released and their decision annotations removed (unless a newer decision replaced them).
-// - RenderMetrics() appends gauges: nodes, GPUs, pods by state, per-GPU allocation, engine
-//   rebuilds, placement conflicts, expired assumptions, informer counters.
+// - RenderMetrics() appends gauges: nodes, GPUs, pods by state, filter holds, per-GPU allocation,
+//   engine rebuilds, placement conflicts, expired assumptions, informer counters.
 // - Stop() ends the threads. Thread-safe.
 #pragma once
 

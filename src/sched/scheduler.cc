@@ -162,8 +162,8 @@ std::vector<NodeId> Scheduler::FilterNodes(const PodRequest& r,
   return out;
 }
 
-std::vector<int64_t> Scheduler::ScoreNodes(const PodRequest& r, std::span<const NodeId> nodes,
-                                           Rng& rng) {
+std::vector<int64_t> Scheduler::RawScores(const PodRequest& r, std::span<const NodeId> nodes,
+                                          Rng& rng) {
   if (order_.size() != cluster_->num_nodes()) SyncNodes();
   std::vector<NodeId> valid;
   for (NodeId n : nodes) {
@@ -177,8 +177,19 @@ std::vector<int64_t> Scheduler::ScoreNodes(const PodRequest& r, std::span<const 
   for (NodeId n : nodes) {
     out.push_back(n < cluster_->num_nodes() ? ScoreOf(r, key_id, n) : 0);
   }
-  score.NormalizeScores(out);
   return out;
+}
+
+std::vector<int64_t> Scheduler::ScoreNodes(const PodRequest& r, std::span<const NodeId> nodes,
+                                           Rng& rng) {
+  std::vector<int64_t> out = RawScores(r, nodes, rng);
+  policy_->score->NormalizeScores(out);
+  return out;
+}
+
+uint32_t Scheduler::TieRank(NodeId n) {
+  if (order_.size() != cluster_->num_nodes()) SyncNodes();
+  return n < rank_.size() ? rank_[n] : std::numeric_limits<uint32_t>::max();
 }
 
 }  // namespace vgpu::sched

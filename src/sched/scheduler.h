@@ -10,8 +10,10 @@
 //   version or the plugin's epoch changes, so a decision after one placement rescores only the
 //   node that changed.
 // - ObservePod() feeds the policy's observers; call it once per arriving pod, before Schedule().
-// - FilterNodes()/ScoreNodes() serve a Kubernetes extender: they work on a caller's node list and
-//   ScoreNodes returns normalized 0..100 scores.
+// - FilterNodes()/ScoreNodes()/RawScores() serve a Kubernetes extender: they work on a caller's
+//   node list; ScoreNodes returns normalized 0..100 scores, RawScores the policy's own scores (one
+//   PreScore call, as in Schedule()), and TieRank() the node's place in the tie-break order, so
+//   the caller can name the node Schedule() would choose among its list.
 // - Holds a pointer to the cluster (not owned; must outlive the scheduler). Not thread-safe.
 #pragma once
 
@@ -47,6 +49,9 @@ class Scheduler {
   bool Feasible(const PodRequest& r, NodeId n) const;
   std::vector<NodeId> FilterNodes(const PodRequest& r, std::span<const NodeId> nodes) const;
   std::vector<int64_t> ScoreNodes(const PodRequest& r, std::span<const NodeId> nodes, Rng& rng);
+  std::vector<int64_t> RawScores(const PodRequest& r, std::span<const NodeId> nodes, Rng& rng);
+  // Lower wins ties.
+  uint32_t TieRank(NodeId n);
 
   struct Stats {
     uint64_t decisions = 0;

@@ -304,17 +304,14 @@ TEST_F(HamiPodChainTest, HamiPodRunsWithItsLimitsThroughWebhookExtenderAndNodeDa
 
   // ---- 3. kube-scheduler: the profile deploy/ configures takes the pod; its own resource fit
   // passes (every limit is either ignored by it or advertised by the node through kubelet), and
-  // the pod asks for a resource the extender manages, so the extender is asked: filter,
-  // prioritize, bind.
+  // the extender is interested in the pod (no managedResources: in every pod), so it is asked:
+  // filter, prioritize, bind.
   pod = api_->GetPod("default", "gpu-pod");
   EXPECT_EQ(pod["spec"]["schedulerName"], deploy_.profile);
   const std::string advertised = kubelet_->last_registration().resource_name();
-  bool managed = false;
   for (const auto& [resource, quantity] :
        pod["spec"]["containers"][0]["resources"]["limits"].items()) {
-    const auto it = deploy_.managed_resources.find(resource);
-    managed = managed || it != deploy_.managed_resources.end();
-    const bool ignored = it != deploy_.managed_resources.end() && it->second;
+    const bool ignored = deploy_.ignored_resources.count(resource) != 0;
     EXPECT_TRUE(ignored || resource == advertised)
         << resource << ": kube-scheduler would find no node with it";
     if (resource == advertised) {
@@ -322,7 +319,7 @@ TEST_F(HamiPodChainTest, HamiPodRunsWithItsLimitsThroughWebhookExtenderAndNodeDa
                 static_cast<int>(kubelet_->devices().size()));
     }
   }
-  EXPECT_TRUE(managed) << "the extender would not be asked";
+  EXPECT_TRUE(deploy_.IsInterested(pod)) << "the extender would not be asked";
   auto [filter_status, filter] =
       Extender(deploy_.filter_verb, k8s::testing::ArgsBody(pod, {kNode, "cpu-node-1"}));
   ASSERT_EQ(filter_status, 200) << filter.dump() << Logs();

@@ -82,6 +82,26 @@ std::string AdmissionReview(const Json& pod, const std::string& uid) {
       .dump();
 }
 
+bool DeployedScheduler::IsInterested(const Json& pod) const {
+  // kube-scheduler's HTTPExtender.IsInterested: every pod without managedResources, else a pod
+  // whose containers (or init containers) request or limit one of them.
+  if (managed_resources.empty()) return true;
+  const Json spec = pod.value("spec", Json::object());
+  for (const char* list : {"containers", "initContainers"}) {
+    const Json containers = spec.value(list, Json::array());
+    for (const Json& c : containers) {
+      const Json resources = c.value("resources", Json::object());
+      for (const char* section : {"requests", "limits"}) {
+        const Json names = resources.value(section, Json::object());
+        for (const auto& [name, v] : names.items()) {
+          if (managed_resources.count(name) != 0) return true;
+        }
+      }
+    }
+  }
+  return false;
+}
+
 Result<DeployedScheduler> LoadDeployedScheduler(const std::string& source_dir) {
   DeployedScheduler d;
   const std::string config_path = source_dir + "/deploy/scheduler/scheduler-config.yaml";
@@ -101,6 +121,14 @@ Result<DeployedScheduler> LoadDeployedScheduler(const std::string& source_dir) {
   d.node_cache_capable = e.value("nodeCacheCapable", "") == "true";
   for (const Json& r : e.value("managedResources", Json::array())) {
     d.managed_resources[r.value("name", "")] = r.value("ignoredByScheduler", "") == "true";
+    if (r.value("ignoredByScheduler", "") == "true")
+      d.ignored_resources[r.value("name", "")] = true;
+  }
+  const Json plugin_config = c["profiles"][0].value("pluginConfig", Json::array());
+  for (const Json& pc : plugin_config) {
+    if (pc.value("name", "") != "NodeResourcesFit") continue;
+    const Json ignored = pc.value("args", Json::object()).value("ignoredResources", Json::array());
+    for (const Json& r : ignored) d.ignored_resources[r.get<std::string>()] = true;
   }
   const std::string webhook_path = source_dir + "/deploy/scheduler/webhook.yaml";
   auto webhook = LoadAll(webhook_path);

@@ -33,7 +33,12 @@ struct DeployedScheduler {
   std::string filter_verb, prioritize_verb, bind_verb;
   bool node_cache_capable = false;
   std::map<std::string, bool> managed_resources;  // name -> ignoredByScheduler
-  std::string webhook_service;                    // "<name>.<namespace>"
+  // What kube-scheduler's resource fit ignores: the ignoredByScheduler managed resources and the
+  // profile's NodeResourcesFit ignoredResources.
+  std::map<std::string, bool> ignored_resources;
+  // Without managedResources kube-scheduler sends every pod to the extender.
+  bool IsInterested(const Json& pod) const;
+  std::string webhook_service;  // "<name>.<namespace>"
   std::string webhook_path;
   bool webhook_on_pod_create = false;  // a rule that sends pod CREATEs to it
 };

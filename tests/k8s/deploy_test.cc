@@ -1,6 +1,7 @@
 // The scheduler's manifests agree with the code: kube-scheduler's extender stanza points at the
-// address the extender container listens on, uses its verbs, is nodeCacheCapable, manages the
-// resource names the extender reads, and the RBAC grants what the extender calls.
+// address the extender container listens on, uses its verbs, is nodeCacheCapable, gets every pod
+// (no managedResources) and every feasible node, kube-scheduler ignores the resource names only
+// the extender reads, and the RBAC grants what the extender calls.
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
@@ -37,13 +38,20 @@ TEST(Deploy, ExtenderStanzaMatchesTheExtender) {
   EXPECT_EQ(ext["weight"].as<int>(), 1);
 
   ResourceNames names;  // the defaults the extender reads
-  std::set<std::string> managed;
-  for (const YAML::Node& r : ext["managedResources"]) managed.insert(r["name"].as<std::string>());
-  EXPECT_EQ(managed, (std::set<std::string>{names.Gpu(), names.Memory(), names.MemoryPercent(),
-                                            names.Cores(), names.Priority()}));
+  // Every pod reaches the extender: with managedResources, only pods asking for one would.
+  EXPECT_FALSE(ext["managedResources"].IsDefined());
+  EXPECT_EQ(cfg["percentageOfNodesToScore"].as<int>(), 100);
+  std::set<std::string> ignored;
+  for (const YAML::Node& pc : cfg["profiles"][0]["pluginConfig"]) {
+    if (pc["name"].as<std::string>() != "NodeResourcesFit") continue;
+    for (const YAML::Node& r : pc["args"]["ignoredResources"]) ignored.insert(r.as<std::string>());
+  }
+  EXPECT_EQ(ignored, (std::set<std::string>{names.Memory(), names.MemoryPercent(), names.Cores(),
+                                            names.Priority()}));
 
   // The extender container listens where kube-scheduler calls it.
-  std::string listen, prefix;
+  std::string listen, prefix, mode;
+  bool cpu_pods = false;
   for (const YAML::Node& doc : LoadAll("deployment.yaml")) {
     for (const YAML::Node& c : doc["spec"]["template"]["spec"]["containers"]) {
       if (c["name"].as<std::string>() != "extender") continue;
@@ -51,11 +59,15 @@ TEST(Deploy, ExtenderStanzaMatchesTheExtender) {
         const std::string arg = a.as<std::string>();
         if (arg.rfind("--listen=", 0) == 0) listen = arg.substr(9);
         if (arg.rfind("--resource-prefix=", 0) == 0) prefix = arg.substr(18);
+        if (arg.rfind("--filter-mode=", 0) == 0) mode = arg.substr(14);
+        cpu_pods = cpu_pods || arg == "--webhook-cpu-pods";
       }
     }
   }
   EXPECT_EQ("http://" + listen, ext["urlPrefix"].as<std::string>());
   EXPECT_EQ(prefix, names.prefix);
+  EXPECT_EQ(mode, "narrow");
+  EXPECT_TRUE(cpu_pods);  // CPU-only pods reach this profile, and so the extender
 }
 
 TEST(Deploy, RbacGrantsWhatTheExtenderCalls) {

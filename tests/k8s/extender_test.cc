@@ -49,6 +49,40 @@ TEST_F(ExtenderTest, FilterWithNodeObjects) {
   EXPECT_EQ(body["FailedAndUnresolvableNodes"].size(), 2u);
 }
 
+TEST_F(ExtenderTest, PrioritizeGivesTheEnginesChoiceTenAndNarrowAnswersItAlone) {
+  auto [status, body] = h_->Post("prioritize", Fixture("prioritize_node_names.json").dump());
+  ASSERT_EQ(status, 200);
+  ASSERT_EQ(body.size(), 2u);
+  // Two empty, equal nodes: one gets 10 (the tie-break), the other 9.
+  const int a = body[0]["Score"], b = body[1]["Score"];
+  EXPECT_EQ(std::max(a, b), 10);
+  EXPECT_EQ(std::min(a, b), 9);
+  const std::string choice = body[a == 10 ? 0 : 1]["Host"];
+
+  StateOptions narrow;
+  narrow.filter_mode = FilterMode::kNarrow;
+  ExtenderHarness n(&api_, narrow);
+  ASSERT_TRUE(n.Start().ok());
+  auto [fs, f] = n.Post("filter", Fixture("filter_node_names.json").dump());
+  ASSERT_EQ(fs, 200);
+  EXPECT_EQ(f["NodeNames"], Json({choice}));
+  const Json& un = f["FailedAndUnresolvableNodes"];
+  ASSERT_EQ(un.size(), 3u);  // the other feasible node, narrowed, and the two that never fit
+  for (const auto& [node, why] : un.items()) {
+    if (node != "gpu-node-3" && node != "cpu-node-1") {
+      EXPECT_NE(why.get<std::string>().find("another node fits the pod better"), std::string::npos);
+    }
+  }
+  EXPECT_NE(n.RenderMetrics().find("vgpu_scheduler_filtered_nodes_total{result=\"narrowed\"} 1"),
+            std::string::npos);
+  EXPECT_EQ(n.state().counts().pods_held, 1u);
+  auto [bs, bound] = n.Post("bind", BindBody(Fixture("pod_train.json"), choice));
+  ASSERT_EQ(bs, 200);
+  EXPECT_EQ(bound["Error"], "");
+  EXPECT_EQ(api_.GetPod("ml", "train-0")["spec"]["nodeName"], choice);
+  EXPECT_EQ(n.state().counts().pods_held, 0u);
+}
+
 TEST_F(ExtenderTest, LowercaseKeysAreAcceptedLikeGo) {
   const Json fx = Fixture("filter_node_names.json");
   const Json lower = {{"pod", fx["Pod"]}, {"nodenames", fx["NodeNames"]}};
