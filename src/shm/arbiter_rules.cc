@@ -1,0 +1,166 @@
+// The arbiter's ranking and holding rules (see arbiter_rules.h and arbiter_policy.h).
+#include "shm/arbiter_rules.h"
+
+#include <climits>
+
+#include "shm/region_ops.h"
+
+namespace vgpu::shm::internal {
+namespace {
+
+constexpr uint64_t kGapStepNs = 10ULL * 1000;  // the learnt gap grows by at most 1/8 + this
+
+// When a slice between launches is expected back, and when it counts as late or gone.
+struct Return {
+  uint64_t back;     // expected next launch: end of its queue + its learnt gap
+  uint64_t overdue;  // later than its pattern from then on
+  uint64_t gone;     // no longer counted as having work from then on
+};
+
+Return ExpectedReturn(const ArbiterSlice& o) {
+  uint64_t end = QueueEnd(o);
+  uint64_t gap = o.idle_gaps > 0 ? o.idle_gap_ns : 0;
+  return {end + gap, end + Max(DemandGrace(o), 2 * gap), end + Max(2 * TimeSlice(o), 4 * gap)};
+}
+
+}  // namespace
+
+uint64_t TimeSlice(const ArbiterSlice& s) {
+  uint64_t t = s.config.time_slice_ns;
+  return t < kMinTimeSliceNs ? kDefaultTimeSliceNs : t;
+}
+
+uint64_t DemandGrace(const ArbiterSlice& s) { return Max(TimeSlice(s) / 10, kMinDemandGraceNs); }
+
+bool InUse(const ArbiterSlice& s) { return s.key != 0 && s.members > 0; }
+
+int Tier(const ArbiterSlice& s) {
+  if (s.config.level == kPriorityRealtime) return 2;
+  if (s.config.guarantee_pct > 0 && s.credit_g_ns > 0) return 1;
+  return 0;
+}
+
+int Class(const ArbiterSlice& s) { return Tier(s) * 8 + (kPriorityLevels - s.config.level); }
+
+bool CapOk(const ArbiterSlice& s) { return s.config.max_pct >= 100 || s.credit_m_ns > 0; }
+
+bool Outranks(const ArbiterSlice& x, const ArbiterSlice& y) {
+  int cx = Class(x), cy = Class(y);
+  if (cx != cy) return cx > cy;
+  // Both below their guarantees (the GPU cannot give every slice its guarantee, e.g. their own
+  // launch latency leaves it idle between kernels): in proportion to the guarantees.
+  if (Tier(x) == 1 && Tier(y) == 1 && x.gvtime != y.gvtime) return x.gvtime < y.gvtime;
+  return x.vtime < y.vtime;
+}
+
+uint64_t QueueEnd(const ArbiterSlice& s) { return Max(s.busy_until_ns, s.last_launch_ns); }
+
+bool Claiming(const ArbiterSlice& s, uint64_t now) {
+  return InUse(s) && s.kernels > 0 && now < QueueEnd(s) + DemandGrace(s);
+}
+
+bool Held(const Arbiter* a, int index, uint64_t now, uint64_t estimate_ns, uint64_t* lapse) {
+  const ArbiterSlice& s = a->slices[index];
+  int tier = Tier(s);
+  if (tier == 2) return false;
+  const uint64_t gpu_free = a->header.busy_until_ns;
+  const uint64_t start = Max(now, gpu_free);
+  const uint64_t end = start + estimate_ns;
+  bool held = false;
+  for (int t = 0; t < kMaxArbiterSlices; ++t) {
+    const ArbiterSlice& o = a->slices[t];
+    if (t == index || !InUse(o) || o.config.level >= s.config.level) continue;
+    if (tier == 1 && o.config.level != kPriorityRealtime) continue;
+    Return r = ExpectedReturn(o);
+    uint64_t slack = static_cast<uint64_t>(o.config.latency_slack_us) * 1000;
+    if (!CapOk(o)) {
+      // Over its cap: it cannot launch before its max credit is positive again. A launch that
+      // starts before then delays it by less than one kernel, time its credit makes up.
+      uint64_t need = static_cast<uint64_t>(-o.credit_m_ns) + 1;
+      uint64_t refill = now + need * 100 / o.config.max_pct + 1;
+      if (o.waiters <= 0 && now >= r.gone) continue;
+      uint64_t back = o.waiters > 0 ? refill : Max(refill, r.back);
+      if (start < back + slack) continue;
+      held = true;
+      *lapse = Min(*lapse, Max(back, r.overdue));
+      continue;
+    }
+    if (o.waiters > 0) {
+      held = true;  // it asks now: it gets the next turn
+      *lapse = Min(*lapse, now + TimeSlice(o));
+      continue;
+    }
+    // Between launches: the launch may run if it ends before the other is expected back (plus
+    // the slack the other allows); once the other is later than its pattern, one kernel at a
+    // time on an idle GPU; once it is gone, freely.
+    if (now >= r.gone) continue;
+    if (now >= r.overdue) {
+      if (start <= now || end <= now + slack) continue;
+      held = true;
+      *lapse = Min(*lapse, Min(gpu_free, r.gone));
+      continue;
+    }
+    if (end <= r.back + slack) continue;
+    held = true;
+    *lapse = Min(*lapse, r.overdue);
+  }
+  return held;
+}
+
+bool Candidate(const Arbiter* a, int index, uint64_t now) {
+  const ArbiterSlice& s = a->slices[index];
+  if (!InUse(s) || !CapOk(s)) return false;
+  if (s.waiters <= 0 && !Claiming(s, now)) return false;
+  uint64_t ignored = UINT64_MAX;
+  return !Held(a, index, now, static_cast<uint64_t>(s.next_estimate_us) * 1000, &ignored);
+}
+
+bool Eligible(const Arbiter* a, int index, uint64_t now) {
+  return a->slices[index].waiters > 0 && Candidate(a, index, now);
+}
+
+int Best(const Arbiter* a, uint64_t now, int exclude) {
+  int best = -1;
+  for (int i = 0; i < kMaxArbiterSlices; ++i) {
+    if (i == exclude || !Candidate(a, i, now)) continue;
+    if (best < 0 || Outranks(a->slices[i], a->slices[best])) best = i;
+  }
+  return best;
+}
+
+bool HigherWaiting(const Arbiter* a, int index, uint64_t now) {
+  int mine = Class(a->slices[index]);
+  for (int i = 0; i < kMaxArbiterSlices; ++i) {
+    if (i != index && a->slices[i].waiters > 0 && Class(a->slices[i]) > mine &&
+        Eligible(a, i, now)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool OtherWaiting(const Arbiter* a, int index) {
+  for (int i = 0; i < kMaxArbiterSlices; ++i) {
+    if (i != index && a->slices[i].waiters > 0 && InUse(a->slices[i])) return true;
+  }
+  return false;
+}
+
+void LearnArrival(ArbiterSlice* s, uint64_t now) {
+  if (s->kernels == 0) return;
+  uint64_t end = QueueEnd(*s);
+  if (now <= end) return;  // it asks with work still queued: no gap
+  uint64_t x = Min(now - end, kMaxIdleGapNs);
+  uint64_t g = s->idle_gap_ns;
+  if (s->idle_gaps == 0) {
+    g = x;
+  } else if (x < g) {
+    g = (g + x) / 2;  // follows shorter gaps quickly: predicting too late costs the slice
+  } else {
+    g += Min((x - g) / 8, g / 8 + kGapStepNs);  // and longer ones slowly, one outlier at a time
+  }
+  StoreU64(s->idle_gap_ns, g);
+  if (s->idle_gaps < UINT32_MAX) s->idle_gaps++;
+}
+
+}  // namespace vgpu::shm::internal
