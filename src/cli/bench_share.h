@@ -24,6 +24,13 @@ struct BenchTenant {
   int depth = 0;  // 0: enough for 10 ms of kernels
 };
 
+// The tenant keys ParseTenant accepts, as `vgpu bench share --help` and its errors list them.
+inline constexpr const char* kTenantKeys =
+    "max (or cores), guarantee, weight, priority, elastic (or elastic=true|false), mode "
+    "(capped|elastic), time_slice, latency_slack, kernel (duration), gap (host time between "
+    "kernels: a latency tenant), start (delay), launch (kernel|ptsz|ex|coop|graph), depth "
+    "(kernels in flight)";
+
 // Parses "name[:key=value,key=value,...]"; errors name the tenant and the key.
 Result<BenchTenant> ParseTenant(const std::string& text);
 

@@ -293,9 +293,8 @@ int RunShare(int argc, char** argv) {
       "Runs tenants of busy kernels, each a process in its own slice, and reports each tenant's "
       "target and achieved share of the GPU and its launch-to-start waits.\n"
       "Example: vgpu bench share --sim --seconds 10 --tenant a:max=30 --tenant b:max=70 --json\n"
-      "Tenant keys: max (or cores), guarantee, weight, priority, elastic, mode, time_slice, "
-      "kernel (duration), gap (think time between kernels: a latency tenant), start (delay), "
-      "launch (kernel, ptsz, ex, coop, graph), depth (kernels in flight).",
+      "Tenant keys: " +
+          std::string(kTenantKeys) + ".",
       "vgpu bench share");
   app.add_flag("--sim", o.sim, "use the simulated GPU (a private one per run)");
   app.add_option("--seconds", o.seconds, "length of the run (default 10)")

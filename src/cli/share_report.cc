@@ -84,12 +84,19 @@ Result<BenchTenant> ParseTenant(const std::string& text) {
       t.flags.weight = value;
     } else if (key == "priority") {
       t.flags.priority = value;
-    } else if (key == "elastic" && value.empty()) {
-      t.flags.elastic = true;
-    } else if (key == "mode" && (value == "elastic" || value == "capped")) {
+    } else if (key == "elastic" && (value.empty() || value == "true" || value == "false")) {
+      t.flags.elastic = value != "false";
+    } else if (key == "elastic") {
+      st = Status::InvalidArgument(where + "elastic: \"" + value + "\": use elastic, elastic=true or elastic=false");
+    } else if (key == "mode") {
+      if (value != "elastic" && value != "capped") {
+        st = Status::InvalidArgument(where + "mode: \"" + value + "\": use elastic or capped");
+      }
       t.flags.elastic = value == "elastic";
     } else if (key == "time_slice") {
       t.flags.time_slice = value;
+    } else if (key == "latency_slack") {
+      t.flags.latency_slack = value;
     } else if (key == "kernel") {
       st = duration(&t.kernel_ns);
       if (st.ok() && t.kernel_ns == 0) {
@@ -114,8 +121,7 @@ Result<BenchTenant> ParseTenant(const std::string& text) {
     } else {
       st = Status::InvalidArgument(
           where + "\"" + item +
-          "\": unknown key (max, guarantee, weight, priority, elastic, mode, time_slice, kernel, "
-          "gap, start, launch, depth)");
+          "\": unknown key (" + std::string(kTenantKeys) + ")");
     }
     if (!st.ok()) return st;
   }
@@ -144,6 +150,10 @@ std::string ReportText(const BenchReport& r) {
     std::string policy = Policy(b);
     if (b.gap_ns > 0) policy += " gap " + Ms(b.gap_ns) + "ms";
     if (b.launch != "kernel") policy += " " + b.launch;
+    if (b.depth > 0) policy += " depth " + std::to_string(b.depth);
+    if (b.spec.latency_slack_ns > 0) {
+      policy += " slack " + Ms(static_cast<uint64_t>(b.spec.latency_slack_ns)) + "ms";
+    }
     if (b.start_ns > 0) policy += " @" + Num(static_cast<double>(b.start_ns) / 1e9, 1) + "s";
     std::string alone = x.alone_throughput && *x.alone_throughput > 0
                             ? Num(100.0 * x.throughput / *x.alone_throughput, 1) + "%"
@@ -184,6 +194,8 @@ std::string ReportJson(const BenchReport& r) {
          ",\"mode\":" + Quote(s.elastic ? "elastic" : "capped") + ",\"launch\":" + Quote(b.launch) +
          ",\"kernel_ms\":" + Ms(b.kernel_ns) + ",\"gap_ms\":" + Ms(b.gap_ns) +
          ",\"start_s\":" + Num(static_cast<double>(b.start_ns) / 1e9, 3) +
+         ",\"depth\":" + std::to_string(b.depth) + ",\"latency_slack_ms\":" +
+         Ms(s.latency_slack_ns > 0 ? static_cast<uint64_t>(s.latency_slack_ns) : 0) +
          ",\"target\":" + OptNum(x.target) + ",\"share\":" + Num(x.share, 3) +
          ",\"share_timeline\":" + OptNum(x.share_timeline) +
          ",\"per_second\":" + Series(x.per_second) + ",\"windows\":" + Series(x.windows) +

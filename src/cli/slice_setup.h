@@ -24,6 +24,7 @@ struct SliceFlags {
   std::string weight;
   std::string priority;    // realtime, high, normal, low, idle (or 0 / 1)
   std::string time_slice;  // e.g. 5ms
+  std::string latency_slack;  // e.g. 1ms (docs/compute.md, "Priorities that conserve work")
   bool elastic = false;
   std::string devices;
 };
@@ -38,6 +39,7 @@ struct SliceSpec {
   bool elastic = false;
   bool mode_given = false;     // write the mode even when capped (takes part in arbitration)
   uint64_t time_slice_ns = 0;  // 0: not given
+  int64_t latency_slack_ns = -1;  // -1: not given
   std::vector<std::string> devices;
 };
 
