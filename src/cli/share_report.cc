@@ -87,7 +87,8 @@ Result<BenchTenant> ParseTenant(const std::string& text) {
     } else if (key == "elastic" && (value.empty() || value == "true" || value == "false")) {
       t.flags.elastic = value != "false";
     } else if (key == "elastic") {
-      st = Status::InvalidArgument(where + "elastic: \"" + value + "\": use elastic, elastic=true or elastic=false");
+      st = Status::InvalidArgument(where + "elastic: \"" + value +
+                                   "\": use elastic, elastic=true or elastic=false");
     } else if (key == "mode") {
       if (value != "elastic" && value != "capped") {
         st = Status::InvalidArgument(where + "mode: \"" + value + "\": use elastic or capped");
@@ -106,6 +107,9 @@ Result<BenchTenant> ParseTenant(const std::string& text) {
       st = duration(&t.gap_ns);
     } else if (key == "start") {
       st = duration(&t.start_ns);
+    } else if (key == "stop") {
+      st = duration(&t.stop_ns);
+      if (st.ok() && t.stop_ns == 0) st = Status::InvalidArgument(where + "stop: must be above 0");
     } else if (key == "launch") {
       if (value != "kernel" && value != "ptsz" && value != "ex" && value != "coop" &&
           value != "graph") {
@@ -119,9 +123,8 @@ Result<BenchTenant> ParseTenant(const std::string& text) {
       if (*d < 1 || *d > 1024) return Status::InvalidArgument(where + "depth: must be 1-1024");
       t.depth = static_cast<int>(*d);
     } else {
-      st = Status::InvalidArgument(
-          where + "\"" + item +
-          "\": unknown key (" + std::string(kTenantKeys) + ")");
+      st = Status::InvalidArgument(where + "\"" + item + "\": unknown key (" +
+                                   std::string(kTenantKeys) + ")");
     }
     if (!st.ok()) return st;
   }
@@ -155,6 +158,7 @@ std::string ReportText(const BenchReport& r) {
       policy += " slack " + Ms(static_cast<uint64_t>(b.spec.latency_slack_ns)) + "ms";
     }
     if (b.start_ns > 0) policy += " @" + Num(static_cast<double>(b.start_ns) / 1e9, 1) + "s";
+    if (b.stop_ns > 0) policy += " stop " + Num(static_cast<double>(b.stop_ns) / 1e9, 1) + "s";
     std::string alone = x.alone_throughput && *x.alone_throughput > 0
                             ? Num(100.0 * x.throughput / *x.alone_throughput, 1) + "%"
                             : "-";
@@ -194,6 +198,9 @@ std::string ReportJson(const BenchReport& r) {
          ",\"mode\":" + Quote(s.elastic ? "elastic" : "capped") + ",\"launch\":" + Quote(b.launch) +
          ",\"kernel_ms\":" + Ms(b.kernel_ns) + ",\"gap_ms\":" + Ms(b.gap_ns) +
          ",\"start_s\":" + Num(static_cast<double>(b.start_ns) / 1e9, 3) +
+         ",\"stop_s\":" + (b.stop_ns ? Num(static_cast<double>(b.stop_ns) / 1e9, 3) : "null") +
+         ",\"idle_after_stop_ms\":" +
+         (x.idle_after_stop_ns ? Ms(*x.idle_after_stop_ns) : std::string("null")) +
          ",\"depth\":" + std::to_string(b.depth) + ",\"latency_slack_ms\":" +
          Ms(s.latency_slack_ns > 0 ? static_cast<uint64_t>(s.latency_slack_ns) : 0) +
          ",\"target\":" + OptNum(x.target) + ",\"share\":" + Num(x.share, 3) +

@@ -116,24 +116,23 @@ TEST(SliceSpec, FlagsAreValidatedWithTheirNames) {
   EXPECT_NE(LimitsText(*s, "/d", true, "/s", "x").find("latency_slack=1500000ns\n"),
             std::string::npos);
   f.latency_slack = "2s";
-  EXPECT_NE(ParseSliceSpec(f).error().message().find("--latency-slack: \"2s\""),
-            std::string::npos);
+  EXPECT_NE(ParseSliceSpec(f).error().message().find("--latency-slack: \"2s\""), std::string::npos);
 }
 
 // Every key that --help lists (kTenantKeys) is accepted, with the spellings it gives.
 TEST(BenchTenant, EveryListedKeyParses) {
   for (const char* spec :
-       {"a:max=30", "a:cores=30", "a:guarantee=20", "a:weight=2", "a:priority=high",
-        "a:elastic", "a:elastic=true", "a:elastic=false", "a:mode=capped", "a:mode=elastic",
-        "a:time_slice=2ms", "a:latency_slack=1ms", "a:kernel=2ms", "a:gap=1ms", "a:start=1s",
-        "a:launch=graph", "a:depth=4"}) {
+       {"a:max=30", "a:cores=30", "a:guarantee=20", "a:weight=2", "a:priority=high", "a:elastic",
+        "a:elastic=true", "a:elastic=false", "a:mode=capped", "a:mode=elastic", "a:time_slice=2ms",
+        "a:latency_slack=1ms", "a:kernel=2ms", "a:gap=1ms", "a:start=1s", "a:launch=graph",
+        "a:depth=4"}) {
     Result<BenchTenant> t = ParseTenant(spec);
     EXPECT_TRUE(t.has_value()) << spec << ": " << t.error().message();
   }
   std::string listed = kTenantKeys;
-  for (const char* key : {"max", "cores", "guarantee", "weight", "priority", "elastic", "mode",
-                          "time_slice", "latency_slack", "kernel", "gap", "start", "launch",
-                          "depth"}) {
+  for (const char* key :
+       {"max", "cores", "guarantee", "weight", "priority", "elastic", "mode", "time_slice",
+        "latency_slack", "kernel", "gap", "start", "launch", "depth"}) {
     EXPECT_NE(listed.find(key), std::string::npos) << key;
   }
   EXPECT_TRUE(ParseTenant("a:elastic=true")->spec.elastic);

@@ -8,7 +8,10 @@
 namespace vgpu::shm::internal {
 namespace {
 
-constexpr uint64_t kGapStepNs = 10ULL * 1000;  // the learnt gap grows by at most 1/8 + this
+constexpr uint64_t kGapStepNs = 10ULL * 1000;  // the learnt gap grows by at most 1/4 + this
+// A slice between launches counts as gone (no longer holding less important ones) after this many
+// of its time slices, or four of its learnt gaps, past the end of its queue.
+constexpr uint64_t kGoneSlices = 20;
 
 // When a slice between launches is expected back, and when it counts as late or gone.
 struct Return {
@@ -19,8 +22,9 @@ struct Return {
 
 Return ExpectedReturn(const ArbiterSlice& o) {
   uint64_t end = QueueEnd(o);
-  uint64_t gap = o.idle_gaps > 0 ? o.idle_gap_ns : 0;
-  return {end + gap, end + Max(DemandGrace(o), 2 * gap), end + Max(2 * TimeSlice(o), 4 * gap)};
+  uint64_t gap = o.idle_gap_ns;
+  return {end + gap, end + Max(DemandGrace(o), 2 * gap),
+          end + Max(kGoneSlices * TimeSlice(o), 4 * gap)};
 }
 
 }  // namespace
@@ -149,15 +153,16 @@ bool OtherWaiting(const Arbiter* a, int index) {
 void LearnArrival(ArbiterSlice* s, uint64_t now) {
   if (s->kernels == 0) return;
   uint64_t end = QueueEnd(*s);
-  if (now <= end) return;  // it asks with work still queued: no gap
-  uint64_t x = Min(now - end, kMaxIdleGapNs);
+  // Asking with work still queued is a gap of 0 (the queue never ran dry).
+  uint64_t x = now > end ? Min(now - end, kMaxIdleGapNs) : 0;
   uint64_t g = s->idle_gap_ns;
-  if (s->idle_gaps == 0) {
-    g = x;
-  } else if (x < g) {
+  if (x < g) {
     g = (g + x) / 2;  // follows shorter gaps quickly: predicting too late costs the slice
   } else {
-    g += Min((x - g) / 8, g / 8 + kGapStepNs);  // and longer ones slowly, one outlier at a time
+    // Longer ones slowly, from 0: by at most a quarter plus 10 us a launch, so that neither a
+    // first launch after a long pause nor one outlier predicts a long gap (10 ms takes about 25
+    // launches).
+    g += Min((x - g + 3) / 4, g / 4 + kGapStepNs);
   }
   StoreU64(s->idle_gap_ns, g);
   if (s->idle_gaps < UINT32_MAX) s->idle_gaps++;
