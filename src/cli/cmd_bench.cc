@@ -281,8 +281,8 @@ Result<RunOutput> RunTenants(const std::vector<BenchTenant>& tenants, const Opti
   return out;
 }
 
-// From the end of tenant `i`'s last kernel to the next start of another tenant's kernel (or
-// nothing when none started after it).
+// From the end of tenant `i`'s last kernel to the start of the next kernel of another tenant that
+// ends after it (0 when one was already running; nothing when there is none).
 std::optional<uint64_t> IdleAfter(const std::vector<std::vector<KernelRecord>>& records, size_t i) {
   uint64_t last = 0;
   for (const KernelRecord& r : records[i]) last = std::max(last, r.end_ns);
@@ -290,7 +290,7 @@ std::optional<uint64_t> IdleAfter(const std::vector<std::vector<KernelRecord>>& 
   for (size_t j = 0; j < records.size(); ++j) {
     if (j == i) continue;
     for (const KernelRecord& r : records[j]) {
-      if (r.start_ns + 1000 >= last && (!next || r.start_ns < *next)) next = r.start_ns;
+      if (r.end_ns > last && (!next || r.start_ns < *next)) next = r.start_ns;
     }
   }
   if (!next) return std::nullopt;

@@ -467,6 +467,24 @@ TEST(ArbiterPolicy, LowPriorityUsesTheIdleTimeOfALatencyBoundHighOne) {
   ExpectColocation(LatencyBound(kPriorityNormal, 2 * kMs), low, 0.5);
 }
 
+TEST(ArbiterPolicy, ThreeLevelsEachUseTheGapsOfTheMoreImportantOnes) {
+  // high every 2 ms, normal every 5 ms, low saturating: high and normal as fast as alone, low
+  // in the gaps both leave.
+  TenantSpec high = LatencyBound(kPriorityHigh, 2 * kMs);
+  TenantSpec mid = LatencyBound(kPriorityNormal, 5 * kMs);
+  Model alone_high({high}), alone_mid({mid});
+  alone_high.Run(kT0 + 2000 * kMs);
+  alone_mid.Run(kT0 + 2000 * kMs);
+  Model m({high, mid, SaturatingLow()});
+  m.Run(kT0 + 2000 * kMs);
+  uint64_t learnt = kT0 + 300 * kMs;
+  EXPECT_GE(static_cast<double>(m.Kernels(0)), 0.95 * static_cast<double>(alone_high.Kernels(0)));
+  EXPECT_GE(static_cast<double>(m.Kernels(1)), 0.9 * static_cast<double>(alone_mid.Kernels(0)));
+  EXPECT_LE(m.WaitPercentile(0, 0.99, learnt), alone_high.WaitPercentile(0, 0.99) + 1 * kMs);
+  double busy_above = m.Share(0, learnt, kT0 + 2000 * kMs) + m.Share(1, learnt, kT0 + 2000 * kMs);
+  EXPECT_GE(m.Share(2, learnt, kT0 + 2000 * kMs), 0.5 * (100.0 - busy_above)) << busy_above;
+}
+
 TEST(ArbiterPolicy, LatencySlackTradesHighLatencyForLowThroughput) {
   // 1.5 ms between high's kernels: one low kernel fits; with 0.5 ms of slack, two do.
   TenantSpec strict = LatencyBound(kPriorityHigh, 1500 * kUs);

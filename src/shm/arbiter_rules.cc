@@ -90,7 +90,12 @@ bool Held(const Arbiter* a, int index, uint64_t now, uint64_t estimate_ns, uint6
       continue;
     }
     if (o.waiters > 0) {
-      held = true;  // it asks now: it gets the next turn
+      // It asks now: it gets the next turn, unless a slice more important than both holds it
+      // (that one's own rule applies to this launch too: a launch that fits in its gap while
+      // the other's does not may run).
+      uint64_t ignored = UINT64_MAX;
+      if (Held(a, t, now, static_cast<uint64_t>(o.next_estimate_us) * 1000, &ignored)) continue;
+      held = true;
       *lapse = Min(*lapse, now + TimeSlice(o));
       continue;
     }
@@ -124,10 +129,23 @@ bool Eligible(const Arbiter* a, int index, uint64_t now) {
 }
 
 int Best(const Arbiter* a, uint64_t now, int exclude) {
+  bool candidate[kMaxArbiterSlices];
+  int32_t waiting_level = -1;  // the least important level with a waiting candidate
+  for (int i = 0; i < kMaxArbiterSlices; ++i) {
+    candidate[i] = i != exclude && Candidate(a, i, now);
+    const ArbiterSlice& s = a->slices[i];
+    if (candidate[i] && s.waiters > 0 && s.config.level > waiting_level) {
+      waiting_level = s.config.level;
+    }
+  }
   int best = -1;
   for (int i = 0; i < kMaxArbiterSlices; ++i) {
-    if (i == exclude || !Candidate(a, i, now)) continue;
-    if (best < 0 || Outranks(a->slices[i], a->slices[best])) best = i;
+    if (!candidate[i]) continue;
+    const ArbiterSlice& s = a->slices[i];
+    // A claim (no gate waiting) holds against equals only: a less important slice that waits is
+    // a candidate only if its launch fits before the claimant is back (Held).
+    if (s.waiters <= 0 && s.config.level < waiting_level) continue;
+    if (best < 0 || Outranks(s, a->slices[best])) best = i;
   }
   return best;
 }
