@@ -122,7 +122,7 @@ for name in open(os.path.join(work, "order")).read().split():
         of_idle = "-"
         if above:
             idle = 100.0 - sum(o["share"] for o in above)
-            of_idle = "%.0f%% of %.1f" % (100.0 * t["share"] / idle, idle) if idle > 0 else "-"
+            of_idle = "%.0f%% of %.1f" % (100.0 * t["share"] / idle, idle) if idle >= 1 else "-"
         print("| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %.1f | %s | %s |" % (
             name, t["name"], pol, f(t["target"], 1), f(t["share"]), f(t["share_timeline"]),
             "±" + f(t["worst_window_pp"]) if t["worst_window_pp"] is not None else "-", conv,

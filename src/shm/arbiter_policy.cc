@@ -327,8 +327,17 @@ AdmitDecision TryAdmit(Arbiter* a, const AdmitRequest& req, const ProcIdentity& 
     // before we are expected back.
     bool capped_out = !CapOk(me);
     bool used_up = capped_out || start + 2 * est > h.turn_end_ns;
-    bool higher_waiting = HigherWaiting(a, me_index, now);
-    bool gap = me.waiters == 0 && internal::OtherWaiting(a, me_index);
+    bool other_claiming = false;
+    bool other_waiting = internal::OtherWaiting(a, me_index, now, &other_claiming);
+    if (!other_waiting && !other_claiming) {
+      if (capped_out) {  // nobody to hand over to
+        EndTurn(a);
+        d.wake = true;
+      }
+      return d;
+    }
+    bool higher_waiting = other_waiting && HigherWaiting(a, me_index, now);
+    bool gap = me.waiters == 0 && other_waiting;
     bool dry = shallow && me.waiters == 0;
     if (used_up || gap || higher_waiting || dry) {
       int best = Best(a, now, me_index);

@@ -161,11 +161,16 @@ bool HigherWaiting(const Arbiter* a, int index, uint64_t now) {
   return false;
 }
 
-bool OtherWaiting(const Arbiter* a, int index) {
+bool OtherWaiting(const Arbiter* a, int index, uint64_t now, bool* claiming) {
+  bool waiting = false;
+  *claiming = false;
   for (int i = 0; i < kMaxArbiterSlices; ++i) {
-    if (i != index && a->slices[i].waiters > 0 && InUse(a->slices[i])) return true;
+    const ArbiterSlice& s = a->slices[i];
+    if (i == index || !InUse(s)) continue;
+    if (s.waiters > 0) waiting = true;
+    if (Claiming(s, now)) *claiming = true;
   }
-  return false;
+  return waiting;
 }
 
 void LearnArrival(ArbiterSlice* s, uint64_t now) {

@@ -49,8 +49,8 @@ bool Eligible(const Arbiter* a, int index, uint64_t now);
 int Best(const Arbiter* a, uint64_t now, int exclude);
 // A waiting, eligible slice of a higher class than `index`?
 bool HigherWaiting(const Arbiter* a, int index, uint64_t now);
-// True if some slice other than `index` has a gate waiting.
-bool OtherWaiting(const Arbiter* a, int index);
+// Whether some slice other than `index` has a gate waiting, or (*claiming) claims the GPU.
+bool OtherWaiting(const Arbiter* a, int index, uint64_t now, bool* claiming);
 
 // A gate of `s` asks for the GPU while none of its gates waits: if its queue had run dry, learn
 // the gap (from the end of its queue to now) into s->idle_gap_ns.
