@@ -70,6 +70,8 @@ bool Held(const Arbiter* a, int index, uint64_t now, uint64_t estimate_ns, uint6
   const uint64_t gpu_free = a->header.busy_until_ns;
   const uint64_t start = Max(now, gpu_free);
   const uint64_t end = start + estimate_ns;
+  // A launch without an estimate (its kernel never measured) may be long: it fits in no gap.
+  const bool known = estimate_ns > 0;
   bool held = false;
   for (int t = 0; t < kMaxArbiterSlices; ++t) {
     const ArbiterSlice& o = a->slices[t];
@@ -84,7 +86,7 @@ bool Held(const Arbiter* a, int index, uint64_t now, uint64_t estimate_ns, uint6
       uint64_t refill = now + need * 100 / o.config.max_pct + 1;
       if (o.waiters <= 0 && now >= r.gone) continue;
       uint64_t back = o.waiters > 0 ? refill : Max(refill, r.back);
-      if (start < back + slack) continue;
+      if (known && start < back + slack) continue;
       held = true;
       *lapse = Min(*lapse, Max(back, r.overdue));
       continue;
@@ -109,7 +111,7 @@ bool Held(const Arbiter* a, int index, uint64_t now, uint64_t estimate_ns, uint6
       *lapse = Min(*lapse, Min(gpu_free, r.gone));
       continue;
     }
-    if (end <= r.back + slack) continue;
+    if (known && end <= r.back + slack) continue;
     held = true;
     *lapse = Min(*lapse, r.overdue);
   }

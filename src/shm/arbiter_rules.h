@@ -38,8 +38,8 @@ uint64_t QueueEnd(const ArbiterSlice& s);
 bool Claiming(const ArbiterSlice& s, uint64_t now);
 
 // True if a more important slice holds the launch of slice `index` with estimate `estimate_ns`
-// that would start on the GPU at max(now, the GPU's busy-until); *lapse is lowered to when the
-// answer may change without a generation change.
+// that would start on the GPU at max(now, the GPU's busy-until) (0: no estimate, fits no gap);
+// *lapse is lowered to when the answer may change without a generation change.
 bool Held(const Arbiter* a, int index, uint64_t now, uint64_t estimate_ns, uint64_t* lapse);
 // May own the next turn: in use, within its cap, not held, and waiting or claiming.
 bool Candidate(const Arbiter* a, int index, uint64_t now);
@@ -52,8 +52,8 @@ bool HigherWaiting(const Arbiter* a, int index, uint64_t now);
 // Whether some slice other than `index` has a gate waiting, or (*claiming) claims the GPU.
 bool OtherWaiting(const Arbiter* a, int index, uint64_t now, bool* claiming);
 
-// A gate of `s` asks for the GPU while none of its gates waits: if its queue had run dry, learn
-// the gap (from the end of its queue to now) into s->idle_gap_ns.
+// A gate of `s` asks for the GPU while none of its gates waits: learn the gap from the end of its
+// queue to now (0 when work is still queued) into s->idle_gap_ns (rules in arbiter_rules.cc).
 void LearnArrival(ArbiterSlice* s, uint64_t now);
 
 }  // namespace vgpu::shm::internal
