@@ -20,9 +20,17 @@ struct BenchTenant {
   uint64_t kernel_ns = 0;  // 0: the bench's --kernel
   uint64_t gap_ns = 0;
   uint64_t start_ns = 0;  // offset from the common start
+  uint64_t stop_ns = 0;   // offset from the common start at which it stops; 0: the end
   std::string launch = "kernel";
   int depth = 0;  // 0: enough for 10 ms of kernels
 };
+
+// The tenant keys ParseTenant accepts, as `vgpu bench share --help` and its errors list them.
+inline constexpr const char* kTenantKeys =
+    "max (or cores), guarantee, weight, priority, elastic (or elastic=true|false), mode "
+    "(capped|elastic), time_slice, latency_slack, kernel (duration), gap (host time between "
+    "kernels: a latency tenant), start (delay), stop (time it stops launching), launch "
+    "(kernel|ptsz|ex|coop|graph), depth (kernels in flight)";
 
 // Parses "name[:key=value,key=value,...]"; errors name the tenant and the key.
 Result<BenchTenant> ParseTenant(const std::string& text);
@@ -40,6 +48,9 @@ struct TenantResult {
   double throughput = 0;  // kernels per second while it ran
   std::optional<double> alone_throughput;
   std::optional<uint64_t> alone_wait_p99_ns;
+  // A tenant that stops before the end: time from the end of its last kernel to the start of the
+  // next kernel of any other tenant (the GPU's idle time at the hand-over).
+  std::optional<uint64_t> idle_after_stop_ns;
 };
 
 struct BenchReport {

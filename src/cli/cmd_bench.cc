@@ -198,8 +198,8 @@ Result<RunOutput> RunTenants(const std::vector<BenchTenant>& tenants, const Opti
       return dir.error();
     }
     dirs.push_back(std::move(*dir));
-    Result<Child> c = Spawn(t, dirs.back(), libs, o, t.kernel_ns ? t.kernel_ns : kernel_ns, stop_ns,
-                            t.start_ns, work, children.size());
+    Result<Child> c = Spawn(t, dirs.back(), libs, o, t.kernel_ns ? t.kernel_ns : kernel_ns,
+                            t.stop_ns ? t.stop_ns : stop_ns, t.start_ns, work, children.size());
     if (!c.has_value()) {
       kill_all();
       return c.error();
@@ -272,12 +272,29 @@ Result<RunOutput> RunTenants(const std::vector<BenchTenant>& tenants, const Opti
   }
   for (size_t i = 0; i < tenants.size(); ++i) {
     if (sampler) {
-      out.timeline.push_back(sampler->Share(i, out.t0 + tenants[i].start_ns, out.t0 + stop_ns));
+      uint64_t until = tenants[i].stop_ns ? tenants[i].stop_ns : stop_ns;
+      out.timeline.push_back(sampler->Share(i, out.t0 + tenants[i].start_ns, out.t0 + until));
     } else {
       out.timeline.push_back(std::nullopt);
     }
   }
   return out;
+}
+
+// From the end of tenant `i`'s last kernel to the start of the next kernel of another tenant that
+// ends after it (0 when one was already running; nothing when there is none).
+std::optional<uint64_t> IdleAfter(const std::vector<std::vector<KernelRecord>>& records, size_t i) {
+  uint64_t last = 0;
+  for (const KernelRecord& r : records[i]) last = std::max(last, r.end_ns);
+  std::optional<uint64_t> next;
+  for (size_t j = 0; j < records.size(); ++j) {
+    if (j == i) continue;
+    for (const KernelRecord& r : records[j]) {
+      if (r.end_ns > last && (!next || r.start_ns < *next)) next = r.start_ns;
+    }
+  }
+  if (!next) return std::nullopt;
+  return *next > last ? *next - last : 0;
 }
 
 std::vector<uint64_t> Waits(const std::vector<KernelRecord>& records) {
@@ -293,9 +310,8 @@ int RunShare(int argc, char** argv) {
       "Runs tenants of busy kernels, each a process in its own slice, and reports each tenant's "
       "target and achieved share of the GPU and its launch-to-start waits.\n"
       "Example: vgpu bench share --sim --seconds 10 --tenant a:max=30 --tenant b:max=70 --json\n"
-      "Tenant keys: max (or cores), guarantee, weight, priority, elastic, mode, time_slice, "
-      "kernel (duration), gap (think time between kernels: a latency tenant), start (delay), "
-      "launch (kernel, ptsz, ex, coop, graph), depth (kernels in flight).",
+      "Tenant keys: " +
+          std::string(kTenantKeys) + ".",
       "vgpu bench share");
   app.add_flag("--sim", o.sim, "use the simulated GPU (a private one per run)");
   app.add_option("--seconds", o.seconds, "length of the run (default 10)")
@@ -343,6 +359,12 @@ int RunShare(int argc, char** argv) {
       return ReportStatus("bench share", Status::InvalidArgument("--tenant " + t->name +
                                                                  ": start is after the end"));
     }
+    if (t->stop_ns != 0 &&
+        (t->stop_ns <= t->start_ns || t->stop_ns > static_cast<uint64_t>(o.seconds * 1e9))) {
+      return ReportStatus("bench share", Status::InvalidArgument(
+                                             "--tenant " + t->name +
+                                             ": stop must lie after its start, within --seconds"));
+    }
     // Every tenant takes part in the arbitration, even with no limit of its own.
     t->spec.mode_given = true;
     report.tenants.push_back(*t);
@@ -375,6 +397,7 @@ int RunShare(int argc, char** argv) {
     for (size_t i = 0; i < report.tenants.size() && code == kExitOk; ++i) {
       BenchTenant solo = report.tenants[i];
       solo.start_ns = 0;
+      solo.stop_ns = 0;
       Result<RunOutput> r =
           RunTenants({solo}, o, *libs, report.kernel_ns, o.baseline_seconds, work);
       if (!r.has_value()) {
@@ -414,6 +437,11 @@ int RunShare(int argc, char** argv) {
       }
     }
     uint64_t t0 = run->t0, end = run->t0 + static_cast<uint64_t>(o.seconds * 1e9);
+    const uint64_t run_end = end;
+    // The shared phase: from the last start to the first stop.
+    for (const BenchTenant& t : report.tenants) {
+      if (t.stop_ns != 0) end = std::min(end, t0 + t.stop_ns);
+    }
     uint64_t phase = t0 + last_start;
     uint64_t window = static_cast<uint64_t>(o.window * 1e9);
     if (window > end - phase) window = end - phase;
@@ -440,7 +468,7 @@ int RunShare(int argc, char** argv) {
         // the tenant started with the others.
         if (report.tenants[i].start_ns != last_start) x.share_timeline.reset();
       }
-      x.per_second = WindowPercents(rec, t0, end, 1000000000ULL, 1000000000ULL);
+      x.per_second = WindowPercents(rec, t0, run_end, 1000000000ULL, 1000000000ULL);
       x.windows =
           WindowPercents(rec, phase, end, window, std::min<uint64_t>(window, 1000000000ULL));
       if (x.target) {
@@ -455,7 +483,10 @@ int RunShare(int argc, char** argv) {
       x.wait_p50_ns = Quantile(waits, 0.5);
       x.wait_p99_ns = Quantile(waits, 0.99);
       x.wait_max_ns = Quantile(waits, 1.0);
-      double active = o.seconds - static_cast<double>(report.tenants[i].start_ns) / 1e9;
+      const BenchTenant& bt = report.tenants[i];
+      double active = (bt.stop_ns ? static_cast<double>(bt.stop_ns) / 1e9 : o.seconds) -
+                      static_cast<double>(bt.start_ns) / 1e9;
+      if (bt.stop_ns != 0 && !rec.empty()) x.idle_after_stop_ns = IdleAfter(run->records, i);
       x.throughput = active > 0 ? static_cast<double>(rec.size()) / active : 0;
       x.alone_throughput = alone_tput[i];
       x.alone_wait_p99_ns = alone_p99[i];

@@ -84,12 +84,20 @@ Result<BenchTenant> ParseTenant(const std::string& text) {
       t.flags.weight = value;
     } else if (key == "priority") {
       t.flags.priority = value;
-    } else if (key == "elastic" && value.empty()) {
-      t.flags.elastic = true;
-    } else if (key == "mode" && (value == "elastic" || value == "capped")) {
+    } else if (key == "elastic" && (value.empty() || value == "true" || value == "false")) {
+      t.flags.elastic = value != "false";
+    } else if (key == "elastic") {
+      st = Status::InvalidArgument(where + "elastic: \"" + value +
+                                   "\": use elastic, elastic=true or elastic=false");
+    } else if (key == "mode") {
+      if (value != "elastic" && value != "capped") {
+        st = Status::InvalidArgument(where + "mode: \"" + value + "\": use elastic or capped");
+      }
       t.flags.elastic = value == "elastic";
     } else if (key == "time_slice") {
       t.flags.time_slice = value;
+    } else if (key == "latency_slack") {
+      t.flags.latency_slack = value;
     } else if (key == "kernel") {
       st = duration(&t.kernel_ns);
       if (st.ok() && t.kernel_ns == 0) {
@@ -99,6 +107,9 @@ Result<BenchTenant> ParseTenant(const std::string& text) {
       st = duration(&t.gap_ns);
     } else if (key == "start") {
       st = duration(&t.start_ns);
+    } else if (key == "stop") {
+      st = duration(&t.stop_ns);
+      if (st.ok() && t.stop_ns == 0) st = Status::InvalidArgument(where + "stop: must be above 0");
     } else if (key == "launch") {
       if (value != "kernel" && value != "ptsz" && value != "ex" && value != "coop" &&
           value != "graph") {
@@ -112,10 +123,8 @@ Result<BenchTenant> ParseTenant(const std::string& text) {
       if (*d < 1 || *d > 1024) return Status::InvalidArgument(where + "depth: must be 1-1024");
       t.depth = static_cast<int>(*d);
     } else {
-      st = Status::InvalidArgument(
-          where + "\"" + item +
-          "\": unknown key (max, guarantee, weight, priority, elastic, mode, time_slice, kernel, "
-          "gap, start, launch, depth)");
+      st = Status::InvalidArgument(where + "\"" + item + "\": unknown key (" +
+                                   std::string(kTenantKeys) + ")");
     }
     if (!st.ok()) return st;
   }
@@ -144,7 +153,12 @@ std::string ReportText(const BenchReport& r) {
     std::string policy = Policy(b);
     if (b.gap_ns > 0) policy += " gap " + Ms(b.gap_ns) + "ms";
     if (b.launch != "kernel") policy += " " + b.launch;
+    if (b.depth > 0) policy += " depth " + std::to_string(b.depth);
+    if (b.spec.latency_slack_ns > 0) {
+      policy += " slack " + Ms(static_cast<uint64_t>(b.spec.latency_slack_ns)) + "ms";
+    }
     if (b.start_ns > 0) policy += " @" + Num(static_cast<double>(b.start_ns) / 1e9, 1) + "s";
+    if (b.stop_ns > 0) policy += " stop " + Num(static_cast<double>(b.stop_ns) / 1e9, 1) + "s";
     std::string alone = x.alone_throughput && *x.alone_throughput > 0
                             ? Num(100.0 * x.throughput / *x.alone_throughput, 1) + "%"
                             : "-";
@@ -184,6 +198,11 @@ std::string ReportJson(const BenchReport& r) {
          ",\"mode\":" + Quote(s.elastic ? "elastic" : "capped") + ",\"launch\":" + Quote(b.launch) +
          ",\"kernel_ms\":" + Ms(b.kernel_ns) + ",\"gap_ms\":" + Ms(b.gap_ns) +
          ",\"start_s\":" + Num(static_cast<double>(b.start_ns) / 1e9, 3) +
+         ",\"stop_s\":" + (b.stop_ns ? Num(static_cast<double>(b.stop_ns) / 1e9, 3) : "null") +
+         ",\"idle_after_stop_ms\":" +
+         (x.idle_after_stop_ns ? Ms(*x.idle_after_stop_ns) : std::string("null")) +
+         ",\"depth\":" + std::to_string(b.depth) + ",\"latency_slack_ms\":" +
+         Ms(s.latency_slack_ns > 0 ? static_cast<uint64_t>(s.latency_slack_ns) : 0) +
          ",\"target\":" + OptNum(x.target) + ",\"share\":" + Num(x.share, 3) +
          ",\"share_timeline\":" + OptNum(x.share_timeline) +
          ",\"per_second\":" + Series(x.per_second) + ",\"windows\":" + Series(x.windows) +

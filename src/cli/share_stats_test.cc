@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cli/bench_share.h"
 #include "cli/slice_setup.h"
 
 namespace vgpu::cli {
@@ -108,6 +109,45 @@ TEST(SliceSpec, FlagsAreValidatedWithTheirNames) {
   f = SliceFlags{};
   f.time_slice = "10s";
   EXPECT_FALSE(ParseSliceSpec(f).has_value());
+  f = SliceFlags{};
+  f.latency_slack = "1500us";
+  s = ParseSliceSpec(f);
+  ASSERT_TRUE(s.has_value()) << s.error().message();
+  EXPECT_NE(LimitsText(*s, "/d", true, "/s", "x").find("latency_slack=1500000ns\n"),
+            std::string::npos);
+  f.latency_slack = "2s";
+  EXPECT_NE(ParseSliceSpec(f).error().message().find("--latency-slack: \"2s\""), std::string::npos);
+}
+
+// Every key that --help lists (kTenantKeys) is accepted, with the spellings it gives.
+TEST(BenchTenant, EveryListedKeyParses) {
+  for (const char* spec :
+       {"a:max=30", "a:cores=30", "a:guarantee=20", "a:weight=2", "a:priority=high", "a:elastic",
+        "a:elastic=true", "a:elastic=false", "a:mode=capped", "a:mode=elastic", "a:time_slice=2ms",
+        "a:latency_slack=1ms", "a:kernel=2ms", "a:gap=1ms", "a:start=1s", "a:launch=graph",
+        "a:depth=4"}) {
+    Result<BenchTenant> t = ParseTenant(spec);
+    EXPECT_TRUE(t.has_value()) << spec << ": " << t.error().message();
+  }
+  std::string listed = kTenantKeys;
+  for (const char* key :
+       {"max", "cores", "guarantee", "weight", "priority", "elastic", "mode", "time_slice",
+        "latency_slack", "kernel", "gap", "start", "launch", "depth"}) {
+    EXPECT_NE(listed.find(key), std::string::npos) << key;
+  }
+  EXPECT_TRUE(ParseTenant("a:elastic=true")->spec.elastic);
+  EXPECT_FALSE(ParseTenant("a:elastic=false")->spec.elastic);
+  EXPECT_EQ(ParseTenant("a:latency_slack=1ms")->spec.latency_slack_ns, 1000000);
+  Result<BenchTenant> bad = ParseTenant("a:elastic=maybe");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message().find("--tenant a: elastic: \"maybe\""), std::string::npos)
+      << bad.error().message();
+  bad = ParseTenant("a:speed=3");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message().find("unknown key (max (or cores)"), std::string::npos);
+  bad = ParseTenant("a:mode=fast");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message().find("mode: \"fast\""), std::string::npos);
 }
 
 }  // namespace

@@ -108,6 +108,14 @@ Result<SliceSpec> ParseSliceSpec(const SliceFlags& o, const std::string& prefix)
     }
     s.time_slice_ns = static_cast<uint64_t>(*t);
   }
+  if (!o.latency_slack.empty()) {
+    Result<int64_t> t = ParseDuration(o.latency_slack, prefix + "--latency-slack");
+    if (!t.has_value()) return t.error();
+    if (*t < 0 || static_cast<uint64_t>(*t) > shm::kMaxLatencySlackUs * 1000ULL) {
+      return Bad(prefix, "--latency-slack", o.latency_slack, "must be between 0 and 1s");
+    }
+    s.latency_slack_ns = *t;
+  }
   if (!o.devices.empty()) {
     size_t start = 0;
     while (start <= o.devices.size()) {
@@ -152,6 +160,9 @@ std::string LimitsText(const SliceSpec& s, const std::string& dir, bool sim,
   if (s.weight > 0) t += "weight=" + std::to_string(s.weight) + "\n";
   t += std::string("priority=") + kNames[s.priority] + "\n";
   if (s.time_slice_ns != 0) t += "time_slice=" + std::to_string(s.time_slice_ns) + "ns\n";
+  if (s.latency_slack_ns >= 0) {
+    t += "latency_slack=" + std::to_string(s.latency_slack_ns) + "ns\n";
+  }
   t += "region=" + dir + "/region\n";
   t += "arbiter_dir=" + arbiter_dir + "\n";
   // The simulated GPU's contexts take no device memory of their own.

@@ -22,8 +22,9 @@ struct SliceFlags {
   std::string cores;      // max share
   std::string guarantee;  // guaranteed share (makes the slice elastic unless --capped)
   std::string weight;
-  std::string priority;    // realtime, high, normal, low, idle (or 0 / 1)
-  std::string time_slice;  // e.g. 5ms
+  std::string priority;       // realtime, high, normal, low, idle (or 0 / 1)
+  std::string time_slice;     // e.g. 5ms
+  std::string latency_slack;  // e.g. 1ms (docs/compute.md, "Priorities that conserve work")
   bool elastic = false;
   std::string devices;
 };
@@ -36,8 +37,9 @@ struct SliceSpec {
   int priority = shm::kPriorityNormal;
   bool priority_given = false;
   bool elastic = false;
-  bool mode_given = false;     // write the mode even when capped (takes part in arbitration)
-  uint64_t time_slice_ns = 0;  // 0: not given
+  bool mode_given = false;        // write the mode even when capped (takes part in arbitration)
+  uint64_t time_slice_ns = 0;     // 0: not given
+  int64_t latency_slack_ns = -1;  // -1: not given
   std::vector<std::string> devices;
   std::string arbiter_dir;  // "" : <state>/arbiter (a nested slice uses its outer slice's)
 };

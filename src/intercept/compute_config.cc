@@ -173,6 +173,19 @@ bool ApplyComputeKey(string_view key, string_view value, bool file_keys, const c
     if (s->time_slice.state == Setting::kUnset || v.state == Setting::kInvalid) s->time_slice = v;
     return true;
   }
+  if (is("VGPU_LATENCY_SLACK", "latency_slack")) {
+    Parsed<int64_t> p = ParseDurationRaw(value);
+    Setting v{Setting::kValue, static_cast<uint64_t>(p.value)};
+    if (!p.ok() || p.value < 0 ||
+        static_cast<uint64_t>(p.value) > uint64_t{shm::kMaxLatencySlackUs} * 1000) {
+      errors->Add("%s: \"%.*s\" is not a latency slack between 0 and 1s (e.g. 1ms)", where,
+                  static_cast<int>(value.size()), value.data());
+      v = {Setting::kInvalid, 0};
+    }
+    // More slack concedes more to other slices: the larger value wins.
+    KeepLarger(&s->latency_slack, v);
+    return true;
+  }
   if (is("VGPU_ARBITER_DIR", "arbiter_dir")) {
     if (value.empty() || value.size() >= kPathMax - 64) {
       errors->Add("%s: arbiter directory is empty or too long", where);
@@ -201,6 +214,9 @@ void MergeComputeSources(const SourceSettings& other, SourceSettings* into) {
   if (other.mode.state != Setting::kUnset) KeepSmaller(&into->mode, other.mode);
   if (other.priority.state != Setting::kUnset) KeepLarger(&into->priority, other.priority);
   if (into->time_slice.state == Setting::kUnset) into->time_slice = other.time_slice;
+  if (other.latency_slack.state != Setting::kUnset) {
+    KeepLarger(&into->latency_slack, other.latency_slack);
+  }
   if (into->arbiter_dir[0] == '\0') {
     std::memcpy(into->arbiter_dir, other.arbiter_dir, sizeof(other.arbiter_dir));
   }
@@ -259,6 +275,14 @@ void CombineCompute(const SourceSettings& file, const SourceSettings& env, Confi
 
   const Setting& t = file.time_slice.state != Setting::kUnset ? file.time_slice : env.time_slice;
   config->time_slice_ns = t.state == Setting::kValue ? t.value : shm::kDefaultTimeSliceNs;
+
+  // Latency slack: the larger of the two (more slack only gives time to other slices); an
+  // invalid value gives the most.
+  Setting slack = file.latency_slack;
+  if (env.latency_slack.state != Setting::kUnset) KeepLarger(&slack, env.latency_slack);
+  config->latency_slack_ns = slack.state == Setting::kValue     ? slack.value
+                             : slack.state == Setting::kInvalid ? shm::kMaxLatencySlackUs * 1000ULL
+                                                                : 0;
 
   const char* dir = file.arbiter_dir[0] != '\0' ? file.arbiter_dir : env.arbiter_dir;
   std::snprintf(config->arbiter_dir, sizeof(config->arbiter_dir), "%s", dir);

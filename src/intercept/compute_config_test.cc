@@ -132,6 +132,25 @@ TEST(ComputeConfig, BadValuesTakeTheSafeSide) {
   EXPECT_EQ(idx.errors.count, 1);
 }
 
+TEST(ComputeConfig, LatencySlackTheLargerWinsABadOneGivesTheMost) {
+  Result none = Combine("priority=high\n", {});
+  EXPECT_EQ(none.config.latency_slack_ns, 0u);
+  Result file = Combine("priority=high\nlatency_slack=2ms\n", {"VGPU_LATENCY_SLACK=500us"});
+  EXPECT_EQ(file.errors.count, 0) << Errors(file.errors);
+  EXPECT_EQ(file.config.latency_slack_ns, 2000000u);  // the environment cannot take slack back
+  Result env = Combine("priority=high\nlatency_slack=1ms\n", {"VGPU_LATENCY_SLACK=3ms"});
+  EXPECT_EQ(env.config.latency_slack_ns, 3000000u);  // but may give more to other slices
+  Result bad = Combine("priority=high\n", {"VGPU_LATENCY_SLACK=soon"});
+  EXPECT_EQ(bad.errors.count, 1);
+  EXPECT_NE(Errors(bad.errors).find("VGPU_LATENCY_SLACK: \"soon\""), std::string::npos);
+  EXPECT_EQ(bad.config.latency_slack_ns, uint64_t{shm::kMaxLatencySlackUs} * 1000);
+  Result big = Combine("latency_slack=2s\npriority=high\n", {});
+  EXPECT_EQ(big.errors.count, 1);
+  EXPECT_EQ(big.config.latency_slack_ns, uint64_t{shm::kMaxLatencySlackUs} * 1000);
+  // A slack alone is no compute setting: the launches stay ungated.
+  EXPECT_FALSE(Combine("latency_slack=1ms\n", {}).config.compute_limited);
+}
+
 TEST(ComputeConfig, PriorityNames) {
   int32_t level = -1;
   EXPECT_TRUE(ParsePriorityLevel("REALTIME", &level));

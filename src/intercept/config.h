@@ -89,8 +89,9 @@ struct SourceSettings {
   Setting guarantee_all;
   Setting guarantee[kMaxDevices];
   Setting weight;
-  Setting mode;        // shm::ComputeMode
-  Setting time_slice;  // nanoseconds
+  Setting mode;           // shm::ComputeMode
+  Setting time_slice;     // nanoseconds
+  Setting latency_slack;  // nanoseconds
   char arbiter_dir[kPathMax] = {};
   char region[kPathMax] = {};
   char uuid[kMaxDevices][shm::kUuidLength] = {};
@@ -107,6 +108,7 @@ struct Config {
   uint32_t weight = 1;                 // share of spare GPU time among equals
   uint32_t compute_mode = shm::kModeCapped;
   uint64_t time_slice_ns = shm::kDefaultTimeSliceNs;
+  uint64_t latency_slack_ns = 0;            // delay this slice accepts from less important ones
   int32_t priority = shm::kPriorityNormal;  // shm::PriorityLevel
   char arbiter_dir[kPathMax] = {};          // "" = the default (compute_config.h)
   uint64_t context_overhead = kDefaultContextOverhead;

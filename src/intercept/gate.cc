@@ -83,6 +83,9 @@ shm::ArbiterSliceConfig SliceConfig(const Config& c, int device) {
   a.level = c.priority;
   a.mode = c.compute_mode;
   a.time_slice_ns = c.time_slice_ns;
+  uint64_t slack_us = c.latency_slack_ns / 1000;
+  a.latency_slack_us = static_cast<uint32_t>(
+      slack_us > shm::kMaxLatencySlackUs ? shm::kMaxLatencySlackUs : slack_us);
   return a;
 }
 

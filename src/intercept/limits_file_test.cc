@@ -87,6 +87,7 @@ void ExpectRejected(const Result& r, const std::string& where, const std::string
   EXPECT_EQ(r.config.compute_mode, shm::kModeCapped);
   EXPECT_EQ(r.config.priority, shm::kPriorityIdle);
   EXPECT_EQ(r.config.weight, 1u);
+  EXPECT_EQ(r.config.latency_slack_ns, uint64_t{shm::kMaxLatencySlackUs} * 1000);
   // The file's region is not trusted and no per-user default region is created.
   EXPECT_STREQ(r.config.region_path, "");
 }

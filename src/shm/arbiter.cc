@@ -27,7 +27,7 @@ bool ValidSliceConfig(const ArbiterSliceConfig& c) {
   return c.max_pct >= 1 && c.max_pct <= 100 && c.guarantee_pct <= c.max_pct && c.weight >= 1 &&
          c.weight <= kMaxWeight && c.level >= 0 && c.level < kPriorityLevels &&
          (c.mode == kModeCapped || c.mode == kModeElastic) && c.time_slice_ns >= kMinTimeSliceNs &&
-         c.time_slice_ns <= kMaxTimeSliceNs;
+         c.time_slice_ns <= kMaxTimeSliceNs && c.latency_slack_us <= kMaxLatencySlackUs;
 }
 
 RegionError ValidateArbiter(const Arbiter* arbiter, size_t size) {

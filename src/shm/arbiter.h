@@ -4,8 +4,10 @@
 // configuration, its credits and usage, and the current time-slice owner; libvgpu.so's launch
 // gate reads and writes it (arbiter_policy.h), `vgpu top` and the node daemon read it.
 //
-// Layout (version 1.x). Integers are little-endian host order; the file never crosses machines.
-// Offsets are static_assert'ed below and never change within a major version.
+// Layout (version 1.x; minor 1 gave meaning to bytes that are zero in 1.0: the slice's
+// last_seq, idle_gap_ns, gvtime, next_estimate_us, idle_gaps and config.latency_slack_us). Integers
+// are little-endian host order; the file never crosses machines. Offsets are static_assert'ed below
+// and never change within a major version.
 //
 //   ArbiterHeader (offset 0, 4096 bytes)
 //     magic            u64  kArbiterMagic ("VGPUARBT")
@@ -60,6 +62,13 @@
 //     preempted        u64  turns the slice lost early to a higher class
 //     joined_unix_ns   u64  when the record was created (informational)
 //     usage[16]        {u64 index, u64 ns}: device time charged per 100 ms (index = t / 100 ms)
+//     last_seq         u64  admission number of the slice's last launch (1.1; 0: unknown)
+//     idle_gap_ns      u64  learnt time from the slice's queue running dry to its next launch
+//                          (1.1; arbiter_policy.h, "Arrival pattern")
+//     gvtime           i64  guaranteed virtual time: device time used * kWeightScale /
+//                          guarantee (1.1): slices below their guarantees share by guarantee
+//     next_estimate_us u32  estimate of the launch the slice's gates wait with, µs (1.1)
+//     idle_gaps        u32  gaps learnt so far (saturates; 1.1)
 //   ArbiterProc[kMaxArbiterProcs] (offset 4096 + 512 * 64, 64 bytes each)
 //     pid              i32  process id in its pid namespace; 0 = free
 //     slice            i32  its slice record
@@ -96,7 +105,7 @@ namespace vgpu::shm {
 
 inline constexpr uint64_t kArbiterMagic = 0x5442524155504756ULL;  // "VGPUARBT" little-endian
 inline constexpr uint32_t kArbiterMajor = 1;
-inline constexpr uint32_t kArbiterMinor = 0;
+inline constexpr uint32_t kArbiterMinor = 1;
 inline constexpr int kMaxArbiterSlices = 64;
 inline constexpr int kMaxArbiterProcs = 256;
 inline constexpr int kUsageBuckets = 16;
@@ -125,6 +134,7 @@ inline constexpr uint64_t kDefaultTimeSliceNs = 5ULL * 1000 * 1000;  // 5 ms
 inline constexpr uint64_t kMinTimeSliceNs = 500ULL * 1000;           // 0.5 ms
 inline constexpr uint64_t kMaxTimeSliceNs = 1000ULL * 1000 * 1000;   // 1 s
 inline constexpr uint32_t kMaxWeight = 10000;
+inline constexpr uint32_t kMaxLatencySlackUs = 1000 * 1000;  // 1 s
 
 // A slice's compute settings on one GPU.
 struct ArbiterSliceConfig {
@@ -133,7 +143,10 @@ struct ArbiterSliceConfig {
   uint32_t weight;         // 1..kMaxWeight, share of spare time among slices of equal rank
   int32_t level;           // PriorityLevel
   uint32_t mode;           // ComputeMode
-  uint32_t reserved;
+  // How much later a launch of this slice may start than it would alone because less important
+  // slices use the GPU's idle time between its launches (arbiter_policy.h, "Priorities").
+  // Microseconds, 0..kMaxLatencySlackUs; 0 (the default, and in 1.0 files) = none.
+  uint32_t latency_slack_us;
   uint64_t time_slice_ns;  // length of this slice's turns (and of its queue-ahead bound)
 };
 static_assert(sizeof(ArbiterSliceConfig) == 32);
@@ -194,7 +207,11 @@ struct alignas(64) ArbiterSlice {
   uint64_t preempted;
   uint64_t joined_unix_ns;
   UsageBucket usage[kUsageBuckets];
-  uint8_t spare[512 - 480];
+  uint64_t last_seq;
+  uint64_t idle_gap_ns;
+  int64_t gvtime;
+  uint32_t next_estimate_us;
+  uint32_t idle_gaps;
 };
 
 struct alignas(64) ArbiterProc {
@@ -245,6 +262,12 @@ static_assert(offsetof(ArbiterSlice, members) == 104);
 static_assert(offsetof(ArbiterSlice, credit_g_ns) == 112);
 static_assert(offsetof(ArbiterSlice, used_ns) == 168);
 static_assert(offsetof(ArbiterSlice, usage) == 224);
+static_assert(offsetof(ArbiterSlice, last_seq) == 480);
+static_assert(offsetof(ArbiterSlice, idle_gap_ns) == 488);
+static_assert(offsetof(ArbiterSlice, gvtime) == 496);
+static_assert(offsetof(ArbiterSlice, next_estimate_us) == 504);
+static_assert(offsetof(ArbiterSlice, idle_gaps) == 508);
+static_assert(offsetof(ArbiterSliceConfig, latency_slack_us) == 20);
 static_assert(sizeof(ArbiterSlice) == 512);
 static_assert(offsetof(ArbiterProc, waiters) == 24);
 static_assert(sizeof(ArbiterProc) == 64);

@@ -182,11 +182,14 @@ RegionError JoinArbiter(Arbiter* a, uint64_t key, const char* name,
           slice.accrued_at_ns = now_ns;
           // Start level with the slices already there, so that a newcomer neither starves
           // them nor is starved by their history.
-          int64_t min_vt = INT64_MAX;
+          int64_t min_vt = INT64_MAX, min_gvt = INT64_MAX;
           for (const ArbiterSlice& other : a->slices) {
-            if (other.key != 0 && other.members > 0 && other.vtime < min_vt) min_vt = other.vtime;
+            if (other.key == 0 || other.members <= 0) continue;
+            if (other.vtime < min_vt) min_vt = other.vtime;
+            if (other.config.guarantee_pct > 0 && other.gvtime < min_gvt) min_gvt = other.gvtime;
           }
           slice.vtime = min_vt == INT64_MAX ? 0 : min_vt;
+          slice.gvtime = min_gvt == INT64_MAX ? 0 : min_gvt;
           struct timespec ts;
           ::clock_gettime(CLOCK_REALTIME, &ts);
           slice.joined_unix_ns =

@@ -4,10 +4,24 @@
 #include <climits>
 
 #include "shm/arbiter_internal.h"
+#include "shm/arbiter_rules.h"
 #include "shm/region_ops.h"
 
 namespace vgpu::shm {
 namespace {
+
+using internal::Best;
+using internal::CapOk;
+using internal::Class;
+using internal::Eligible;
+using internal::Held;
+using internal::HigherWaiting;
+using internal::InUse;
+using internal::Max;
+using internal::Min;
+using internal::Outranks;
+using internal::QueueEnd;
+using internal::TimeSlice;
 
 constexpr uint64_t kMaxSleepNs = 20ULL * 1000 * 1000;  // waiters look again at least this often
 constexpr uint64_t kMinSleepNs = 20ULL * 1000;         // and never spin faster than this
@@ -15,91 +29,6 @@ constexpr uint64_t kMinBurstWindowNs = 100ULL * 1000 * 1000;
 constexpr uint64_t kMaxAccrualNs = 10ULL * 1000 * 1000 * 1000;
 constexpr int64_t kCreditFloorNs = -60LL * 1000 * 1000 * 1000;
 constexpr int64_t kVtimeRebase = 1LL << 61;
-
-uint64_t Min(uint64_t a, uint64_t b) { return a < b ? a : b; }
-uint64_t Max(uint64_t a, uint64_t b) { return a > b ? a : b; }
-
-uint64_t TimeSlice(const ArbiterSlice& s) {
-  uint64_t t = s.config.time_slice_ns;
-  return t < kMinTimeSliceNs ? kDefaultTimeSliceNs : t;
-}
-uint64_t IdleRelease(const ArbiterSlice& s) { return TimeSlice(s) / 10; }
-// How long a slice counts as having work after its last work ended (priority hold).
-uint64_t Grace(const ArbiterSlice& s) { return 2 * TimeSlice(s); }
-
-bool InUse(const ArbiterSlice& s) { return s.key != 0 && s.members > 0; }
-
-int Tier(const ArbiterSlice& s) {
-  if (s.config.level == kPriorityRealtime) return 2;
-  if (s.config.guarantee_pct > 0 && s.credit_g_ns > 0) return 1;
-  return 0;
-}
-
-// Larger is more important: tier first, then the priority level.
-int Class(const ArbiterSlice& s) { return Tier(s) * 8 + (kPriorityLevels - s.config.level); }
-
-bool CapOk(const ArbiterSlice& s) { return s.config.max_pct >= 100 || s.credit_m_ns > 0; }
-
-// True if a more important slice with work holds `index`; *lapse is lowered to when the hold may
-// end.
-bool Held(const Arbiter* a, int index, uint64_t now, uint64_t* lapse) {
-  const ArbiterSlice& s = a->slices[index];
-  int tier = Tier(s);
-  if (tier == 2) return false;
-  bool held = false;
-  for (int t = 0; t < kMaxArbiterSlices; ++t) {
-    const ArbiterSlice& o = a->slices[t];
-    if (t == index || !InUse(o) || o.config.level >= s.config.level) continue;
-    if (tier == 1 && o.config.level != kPriorityRealtime) continue;
-    if (!SliceActive(o, now)) continue;
-    bool capped_out = !CapOk(o);
-    if (capped_out && o.busy_until_ns <= now) continue;  // it cannot use the GPU now
-    held = true;
-    uint64_t until = capped_out      ? o.busy_until_ns
-                     : o.waiters > 0 ? now + TimeSlice(o)
-                                     : Max(o.busy_until_ns, o.last_launch_ns) + Grace(o);
-    *lapse = Min(*lapse, until);
-  }
-  return held;
-}
-
-bool Eligible(const Arbiter* a, int index, uint64_t now) {
-  const ArbiterSlice& s = a->slices[index];
-  uint64_t ignored = UINT64_MAX;
-  return InUse(s) && s.waiters > 0 && CapOk(s) && !Held(a, index, now, &ignored);
-}
-
-// The eligible slice that should own the next turn, or -1.
-int Best(const Arbiter* a, uint64_t now) {
-  int best = -1;
-  for (int i = 0; i < kMaxArbiterSlices; ++i) {
-    if (!Eligible(a, i, now)) continue;
-    if (best < 0) {
-      best = i;
-      continue;
-    }
-    const ArbiterSlice& s = a->slices[i];
-    const ArbiterSlice& b = a->slices[best];
-    int cs = Class(s), cb = Class(b);
-    if (cs > cb || (cs == cb && s.vtime < b.vtime)) best = i;
-  }
-  return best;
-}
-
-// Would `x` be chosen before `y`?
-bool Outranks(const ArbiterSlice& x, const ArbiterSlice& y) {
-  int cx = Class(x), cy = Class(y);
-  return cx > cy || (cx == cy && x.vtime < y.vtime);
-}
-
-// A waiting, eligible slice of a higher class than `index`?
-bool HigherWaiting(const Arbiter* a, int index, uint64_t now) {
-  int mine = Class(a->slices[index]);
-  for (int i = 0; i < kMaxArbiterSlices; ++i) {
-    if (i != index && Eligible(a, i, now) && Class(a->slices[i]) > mine) return true;
-  }
-  return false;
-}
 
 // The new owner's turn: its work must end within one time slice of the GPU's current busy-until.
 void StartTurn(Arbiter* a, int index, uint64_t now) {
@@ -131,14 +60,20 @@ void AddUsage(ArbiterSlice& s, uint64_t at, int64_t ns) {
   StoreU64(b.ns, v < 0 ? 0 : static_cast<uint64_t>(v));
 }
 
-void RebaseVtimes(Arbiter* a) {
+// Moves the virtual times (member `field`) of the slices that keep one down by the smallest,
+// keeping their order. The guaranteed virtual time is kept by slices with a guarantee only.
+void RebaseVtimes(Arbiter* a, int64_t ArbiterSlice::*field) {
+  bool guaranteed = field == &ArbiterSlice::gvtime;
+  auto keeps = [&](const ArbiterSlice& s) {
+    return s.key != 0 && (!guaranteed || s.config.guarantee_pct > 0);
+  };
   int64_t low = INT64_MAX;
   for (const ArbiterSlice& s : a->slices) {
-    if (s.key != 0 && s.vtime < low) low = s.vtime;
+    if (keeps(s) && s.*field < low) low = s.*field;
   }
   if (low == INT64_MAX) return;
   for (ArbiterSlice& s : a->slices) {
-    if (s.key != 0) s.vtime -= low;
+    if (keeps(s)) StoreI64(s.*field, s.*field - low);
   }
 }
 
@@ -157,7 +92,11 @@ void Charge(Arbiter* a, ArbiterSlice& s, int64_t ns, uint64_t at) {
   StoreI64(s.credit_m_ns, m);
   int64_t weight = s.config.weight == 0 ? 1 : s.config.weight;
   StoreI64(s.vtime, s.vtime + ns * kWeightScale / weight);
-  if (s.vtime > kVtimeRebase) RebaseVtimes(a);
+  if (s.vtime > kVtimeRebase) RebaseVtimes(a, &ArbiterSlice::vtime);
+  if (s.config.guarantee_pct > 0) {
+    StoreI64(s.gvtime, s.gvtime + ns * kWeightScale / s.config.guarantee_pct);
+    if (s.gvtime > kVtimeRebase) RebaseVtimes(a, &ArbiterSlice::gvtime);
+  }
   int64_t used = static_cast<int64_t>(s.used_ns) + ns;
   StoreU64(s.used_ns, used < 0 ? 0 : static_cast<uint64_t>(used));
   AddUsage(s, at, ns);
@@ -213,7 +152,7 @@ bool SliceActive(const ArbiterSlice& s, uint64_t now_ns) {
   if (!InUse(s)) return false;
   // Work queued, a gate waiting, or work that ended less than two time slices ago (a tenant
   // between requests still has work, even when its host is slow to ask again).
-  return s.waiters > 0 || now_ns < Max(s.busy_until_ns, s.last_launch_ns) + Grace(s);
+  return s.waiters > 0 || now_ns < QueueEnd(s) + 2 * TimeSlice(s);
 }
 
 AdmitDecision TryAdmit(Arbiter* a, const AdmitRequest& req, const ProcIdentity& self) {
@@ -239,14 +178,21 @@ AdmitDecision TryAdmit(Arbiter* a, const AdmitRequest& req, const ProcIdentity& 
 
   // A slice coming back from idle starts level with the active ones (no hoarded advantage).
   if (!req.waiting && me.waiters == 0 && now - me.last_demand_ns > TimeSlice(me)) {
-    int64_t low = INT64_MAX;
+    int64_t low = INT64_MAX, low_g = INT64_MAX;
     for (int i = 0; i < kMaxArbiterSlices; ++i) {
       const ArbiterSlice& o = a->slices[i];
-      if (i != me_index && SliceActive(o, now) && o.vtime < low) low = o.vtime;
+      if (i == me_index || !SliceActive(o, now)) continue;
+      if (o.vtime < low) low = o.vtime;
+      if (o.config.guarantee_pct > 0 && o.gvtime < low_g) low_g = o.gvtime;
     }
     if (low != INT64_MAX && me.vtime < low) StoreI64(me.vtime, low);
+    if (low_g != INT64_MAX && me.gvtime < low_g) StoreI64(me.gvtime, low_g);
   }
+  // A new request while none of the slice's gates waits: learn its arrival pattern.
+  if (!req.waiting && me.waiters == 0) internal::LearnArrival(&me, now);
   StoreU64(me.last_demand_ns, now);
+  uint64_t estimate_us = (req.estimate_ns + 999) / 1000;
+  me.next_estimate_us = static_cast<uint32_t>(Min(estimate_us, UINT32_MAX));
   if (!req.waiting) {
     ++me.waiters;
     ++proc.waiters;
@@ -258,11 +204,14 @@ AdmitDecision TryAdmit(Arbiter* a, const AdmitRequest& req, const ProcIdentity& 
   if (owner >= 0) {
     ArbiterSlice& o = a->slices[owner];
     bool over = !InUse(o) || now >= h.turn_end_ns;
-    // The owner has stopped asking (its queued work still runs first), or it lets the GPU run dry
-    // (a gate that sleeps past its time on a loaded machine): the turn is free.
-    if (!over && owner != me_index && now - o.last_launch_ns >= IdleRelease(o) &&
-        (o.waiters == 0 || o.busy_until_ns <= now)) {
-      over = true;
+    if (!over && owner != me_index) {
+      // The owner keeps its claim while its work runs and for a grace after its queue ran dry
+      // (a tenant with few kernels in flight comes back within it); after that the turn is free.
+      if (now >= Max(QueueEnd(o), h.turn_start_ns) + internal::DemandGrace(o)) over = true;
+      // A less important slice whose launch fits in the owner's gap between launches uses it.
+      if (o.waiters == 0 && me.config.level > o.config.level && Eligible(a, me_index, now)) {
+        over = true;
+      }
     }
     if (over) {
       EndTurn(a);
@@ -290,11 +239,14 @@ AdmitDecision TryAdmit(Arbiter* a, const AdmitRequest& req, const ProcIdentity& 
 
   uint64_t unheld_at = UINT64_MAX;
   if (owner == me_index) {
-    if (HigherWaiting(a, me_index, now) || Held(a, me_index, now, &unheld_at)) {
-      // A more important slice waits, or has work and is between launches: the owner stops at
-      // this kernel boundary.
-      ++me.preempted;
-      ++h.preemptions;
+    bool higher_waiting = HigherWaiting(a, me_index, now);
+    if (higher_waiting || Held(a, me_index, now, est, &unheld_at)) {
+      // A more important slice waits, or is expected back before this launch would end: the
+      // owner stops at this kernel boundary.
+      if (higher_waiting) {
+        ++me.preempted;
+        ++h.preemptions;
+      }
       EndTurn(a);
       owner = -1;
       d.wake = true;
@@ -316,7 +268,7 @@ AdmitDecision TryAdmit(Arbiter* a, const AdmitRequest& req, const ProcIdentity& 
     d.wake = true;
   }
   if (owner < 0) {
-    int best = Best(a, now);
+    int best = Best(a, now, -1);
     if (best >= 0) {
       StartTurn(a, best, now);
       owner = best;
@@ -326,6 +278,8 @@ AdmitDecision TryAdmit(Arbiter* a, const AdmitRequest& req, const ProcIdentity& 
 
   if (owner == me_index && fit() == 0) {
     uint64_t start = Max(now, h.busy_until_ns);
+    // The slice's own queue had run dry: it keeps one kernel in flight, or its host is slow.
+    const bool shallow = me.busy_until_ns <= now;
     // The launch reaches the driver under the lock, so the GPU queues work in the order the
     // arbiter admitted it: its model of the queue stays true.
     uint64_t launch_ns = MonotonicNowNs();
@@ -352,6 +306,7 @@ AdmitDecision TryAdmit(Arbiter* a, const AdmitRequest& req, const ProcIdentity& 
     std::atomic_ref<uint32_t>(rec.flags).store(0, std::memory_order_relaxed);
     StoreU64(rec.seq, seq);
     d.seq = seq;
+    StoreU64(me.last_seq, seq);
     Charge(a, me, static_cast<int64_t>(est), start);
     StoreU64(h.busy_until_ns, start + est);
     StoreU64(me.busy_until_ns, start + est);
@@ -364,13 +319,36 @@ AdmitDecision TryAdmit(Arbiter* a, const AdmitRequest& req, const ProcIdentity& 
     d.admitted = true;
     d.start_ns = start;
     d.turn_epoch = h.turn_epoch;
-    // Hand the turn over now if this launch used it up and another slice is waiting, so that the
-    // next owner queues its work while ours still runs (no gap at the switch).
+    // Hand the turn over now, so that the next owner queues its work while ours still runs (no
+    // gap at the switch), if this launch used the turn up, or a more important slice waits, or
+    // our queue runs dry after this launch and another slice now ranks first (a slice with one
+    // kernel in flight takes its turns a kernel at a time: another's kernel hides its launch
+    // latency); or if no gate of ours waits and a less important slice's next launch fits
+    // before we are expected back.
     bool capped_out = !CapOk(me);
     bool used_up = capped_out || start + 2 * est > h.turn_end_ns;
-    if (used_up || HigherWaiting(a, me_index, now)) {
-      int best = Best(a, now);
-      if (best >= 0 && best != me_index && (capped_out || Outranks(a->slices[best], me))) {
+    bool other_claiming = false;
+    bool other_waiting = internal::OtherWaiting(a, me_index, now, &other_claiming);
+    if (!other_waiting && !other_claiming) {
+      if (capped_out) {  // nobody to hand over to
+        EndTurn(a);
+        d.wake = true;
+      }
+      return d;
+    }
+    bool higher_waiting = other_waiting && HigherWaiting(a, me_index, now);
+    bool gap = me.waiters == 0 && other_waiting;
+    bool dry = shallow && me.waiters == 0;
+    if (used_up || gap || higher_waiting || dry) {
+      int best = Best(a, now, me_index);
+      const ArbiterSlice* b = best >= 0 ? &a->slices[best] : nullptr;
+      bool fills_gap = gap && b != nullptr && b->waiters > 0 && b->config.level > me.config.level;
+      // (A more important slice that is not asking yet takes its turn when it asks: until then
+      // only launches that end before it is back are admitted, see Held.)
+      bool dry_next = dry && b != nullptr && (b->waiters > 0 || b->config.level >= me.config.level);
+      bool next = b != nullptr && (used_up || higher_waiting || dry_next) &&
+                  (capped_out || Outranks(*b, me));
+      if (next || fills_gap) {
         StartTurn(a, best, now);
         d.wake = true;
       } else if (!CapOk(me)) {
@@ -388,8 +366,7 @@ AdmitDecision TryAdmit(Arbiter* a, const AdmitRequest& req, const ProcIdentity& 
   } else if (owner >= 0) {
     const ArbiterSlice& o = a->slices[owner];
     retry = Min(retry, h.turn_end_ns);
-    uint64_t quiet = o.last_launch_ns + IdleRelease(o);
-    retry = Min(retry, o.waiters == 0 ? quiet : Max(quiet, o.busy_until_ns));
+    retry = Min(retry, Max(QueueEnd(o), h.turn_start_ns) + internal::DemandGrace(o));
   }
   if (!CapOk(me)) {
     uint64_t need = static_cast<uint64_t>(-me.credit_m_ns) + 1;
@@ -399,7 +376,7 @@ AdmitDecision TryAdmit(Arbiter* a, const AdmitRequest& req, const ProcIdentity& 
     uint64_t need = static_cast<uint64_t>(-me.credit_g_ns) + 1;
     retry = Min(retry, now + need * 100 / me.config.guarantee_pct + 1);
   }
-  Held(a, me_index, now, &retry);
+  Held(a, me_index, now, est, &retry);
   d.retry_at_ns = Max(retry, now + kMinSleepNs);
   d.generation = std::atomic_ref<uint32_t>(h.generation).load(std::memory_order_acquire);
   return d;
@@ -456,6 +433,12 @@ void ReportEnds(Arbiter* a, int slice, int proc, const uint64_t* seqs, const uin
     std::atomic_ref<uint32_t>(rec.flags).fetch_or(kLaunchEnded, std::memory_order_release);
     // The last admitted launch has ended: the GPU's queue is empty from then on.
     if (rec.seq + 1 == h.next_seq) StoreU64(h.busy_until_ns, ends[i]);
+    // The slice's last launch has ended: its queue is empty from then on (its estimate may have
+    // been long or short).
+    if (rec.slice >= 0 && rec.slice < kMaxArbiterSlices) {
+      ArbiterSlice& s = a->slices[rec.slice];
+      if (s.key == rec.key && s.last_seq == rec.seq) StoreU64(s.busy_until_ns, ends[i]);
+    }
     // Measure it, and the ones after it that were waiting for this end.
     for (uint64_t seq = rec.seq; seq < h.next_seq && seq + kLaunchRecords > rec.seq; ++seq) {
       LaunchRecord& r = a->launches[seq % kLaunchRecords];

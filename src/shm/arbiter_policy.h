@@ -14,20 +14,31 @@
 // When an admitted launch uses up its slice's turn (or cap) and another slice waits, the turn is
 // handed over at once, so the next owner queues its work while the last one's still runs.
 //
-// Who gets the next turn (rank, highest first), among slices with a waiting gate that are not
-// over their cap (max credit positive) and not held by priority:
+// Who gets the next turn (rank, highest first), among slices that are not over their cap (max
+// credit positive), not held by priority, and have a waiting gate or still *claim* the GPU (work
+// queued, or their queue ran dry less than a grace ago: a tenth of their time slice, at least
+// 0.2 ms; a tenant with few kernels in flight comes back within it):
 //   1. tier: realtime slices; then slices below their guarantee (guarantee credit positive);
 //      then the rest;
 //   2. priority level (realtime, high, normal, low, idle);
-//   3. the smallest weighted virtual time (device time used / weight): weighted fair sharing.
-// A slice is held by priority while a slice of a more important level has work (a waiting gate,
-// queued work, or work that ended less than 2 time slices ago), unless the held slice is below its
-// guarantee and the other is not realtime. A waiting slice of a higher tier or level than the
-// owner, or a more important slice that has work, ends the owner's turn at once (the owner's next
-// launch waits: preemption at the next kernel boundary; its queued work, at most one time slice,
-// still runs). A turn also ends when its work reaches the turn's end, when the owner's cap credit
-// runs out, when the owner has not asked for a tenth of its time slice (and either has no gate
-// waiting or has let its queue run dry), or when its processes are gone.
+//   3. among slices below their guarantees, the smallest guaranteed virtual time (device time
+//      used / guarantee); otherwise the smallest weighted virtual time (used / weight).
+// Priorities conserve work (arbiter_rules.h): a launch of a slice is held while a slice of a more
+// important level has a waiting gate, or is between launches and expected back (end of its
+// queue + its learnt gap) before the launch would end, plus that slice's latency slack. Once the
+// more important slice is later than twice its gap, one kernel at a time may run on an idle GPU;
+// after 20 of its time slices (or 4 gaps) it holds nothing; a waiting slice that is itself held
+// holds nothing of its own. A claim without a waiting gate competes with slices of its own level
+// only. A slice below its guarantee is held by realtime slices only. A waiting slice of a higher
+// tier or level than the owner, or a more important slice expected back before the owner's next
+// launch would end, ends the owner's turn at once (preemption at the next kernel boundary; its
+// queued work, at most one time slice, still runs). A turn also ends when its work reaches the
+// turn's end, when the owner's cap credit runs out, when the owner's claim lapses (a grace after
+// its queue ran dry), when a less important slice's launch fits in the gap of an owner with no gate
+// waiting, or when its processes are gone. The turn is handed over at admission when the launch
+// uses the turn up, or when the owner's queue had run dry (one kernel in flight: turns a kernel at
+// a time) and another ranks first, or when a less important slice's launch fits before the owner is
+// expected back.
 //
 // Credits. guarantee credit += guarantee% of elapsed time, max credit += max% of elapsed time,
 // both -= device time charged, accrued only while the slice has work (an idle slice hoards
