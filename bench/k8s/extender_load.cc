@@ -287,6 +287,10 @@ int main(int argc, char** argv) {
   };
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      usage();
+      return 0;
+    }
     if (flag == "--no-memo") {
       o.memo = false;
       continue;

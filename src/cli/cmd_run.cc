@@ -64,6 +64,9 @@ int RunRun(int argc, char** argv) {
                  "realtime, high, normal (default), low or idle (HAMi: 0 high, 1 normal)");
   app.add_option("--time-slice", flags.time_slice,
                  "length of this slice's turns on the GPU (default 5ms; 500us-1s)");
+  app.add_option("--latency-slack", flags.latency_slack,
+                 "how late this slice may be served when it comes back with work, so that "
+                 "lower priorities can use its gaps (default 0; 0-1s; docs/compute.md)");
   app.add_option("--device", flags.devices, "GPUs to use: indices or UUIDs, e.g. 0,1");
   app.add_option("--name", name_flag, "name of the slice in vgpu top (default: the command)");
   app.add_option("--kill-after", kill_after,

@@ -114,6 +114,7 @@ Result<std::optional<OuterSlice>> FindOuterSlice() {
     c.priority = config.priority;
     c.priority_given = true;
     c.time_slice_ns = config.time_slice_ns;
+    c.latency_slack_ns = static_cast<int64_t>(config.latency_slack_ns);
     outer.arbiter_dir = config.arbiter_dir;
   }
   return std::optional<OuterSlice>(outer);
@@ -137,6 +138,7 @@ Result<SliceSpec> BoundByOuter(const OuterSlice& outer, SliceSpec spec, const Sl
       {"--weight", !flags.weight.empty()},
       {"--priority", !flags.priority.empty()},
       {"--time-slice", !flags.time_slice.empty()},
+      {"--latency-slack", !flags.latency_slack.empty()},
   };
   for (const auto& [flag, set] : given) {
     if (set) {
@@ -155,6 +157,7 @@ Result<SliceSpec> BoundByOuter(const OuterSlice& outer, SliceSpec spec, const Sl
   spec.priority = c.priority;
   spec.priority_given = c.priority_given;
   spec.time_slice_ns = c.time_slice_ns;
+  spec.latency_slack_ns = c.latency_slack_ns;
   spec.arbiter_dir = outer.arbiter_dir;
   return spec;
 }

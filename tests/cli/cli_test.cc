@@ -115,6 +115,7 @@ TEST_F(CliRun, BadValuesOfEveryCommandExitTwo) {
   ExpectBadInput("run --cores 0 -- echo ran", "--cores");
   ExpectBadInput("run --device x -- echo ran", "--device");
   ExpectBadInput("run --time-slice 1h -- echo ran", "--time-slice");
+  ExpectBadInput("run --latency-slack 2s -- echo ran", "--latency-slack");
   ExpectBadInput("top --interval 0", "--interval");
   ExpectBadInput("node --sim --sim-devices 0 --node-name n", "--sim-devices: must be 1..16, got 0");
   ExpectBadInput("node --sim --sim-devices 17 --node-name n", "--sim-devices");
@@ -156,6 +157,13 @@ TEST_F(CliRun, SizeSuffixes) {
   // The rule is stated in --help.
   auto help = Vgpu("run --help");
   EXPECT_NE(help.out.find("8GB = 8x10^9 bytes (SI)"), std::string::npos) << help.out;
+}
+
+// The latency slack reaches the slice's limits file (docs/compute.md, "The latency slack").
+TEST_F(CliRun, LatencySlackGoesIntoTheLimitsFile) {
+  auto r = Vgpu("run --priority high --latency-slack 2ms -- sh -c 'cat \"$VGPU_LIMITS_FILE\"'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nlatency_slack=2000000ns\n"), std::string::npos) << r.out;
 }
 
 }  // namespace
