@@ -372,6 +372,16 @@ int RunShare(int argc, char** argv) {
   if (report.tenants.front().spec.time_slice_ns != 0) {
     report.time_slice_ns = report.tenants.front().spec.time_slice_ns;
   }
+  // The records directory is made (and checked writable) before the run, not after it.
+  if (!o.records_dir.empty()) {
+    std::error_code dir_ec;
+    fs::create_directories(o.records_dir, dir_ec);
+    if (dir_ec || access(o.records_dir.c_str(), W_OK | X_OK) != 0) {
+      std::string why = dir_ec ? dir_ec.message() : std::strerror(errno);
+      return ReportStatus("bench share", Status::InvalidArgument("--records: \"" + o.records_dir +
+                                                                 "\": cannot write there: " + why));
+    }
+  }
   Result<Libraries> libs = FindLibraries(o.sim, "vgpu bench share");
   if (!libs.has_value()) {
     std::fprintf(stderr, "vgpu bench share: %s\n", libs.error().message().c_str());
@@ -447,12 +457,16 @@ int RunShare(int argc, char** argv) {
     if (window > end - phase) window = end - phase;
     report.window_s = static_cast<double>(window) / 1e9;
     if (!o.records_dir.empty()) {
-      std::error_code dir_ec;
-      fs::create_directories(o.records_dir, dir_ec);
       for (size_t i = 0; i < report.tenants.size(); ++i) {
-        std::ofstream f(o.records_dir + "/" + report.tenants[i].name + ".kernels");
+        std::string path = o.records_dir + "/" + report.tenants[i].name + ".kernels";
+        std::ofstream f(path);
         for (const KernelRecord& r : run->records[i]) {
           f << r.call_ns << " " << r.start_ns << " " << r.end_ns << "\n";
+        }
+        f.close();
+        if (!f) {
+          std::fprintf(stderr, "vgpu bench share: cannot write %s\n", path.c_str());
+          code = kExitFailure;
         }
       }
     }

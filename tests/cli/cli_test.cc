@@ -128,6 +128,7 @@ TEST_F(CliRun, BadValuesOfEveryCommandExitTwo) {
                  "--kubeconfig: kubeconfig: /dev/zero");
   ExpectBadInput("bench share --tenant a:max=300", "--cores");
   ExpectBadInput("bench share", "--tenant");
+  ExpectBadInput("bench share --sim --tenant a:max=30 --records /proc/vgpu-none", "--records");
   ExpectBadInput("version extra", "extra");
 }
 
