@@ -27,7 +27,7 @@ namespace {
 
 using nlohmann::json;
 
-// vgpu as the first word of a shell command (with the sanitizer runtime in a sanitizer build).
+// vgpu as the first word of a shell command (with the ASan runtime in an asan build).
 std::string Vgpu() { return testing::SanitizerCommandPrefix() + VGPU_BIN; }
 
 json Bench(const std::string& args) {

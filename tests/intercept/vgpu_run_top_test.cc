@@ -29,11 +29,10 @@ class RunTopTest : public ::testing::Test {
     env_ = {"VGPU_STATE_DIR=" + dir_ + "/state", "VGPU_SIMGPU_CONFIG=" + dir_ + "/devices.conf",
             "VGPU_SIMGPU_STATE=" + dir_ + "/simgpu.state", "VGPU_SIMGPU_LOG_LEVEL=1",
             "LIBCUDA_LOG_LEVEL=1"};
-    // A sanitizer build of libvgpu.so needs the sanitizer runtime loaded first in every process
-    // (vgpu run keeps sanitizer runtimes ahead of libvgpu.so).
+    // An asan build of libvgpu.so needs the ASan runtime loaded first in every process (vgpu run
+    // keeps sanitizer runtimes ahead of libvgpu.so).
     if (*testing::kSanitizerRuntime != '\0') {
       env_.push_back("LD_PRELOAD=" + testing::PreloadList(""));
-      env_.push_back("ASAN_OPTIONS=detect_leaks=0");
     }
   }
   void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
