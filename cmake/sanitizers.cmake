@@ -11,14 +11,11 @@
 #
 #   VGPU_SANITIZER          "address", "thread" or empty
 #   VGPU_SANITIZER_PRELOAD  absolute path of libasan.so.N in an address build, otherwise empty
-#   VGPU_TEST_ENVIRONMENT   environment for every test (vgpu_add_test): in a thread build, the
-#                           suppressions of tests/tsan.supp; otherwise empty
 #   vgpu_test_preloads(<target>...)  for tests that preload libraries into other programs:
 #       tests/sanitizer_env.h on the include path, and VGPU_SANITIZER_PRELOAD="<path>" as a
 #       compile definition where there is one
 set(VGPU_SANITIZER "")
 set(VGPU_SANITIZER_PRELOAD "")
-set(VGPU_TEST_ENVIRONMENT "")
 if(CMAKE_CXX_FLAGS MATCHES "-fsanitize=[a-z,]*address")
   set(VGPU_SANITIZER address)
 elseif(CMAKE_CXX_FLAGS MATCHES "-fsanitize=[a-z,]*thread")
@@ -33,9 +30,6 @@ if(VGPU_SANITIZER STREQUAL "address")
       "-print-file-name=libasan.so gave \"${runtime}\", not a file (is libasan installed?)")
   endif()
   file(REAL_PATH "${runtime}" VGPU_SANITIZER_PRELOAD)
-endif()
-if(VGPU_SANITIZER STREQUAL "thread")
-  set(VGPU_TEST_ENVIRONMENT "TSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/tsan.supp")
 endif()
 if(VGPU_SANITIZER)
   message(STATUS "${VGPU_SANITIZER} sanitizer build; tests preload \"${VGPU_SANITIZER_PRELOAD}\"")
