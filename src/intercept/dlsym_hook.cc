@@ -13,8 +13,9 @@
 
 // Not instrumented by sanitizers (see ResolveRealDlsym): sanitizer runtimes look functions up
 // with dlsym before they are ready to run instrumented code. Only cu* and nvml* names go further.
-extern "C" __attribute__((visibility("hidden"), no_sanitize("address", "undefined"))) void*
-vgpu_DlsymHookFor(void* handle, const char* name) {
+extern "C"
+    __attribute__((visibility("hidden"), no_sanitize("address", "thread", "undefined"))) void*
+    vgpu_DlsymHookFor(void* handle, const char* name) {
   using namespace vgpu::intercept;
   // Resolve the real dlsym first: the trampoline jumps to it when we return null.
   EnsureRealDlsym();

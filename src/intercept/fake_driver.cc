@@ -3,8 +3,9 @@
 #include <time.h>
 
 #include <cstring>
+#include <map>
+#include <memory>
 #include <mutex>
-#include <set>
 
 #include "intercept/runtime.h"
 
@@ -16,6 +17,30 @@ std::recursive_mutex g_mutex;  // the fake's maps are shared by test threads
 char g_primary_storage[2];
 char g_pool_storage[2];
 char g_nvml_storage[2];
+
+// The objects behind the handles the fake hands out (created contexts, graph nodes, events):
+// owned here, freed when the handle is destroyed, at the reset of MakeFakeDriver or at exit, so
+// that a test may end with handles alive and leak nothing.
+template <typename T>
+class HandleStore {
+ public:
+  T* Add() {
+    auto owned = std::make_unique<T>();
+    T* raw = owned.get();
+    items_.emplace(raw, std::move(owned));
+    return raw;
+  }
+  bool Remove(const T* item) { return items_.erase(item) != 0; }
+  void Clear() { items_.clear(); }
+
+ private:
+  std::map<const T*, std::unique_ptr<T>> items_;
+};
+
+struct FakeContext {
+  char unused = 0;
+};
+HandleStore<FakeContext> g_contexts;
 
 uint64_t RoundUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
@@ -72,7 +97,7 @@ CUresult PrimaryReset(CUdevice) { return CUDA_SUCCESS; }
 CUresult CtxCreate2(CUcontext* ctx, unsigned int, CUdevice) {
   ++g_state.calls;
   if (TakeFailure()) return CUDA_ERROR_UNKNOWN;
-  *ctx = reinterpret_cast<CUcontext>(new char[1]);
+  *ctx = reinterpret_cast<CUcontext>(g_contexts.Add());
   g_state.created_contexts.push_back(*ctx);
   return CUDA_SUCCESS;
 }
@@ -86,7 +111,7 @@ CUresult CtxDestroy(CUcontext ctx) {
   for (auto it = g_state.created_contexts.begin(); it != g_state.created_contexts.end(); ++it) {
     if (*it == ctx) {
       g_state.created_contexts.erase(it);
-      delete[] reinterpret_cast<char*>(ctx);
+      g_contexts.Remove(reinterpret_cast<FakeContext*>(ctx));
       return CUDA_SUCCESS;
     }
   }
@@ -324,7 +349,7 @@ struct NodeRef {
   FakeGraph* graph;
   size_t index;
 };
-std::vector<NodeRef*> g_nodes;
+HandleStore<NodeRef> g_nodes;
 
 CUresult GraphGetNodes(CUgraph graph, CUgraphNode* nodes, size_t* count) {
   auto* g = reinterpret_cast<FakeGraph*>(graph);
@@ -334,8 +359,8 @@ CUresult GraphGetNodes(CUgraph graph, CUgraphNode* nodes, size_t* count) {
     return CUDA_SUCCESS;
   }
   for (size_t i = 0; i < n && i < *count; ++i) {
-    auto* ref = new NodeRef{g, i};
-    g_nodes.push_back(ref);
+    NodeRef* ref = g_nodes.Add();
+    *ref = NodeRef{g, i};
     nodes[i] = reinterpret_cast<CUgraphNode>(ref);
   }
   *count = n;
@@ -441,7 +466,7 @@ CUresult LegacyGridAsync(CUfunction, int, int, CUstream) {
 struct FakeEvent {
   uint64_t t_ns = 0;
 };
-std::set<FakeEvent*> g_events;  // live events; a reset frees them, as a context's end does
+HandleStore<FakeEvent> g_events;  // live events; a reset frees them, as a context's end does
 uint64_t FakeNow() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -449,8 +474,7 @@ uint64_t FakeNow() {
 }
 CUresult EventCreate(CUevent* ev, unsigned int) {
   std::lock_guard<std::recursive_mutex> lock(g_mutex);
-  auto* e = new FakeEvent;
-  g_events.insert(e);
+  FakeEvent* e = g_events.Add();
   *ev = reinterpret_cast<CUevent>(e);
   ++g_state.events_live;
   return CUDA_SUCCESS;
@@ -458,8 +482,7 @@ CUresult EventCreate(CUevent* ev, unsigned int) {
 CUresult EventDestroy(CUevent ev) {
   std::lock_guard<std::recursive_mutex> lock(g_mutex);
   auto* e = reinterpret_cast<FakeEvent*>(ev);
-  if (g_events.erase(e) == 0) return CUDA_ERROR_INVALID_HANDLE;
-  delete e;
+  if (!g_events.Remove(e)) return CUDA_ERROR_INVALID_HANDLE;
   --g_state.events_live;
   return CUDA_SUCCESS;
 }
@@ -608,12 +631,11 @@ nvmlDevice_t FakeNvmlDevice(int index) {
 }
 
 DriverApi MakeFakeDriver() {
-  for (NodeRef* n : g_nodes) delete n;
-  g_nodes.clear();
+  g_nodes.Clear();
+  g_contexts.Clear();
   {
     std::lock_guard<std::recursive_mutex> lock(g_mutex);
-    for (FakeEvent* e : g_events) delete e;
-    g_events.clear();
+    g_events.Clear();
   }
   g_state = FakeState();
   DriverApi api;

@@ -37,7 +37,7 @@ using DlsymFn = void* (*)(void*, const char*);
 
 // Not instrumented by sanitizers: a sanitizer runtime calls dlsym (and so this, through the
 // override) while it initialises, before instrumented code may run.
-__attribute__((no_sanitize("address", "undefined"))) DlsymFn ResolveRealDlsym() {
+__attribute__((no_sanitize("address", "thread", "undefined"))) DlsymFn ResolveRealDlsym() {
   void* fn = __atomic_load_n(&vgpu_real_dlsym, __ATOMIC_ACQUIRE);
   if (fn != nullptr) return reinterpret_cast<DlsymFn>(fn);
   static const char* const kVersions[] = {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17", "GLIBC_2.0",
@@ -116,7 +116,9 @@ class InitLock {
 
 Runtime& GetRuntime() { return g_runtime; }
 
-__attribute__((no_sanitize("address", "undefined"))) void EnsureRealDlsym() { ResolveRealDlsym(); }
+__attribute__((no_sanitize("address", "thread", "undefined"))) void EnsureRealDlsym() {
+  ResolveRealDlsym();
+}
 
 void* RealDlsym(void* handle, const char* name) {
   DlsymFn fn = ResolveRealDlsym();

@@ -23,15 +23,18 @@
 #include <string>
 
 #include "run_command.h"
+#include "sanitizer_env.h"
 
 namespace vgpu {
 namespace {
 
 using nlohmann::json;
 
+// vgpu as the first word of a shell command (with the ASan runtime in an asan build).
+std::string Vgpu() { return testing::SanitizerCommandPrefix() + VGPU_BIN; }
+
 json Bench(const std::string& args) {
-  testing::CommandResult r =
-      testing::RunCommand(std::string(VGPU_BIN) + " bench share --sim --json " + args);
+  testing::CommandResult r = testing::RunCommand(Vgpu() + " bench share --sim --json " + args);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   if (r.exit_code != 0) return json::object();
   json j = json::parse(r.out, nullptr, false);
@@ -145,14 +148,13 @@ TEST(ComputeShare, SpareTimeIsSharedByWeight) {
 }
 
 TEST(ComputeShare, BadTenantsAreRefusedWithTheirName) {
-  testing::CommandResult r =
-      testing::RunCommand(std::string(VGPU_BIN) + " bench share --sim --tenant a:max=130");
+  testing::CommandResult r = testing::RunCommand(Vgpu() + " bench share --sim --tenant a:max=130");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--tenant a: --cores: \"130\""), std::string::npos) << r.err;
-  r = testing::RunCommand(std::string(VGPU_BIN) + " bench share --sim --tenant a:speed=3");
+  r = testing::RunCommand(Vgpu() + " bench share --sim --tenant a:speed=3");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("unknown key"), std::string::npos) << r.err;
-  r = testing::RunCommand(std::string(VGPU_BIN) + " bench share --sim --tenant b:launch=warp");
+  r = testing::RunCommand(Vgpu() + " bench share --sim --tenant b:launch=warp");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("launch: \"warp\""), std::string::npos) << r.err;
 }
@@ -165,7 +167,8 @@ TEST(ComputeShare, VgpuRunCoresLimitsTheCommand) {
                     "/simgpu.state VGPU_SIMGPU_LOG_LEVEL=1 LIBCUDA_LOG_LEVEL=1 ";
   std::string out = dir + "/kernels";
   testing::CommandResult r = testing::RunCommand(
-      env + VGPU_BIN + " run --sim --cores 25 --priority low -- " + VGPU_BIN +
+      testing::SanitizerCommandPrefix() + env + VGPU_BIN +
+      " run --sim --cores 25 --priority low -- " + VGPU_BIN +
       " bench tenant --start-now --kernel-ns 1000000 --stop-ns 2000000000 --out " + out);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::ifstream in(out);
@@ -184,7 +187,7 @@ TEST(ComputeShare, VgpuRunCoresLimitsTheCommand) {
 }
 
 TEST(ComputeShare, VgpuRunComputeFlagsAreValidated) {
-  std::string run = std::string(VGPU_BIN) + " run ";
+  std::string run = Vgpu() + " run ";
   testing::CommandResult r = testing::RunCommand(run + "--guarantee 50 --cores 40 -- true");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--guarantee: \"50\""), std::string::npos) << r.err;
@@ -216,9 +219,9 @@ TEST(ComputeShare, AKilledTenantReleasesTheGpu) {
   std::string v = VGPU_BIN;
   std::string tenant = " bench tenant --start-now --kernel-ns 1000000 --out ";
   std::string script = "export VGPU_STATE_DIR=" + dir + "/state VGPU_SIMGPU_STATE=" + dir +
-                       "/simgpu.state VGPU_SIMGPU_LOG_LEVEL=1 LIBCUDA_LOG_LEVEL=1; " + v +
+                       "/simgpu.state VGPU_SIMGPU_LOG_LEVEL=1 LIBCUDA_LOG_LEVEL=1; " + Vgpu() +
                        " run --sim --priority high -- " + v + tenant + dir +
-                       "/hi --stop-ns 5000000000 & HI=$!; " + "sleep 0.3; " + v +
+                       "/hi --stop-ns 5000000000 & HI=$!; " + "sleep 0.3; " + Vgpu() +
                        " run --sim --priority low -- " + v + tenant + dir +
                        "/lo --stop-ns 2000000000 & LO=$!; sleep 1; "
                        "python3 -c 'import time; print(time.monotonic_ns())' > " +
@@ -250,14 +253,14 @@ TEST(ComputeShare, AKilledTenantReleasesTheGpu) {
 TEST(ComputeShare, TopShowsConfiguredAndAchievedShares) {
   char tmpl[] = "/tmp/vgpu-compute-top-XXXXXX";
   std::string dir = mkdtemp(tmpl);
-  std::string bench = std::string(VGPU_BIN) + " bench share --sim --seconds 3 --state-dir " + dir +
+  std::string bench = Vgpu() + " bench share --sim --seconds 3 --state-dir " + dir +
                       " --tenant a:max=30 --tenant b:max=70 > /dev/null 2>&1 &";
   ASSERT_EQ(std::system(bench.c_str()), 0);
   json top;
   for (int i = 0; i < 40; ++i) {
     usleep(100 * 1000);
     testing::CommandResult r =
-        testing::RunCommand(std::string(VGPU_BIN) + " top --once --json " + "--state-dir " + dir);
+        testing::RunCommand(Vgpu() + " top --once --json " + "--state-dir " + dir);
     if (r.exit_code != 0) continue;
     json j = json::parse(r.out, nullptr, false);
     if (j.is_discarded() || j["arbiters"].empty() || j["arbiters"][0]["slices"].size() != 2) {

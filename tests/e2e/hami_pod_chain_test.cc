@@ -48,6 +48,7 @@
 #include "kubeconfig.h"
 #include "kubelet_emulator.h"
 #include "node/assignment.h"
+#include "sanitizer_env.h"
 
 namespace vgpu::e2e {
 namespace {
@@ -150,11 +151,7 @@ class HamiPodChainTest : public ::testing::Test {
   }
 
   std::vector<std::string> ContainerEnv(const ContainerSpec& c) const {
-#ifdef VGPU_ASAN_RUNTIME
-    return c.Environment(SimGpuRuntimeEnv(SIMGPU_DIR, root_), VGPU_ASAN_RUNTIME);
-#else
-    return c.Environment(SimGpuRuntimeEnv(SIMGPU_DIR, root_));
-#endif
+    return c.Environment(SimGpuRuntimeEnv(SIMGPU_DIR, root_), testing::kSanitizerRuntime);
   }
 
   void StartNode() {

@@ -36,6 +36,7 @@
 #include "kubelet_emulator.h"
 #include "node/assignment.h"
 #include "node/unit_id.h"
+#include "sanitizer_env.h"
 
 namespace vgpu::e2e {
 namespace {
@@ -117,11 +118,7 @@ class MultiGpuPodTest : public ::testing::Test {
     std::vector<std::string> runtime = SimGpuRuntimeEnv(SIMGPU_DIR, root_);
     const std::string visible = SimGpuVisibleDevices(c, kGpus);
     if (!visible.empty()) runtime.push_back(visible);
-#ifdef VGPU_ASAN_RUNTIME
-    return c.Environment(runtime, VGPU_ASAN_RUNTIME);
-#else
-    return c.Environment(runtime);
-#endif
+    return c.Environment(runtime, testing::kSanitizerRuntime);
   }
 
   // kubelet admits `pod`: GetPreferredAllocation for as many units as it has GPUs, then

@@ -38,6 +38,7 @@
 #include "kubelet_emulator.h"
 #include "node/assignment.h"
 #include "run_command.h"
+#include "sanitizer_env.h"
 
 namespace vgpu::e2e {
 namespace {
@@ -132,11 +133,7 @@ class PodSlicesTest : public ::testing::Test {
   std::vector<std::string> RuntimeEnv() const { return SimGpuRuntimeEnv(SIMGPU_DIR, root_); }
 
   std::vector<std::string> ContainerEnv(const ContainerSpec& c) const {
-#ifdef VGPU_ASAN_RUNTIME
-    return c.Environment(RuntimeEnv(), VGPU_ASAN_RUNTIME);
-#else
-    return c.Environment(RuntimeEnv());
-#endif
+    return c.Environment(RuntimeEnv(), testing::kSanitizerRuntime);
   }
 
   void StartDaemon() {

@@ -4,11 +4,12 @@
 # tests/compute (caps, elastic give-back, priority, every launch path) with `vgpu bench share`.
 #
 #   tests/gpu/run.sh [--libvgpu PATH] [--vgpu PATH] [--races N] [--compute-seconds S]
-#                    [--only memory|compute] [--simulated-driver DIR]
+#                    [--only memory|compute] [--simulated-driver DIR] [--sanitizer-runtime PATH]
 #
 # --simulated-driver DIR runs the driver API checks against the simulated GPU in DIR
 # (build/lib/simgpu) instead, to test this script on a machine without a GPU; the CUDA runtime
-# checks are skipped then (the simulation does not serve libcudart).
+# checks are skipped then (the simulation does not serve libcudart). --sanitizer-runtime PATH is
+# for a sanitizer build of libvgpu.so and vgpu: the runtime is preloaded ahead of libvgpu.so.
 #
 # Builds its test programs here with nvcc (tests/intercept/intercept_worker.cc, a driver API
 # program; tests/gpu/runtime_fill.cu, a runtime program; tests/gpu/spin_kernel.cu, the calibrated
@@ -25,6 +26,7 @@ races=30
 compute_seconds=10
 only=
 simulated=
+sanitizer_runtime=
 while [[ $# -gt 0 ]]; do
   case $1 in
     --libvgpu) libvgpu=$2; shift 2 ;;
@@ -33,6 +35,7 @@ while [[ $# -gt 0 ]]; do
     --compute-seconds) compute_seconds=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
     --simulated-driver) simulated=$(cd "$2" && pwd); shift 2 ;;
+    --sanitizer-runtime) sanitizer_runtime=$2; shift 2 ;;
     -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -91,8 +94,8 @@ MiB=$((1 << 20))
 # The environment of slice $1 with a memory limit of $2 bytes, in the array SLICE_ENV. Background
 # processes are started as `env "${SLICE_ENV[@]}" cmd &` so that $! is the process itself.
 slice_env() {
-  SLICE_ENV=(LD_PRELOAD="$libvgpu" CUDA_DEVICE_MEMORY_LIMIT="$2"
-             CUDA_DEVICE_MEMORY_SHARED_CACHE="$work/$1.region" VGPU_CONTEXT_OVERHEAD=0
+  SLICE_ENV=(LD_PRELOAD="${sanitizer_runtime:+$sanitizer_runtime }$libvgpu"
+             CUDA_DEVICE_MEMORY_LIMIT="$2" CUDA_DEVICE_MEMORY_SHARED_CACHE="$work/$1.region" VGPU_CONTEXT_OVERHEAD=0
              LIBCUDA_LOG_LEVEL=1)
 }
 # Runs a command (in the foreground) in slice $1 with a memory limit of $2 bytes.
@@ -275,7 +278,8 @@ compute_checks() {
   fi
   local s=$compute_seconds
   bench() {
-    VGPU_STATE_DIR=$work/state LIBCUDA_LOG_LEVEL=1 "$vgpu" bench share --json \
+    env ${sanitizer_runtime:+LD_PRELOAD="$sanitizer_runtime"} VGPU_STATE_DIR="$work/state" \
+      LIBCUDA_LOG_LEVEL=1 "$vgpu" bench share --json \
       --module "$work/spin.fatbin" --cycles-per-us "$cycles" "$@"
   }
   # check MODE ARGS < json: prints one line per tenant and exits non-zero when a check fails.

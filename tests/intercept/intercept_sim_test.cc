@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "child_process.h"
+#include "sanitizer_env.h"
 #include "shm/proc_identity.h"
 #include "shm/region_file.h"
 #include "shm/region_ops.h"
@@ -29,11 +30,7 @@ using testing::RunToCompletion;
 constexpr uint64_t kMiB = 1ULL << 20;
 
 // In a sanitizer build the sanitizer runtime must be loaded before libvgpu.so.
-#ifdef VGPU_ASAN_RUNTIME
-const std::string kPreload = std::string(VGPU_ASAN_RUNTIME) + " " + LIBVGPU_PATH;
-#else
-const std::string kPreload = LIBVGPU_PATH;
-#endif
+const std::string kPreload = testing::PreloadList(LIBVGPU_PATH);
 
 class SliceTest : public ::testing::Test {
  protected:

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "child_process.h"
+#include "sanitizer_env.h"
 
 namespace vgpu::testing {
 
@@ -26,12 +27,9 @@ class VgpuCliTest : public ::testing::Test {
     env_ = {"VGPU_STATE_DIR=" + dir_ + "/state", "VGPU_SIMGPU_CONFIG=" + dir_ + "/devices.conf",
             "VGPU_SIMGPU_STATE=" + dir_ + "/simgpu.state", "VGPU_SIMGPU_LOG_LEVEL=1",
             "LIBCUDA_LOG_LEVEL=1"};
-#ifdef VGPU_ASAN_RUNTIME
-    // A sanitizer build of libvgpu.so needs the sanitizer runtime loaded first in every process
-    // (vgpu run keeps sanitizer runtimes ahead of libvgpu.so).
-    env_.push_back(std::string("LD_PRELOAD=") + VGPU_ASAN_RUNTIME);
-    env_.push_back("ASAN_OPTIONS=detect_leaks=0");
-#endif
+    // An asan build of libvgpu.so needs the ASan runtime loaded first in every process (vgpu run
+    // keeps sanitizer runtimes ahead of libvgpu.so).
+    if (*kSanitizerRuntime != '\0') env_.push_back("LD_PRELOAD=" + PreloadList(""));
   }
   void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
 

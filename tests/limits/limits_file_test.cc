@@ -20,6 +20,7 @@
 #include "common/limits_format.h"
 #include "intercept/config.h"
 #include "node/slice.h"
+#include "sanitizer_env.h"
 
 namespace vgpu {
 namespace {
@@ -28,11 +29,8 @@ using testing::RunToCompletion;
 
 constexpr uint64_t kMiB = 1ULL << 20;
 
-#ifdef VGPU_ASAN_RUNTIME
-const std::string kPreload = std::string(VGPU_ASAN_RUNTIME) + " " + LIBVGPU_PATH;
-#else
-const std::string kPreload = LIBVGPU_PATH;
-#endif
+// libvgpu.so (after the sanitizer runtime in an asan build: tests/sanitizer_env.h).
+const std::string kPreload = testing::PreloadList(LIBVGPU_PATH);
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -291,10 +289,7 @@ TEST_F(LimitsFileTest, VgpuRunWithARelativeStateDirSurvivesAChangeOfDirectory) {
                                   "VGPU_SIMGPU_CONFIG=" + dir_ + "/devices.conf",
                                   "VGPU_SIMGPU_STATE=" + dir_ + "/simgpu.state",
                                   "VGPU_SIMGPU_LOG_LEVEL=1", "LIBCUDA_LOG_LEVEL=2"};
-#ifdef VGPU_ASAN_RUNTIME
-  env.push_back(std::string("LD_PRELOAD=") + VGPU_ASAN_RUNTIME);
-  env.push_back("ASAN_OPTIONS=detect_leaks=0");
-#endif
+  if (*testing::kSanitizerRuntime != '\0') env.push_back("LD_PRELOAD=" + testing::PreloadList(""));
   int code = -1;
   std::string out = RunToCompletion({"/bin/sh", "-c", script}, env, &code);
   EXPECT_EQ(code, 0) << out;

@@ -1,0 +1,53 @@
+# Sanitizer builds (presets asan and tsan, scripts/test-sanitizers): which sanitizer the flags ask
+# for, and the runtime that tests must preload ahead of an instrumented libvgpu.so.
+#
+# AddressSanitizer insists on being the first library of a process. A library in LD_PRELOAD comes
+# before a program's own dependencies, so an instrumented libvgpu.so preloaded alone puts libasan
+# second and the program aborts ("ASan runtime does not come first"), whether the program is
+# instrumented or not. Tests that preload the library into other programs therefore preload
+# libasan ahead of it. ThreadSanitizer has no such rule: libtsan loads as libvgpu.so's dependency,
+# and preloading it into a program that is not instrumented (sh, bash) crashes that program, so
+# tsan builds preload nothing more. Normal builds leave all of this empty.
+#
+#   VGPU_SANITIZER          "address", "thread" or empty
+#   VGPU_SANITIZER_PRELOAD  absolute path of libasan.so.N in an address build, otherwise empty
+#   vgpu_test_preloads(<target>...)  for tests that preload libraries into other programs:
+#       tests/sanitizer_env.h on the include path, and VGPU_SANITIZER_PRELOAD="<path>" as a
+#       compile definition where there is one
+set(VGPU_SANITIZER "")
+set(VGPU_SANITIZER_PRELOAD "")
+if(CMAKE_CXX_FLAGS MATCHES "-fsanitize=[a-z,]*address")
+  set(VGPU_SANITIZER address)
+elseif(CMAKE_CXX_FLAGS MATCHES "-fsanitize=[a-z,]*thread")
+  set(VGPU_SANITIZER thread)
+endif()
+if(VGPU_SANITIZER STREQUAL "address")
+  execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libasan.so
+    OUTPUT_VARIABLE runtime OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE rc)
+  # The compiler prints the bare name back when it has no such file.
+  if(NOT rc EQUAL 0 OR NOT IS_ABSOLUTE "${runtime}" OR NOT EXISTS "${runtime}")
+    message(FATAL_ERROR "address sanitizer build: ${CMAKE_CXX_COMPILER} "
+      "-print-file-name=libasan.so gave \"${runtime}\", not a file (is libasan installed?)")
+  endif()
+  file(REAL_PATH "${runtime}" VGPU_SANITIZER_PRELOAD)
+endif()
+if(VGPU_SANITIZER)
+  message(STATUS "${VGPU_SANITIZER} sanitizer build; tests preload \"${VGPU_SANITIZER_PRELOAD}\"")
+endif()
+
+function(vgpu_test_preloads)
+  foreach(target ${ARGN})
+    target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+    if(VGPU_SANITIZER_PRELOAD)
+      target_compile_definitions(${target} PRIVATE
+        VGPU_SANITIZER_PRELOAD="${VGPU_SANITIZER_PRELOAD}")
+    endif()
+  endforeach()
+endfunction()
+
+# Why tests that talk gRPC are disabled in tsan builds (vgpu_add_test TSAN_SKIP): Debian's gRPC,
+# protobuf and abseil are not built with ThreadSanitizer, so it cannot see their synchronisation
+# and reports races inside every gRPC call (in gRPC, protobuf and the gRPC headers' inline code).
+# The node daemon's own threads are covered by its unit tests, which do run under TSan.
+set(VGPU_TSAN_SKIP_GRPC
+  "talks gRPC, and Debian's gRPC, protobuf and abseil are not built with ThreadSanitizer")
