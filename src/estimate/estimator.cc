@@ -1,0 +1,420 @@
+#include "estimate/estimator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace vgpu::estimate {
+
+namespace {
+
+std::string Fmt(const char* fmt, double a, double b = 0, double c = 0) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, fmt, a, b, c);
+  return buf;
+}
+
+bool Training(Mode m) { return m == Mode::kFull || m == Mode::kLora || m == Mode::kQlora; }
+
+int EffectiveMaxModelLen(const Inputs& in) {
+  return in.max_model_len > 0 ? in.max_model_len : in.arch.max_positions;
+}
+int EffectiveSeqLen(const Inputs& in) {
+  return in.seq_len > 0 ? in.seq_len : in.arch.max_positions;
+}
+
+LayerShape ShapeOf(const Architecture& a, bool flash) {
+  LayerShape s;
+  s.hidden = a.hidden;
+  s.q_dim = double(a.heads) * a.HeadDim();
+  s.kv_dim = double(a.kv_heads) * a.HeadDim();
+  s.heads = a.heads;
+  s.intermediate =
+      a.experts > 0 ? double(a.expert_intermediate) * a.experts_per_token : double(a.intermediate);
+  s.gated_mlp = a.gated_mlp;
+  s.dropout = false;  // current LLM recipes train without dropout
+  s.flash_attention = flash;
+  return s;
+}
+
+// The transient activations of one no-grad forward of `tokens` tokens through one layer: the
+// residual stream and the norm output, plus the larger of the attention projections and the
+// MLP's intermediate tensors (all 16-bit), divided by tp where Megatron splits them.
+double ForwardTransientBytes(const Architecture& a, double tokens, int tp) {
+  const LayerShape s = ShapeOf(a, true);
+  const double t = std::max(tp, 1);
+  const double attention = (2 * s.q_dim + 2 * s.kv_dim) / t;
+  const double mlp = (s.gated_mlp ? 3 : 2) * s.intermediate / t;
+  return 2 * tokens * (2 * s.hidden + std::max(attention, mlp));
+}
+
+// Weights of the fullest pipeline stage on one TP rank. The first stage holds the embedding, the
+// last the head and final norm; with pp = 1 both.
+void StageWeights(const Inputs& in, const ParamCount& p, double* linear, double* other) {
+  const int layers = LayersPerStage(in.arch.layers, in.pp);
+  const double t = std::max(in.tp, 1);
+  const double blocks_linear = layers * p.per_layer_linear / t;
+  const double blocks_other = layers * p.per_layer_other / t;
+  const double ends = in.pp > 1 ? std::max(p.embedding, p.head + in.arch.hidden)
+                                : p.embedding + p.head + in.arch.hidden;
+  *linear = blocks_linear;
+  *other = blocks_other + ends / t;
+}
+
+// Adapter parameters of one layer: q and v, or every linear matrix of attention and MLP.
+double LoraParamsPerLayer(const Inputs& in) {
+  const Architecture& a = in.arch;
+  const double h = a.hidden, q = double(a.heads) * a.HeadDim(),
+               kv = double(a.kv_heads) * a.HeadDim();
+  double p = LoraAdapterParams(h, q, in.lora_rank) + LoraAdapterParams(h, kv, in.lora_rank);
+  if (in.lora_all_linear) {
+    p += LoraAdapterParams(h, kv, in.lora_rank) + LoraAdapterParams(q, h, in.lora_rank);
+    const double i = a.experts > 0 ? a.expert_intermediate : a.intermediate;
+    const double experts = a.experts > 0 ? a.experts : 1;
+    p += experts * (a.gated_mlp ? 3 : 2) * LoraAdapterParams(h, i, in.lora_rank);
+  }
+  return p;
+}
+
+}  // namespace
+
+std::string ModeName(Mode m) {
+  switch (m) {
+    case Mode::kServe:
+      return "serve";
+    case Mode::kInfer:
+      return "infer";
+    case Mode::kFull:
+      return "full";
+    case Mode::kLora:
+      return "lora";
+    case Mode::kQlora:
+      return "qlora";
+  }
+  return "?";
+}
+
+std::string FormatName(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::kFp32:
+      return "fp32";
+    case WeightFormat::kBf16:
+      return "bf16";
+    case WeightFormat::kFp8:
+      return "fp8";
+    case WeightFormat::kInt8:
+      return "int8";
+    case WeightFormat::kInt4Group128:
+      return "int4";
+    case WeightFormat::kNf4:
+      return "nf4";
+  }
+  return "?";
+}
+
+std::string OptimizerName(Optimizer o) {
+  switch (o) {
+    case Optimizer::kAdamW:
+      return "adamw";
+    case Optimizer::kAdamW8bit:
+      return "adamw8bit";
+    case Optimizer::kPagedAdamW:
+      return "paged-adamw";
+    case Optimizer::kPagedAdamW8bit:
+      return "paged-adamw8bit";
+    case Optimizer::kSgdMomentum:
+      return "sgd-momentum";
+    case Optimizer::kSgd:
+      return "sgd";
+  }
+  return "?";
+}
+
+Status Validate(const Inputs& in) {
+  const Architecture& a = in.arch;
+  auto bad = [](std::string m) { return Status::InvalidArgument(std::move(m)); };
+  if (a.layers <= 0 || a.hidden <= 0 || a.heads <= 0 || a.kv_heads <= 0 || a.vocab <= 0) {
+    return bad("model " + a.name +
+               ": layers, hidden size, heads, kv heads and vocabulary must "
+               "all be positive");
+  }
+  if (a.heads % a.kv_heads != 0) {
+    return bad("model " + a.name + ": " + std::to_string(a.heads) +
+               " attention heads are not a "
+               "multiple of " +
+               std::to_string(a.kv_heads) + " kv heads");
+  }
+  if (in.tp < 1 || in.pp < 1 || in.dp < 1) return bad("parallel sizes must be at least 1");
+  if (a.heads % in.tp != 0) {
+    return bad("tensor parallel size " + std::to_string(in.tp) + " does not divide the " +
+               std::to_string(a.heads) + " attention heads of " + a.name);
+  }
+  if (a.kv_heads % in.tp != 0 && in.tp % a.kv_heads != 0) {
+    return bad("tensor parallel size " + std::to_string(in.tp) + " and the " +
+               std::to_string(a.kv_heads) + " kv heads of " + a.name +
+               ": one must divide the other");
+  }
+  if (in.pp > a.layers) {
+    return bad("pipeline parallel size " + std::to_string(in.pp) + " is more than the " +
+               std::to_string(a.layers) + " layers of " + a.name);
+  }
+  if (in.zero_stage < 0 || in.zero_stage > 3) return bad("ZeRO stage must be 0, 1, 2 or 3");
+  if (in.zero_stage > 0 && !Training(in.mode)) return bad("ZeRO applies to training modes only");
+  if (in.dp > 1 && !Training(in.mode)) {
+    return bad("data parallel size applies to training; serve replicas are separate instances");
+  }
+  if (in.batch < 1) return bad("batch size must be at least 1");
+  if (in.seq_len < 0 || in.max_model_len < 0) return bad("sequence length must be positive");
+  const int max_len = a.max_positions;
+  if (max_len > 0 && in.seq_len > max_len) {
+    return bad("sequence length " + std::to_string(in.seq_len) + " is beyond the maximum of " +
+               std::to_string(max_len) + " of " + a.name);
+  }
+  if (max_len > 0 && in.max_model_len > max_len) {
+    return bad("max model length " + std::to_string(in.max_model_len) +
+               " is beyond the maximum "
+               "of " +
+               std::to_string(max_len) + " of " + a.name);
+  }
+  if (in.mode == Mode::kServe && EffectiveMaxModelLen(in) <= 0) {
+    return bad("model " + a.name + " gives no maximum length: give --max-model-len");
+  }
+  if (in.mode != Mode::kServe && EffectiveSeqLen(in) <= 0) {
+    return bad("model " + a.name + " gives no maximum length: give --seq-len");
+  }
+  if (!(in.gpu_memory_utilization > 0 && in.gpu_memory_utilization <= 1)) {
+    return bad("gpu_memory_utilization must be in (0, 1]");
+  }
+  if (in.concurrent < 1) return bad("concurrent sequences must be at least 1");
+  if (in.block_size < 1 || in.max_num_batched_tokens < 1 || in.max_num_seqs < 1) {
+    return bad("block size, max-num-batched-tokens and max-num-seqs must be at least 1");
+  }
+  if ((in.mode == Mode::kLora || in.mode == Mode::kQlora) && in.lora_rank < 1) {
+    return bad("LoRA rank must be at least 1");
+  }
+  if (in.mode == Mode::kQlora && in.weights != WeightFormat::kNf4 &&
+      in.weights != WeightFormat::kBf16) {
+    return bad("qlora keeps the base model in nf4; --dtype " + FormatName(in.weights) +
+               " does not apply");
+  }
+  if (in.mode == Mode::kFull && in.weights != WeightFormat::kBf16 &&
+      in.weights != WeightFormat::kFp32) {
+    return bad("full fine-tuning trains bf16/fp16 or fp32 weights, not " + FormatName(in.weights) +
+               " (quantised weights are trained with qlora)");
+  }
+  if (in.cpu_offload && !Training(in.mode)) return bad("--cpu-offload applies to training");
+  if (!(in.margin >= 0 && in.margin < 10)) return bad("margin must be in [0, 10)");
+  return Status();
+}
+
+Estimate Compute(const Inputs& in) {
+  Estimate e;
+  e.inputs = in;
+  const Architecture& a = in.arch;
+  e.params = ParamCounts(a);
+  e.gpus = in.dp * in.tp * in.pp;
+  auto& as = e.assumptions;
+  Breakdown& b = e.per_gpu;
+  const int layers = LayersPerStage(a.layers, in.pp);
+  const int kv_heads = HeadsPerRank(a.kv_heads, in.tp);
+
+  double linear = 0, other = 0;
+  StageWeights(in, e.params, &linear, &other);
+  const WeightFormat linear_format = in.mode == Mode::kQlora ? WeightFormat::kNf4 : in.weights;
+  const WeightFormat other_format =
+      in.weights == WeightFormat::kFp32 ? WeightFormat::kFp32 : WeightFormat::kBf16;
+  const double weight_bytes = WeightBytes(linear, other, linear_format, other_format);
+  as.push_back(
+      Fmt("parameters: %.4g B in total (counted from the architecture)", e.params.Total() / 1e9));
+  as.push_back(
+      "weights: block linear layers in " + FormatName(linear_format) +
+      ", embeddings/head/norms in " + FormatName(other_format) +
+      (in.tp > 1 || in.pp > 1 ? "; split over tensor and pipeline ranks (fullest stage)" : ""));
+
+  if (in.mode == Mode::kServe) {
+    b.weights = weight_bytes;
+    b.activations = ForwardTransientBytes(a, in.max_num_batched_tokens, in.tp) +
+                    double(in.max_num_seqs) * a.vocab / in.tp * 4 * 2;
+    b.framework = in.non_torch_bytes;
+    b.cuda_context = CudaContextBytes();
+    ServeResult s;
+    s.page_bytes = KvPageBytes(in.block_size, kv_heads, a.HeadDim(), in.kv_dtype_bytes);
+    s.bytes_per_token = s.page_bytes / in.block_size * layers;
+    s.needed_tokens = int64_t(in.concurrent) * EffectiveMaxModelLen(in);
+    const int64_t blocks_per_seq = (EffectiveMaxModelLen(in) + in.block_size - 1) / in.block_size;
+    b.kv_cache = double(blocks_per_seq) * in.concurrent * s.page_bytes * layers;
+    e.required =
+        std::max((b.weights + b.activations + b.framework + b.kv_cache) / in.gpu_memory_utilization,
+                 b.cuda_context / std::max(1e-9, 1 - in.gpu_memory_utilization));
+    e.required = std::max(e.required, b.Total());
+    e.serve = s;
+    as.push_back(
+        Fmt("vLLM: gpu_memory_utilization %.2f of what the GPU or slice reports; "
+            "activation peak profiled at max_num_batched_tokens %.0f and max_num_seqs %.0f",
+            in.gpu_memory_utilization, in.max_num_batched_tokens, in.max_num_seqs));
+    as.push_back(
+        Fmt("KV cache: %.0f B per token per GPU (2 x layers x kv heads x head dim x "
+            "%.0f B), blocks of %.0f tokens",
+            s.bytes_per_token, in.kv_dtype_bytes, in.block_size));
+    as.push_back(Fmt("non-torch memory %.2f GiB; CUDA context %.2f GiB outside the budget",
+                     in.non_torch_bytes / kGiB, b.cuda_context / kGiB));
+    if (in.gpu) e.serve = ServeOn(e, in.gpu->memory);
+    return e;
+  }
+
+  const double s = EffectiveSeqLen(in);
+  const double batch = in.batch;
+  if (in.mode == Mode::kInfer) {
+    b.weights = weight_bytes;
+    b.kv_cache = KvBytesPerToken(layers, kv_heads, a.HeadDim(), in.kv_dtype_bytes) * s * batch;
+    b.activations = ForwardTransientBytes(a, s * batch, in.tp) + batch * a.vocab * 4.0 / in.tp;
+    b.framework = FrameworkOverheadBytes(b.activations + b.kv_cache, e.gpus > 1);
+    b.cuda_context = CudaContextBytes();
+    e.required = b.Total();
+    as.push_back(
+        "infer: KV cache of batch x seq tokens, one layer's transient activations at "
+        "prefill, logits of the last token only");
+    return e;
+  }
+
+  // Training.
+  const bool adapters = in.mode == Mode::kLora || in.mode == Mode::kQlora;
+  const double param_bytes = in.weights == WeightFormat::kFp32 ? 4 : 2;
+  const bool master = in.precision == Precision::kMixed && param_bytes == 2;
+  const double state_bytes = master ? 4 : param_bytes;
+  const double optimizer_bytes =
+      OptimizerStateBytesPerParam(in.optimizer, state_bytes) + (master ? 4 : 0);
+  const bool paged =
+      in.optimizer == Optimizer::kPagedAdamW || in.optimizer == Optimizer::kPagedAdamW8bit;
+  double trainable = 0;
+  if (adapters) {
+    trainable = LoraParamsPerLayer(in) * layers / in.tp;
+    e.trainable_params = LoraParamsPerLayer(in) * a.layers;
+  } else {
+    trainable = linear + other;
+    e.trainable_params = e.params.Total();
+  }
+  ModelStates m =
+      ZeroModelStates(trainable, param_bytes, param_bytes, optimizer_bytes, in.zero_stage, in.dp);
+  if (adapters) {
+    const double frozen = weight_bytes / (in.zero_stage >= 3 ? in.dp : 1);
+    m.weights += frozen;
+  }
+  if (in.cpu_offload) {
+    e.host_bytes += m.optimizer;
+    m.optimizer = 0;
+    if (in.zero_stage >= 3) {
+      const double layer = (e.params.per_layer_linear + e.params.per_layer_other) / in.tp;
+      const double on_gpu = 2 * layer * param_bytes;  // the layer in use and the next, prefetched
+      e.host_bytes += std::max(0.0, m.weights - on_gpu);
+      m.weights = std::min(m.weights, on_gpu);
+    }
+    as.push_back(
+        "CPU offload: optimizer state" +
+        std::string(in.zero_stage >= 3 ? " and weights (two layers stay on the GPU)" : "") +
+        " in host memory");
+  }
+  if (paged && !in.cpu_offload) {
+    e.host_bytes += m.optimizer;
+    as.push_back(
+        Fmt("paged optimizer: its %.2f GiB of state are in unified memory and page out "
+            "to the host under pressure; not counted in the request",
+            m.optimizer / kGiB));
+    m.optimizer = 0;
+  }
+  b.weights = m.weights;
+  b.gradients = m.gradients;
+  b.optimizer = m.optimizer;
+
+  const LayerShape shape = ShapeOf(a, in.flash_attention);
+  const double one_layer = LayerActivationBytes(shape, s, batch, in.tp);
+  if (in.checkpointing == Checkpointing::kFull) {
+    b.activations = layers * CheckpointedLayerBytes(s, batch, a.hidden) + one_layer;
+  } else {
+    b.activations = layers * one_layer;
+  }
+  b.activations += LossActivationBytes(s, batch, a.vocab, in.tp);
+  b.framework = FrameworkOverheadBytes(b.activations, e.gpus > 1);
+  b.cuda_context = CudaContextBytes();
+  e.required = b.Total();
+  as.push_back(std::string(master ? "mixed precision: 16-bit weights and gradients, fp32 master "
+                                    "weights and optimizer states"
+                                  : "pure precision: weights, gradients and optimizer states in "
+                                    "the weights' dtype") +
+               Fmt(" (%.4g B of optimizer state per trainable parameter)", optimizer_bytes));
+  if (in.zero_stage > 0 || in.dp > 1) {
+    as.push_back(Fmt("ZeRO stage %.0f over %.0f data-parallel ranks", in.zero_stage, in.dp));
+  }
+  if (adapters) {
+    as.push_back(Fmt("LoRA rank %.0f on ", in.lora_rank) +
+                 std::string(in.lora_all_linear ? "every linear layer" : "q and v") +
+                 Fmt(": %.4g M trainable parameters", e.trainable_params / 1e6));
+  }
+  as.push_back(std::string("activations: ") +
+               (in.checkpointing == Checkpointing::kFull
+                    ? "full checkpointing (2·s·b·h per layer + one layer recomputed)"
+                    : "no checkpointing") +
+               (in.flash_attention ? ", FlashAttention (no s² score term)"
+                                   : ", attention scores stored (a·s²·b terms)") +
+               ", loss on fp32 logits; no dropout");
+  as.push_back(
+      "framework: 256 MiB of workspaces (512 MiB with several GPUs) + 5% allocator "
+      "fragmentation of the activations; CUDA context 512 MiB");
+  return e;
+}
+
+ServeResult ServeOn(const Estimate& e, double total_bytes) {
+  ServeResult s = e.serve.value_or(ServeResult{});
+  const Inputs& in = e.inputs;
+  const int layers = LayersPerStage(in.arch.layers, in.pp);
+  s.budget = VllmKvBudget(total_bytes, in.gpu_memory_utilization, e.per_gpu.weights,
+                          e.per_gpu.activations, e.per_gpu.framework);
+  s.capacity_tokens = VllmKvTokens(s.budget, s.page_bytes, layers, in.block_size);
+  const int max_len = EffectiveMaxModelLen(in);
+  if (s.budget <= 0) {
+    s.starts = false;
+    s.why_not = Fmt("no memory left for the KV cache (%.2f GiB over the budget)", -s.budget / kGiB);
+  } else if (s.capacity_tokens < max_len) {
+    s.starts = false;
+    s.why_not = Fmt("max model length %.0f is more than the %.0f tokens the KV cache holds",
+                    max_len, double(s.capacity_tokens));
+  } else {
+    s.starts = true;
+  }
+  return s;
+}
+
+Placement Place(const Estimate& e) {
+  Placement p;
+  p.request = std::ceil(e.required * (1 + e.inputs.margin) / kMiB) * kMiB;
+  if (e.inputs.gpu) {
+    p.gpu = e.inputs.gpu;
+  } else {
+    for (const GpuModel& g : KnownGpus()) {
+      if (g.memory >= p.request && (!p.gpu || g.memory < p.gpu->memory)) p.gpu = g;
+    }
+  }
+  if (!p.gpu) {
+    p.why = Fmt("%.2f GiB per GPU is more than any known GPU holds (largest %.2f GiB)",
+                p.request / kGiB, LargestGpuMemory() / kGiB);
+    return p;
+  }
+  p.fits_gpu = p.request <= p.gpu->memory;
+  if (!p.fits_gpu) {
+    p.why = Fmt("%.2f GiB per GPU is more than the %.2f GiB of ", p.request / kGiB,
+                p.gpu->memory / kGiB) +
+            p.gpu->name;
+    return p;
+  }
+  p.compute_percent =
+      std::clamp(int(std::ceil(p.request / p.gpu->memory * 100 / 5 - 1e-9)) * 5, 5, 100);
+  for (const MigProfile& m : MigProfilesFor(*p.gpu)) {
+    if (m.memory >= p.request) {
+      p.mig = m;
+      break;
+    }
+  }
+  return p;
+}
+
+}  // namespace vgpu::estimate

@@ -1,0 +1,132 @@
+// Estimator: the per-GPU memory of one LLM job from its architecture and setup, built from the
+// formulas of formulas.h, with the assumptions it made listed; and the smallest vgpu slice and
+// MIG profile that hold it.
+//
+// Modes:
+// - serve: vLLM's memory model. The instance takes total · gpu_memory_utilization; weights, the
+//   profiled activation peak (a forward pass of max_num_batched_tokens tokens) and non-torch
+//   memory come first, the KV cache gets the rest, in blocks of block_size tokens. It starts only
+//   when the budget is positive and one max_model_len sequence fits (vLLM's own check). The
+//   memory a slice needs is (weights + activations + non-torch + KV of `concurrent` sequences of
+//   max_model_len) / gpu_memory_utilization, since vLLM sizes itself from what the slice reports.
+// - infer: plain forward passes / generation (Hugging Face style): weights, the KV cache of
+//   batch · seq tokens, one layer's transient activations at prefill, last-token logits.
+// - full, lora, qlora: training. Weights, gradients and optimizer state of the trainable
+//   parameters over ZeRO stage and data-parallel size; LoRA/QLoRA freeze the base model (bf16 or
+//   NF4) and train r·(d_in+d_out) adapter parameters per targeted matrix; activations of the
+//   layers of the fullest pipeline stage (no checkpointing, or only the layer inputs plus one
+//   layer recomputed), and the loss over the vocabulary.
+// Every mode adds framework/workspace overhead and the CUDA context.
+//
+// Validate() rejects impossible setups (exit 2 in the CLI) with the reason.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "estimate/architecture.h"
+#include "estimate/formulas.h"
+#include "estimate/gpus.h"
+
+namespace vgpu::estimate {
+
+enum class Mode { kServe, kInfer, kFull, kLora, kQlora };
+enum class Checkpointing { kNone, kFull };
+enum class Precision {
+  kMixed,  // 16-bit weights and gradients, fp32 master weights and optimizer states [ZeRO]
+  kPure,   // everything in the weights' dtype (torchtune's default: bf16 throughout)
+};
+
+struct Inputs {
+  Architecture arch;
+  Mode mode = Mode::kServe;
+  WeightFormat weights = WeightFormat::kBf16;
+  double kv_dtype_bytes = 2;
+  int batch = 1;
+  int seq_len = 0;  // 0: the model's maximum (infer/training)
+  // serve
+  int max_model_len = 0;  // 0: the model's maximum
+  int concurrent = 1;     // sequences of max_model_len that must fit at once
+  double gpu_memory_utilization = 0.92;
+  int max_num_batched_tokens = 8192;
+  int max_num_seqs = 256;
+  int block_size = 16;
+  double non_torch_bytes = 0.25 * kGiB;
+  // training
+  Optimizer optimizer = Optimizer::kAdamW;
+  Precision precision = Precision::kMixed;
+  int zero_stage = 0;
+  Checkpointing checkpointing = Checkpointing::kNone;
+  bool flash_attention = true;
+  bool cpu_offload = false;  // optimizer state (and, with ZeRO-3, the weights) in host memory
+  int lora_rank = 8;
+  bool lora_all_linear = false;  // false: q and v projections only (PEFT's and torchtune's default)
+  // parallelism
+  int dp = 1, tp = 1, pp = 1;
+  // where it should run
+  std::optional<GpuModel> gpu;
+  double margin = 0.10;  // headroom added to the request
+};
+
+Status Validate(const Inputs& in);
+
+struct Breakdown {
+  double weights = 0;
+  double gradients = 0;
+  double optimizer = 0;
+  double activations = 0;
+  double kv_cache = 0;
+  double framework = 0;
+  double cuda_context = 0;
+  double Total() const {
+    return weights + gradients + optimizer + activations + kv_cache + framework + cuda_context;
+  }
+};
+
+struct ServeResult {
+  double page_bytes = 0;       // one layer, one block
+  double bytes_per_token = 0;  // all layers of this GPU
+  int64_t needed_tokens = 0;   // concurrent · max_model_len
+  // On the given GPU (when one is given):
+  double budget = 0;  // KV budget
+  int64_t capacity_tokens = 0;
+  bool starts = false;  // vLLM would start: budget > 0 and one max_model_len sequence fits
+  std::string why_not;
+};
+
+struct Estimate {
+  Inputs inputs;
+  ParamCount params;
+  double trainable_params = 0;
+  Breakdown per_gpu;      // what one GPU needs
+  double required = 0;    // the memory a slice must have (serve: divided by utilisation)
+  double host_bytes = 0;  // offloaded or paged state in host memory
+  std::optional<ServeResult> serve;
+  std::vector<std::string> assumptions;
+  int gpus = 1;  // dp · tp · pp
+};
+
+Estimate Compute(const Inputs& in);
+
+// The serve KV capacity of a GPU with `total_bytes` of memory.
+ServeResult ServeOn(const Estimate& e, double total_bytes);
+
+// The smallest vgpu slice and MIG profile for an estimate.
+struct Placement {
+  double request = 0;  // required · (1 + margin), rounded up to whole MiB
+  std::optional<GpuModel> gpu;
+  bool fits_gpu = false;
+  int compute_percent = 0;  // the memory share of the GPU, rounded up to 5%
+  std::optional<MigProfile> mig;
+  std::string why;  // when it does not fit
+};
+Placement Place(const Estimate& e);
+
+std::string ModeName(Mode m);
+std::string FormatName(WeightFormat f);
+std::string OptimizerName(Optimizer o);
+
+}  // namespace vgpu::estimate

@@ -1,0 +1,189 @@
+// The memory formulas of `vgpu estimate`, one small pure function each, with the source it
+// follows. All sizes are bytes (double: exact for every integer below 2^53, i.e. 8 PiB), counts
+// are plain numbers. Nothing here reads a file or a clock.
+//
+// Sources (cited by the short names below):
+// - [ZeRO]  Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion Parameter
+//           Models", SC'20, arXiv 1910.02054, §3: mixed-precision Adam keeps 2 (fp16 weights) +
+//           2 (fp16 gradients) + 12 (fp32 master weights, momentum, variance) bytes per parameter.
+// - [DS2]   DeepSpeed deepspeed/runtime/zero/stage_1_and_2.py,
+// estimate_zero2_model_states_mem_needs.
+// - [DS3]   DeepSpeed deepspeed/runtime/zero/stage3.py, estimate_zero3_model_states_mem_needs.
+// - [KORT]  Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models",
+//           MLSys'23, arXiv 2205.05198, §4: s·b·h·(34 + 5·a·s/h) bytes per layer in 16-bit.
+// - [VLLM]  vLLM vllm/v1/kv_cache_interface.py (page size of full attention) and
+//           vllm/config/cache.py + the worker's memory profile (the gpu_memory_utilization budget).
+// - [QLORA] Dettmers et al., "QLoRA: Efficient Finetuning of Quantized LLMs", arXiv 2305.14314,
+//           §2-3: NF4 blocks of 64 with an 8-bit absmax, double-quantised in blocks of 256.
+// - [LORA]  Hu et al., "LoRA", arXiv 2106.09685: an adapter on a d×k matrix adds r·(d+k) params.
+// - [BNB]   bitsandbytes 8-bit optimizers (Dettmers et al., arXiv 2110.02861): two int8 states per
+//           parameter plus one fp32 absmax per block of 2048.
+#pragma once
+
+#include <cstdint>
+
+namespace vgpu::estimate {
+
+inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+inline constexpr double kMiB = 1024.0 * 1024.0;
+
+// ---- Weights ----------------------------------------------------------------------------------
+
+// How a tensor's elements are stored.
+enum class WeightFormat {
+  kFp32,
+  kBf16,  // also fp16
+  kFp8,
+  kInt8,
+  kInt4Group128,  // GPTQ/AWQ: 4-bit values, an fp16 scale and a 4-bit zero per group of 128
+  kNf4,           // [QLORA] NF4 with double quantisation
+};
+
+// Bytes per element of `format`, its quantisation constants included:
+// - int4 group 128 (GPTQ/AWQ checkpoints): 0.5 + (2 B scale + 0.5 B packed zero) / 128.
+// - NF4 [QLORA §2]: 0.5 + 1 B absmax / 64 + 4 B fp32 second-level constant / (64·256)
+//   (= 4 + 0.127 bits, the paper's figure for double quantisation).
+double BytesPerElement(WeightFormat format);
+
+// Weight memory of one GPU: the quantisable parameters (the linear layers of the blocks) in
+// `linear_format`, the rest (embeddings, output head, norms) in `other_format`.
+double WeightBytes(double linear_params, double other_params, WeightFormat linear_format,
+                   WeightFormat other_format);
+
+// ---- Training state (weights, gradients, optimizer) -------------------------------------------
+
+enum class Optimizer {
+  kAdamW,       // torch Adam/AdamW: two states per parameter in the state dtype
+  kAdamW8bit,   // [BNB]: two int8 states + an fp32 absmax per 2048 elements per state
+  kPagedAdamW,  // bitsandbytes paged AdamW: as kAdamW in fp32, in unified memory (may page out)
+  kPagedAdamW8bit,
+  kSgdMomentum,  // one state
+  kSgd,          // no state
+};
+
+// Optimizer state bytes per trainable parameter, without a master copy. `state_bytes` is the
+// dtype of the states of kAdamW / kSgdMomentum (4 for fp32, 2 for bf16 when the weights are bf16
+// and there is no fp32 master copy, as plain torch.optim keeps states in the parameter's dtype).
+double OptimizerStateBytesPerParam(Optimizer optimizer, double state_bytes);
+
+// Per-GPU model states of training after [ZeRO] §5: weights `weight_bytes`, gradients
+// `grad_bytes`, optimizer `optimizer_bytes` (master copy included) per trainable parameter, over
+// `dp` data-parallel ranks. Stage 1 partitions the optimizer state, 2 also the gradients, 3 also
+// the weights. `frozen_weight_bytes` (LoRA's base model) is partitioned at stage 3 only.
+struct ModelStates {
+  double weights = 0;
+  double gradients = 0;
+  double optimizer = 0;
+};
+ModelStates ZeroModelStates(double trainable_params, double weight_bytes, double grad_bytes,
+                            double optimizer_bytes, int zero_stage, int dp);
+
+// The bytes per parameter of mixed-precision Adam [ZeRO §3]: 2 + 2 + 12 = 16.
+double MixedPrecisionAdamBytesPerParam();
+
+// [DS2] estimate_zero2_model_states_mem_needs(total_params, num_gpus_per_node, num_nodes,
+// cpu_offload, additional_buffer_factor): GPU = 2P + int(18P/N) without offload ("18 =
+// 2_grads_16bit + 4_grads_32bit + 4_params_32bit + 8_optimizer_states_32bit"), 2P with it;
+// CPU = P·4·gpus_per_node·buf without offload, P·max(4N, 16)·buf with it. N = nodes·gpus.
+struct DeepSpeedEstimate {
+  double gpu = 0;
+  double cpu = 0;
+};
+DeepSpeedEstimate DeepSpeedZero2(double total_params, int gpus_per_node, int nodes,
+                                 bool cpu_offload, double buffer_factor = 1.5);
+
+// [DS3] estimate_zero3_model_states_mem_needs(total_params, largest_layer_params, gpus_per_node,
+// nodes, cpu_offload, cpu_offload_params, zero_init, buffer_factor). L = largest layer.
+// no offload: GPU 4L + int(18P/N); CPU (zero_init) 4L·gpus_per_node·buf, else 4P·gpus_per_node·buf
+// optimizer offload: GPU 4L + int(2P/N); CPU 16P/nodes·buf (zero_init), else
+//   P·max(4·gpus_per_node, 16/nodes)·buf
+// params + optimizer offload: GPU 4L; CPU 18P/nodes·buf (zero_init), else
+//   P·max(4·gpus_per_node, 18/nodes)·buf
+DeepSpeedEstimate DeepSpeedZero3(double total_params, double largest_layer_params,
+                                 int gpus_per_node, int nodes, bool cpu_offload,
+                                 bool cpu_offload_params, bool zero_init,
+                                 double buffer_factor = 1.5);
+
+// ---- Parallelism ------------------------------------------------------------------------------
+
+// Heads (or KV heads) one tensor-parallel rank holds: heads/tp when tp divides them; KV heads
+// fewer than tp are replicated (vLLM, Megatron), so each rank holds max(1, kv/tp).
+int HeadsPerRank(int heads, int tp);
+
+// Layers of the fullest pipeline stage: ceil(layers / pp).
+int LayersPerStage(int layers, int pp);
+
+// ---- Activations ------------------------------------------------------------------------------
+
+// [KORT] eq. (2): activations of one GPT layer (4h MLP, multi-head attention, dropout, 16-bit),
+// no parallelism: s·b·h·(34 + 5·a·s/h) bytes.
+double KorthikantiLayerBytes(double s, double b, double h, double a);
+// [KORT] §4.2.2 with tensor and sequence parallelism t: s·b·h·(34/t + 5·a·s/(h·t)).
+double KorthikantiLayerBytesTpSp(double s, double b, double h, double a, double t);
+// [KORT] §5 selective recomputation (the attention-score part recomputed): 34·s·b·h.
+double KorthikantiSelectiveLayerBytes(double s, double b, double h);
+// [KORT] §5 full recomputation: only the layer input is kept, 2·s·b·h.
+double CheckpointedLayerBytes(double s, double b, double h);
+
+// The same accounting as [KORT] for the layer shapes of current models (own derivation, term by
+// term as in [KORT] §4.1): 16-bit saved tensors of one layer for s tokens of b sequences.
+//   norms: 2 inputs · 2sbh; QKV input 2sbh; Q 2·s·b·q_dim; K and V 2·s·b·kv_dim each;
+//   scores (no FlashAttention): softmax output 2·a·s²·b, with dropout + mask a·s²·b + output
+//   2·a·s²·b; attention output (o-proj input) 2·s·b·q_dim; MLP input 2sbh; MLP: non-gated
+//   2·s·b·i (activation input) + 2·s·b·i (fc2 input), gated (SwiGLU) 3 · 2·s·b·i (gate, up,
+//   product); dropout masks s·b·h after attention and after the MLP.
+// With h=q_dim=kv_dim, i=4h, non-gated, dropout and no FlashAttention this is exactly [KORT]'s
+// s·b·h·(34 + 5·a·s/h). `tp` divides the q/kv/i terms and the scores (Megatron TP, no SP).
+struct LayerShape {
+  double hidden = 0;
+  double q_dim = 0;   // heads · head_dim
+  double kv_dim = 0;  // kv_heads · head_dim
+  double heads = 0;
+  double intermediate = 0;
+  bool gated_mlp = false;
+  bool dropout = false;
+  bool flash_attention = false;
+};
+double LayerActivationBytes(const LayerShape& shape, double s, double b, int tp);
+
+// The output layer and loss of training: logits in 16 bits, their fp32 copy for the loss and the
+// fp32 log-softmax kept for the backward pass: s·b·vocab·(2 + 4 + 4) bytes (as HF and torchtune
+// compute cross-entropy on upcast logits). `tp` divides the vocabulary.
+double LossActivationBytes(double s, double b, double vocab, int tp);
+
+// ---- LoRA / QLoRA -----------------------------------------------------------------------------
+
+// [LORA] adapter parameters of rank r on a d_in×d_out matrix: r·(d_in + d_out).
+double LoraAdapterParams(double d_in, double d_out, int rank);
+
+// ---- KV cache and the vLLM budget -------------------------------------------------------------
+
+// [VLLM] FullAttentionSpec.page_size_bytes: 2 (K and V) · block_size · num_kv_heads · head_size ·
+// dtype bytes, for one layer on one GPU (num_kv_heads already divided by TP).
+double KvPageBytes(int block_size, int kv_heads_per_gpu, int head_dim, double dtype_bytes);
+
+// KV bytes per token of one GPU: 2 · layers · kv_heads_per_gpu · head_dim · dtype bytes.
+double KvBytesPerToken(int layers_per_gpu, int kv_heads_per_gpu, int head_dim, double dtype_bytes);
+
+// [VLLM] the KV budget of one worker: total · gpu_memory_utilization − (weights + peak
+// activation of the profile run + non-torch memory). Negative when nothing is left.
+double VllmKvBudget(double total_gpu_bytes, double gpu_memory_utilization, double weight_bytes,
+                    double activation_peak_bytes, double non_torch_bytes);
+
+// [VLLM] the number of KV blocks the budget holds: floor(budget / (page bytes · layers)), and the
+// KV capacity in tokens: blocks · block_size.
+int64_t VllmKvBlocks(double kv_budget_bytes, double page_bytes, int layers_per_gpu);
+int64_t VllmKvTokens(double kv_budget_bytes, double page_bytes, int layers_per_gpu, int block_size);
+
+// ---- Fixed costs ------------------------------------------------------------------------------
+
+// The CUDA context and module images a PyTorch process holds outside its allocator. Measured
+// values are 300-600 MiB on A100/H100 with lazy module loading; 512 MiB is assumed.
+double CudaContextBytes();
+
+// Framework and workspace memory: cuBLAS/cuDNN workspaces and NCCL buffers (fixed 256 MiB per
+// process, 512 MiB with more than one GPU) plus the caching allocator's fragmentation,
+// assumed 5% of the dynamic memory (activations) it serves.
+double FrameworkOverheadBytes(double dynamic_bytes, bool multi_gpu);
+
+}  // namespace vgpu::estimate

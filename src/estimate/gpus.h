@@ -1,0 +1,33 @@
+// The GPU models `vgpu estimate` knows (memory as the driver reports it, SM count) and the MIG
+// profiles of those that have MIG. MigProfilesFor() is the one place the MIG table is read.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vgpu::estimate {
+
+struct GpuModel {
+  std::string name;   // "h100-80gb"
+  double memory = 0;  // bytes, the total cudaMemGetInfo reports
+  int sms = 0;
+};
+
+struct MigProfile {
+  std::string name;  // "3g.40gb"
+  double memory = 0;
+  int compute_slices = 0;  // of 7
+};
+
+std::span<const GpuModel> KnownGpus();
+std::optional<GpuModel> FindGpu(std::string_view name);  // case-insensitive
+// The largest memory of KnownGpus().
+double LargestGpuMemory();
+
+// The MIG profiles of `gpu`, smallest first; empty for a GPU without MIG.
+std::vector<MigProfile> MigProfilesFor(const GpuModel& gpu);
+
+}  // namespace vgpu::estimate
