@@ -12,6 +12,8 @@ std::span<const Command> AllCommands() {
       {"node", "run the node daemon (device plugin, slices, health, metrics)", RunNode},
       {"scheduler", "kube-scheduler extender: place pods on GPU slices", RunScheduler},
       {"bench", "measure compute sharing: tenants' shares and waits (bench share)", RunBench},
+      {"estimate", "GPU memory of an LLM job, and the slice or MIG profile that holds it",
+       RunEstimate},
   };
   return kCommands;
 }

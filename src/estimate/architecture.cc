@@ -116,6 +116,8 @@ std::vector<Architecture> MakeTable() {
           8, 2, 14336),
       WithQkvBias(Dense("qwen2.5-0.5b", 24, 896, 14, 2, 4864, 151936, 32768, true,
                         Hf("Qwen/Qwen2.5-0.5B"))),
+      WithQkvBias(Dense("qwen2.5-1.5b", 28, 1536, 12, 2, 8960, 151936, 32768, true,
+                        Hf("Qwen/Qwen2.5-1.5B-Instruct"))),
       WithQkvBias(Dense("qwen2.5-7b", 28, 3584, 28, 4, 18944, 152064, 32768, false,
                         Hf("Qwen/Qwen2.5-7B-Instruct"))),
       WithQkvBias(Dense("qwen2.5-14b", 48, 5120, 40, 8, 13824, 152064, 131072, false,
@@ -124,6 +126,10 @@ std::vector<Architecture> MakeTable() {
       WithHeadDim(
           Dense("qwen3-8b", 36, 4096, 32, 8, 12288, 151936, 40960, false, Hf("Qwen/Qwen3-8B")),
           128),
+      WithHeadDim(Dense("deepseek-r1-0528-qwen3-8b", 36, 4096, 32, 8, 12288, 151936, 131072, false,
+                        Hf("deepseek-ai/DeepSeek-R1-0528-Qwen3-8B") +
+                            " (Qwen3-8B shape, 131072 positions)"),
+                  128),
       Moe(WithHeadDim(Dense("qwen3-235b-a22b", 94, 4096, 64, 4, 12288, 151936, 40960, false,
                             Hf("Qwen/Qwen3-235B-A22B")),
                       128),

@@ -232,7 +232,12 @@ Estimate Compute(const Inputs& in) {
       (in.tp > 1 || in.pp > 1 ? "; split over tensor and pipeline ranks (fullest stage)" : ""));
 
   if (in.mode == Mode::kServe) {
-    b.weights = weight_bytes;
+    // vLLM's rotary embedding keeps one cos/sin table of max_position_embeddings x head_dim in
+    // the model dtype (shared by all layers, on every rank).
+    const double rotary =
+        a.learned_positions ? 0
+                            : double(a.max_positions) * a.HeadDim() * BytesPerElement(other_format);
+    b.weights = weight_bytes + rotary;
     b.activations = ForwardTransientBytes(a, in.max_num_batched_tokens, in.tp) +
                     double(in.max_num_seqs) * a.vocab / in.tp * 4 * 2;
     b.framework = in.non_torch_bytes;
@@ -321,6 +326,20 @@ Estimate Compute(const Inputs& in) {
             "to the host under pressure; not counted in the request",
             m.optimizer / kGiB));
     m.optimizer = 0;
+  }
+  if (in.zero_stage >= 3 && in.dp > 1) {
+    // [DS3]'s 4·L: the largest module gathered in 16 bits with its 16-bit gradient while it runs.
+    const double h = a.hidden;
+    const double largest =
+        std::max({double(a.vocab) * h, h * std::max(a.intermediate, a.expert_intermediate),
+                  double(a.heads) * a.HeadDim() * h}) /
+        in.tp;
+    m.weights += 2 * largest;
+    m.gradients += 2 * largest;
+    as.push_back(
+        Fmt("ZeRO-3: the largest module (%.4g M parameters) gathered with its gradient, "
+            "4 bytes each as in DeepSpeed's estimator",
+            largest / 1e6));
   }
   b.weights = m.weights;
   b.gradients = m.gradients;

@@ -1,0 +1,249 @@
+#include "estimate/spec.h"
+
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+
+#include "common/units.h"
+#include "estimate/hf_config.h"
+
+namespace vgpu::estimate {
+
+namespace {
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+Status Bad(std::string_view key, std::string_view value, std::string_view what) {
+  return Status::InvalidArgument(std::string(key) + "=" + std::string(value) + ": " +
+                                 std::string(what));
+}
+
+Result<int> Int(std::string_view key, std::string_view v, int lo, int hi) {
+  int n = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || end != v.data() + v.size()) return Bad(key, v, "not a whole number");
+  if (n < lo || n > hi) {
+    return Bad(key, v, "must be in " + std::to_string(lo) + ".." + std::to_string(hi));
+  }
+  return n;
+}
+
+Result<double> Fraction(std::string_view key, std::string_view v) {
+  double d = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
+  if (ec != std::errc() || end != v.data() + v.size() || !(d > 0 && d <= 1)) {
+    return Bad(key, v, "expected a fraction in (0, 1]");
+  }
+  return d;
+}
+
+Result<bool> Bool(std::string_view key, std::string_view v) {
+  if (v == "true" || v == "1" || v == "yes") return true;
+  if (v == "false" || v == "0" || v == "no") return false;
+  return Bad(key, v, "expected true or false");
+}
+
+template <typename T>
+Result<T> OneOf(std::string_view key, std::string_view v,
+                std::initializer_list<std::pair<std::string_view, T>> choices) {
+  std::string names;
+  for (const auto& [name, value] : choices) {
+    if (name == v) return value;
+    names += (names.empty() ? "" : ", ") + std::string(name);
+  }
+  return Bad(key, v, "expected one of " + names);
+}
+
+#define VGPU_SPEC_SET(lhs, expr) \
+  do {                           \
+    auto _r = (expr);            \
+    if (!_r) return _r.error();  \
+    lhs = *_r;                   \
+  } while (0)
+
+}  // namespace
+
+const std::vector<std::string>& SpecKeys() {
+  static const std::vector<std::string> kKeys = {"model",
+                                                 "mode",
+                                                 "dtype",
+                                                 "kv-dtype",
+                                                 "batch",
+                                                 "seq-len",
+                                                 "max-model-len",
+                                                 "concurrent",
+                                                 "gpu-memory-utilization",
+                                                 "max-num-batched-tokens",
+                                                 "max-num-seqs",
+                                                 "block-size",
+                                                 "non-torch",
+                                                 "optimizer",
+                                                 "precision",
+                                                 "zero",
+                                                 "dp",
+                                                 "tp",
+                                                 "pp",
+                                                 "checkpointing",
+                                                 "flash-attention",
+                                                 "cpu-offload",
+                                                 "lora-rank",
+                                                 "lora-targets",
+                                                 "gpu",
+                                                 "margin"};
+  return kKeys;
+}
+
+Result<Spec> ParseSpec(std::string_view text) {
+  Spec spec;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string_view::npos) comma = text.size();
+    const std::string_view pair = Trim(text.substr(start, comma - start));
+    start = comma + 1;
+    if (pair.empty()) {
+      if (comma == text.size() && !spec.empty()) break;  // a trailing comma
+      return Status::InvalidArgument("empty entry in '" + std::string(text) + "'");
+    }
+    const size_t eq = pair.find('=');
+    if (eq == std::string_view::npos) {
+      return Status::InvalidArgument("'" + std::string(pair) + "' is not key=value");
+    }
+    const std::string key(Trim(pair.substr(0, eq)));
+    const std::string value(Trim(pair.substr(eq + 1)));
+    if (value.empty()) return Status::InvalidArgument(key + ": empty value");
+    if (!spec.emplace(key, value).second) {
+      return Status::InvalidArgument(key + " is given twice");
+    }
+  }
+  return spec;
+}
+
+Result<Inputs> InputsFromSpec(const Spec& spec, bool allow_files) {
+  for (const auto& [key, value] : spec) {
+    bool known = false;
+    for (const std::string& k : SpecKeys()) known = known || k == key;
+    if (!known) return Status::InvalidArgument("unknown key '" + key + "'");
+  }
+  auto get = [&](const char* key) -> const std::string* {
+    auto it = spec.find(key);
+    return it == spec.end() ? nullptr : &it->second;
+  };
+  Inputs in;
+  const std::string* model = get("model");
+  if (!model)
+    return Status::InvalidArgument("model: not given (a bundled model name or a config.json)");
+  if (auto arch = FindArchitecture(*model)) {
+    in.arch = *arch;
+  } else if (allow_files && (model->ends_with(".json") || std::filesystem::exists(*model))) {
+    std::string path = *model;
+    if (std::filesystem::is_directory(path)) path += "/config.json";
+    auto read = ReadHfConfig(path);
+    if (!read) return read.error();
+    in.arch = *read;
+  } else {
+    return Bad("model", *model,
+               "unknown model (vgpu estimate --list-models lists them" +
+                   std::string(allow_files ? "; or give a config.json)" : ")"));
+  }
+  if (auto v = get("mode")) {
+    VGPU_SPEC_SET(in.mode, OneOf<Mode>("mode", *v,
+                                       {{"serve", Mode::kServe},
+                                        {"infer", Mode::kInfer},
+                                        {"full", Mode::kFull},
+                                        {"lora", Mode::kLora},
+                                        {"qlora", Mode::kQlora}}));
+  }
+  if (auto v = get("dtype")) {
+    VGPU_SPEC_SET(in.weights, OneOf<WeightFormat>("dtype", *v,
+                                                  {{"bf16", WeightFormat::kBf16},
+                                                   {"fp16", WeightFormat::kBf16},
+                                                   {"fp32", WeightFormat::kFp32},
+                                                   {"fp8", WeightFormat::kFp8},
+                                                   {"int8", WeightFormat::kInt8},
+                                                   {"int4", WeightFormat::kInt4Group128},
+                                                   {"gptq", WeightFormat::kInt4Group128},
+                                                   {"awq", WeightFormat::kInt4Group128},
+                                                   {"nf4", WeightFormat::kNf4}}));
+  }
+  in.kv_dtype_bytes = in.weights == WeightFormat::kFp32 ? 4 : 2;
+  if (auto v = get("kv-dtype")) {
+    VGPU_SPEC_SET(in.kv_dtype_bytes, OneOf<double>("kv-dtype", *v,
+                                                   {{"auto", in.kv_dtype_bytes},
+                                                    {"bf16", 2.0},
+                                                    {"fp16", 2.0},
+                                                    {"fp8", 1.0},
+                                                    {"fp32", 4.0}}));
+  }
+  constexpr int kBig = 1 << 30;
+  if (auto v = get("batch")) VGPU_SPEC_SET(in.batch, Int("batch", *v, 1, kBig));
+  if (auto v = get("seq-len")) VGPU_SPEC_SET(in.seq_len, Int("seq-len", *v, 1, kBig));
+  if (auto v = get("max-model-len"))
+    VGPU_SPEC_SET(in.max_model_len, Int("max-model-len", *v, 1, kBig));
+  if (auto v = get("concurrent")) VGPU_SPEC_SET(in.concurrent, Int("concurrent", *v, 1, kBig));
+  if (auto v = get("gpu-memory-utilization")) {
+    VGPU_SPEC_SET(in.gpu_memory_utilization, Fraction("gpu-memory-utilization", *v));
+  }
+  if (auto v = get("max-num-batched-tokens")) {
+    VGPU_SPEC_SET(in.max_num_batched_tokens, Int("max-num-batched-tokens", *v, 1, kBig));
+  }
+  if (auto v = get("max-num-seqs"))
+    VGPU_SPEC_SET(in.max_num_seqs, Int("max-num-seqs", *v, 1, kBig));
+  if (auto v = get("block-size")) VGPU_SPEC_SET(in.block_size, Int("block-size", *v, 1, 4096));
+  if (auto v = get("non-torch")) {
+    auto bytes = ParseByteSize(*v, "non-torch");
+    if (!bytes) return Bad("non-torch", *v, bytes.error().message());
+    in.non_torch_bytes = double(*bytes);
+  }
+  if (auto v = get("optimizer")) {
+    VGPU_SPEC_SET(in.optimizer, OneOf<Optimizer>("optimizer", *v,
+                                                 {{"adamw", Optimizer::kAdamW},
+                                                  {"adam", Optimizer::kAdamW},
+                                                  {"adamw8bit", Optimizer::kAdamW8bit},
+                                                  {"paged-adamw", Optimizer::kPagedAdamW},
+                                                  {"paged-adamw8bit", Optimizer::kPagedAdamW8bit},
+                                                  {"sgd", Optimizer::kSgd},
+                                                  {"sgd-momentum", Optimizer::kSgdMomentum}}));
+  }
+  if (auto v = get("precision")) {
+    VGPU_SPEC_SET(in.precision,
+                  OneOf<Precision>("precision", *v,
+                                   {{"mixed", Precision::kMixed}, {"pure", Precision::kPure}}));
+  }
+  if (auto v = get("zero")) VGPU_SPEC_SET(in.zero_stage, Int("zero", *v, 0, 3));
+  if (auto v = get("dp")) VGPU_SPEC_SET(in.dp, Int("dp", *v, 1, 1 << 20));
+  if (auto v = get("tp")) VGPU_SPEC_SET(in.tp, Int("tp", *v, 1, 1024));
+  if (auto v = get("pp")) VGPU_SPEC_SET(in.pp, Int("pp", *v, 1, 1024));
+  if (auto v = get("checkpointing")) {
+    VGPU_SPEC_SET(in.checkpointing, OneOf<Checkpointing>("checkpointing", *v,
+                                                         {{"none", Checkpointing::kNone},
+                                                          {"false", Checkpointing::kNone},
+                                                          {"full", Checkpointing::kFull},
+                                                          {"true", Checkpointing::kFull}}));
+  }
+  if (auto v = get("flash-attention"))
+    VGPU_SPEC_SET(in.flash_attention, Bool("flash-attention", *v));
+  if (auto v = get("cpu-offload")) VGPU_SPEC_SET(in.cpu_offload, Bool("cpu-offload", *v));
+  if (auto v = get("lora-rank")) VGPU_SPEC_SET(in.lora_rank, Int("lora-rank", *v, 1, 65536));
+  if (auto v = get("lora-targets")) {
+    VGPU_SPEC_SET(in.lora_all_linear,
+                  OneOf<bool>("lora-targets", *v, {{"qv", false}, {"all", true}}));
+  }
+  if (auto v = get("gpu")) {
+    in.gpu = FindGpu(*v);
+    if (!in.gpu) return Bad("gpu", *v, "unknown GPU model (vgpu estimate --list-gpus lists them)");
+  }
+  if (auto v = get("margin")) {
+    auto percent = ParsePercent(*v, "margin");
+    if (!percent) return Bad("margin", *v, percent.error().message());
+    in.margin = *percent / 100.0;
+  }
+  if (Status s = Validate(in); !s.ok()) return s;
+  return in;
+}
+
+}  // namespace vgpu::estimate
