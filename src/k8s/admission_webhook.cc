@@ -6,6 +6,7 @@
 #include "k8s/encoding.h"
 #include "k8s/json_scan.h"
 #include "k8s/metrics.h"
+#include "k8s/webhook_estimate.h"
 
 namespace vgpu::k8s {
 namespace {
@@ -137,6 +138,30 @@ bool AdmissionWebhook::MayReplace(const std::string& scheduler) const {
 }
 
 AdmissionWebhook::Mutation AdmissionWebhook::MutatePod(const Json& pod) const {
+  // vgpu.io/estimate: the memory request comes from the estimate (webhook_estimate.h).
+  EstimateFill fill = FillFromEstimate(pod, options_.names);
+  if (!fill.denial.empty()) {
+    Mutation m;
+    m.outcome = Mutation::Outcome::kDenied;
+    m.denial = fill.denial;
+    return m;
+  }
+  if (!fill.applied) {
+    Mutation m = MutateRequests(pod);
+    if (!fill.warning.empty()) m.warnings.push_back(fill.warning);
+    return m;
+  }
+  Mutation m = MutateRequests(fill.pod);
+  if (m.outcome != Mutation::Outcome::kDenied && m.outcome != Mutation::Outcome::kSkipped) {
+    for (Json& op : m.patch) fill.ops.push_back(std::move(op));
+    m.patch = std::move(fill.ops);
+    m.changes.insert(m.changes.begin(), fill.change);
+    m.outcome = Mutation::Outcome::kPatched;
+  }
+  return m;
+}
+
+AdmissionWebhook::Mutation AdmissionWebhook::MutateRequests(const Json& pod) const {
   Mutation m;
   const Json* spec = Member(pod, "spec");
   if (spec == nullptr || !spec->is_object()) {

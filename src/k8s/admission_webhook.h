@@ -43,6 +43,10 @@
 // allowed unchanged (the scheduler name is fixed at creation). Patches are RFC 6902 (patchType
 // JSONPatch, base64 in response.patch).
 //
+// vgpu.io/estimate (webhook_estimate.h): a pod with that annotation and no gpumem gets its
+// memory request from the estimate first, recorded in vgpu.io/estimate-result; an unreadable
+// annotation or an estimate above any GPU refuses the pod.
+//
 // Thread-safe: Review() may run concurrently; counters are atomic.
 #pragma once
 
@@ -93,6 +97,8 @@ class AdmissionWebhook {
 
  private:
   bool MayReplace(const std::string& scheduler) const;
+  // MutatePod without the vgpu.io/estimate annotation's fill.
+  Mutation MutateRequests(const Json& pod) const;
 
   WebhookOptions options_;
   std::atomic<uint64_t> patched_{0}, unchanged_{0}, skipped_{0}, denied_{0}, errors_{0};
