@@ -18,6 +18,7 @@
 //      30 % of the GPU; the node's /metrics shows the slice with its limits.
 // Bad requests along the way: a pod asking more memory than any GPU has gets an unresolvable
 // reason from filter (and the scheduler keeps running); gpucores: 101 is refused by the webhook.
+// A second test sends a pod that names a model (vgpu.io/estimate) instead of its memory.
 // Every process is stopped and reaped when the test ends, failed or not. About 4 s.
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -498,6 +499,151 @@ TEST_F(HamiPodChainTest, HamiPodRunsWithItsLimitsThroughWebhookExtenderAndNodeDa
   EXPECT_EQ(scheduler_->Stop(SIGTERM, std::chrono::seconds(10)), 0) << Logs();
   EXPECT_EQ(node_->Stop(SIGTERM, std::chrono::seconds(10)), 0) << Logs();
   std::printf("e2e: whole chain %.1f s\n", (vgpu::testing::NowMs() - t_begin) / 1000);
+}
+
+// A pod that names no memory but a model (vgpu.io/estimate): the webhook fills gpumem from the
+// estimate and records it, the extender places the pod on the GPU, and the container's slice has
+// exactly that memory. An estimate above every GPU is refused at admission; one above this
+// node's 16 GiB GPU gets an unresolvable reason from filter. About 2 s.
+constexpr const char* kEstimatePodYaml = R"(apiVersion: v1
+kind: Pod
+metadata:
+  name: NAME
+  annotations:
+    vgpu.io/estimate: "ESTIMATE"
+spec:
+  containers:
+    - name: vllm
+      image: vllm/vllm-openai:latest
+      resources:
+        limits:
+          nvidia.com/gpu: 1
+)";
+
+Json EstimatePod(const std::string& name, const std::string& estimate) {
+  std::string text = kEstimatePodYaml;
+  text.replace(text.find("NAME"), 4, name);
+  text.replace(text.find("ESTIMATE"), 8, estimate);
+  auto pod = YamlToJson(text);
+  EXPECT_TRUE(pod.has_value()) << pod.error().ToString();
+  return ApiServerDefaults(pod.value_or(Json::object()), "default", "uid-" + name);
+}
+
+TEST_F(HamiPodChainTest, EstimateAnnotationBecomesTheSliceMemory) {
+  StartNode();
+  ASSERT_TRUE(kubelet_->WaitForRegistrations(1, 30'000)) << Logs();
+  ASSERT_TRUE(kubelet_->WaitForDevices([](const auto& d) { return d.size() == 10; }, 10'000))
+      << Logs();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const Json node = api_->GetNode(kNode);
+        return !node["metadata"]["annotations"].value(node::kInventoryAnnotation, "").empty();
+      },
+      15'000))
+      << Logs();
+  StartScheduler();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string m = SchedulerMetrics();
+        return m.find("\nvgpu_scheduler_ready 1\n") != std::string::npos &&
+               m.find("\nvgpu_scheduler_gpus 1\n") != std::string::npos;
+      },
+      15'000))
+      << SchedulerMetrics() << Logs();
+
+  // Annotation in: a vLLM server of Qwen2.5-1.5B for four 32k-token sequences.
+  const Json created =
+      EstimatePod("llm", "model=qwen2.5-1.5b,mode=serve,max-model-len=32768,concurrent=4");
+  httplib::Result admitted{nullptr, httplib::Error::Unknown};
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        admitted = Admit(AdmissionReview(created, "review-estimate"));
+        return static_cast<bool>(admitted);
+      },
+      10'000))
+      << Logs();
+  ASSERT_EQ(admitted->status, 200) << admitted->body;
+  const Json response = Json::parse(admitted->body)["response"];
+  ASSERT_EQ(response["allowed"], true) << admitted->body;
+  const Json patch = Json::parse(
+      k8s::Base64Decode(response["patch"].get<std::string>()).value_or("null"), nullptr, false);
+  ASSERT_TRUE(patch.is_array()) << admitted->body;
+  Json pod = created.patch(patch);
+  // gpumem out, with the estimate recorded on the pod.
+  const std::string gpumem =
+      pod["spec"]["containers"][0]["resources"]["limits"].value("nvidia.com/gpumem", "");
+  ASSERT_FALSE(gpumem.empty()) << pod.dump();
+  const Json record = Json::parse(
+      pod["metadata"]["annotations"].value("vgpu.io/estimate-result", "{}"), nullptr, false);
+  EXPECT_EQ(std::to_string(record.value("gpumem_mib", int64_t{0})), gpumem) << record.dump();
+  EXPECT_EQ(record.value("model", ""), "qwen2.5-1.5b");
+  EXPECT_EQ(pod["spec"]["schedulerName"], "vgpu-scheduler");
+  const uint64_t mib = std::stoull(gpumem);
+  std::printf("e2e: vgpu.io/estimate qwen2.5-1.5b serve 4 x 32768 tokens -> gpumem %s MiB\n",
+              gpumem.c_str());
+  EXPECT_GT(mib, 4096u);
+  EXPECT_LT(mib, 16384u);
+  pod["status"] = {{"phase", "Pending"}};
+  api_->PutPod(pod);
+
+  // Pod placed: filter, prioritize, bind; the decision carries the estimate's memory.
+  pod = api_->GetPod("default", "llm");
+  auto [filter_status, filter] =
+      Extender(deploy_.filter_verb, k8s::testing::ArgsBody(pod, {kNode}));
+  ASSERT_EQ(filter_status, 200) << filter.dump() << Logs();
+  EXPECT_EQ(filter["NodeNames"], Json::array({kNode})) << filter.dump();
+  auto [bind_status, bound] = Extender(deploy_.bind_verb, k8s::testing::BindBody(pod, kNode));
+  ASSERT_EQ(bind_status, 200) << bound.dump();
+  ASSERT_EQ(bound.value("Error", "?"), "") << bound.dump() << Logs();
+  pod = api_->GetPod("default", "llm");
+  EXPECT_EQ(pod["spec"].value("nodeName", ""), kNode);
+  auto decision =
+      node::ParseAssignment(pod["metadata"]["annotations"].value(node::kAssignmentAnnotation, ""));
+  ASSERT_TRUE(decision.has_value()) << pod.dump();
+  ASSERT_EQ(decision->containers.size(), 1u);
+  ASSERT_EQ(decision->containers[0].devices.size(), 1u);
+  EXPECT_EQ(decision->containers[0].devices[0].memory_bytes, mib * kMiB);
+
+  // kubelet's Allocate gives the container a slice of exactly that memory.
+  std::vector<std::string> available;
+  for (const auto& d : kubelet_->devices()) available.push_back(d.id());
+  std::vector<std::string> units;
+  ASSERT_TRUE(kubelet_->GetPreferredAllocation(available, {}, 1, &units).ok()) << Logs();
+  v1beta1::ContainerAllocateResponse allocation;
+  ASSERT_TRUE(kubelet_->Allocate("default", "llm", "vllm", units, &allocation).ok()) << Logs();
+  ContainerSpec container = ContainerSpec::FromAllocation(allocation);
+  EXPECT_EQ(container.envs["CUDA_DEVICE_MEMORY_LIMIT_0"], gpumem + "m");
+
+  // An estimate above every GPU: refused at admission with the reason.
+  {
+    auto res = Admit(AdmissionReview(EstimatePod("huge", "model=llama-3-70b,mode=full"), "r-huge"));
+    ASSERT_TRUE(res) << Logs();
+    const Json r = Json::parse(res->body)["response"];
+    EXPECT_EQ(r["allowed"], false) << res->body;
+    const std::string message = r["status"].value("message", "");
+    std::printf("e2e: vgpu.io/estimate llama-3-70b full: %s\n", message.c_str());
+    EXPECT_NE(message.find("more than any known GPU holds"), std::string::npos) << message;
+  }
+  // Above this node's 16 GiB GPU but not above every GPU: admitted, then filter's reason.
+  {
+    Json big = EstimatePod("llama", "model=llama-3-8b,mode=serve,max-model-len=8192");
+    auto res = Admit(AdmissionReview(big, "r-llama"));
+    ASSERT_TRUE(res) << Logs();
+    const Json r = Json::parse(res->body)["response"];
+    ASSERT_EQ(r["allowed"], true) << res->body;
+    big = big.patch(Json::parse(k8s::Base64Decode(r["patch"].get<std::string>()).value_or("[]")));
+    big["status"] = {{"phase", "Pending"}};
+    api_->PutPod(big);
+    auto [status, answer] = Extender(deploy_.filter_verb, k8s::testing::ArgsBody(big, {kNode}));
+    ASSERT_EQ(status, 200) << answer.dump();
+    EXPECT_TRUE(answer["NodeNames"].is_null() || answer["NodeNames"].empty()) << answer.dump();
+    ASSERT_TRUE(answer["FailedAndUnresolvableNodes"].is_object()) << answer.dump();
+    EXPECT_NE(answer["FailedAndUnresolvableNodes"].value(kNode, "").find("16384 MiB"),
+              std::string::npos)
+        << answer.dump();
+  }
+  EXPECT_EQ(scheduler_->Stop(SIGTERM, std::chrono::seconds(10)), 0) << Logs();
+  EXPECT_EQ(node_->Stop(SIGTERM, std::chrono::seconds(10)), 0) << Logs();
 }
 
 }  // namespace
