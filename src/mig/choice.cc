@@ -57,9 +57,12 @@ struct Search {
 
 std::string_view PlacementRuleName(PlacementRule rule) {
   switch (rule) {
-    case PlacementRule::kFirstFit: return "first-fit";
-    case PlacementRule::kHami: return "hami";
-    case PlacementRule::kFragmentationAware: return "ours";
+    case PlacementRule::kFirstFit:
+      return "first-fit";
+    case PlacementRule::kHami:
+      return "hami";
+    case PlacementRule::kFragmentationAware:
+      return "ours";
   }
   return "ours";
 }
@@ -152,8 +155,13 @@ Plan PlanAdds(const Layout& layout, std::span<const int> profiles, const Request
   const RequestMix uniform(*layout.table);
   Plan plan;
   plan.result = layout;
-  Search search{mix ? mix : &uniform, {}, {profiles.begin(), profiles.end()},
-                std::vector<int>(profiles.size(), -1), {}, std::nullopt, 0};
+  Search search{mix ? mix : &uniform,
+                {},
+                {profiles.begin(), profiles.end()},
+                std::vector<int>(profiles.size(), -1),
+                {},
+                std::nullopt,
+                0};
   search.order.resize(profiles.size());
   std::iota(search.order.begin(), search.order.end(), 0);
   std::stable_sort(search.order.begin(), search.order.end(), [&](int a, int b) {
@@ -174,9 +182,8 @@ Plan PlanAdds(const Layout& layout, std::span<const int> profiles, const Request
   }
   plan.all_fit = profiles.empty();
   for (int p : profiles) {
-    PlannedInstance item{p, ChooseStart(plan.result, p, PlacementRule::kFragmentationAware,
-                                        search.mix),
-                         {}};
+    PlannedInstance item{
+        p, ChooseStart(plan.result, p, PlacementRule::kFragmentationAware, search.mix), {}};
     if (item.start) {
       plan.result = With(plan.result, {p, *item.start});
     } else if (p < 0 || p >= static_cast<int>(layout.table->profiles.size())) {

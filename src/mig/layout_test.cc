@@ -83,8 +83,8 @@ TEST(MigLayout, ExhaustiveOverEveryReachableLayoutOfEveryTable) {
         }
         EXPECT_EQ(FeasibleStarts(l, q), by_hand);
         // Every rule refuses exactly when no legal placement is free, and picks a feasible one.
-        for (PlacementRule rule : {PlacementRule::kFirstFit, PlacementRule::kHami,
-                                   PlacementRule::kFragmentationAware}) {
+        for (PlacementRule rule :
+             {PlacementRule::kFirstFit, PlacementRule::kHami, PlacementRule::kFragmentationAware}) {
           const std::optional<int> s = ChooseStart(l, q, rule, &mix);
           ASSERT_EQ(s.has_value(), !by_hand.empty());
           if (s) {
@@ -137,10 +137,10 @@ TEST(MigLayout, ParseAndValidationErrorsNameTheItem) {
   };
   EXPECT_TRUE(ParseLayout(H200(), "").has_value());
   EXPECT_EQ(FormatLayout(*ParseLayout(H200(), " 1g.18gb@4 , 3g.71gb@0")), "3g.71gb@0,1g.18gb@4");
-  EXPECT_EQ(err("3g.71gb@0,2g.35gb@2"),
-            "2g.35gb@2 overlaps 3g.71gb@0 on memory slices 2-3");
+  EXPECT_EQ(err("3g.71gb@0,2g.35gb@2"), "2g.35gb@2 overlaps 3g.71gb@0 on memory slices 2-3");
   EXPECT_EQ(err("5g.70gb@0"), "5g.70gb@0: H200 has no MIG profile 5g.70gb");
-  EXPECT_EQ(err("3g.71gb@2"), "3g.71gb@2: 3g.71gb cannot start at memory slice 2 (legal starts: 0,4)");
+  EXPECT_EQ(err("3g.71gb@2"),
+            "3g.71gb@2: 3g.71gb cannot start at memory slice 2 (legal starts: 0,4)");
   EXPECT_EQ(err("1g.18gb+me@0,1g.18gb+me@1"), "1g.18gb+me@1: at most 1 1g.18gb+me per GPU");
   EXPECT_NE(err("3g.71gb").find("layout item '3g.71gb': want PROFILE@START"), std::string::npos);
   EXPECT_NE(err("3g.71gb@x").find("'3g.71gb@x'"), std::string::npos);
@@ -170,8 +170,7 @@ TEST(MigLayout, PlanFindsACombinationGreedyMisses) {
   // 1g.35gb then 3g.71gb: placed one by one in the worst order they could collide; the planner
   // searches the combinations and fits both plus a 2g.35gb.
   const ModelTable& t = H200();
-  const std::vector<int> want = {t.IndexOf("1g.35gb"), t.IndexOf("2g.35gb"),
-                                 t.IndexOf("3g.71gb")};
+  const std::vector<int> want = {t.IndexOf("1g.35gb"), t.IndexOf("2g.35gb"), t.IndexOf("3g.71gb")};
   const Plan plan = PlanAdds(Layout{&t, {}}, want);
   ASSERT_TRUE(plan.all_fit);
   EXPECT_TRUE(Validate(plan.result).ok());
