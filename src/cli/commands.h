@@ -25,5 +25,6 @@ int RunNode(int argc, char** argv);
 int RunScheduler(int argc, char** argv);
 int RunBench(int argc, char** argv);
 int RunEstimate(int argc, char** argv);
+int RunMig(int argc, char** argv);
 
 }  // namespace vgpu::cli

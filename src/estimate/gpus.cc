@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "estimate/formulas.h"
+#include "mig/profiles.h"
 
 namespace vgpu::estimate {
 
@@ -47,25 +48,26 @@ double LargestGpuMemory() {
   return largest;
 }
 
-// A placeholder until the MIG profile tables of src/mig/ exist: the memory of each profile as
-// `nvidia-smi mig -lgip` lists it (MiB), rounded.
+// The MIG profiles of src/mig/profiles.h for the GPU, smallest memory first (then fewest compute
+// slices; the "+me" variants, same memory, after their plain profile).
 std::vector<MigProfile> MigProfilesFor(const GpuModel& gpu) {
-  auto p = [](const char* name, double mib, int slices) {
-    return MigProfile{name, mib * kMiB, slices};
-  };
-  if (gpu.name == "a100-40gb") {
-    return {p("1g.5gb", 4864, 1), p("2g.10gb", 9984, 2), p("3g.20gb", 19968, 3),
-            p("4g.20gb", 19968, 4), p("7g.40gb", 40192, 7)};
+  std::vector<MigProfile> out;
+  const mig::ModelTable* table = mig::ModelByKey(gpu.name);
+  if (table == nullptr) return out;
+  std::vector<const mig::Profile*> profiles;
+  for (const mig::Profile& p : table->profiles) profiles.push_back(&p);
+  std::stable_sort(profiles.begin(), profiles.end(),
+                   [](const mig::Profile* a, const mig::Profile* b) {
+                     if (a->memory_mib != b->memory_mib) return a->memory_mib < b->memory_mib;
+                     if (a->compute_slices != b->compute_slices)
+                       return a->compute_slices < b->compute_slices;
+                     return !a->media_extensions && b->media_extensions;
+                   });
+  for (const mig::Profile* p : profiles) {
+    out.push_back(
+        MigProfile{std::string(p->name), double(p->memory_mib) * kMiB, p->compute_slices});
   }
-  if (gpu.name == "a100-80gb" || gpu.name == "h100-80gb") {
-    return {p("1g.10gb", 9984, 1),  p("1g.20gb", 19968, 1), p("2g.20gb", 19968, 2),
-            p("3g.40gb", 40192, 3), p("4g.40gb", 40192, 4), p("7g.80gb", 80384, 7)};
-  }
-  if (gpu.name == "h200") {
-    return {p("1g.18gb", 18176, 1), p("1g.35gb", 35456, 1), p("2g.35gb", 35456, 2),
-            p("3g.71gb", 71936, 3), p("4g.71gb", 71936, 4), p("7g.141gb", 143104, 7)};
-  }
-  return {};
+  return out;
 }
 
 }  // namespace vgpu::estimate

@@ -1,5 +1,6 @@
 #include "k8s/gpu_inventory.h"
 #include "k8s/json_scan.h"
+#include "mig/layout.h"
 
 #include <algorithm>
 #include <set>
@@ -57,7 +58,81 @@ std::string StripNvidiaPrefix(std::string type) {
   return type;
 }
 
+// Parses gpus[i].mig into gpu->mig and checks it against the model's MIG table when there is one.
+Status ParseMigInstances(const Json& g, const std::string& where, InventoryGpu* gpu) {
+  auto m = g.find("mig");
+  if (m == g.end() || m->is_null()) return Status::Ok();
+  if (!m->is_array()) return Bad(where + ".mig", "must be a list");
+  if (!m->empty() && gpu->mode != GpuMode::kMig && gpu->mode != GpuMode::kMigDynamic) {
+    return Bad(where + ".mig", "MIG instances on a GPU whose mode is \"" +
+                                   std::string(GpuModeName(gpu->mode)) + "\"");
+  }
+  std::set<std::string> uuids;
+  for (size_t k = 0; k < m->size(); ++k) {
+    const Json& e = (*m)[k];
+    const std::string w = where + ".mig[" + std::to_string(k) + "]";
+    if (!e.is_object()) return Bad(w, "must be an object");
+    InventoryMigInstance inst;
+    auto profile = StringField(e, w, "profile");
+    if (!profile) return profile.error();
+    inst.profile = *profile;
+    auto start = IntField(e, w, "start", 0, mig::kMemorySlices - 1, std::nullopt);
+    if (!start) return start.error();
+    inst.start = static_cast<int>(*start);
+    auto uuid = StringField(e, w, "uuid");
+    if (!uuid) return uuid.error();
+    inst.uuid = *uuid;
+    if (!uuids.insert(inst.uuid).second) return Bad(w + ".uuid", inst.uuid + " appears twice");
+    auto id = IntField(e, w, "profile_id", 0, 1 << 20, -1);
+    if (!id) return id.error();
+    inst.profile_id = static_cast<int>(*id);
+    gpu->mig.push_back(std::move(inst));
+  }
+  std::sort(gpu->mig.begin(), gpu->mig.end(),
+            [](const auto& a, const auto& b) { return a.start < b.start; });
+  if (const mig::ModelTable* table = mig::ModelByNvmlName(gpu->model)) {
+    std::vector<mig::NamedInstance> named;
+    for (const auto& inst : gpu->mig) named.push_back({inst.profile, inst.start});
+    auto layout = mig::LayoutFromNames(*table, named);
+    if (!layout) return layout.error().WithContext(where + ".mig");
+    for (size_t k = 0; k < gpu->mig.size(); ++k) {
+      const mig::Profile& p = table->profiles[layout->instances[k].profile];
+      if (gpu->mig[k].profile_id >= 0 && gpu->mig[k].profile_id != p.profile_id) {
+        return Bad(where + ".mig", "profile " + gpu->mig[k].profile + " has NVML id " +
+                                       std::to_string(p.profile_id) + " on " +
+                                       std::string(table->key) + ", not " +
+                                       std::to_string(gpu->mig[k].profile_id));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+std::string_view GpuModeName(GpuMode mode) {
+  switch (mode) {
+    case GpuMode::kShared:
+      return "shared";
+    case GpuMode::kWhole:
+      return "whole";
+    case GpuMode::kMig:
+      return "mig";
+    case GpuMode::kMigDynamic:
+      return "mig-dynamic";
+    case GpuMode::kMps:
+      return "mps";
+  }
+  return "shared";
+}
+
+std::optional<GpuMode> ParseGpuMode(std::string_view name) {
+  for (GpuMode m :
+       {GpuMode::kShared, GpuMode::kWhole, GpuMode::kMig, GpuMode::kMigDynamic, GpuMode::kMps}) {
+    if (GpuModeName(m) == name) return m;
+  }
+  return std::nullopt;
+}
 
 std::string FormatInventory(const NodeInventory& inv) {
   std::vector<const InventoryGpu*> gpus;
@@ -73,7 +148,22 @@ std::string FormatInventory(const NodeInventory& inv) {
            ",\"memory_mib\":" + std::to_string(g.memory_mib) +
            ",\"units\":" + std::to_string(g.units) + ",\"health\":\"" +
            (g.healthy ? "healthy" : "unhealthy") + "\",\"numa\":" + std::to_string(g.numa) +
-           ",\"nvlink_peers\":" + Json(g.nvlink_peers).dump() + "}";
+           ",\"nvlink_peers\":" + Json(g.nvlink_peers).dump();
+    // Written only when not the default, so inventories without MIG keep their text.
+    if (g.mode != GpuMode::kShared) out += ",\"mode\":\"" + std::string(GpuModeName(g.mode)) + "\"";
+    if (!g.mig.empty()) {
+      out += ",\"mig\":[";
+      for (size_t k = 0; k < g.mig.size(); ++k) {
+        const InventoryMigInstance& m = g.mig[k];
+        if (k > 0) out += ',';
+        out += "{\"profile\":" + Json(m.profile).dump() + ",\"start\":" + std::to_string(m.start) +
+               ",\"uuid\":" + Json(m.uuid).dump();
+        if (m.profile_id >= 0) out += ",\"profile_id\":" + std::to_string(m.profile_id);
+        out += "}";
+      }
+      out += "]";
+    }
+    out += "}";
   }
   out += "]}";
   return out;
@@ -130,6 +220,16 @@ Result<NodeInventory> ParseInventory(std::string_view text) {
         gpu.nvlink_peers.push_back(peer.get<std::string>());
       }
     }
+    if (auto md = g.find("mode"); md != g.end() && !md->is_null()) {
+      std::optional<GpuMode> mode;
+      if (md->is_string()) mode = ParseGpuMode(md->get<std::string>());
+      if (!mode) {
+        return Bad(where + ".mode",
+                   "must be \"shared\", \"whole\", \"mig\", \"mig-dynamic\" or \"mps\"");
+      }
+      gpu.mode = *mode;
+    }
+    VGPU_RETURN_IF_ERROR(ParseMigInstances(g, where, &gpu));
     inv.gpus.push_back(std::move(gpu));
   }
   VGPU_RETURN_IF_ERROR(Finish(inv, "gpus"));

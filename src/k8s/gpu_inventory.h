@@ -13,6 +13,14 @@
 //   may share it.
 // - health: "healthy" or "unhealthy". numa: NUMA node, -1 unknown. nvlink_peers: UUIDs of GPUs on
 //   the same node reachable over NVLink (optional).
+// - mode (optional, absent = "shared"): how the GPU is shared: "shared" (software slices),
+//   "whole" (one pod at a time), "mig" (a static MIG layout), "mig-dynamic" (MIG instances created
+//   for each pod) or "mps" (an MPS server; one fault domain, only pods that allow it).
+// - mig (optional, only on "mig" and "mig-dynamic" GPUs): the GPU instances that exist now,
+//   [{"profile": "3g.71gb", "start": 0, "uuid": "MIG-...", "profile_id": 9}]; start is the first
+//   memory slice (0..7), profile_id the NVML profile id (optional). When the model has a MIG table
+//   (src/mig/profiles.h) the profiles must be its own and the layout legal (no overlap, max
+//   counts, legal starts).
 // - Unknown fields are ignored (later minor additions); another "version" is refused.
 // - The publisher writes the annotation only when its content changes; FormatInventory gives a
 //   canonical text (GPUs by index, fixed key order) so equal inventories compare equal as text.
@@ -36,6 +44,22 @@ inline constexpr const char* kInventoryAnnotation = "vgpu.io/gpu-inventory";
 inline constexpr const char* kHamiRegisterAnnotation = "hami.io/node-nvidia-register";
 inline constexpr int kInventoryVersion = 1;
 
+enum class GpuMode { kShared, kWhole, kMig, kMigDynamic, kMps };
+
+// "shared", "whole", "mig", "mig-dynamic", "mps".
+std::string_view GpuModeName(GpuMode mode);
+// The mode named `name`, or std::nullopt.
+std::optional<GpuMode> ParseGpuMode(std::string_view name);
+
+// A MIG GPU instance that exists on a GPU.
+struct InventoryMigInstance {
+  std::string profile;  // NVIDIA's profile name, "1g.18gb"
+  int start = 0;        // first memory slice
+  std::string uuid;     // "MIG-..."
+  int profile_id = -1;  // NVML profile id, -1 when not given
+  friend bool operator==(const InventoryMigInstance&, const InventoryMigInstance&) = default;
+};
+
 struct InventoryGpu {
   std::string uuid;
   int index = 0;
@@ -45,6 +69,8 @@ struct InventoryGpu {
   bool healthy = true;
   int numa = -1;
   std::vector<std::string> nvlink_peers;
+  GpuMode mode = GpuMode::kShared;
+  std::vector<InventoryMigInstance> mig = {};  // sorted by start
   friend bool operator==(const InventoryGpu&, const InventoryGpu&) = default;
 };
 

@@ -100,5 +100,76 @@ TEST(GpuInventory, NodeAnnotationPreference) {
   EXPECT_FALSE(InventoryOfNode(node)->has_value());
 }
 
+TEST(GpuInventory, MigModeAndInstancesRoundTrip) {
+  NodeInventory inv;
+  InventoryGpu g{"GPU-h", 0, "NVIDIA H200", 143771, 10, true, 0, {}};
+  g.mode = GpuMode::kMig;
+  g.mig = {{"3g.71gb", 0, "MIG-a", 9}, {"1g.18gb", 4, "MIG-b", -1}};
+  inv.gpus.push_back(g);
+  InventoryGpu plain{"GPU-p", 1, "NVIDIA H200", 143771, 10, true, 0, {}};
+  inv.gpus.push_back(plain);
+  const std::string text = FormatInventory(inv);
+  EXPECT_NE(
+      text.find(
+          R"("mode":"mig","mig":[{"profile":"3g.71gb","start":0,"uuid":"MIG-a","profile_id":9},{"profile":"1g.18gb","start":4,"uuid":"MIG-b"}])"),
+      std::string::npos)
+      << text;
+  // A shared GPU without instances keeps today's text: no mode, no mig.
+  EXPECT_EQ(text.find("\"mode\"", text.find("GPU-p")), std::string::npos) << text;
+  auto back = ParseInventory(text);
+  ASSERT_TRUE(back.has_value()) << back.error().ToString();
+  EXPECT_EQ(*back, inv);
+  EXPECT_EQ(back->gpus[1].mode, GpuMode::kShared);
+  for (GpuMode m :
+       {GpuMode::kShared, GpuMode::kWhole, GpuMode::kMig, GpuMode::kMigDynamic, GpuMode::kMps}) {
+    EXPECT_EQ(ParseGpuMode(GpuModeName(m)), m);
+  }
+  EXPECT_EQ(ParseGpuMode("MIG"), std::nullopt);
+}
+
+TEST(GpuInventory, MigErrorsNameTheInstance) {
+  const auto err = [](const std::string& gpu_fields) {
+    const std::string text =
+        R"({"version":1,"gpus":[{"uuid":"u","index":0,"model":"NVIDIA H200","memory_mib":143771,)" +
+        gpu_fields + "}]}";
+    auto r = ParseInventory(text);
+    EXPECT_FALSE(r.has_value()) << text;
+    return r ? std::string() : r.error().message();
+  };
+  EXPECT_NE(err(R"("mode":"exclusive")").find("gpus[0].mode: must be"), std::string::npos);
+  EXPECT_NE(err(R"("mode":3)").find("gpus[0].mode"), std::string::npos);
+  EXPECT_NE(err(R"("mig":[{"profile":"1g.18gb","start":0,"uuid":"M"}])")
+                .find("gpus[0].mig: MIG instances on a GPU whose mode is \"shared\""),
+            std::string::npos);
+  EXPECT_NE(err(R"("mode":"mig","mig":[{"profile":"1g.18gb","start":9,"uuid":"M"}])")
+                .find("gpus[0].mig[0].start"),
+            std::string::npos);
+  EXPECT_NE(
+      err(R"("mode":"mig","mig":[{"profile":"1g.18gb","start":1}])").find("gpus[0].mig[0].uuid"),
+      std::string::npos);
+  EXPECT_NE(err(R"("mode":"mig","mig":[{"profile":"1g.10gb","start":0,"uuid":"M"}])")
+                .find("H200 has no MIG profile 1g.10gb"),
+            std::string::npos);
+  const std::string overlap = err(
+      R"("mode":"mig","mig":[{"profile":"3g.71gb","start":0,"uuid":"A"},{"profile":"2g.35gb","start":2,"uuid":"B"}])");
+  EXPECT_NE(overlap.find("2g.35gb@2 overlaps 3g.71gb@0 on memory slices 2-3"), std::string::npos)
+      << overlap;
+  EXPECT_NE(
+      err(R"("mode":"mig-dynamic","mig":[{"profile":"3g.71gb","start":0,"uuid":"A","profile_id":5}])")
+          .find("has NVML id 9"),
+      std::string::npos);
+  EXPECT_NE(
+      err(R"("mode":"mig","mig":[{"profile":"1g.18gb","start":0,"uuid":"A"},{"profile":"1g.18gb","start":1,"uuid":"A"}])")
+          .find("appears twice"),
+      std::string::npos);
+}
+
+TEST(GpuInventory, MigOnAModelWithoutTableIsKeptAsGiven) {
+  auto inv = ParseInventory(
+      R"({"version":1,"gpus":[{"uuid":"u","index":0,"model":"NVIDIA B200","memory_mib":1000,"mode":"mig","mig":[{"profile":"1g.23gb","start":0,"uuid":"M"}]}]})");
+  ASSERT_TRUE(inv.has_value()) << inv.error().ToString();
+  EXPECT_EQ(inv->gpus[0].mig.size(), 1u);
+}
+
 }  // namespace
 }  // namespace vgpu::k8s

@@ -42,11 +42,17 @@ std::string FormatAssignment(const PodAssignment& a) {
   for (const ContainerAssignment& c : a.containers) {
     Json gpus = Json::array();
     for (const AssignedGpu& g : c.gpus) {
-      gpus.push_back({{"uuid", g.uuid},
-                      {"index", g.index},
-                      {"milli", g.milli},
-                      {"memory_mib", g.memory_mib},
-                      {"cores", g.cores}});
+      Json gj = {{"uuid", g.uuid},
+                 {"index", g.index},
+                 {"milli", g.milli},
+                 {"memory_mib", g.memory_mib},
+                 {"cores", g.cores}};
+      if (g.mig) {
+        Json m = {{"profile", g.mig->profile}, {"start", g.mig->start}};
+        if (!g.mig->uuid.empty()) m["uuid"] = g.mig->uuid;
+        gj["mig"] = std::move(m);
+      }
+      gpus.push_back(std::move(gj));
     }
     containers.push_back(
         {{"name", c.name}, {"init", c.init}, {"priority", c.priority}, {"gpus", std::move(gpus)}});
@@ -114,6 +120,26 @@ Result<PodAssignment> ParseAssignment(std::string_view text) {
       ag.milli = static_cast<int32_t>(*milli);
       ag.memory_mib = *mem;
       ag.cores = static_cast<int>(*cores);
+      if (auto m = g.find("mig"); m != g.end() && !m->is_null()) {
+        const std::string mw = gw + ".mig";
+        if (!m->is_object()) return Bad(mw, "must be an object");
+        AssignedMig am;
+        auto profile = m->find("profile");
+        if (profile == m->end() || !profile->is_string() || profile->get<std::string>().empty()) {
+          return Bad(mw + ".profile", "must be a non-empty string");
+        }
+        am.profile = profile->get<std::string>();
+        auto start = Int(*m, mw, "start", 0, 7);
+        if (!start) return start.error();
+        am.start = static_cast<int>(*start);
+        if (auto u = m->find("uuid"); u != m->end() && !u->is_null()) {
+          if (!u->is_string() || u->get<std::string>().empty()) {
+            return Bad(mw + ".uuid", "must be a non-empty string");
+          }
+          am.uuid = u->get<std::string>();
+        }
+        ag.mig = std::move(am);
+      }
       ca.gpus.push_back(std::move(ag));
     }
     a.containers.push_back(std::move(ca));
@@ -195,6 +221,10 @@ Result<std::optional<PodAssignment>> AssignmentOfPod(const Json& pod) {
     return std::optional<PodAssignment>(std::move(*a));
   }
   return std::optional<PodAssignment>();
+}
+
+bool AllowsSharedFaultDomain(const Json& pod) {
+  return AnnotationOf(pod, kAllowSharedFaultDomainAnnotation) == "true";
 }
 
 std::string FormatTimestamp(std::chrono::system_clock::time_point t) {

@@ -16,6 +16,11 @@
 // - cores: the SM limit the node enforces, percent 1..100 (100 = not throttled); it equals
 //   milli / 10 when the pod asked for nvidia.com/gpucores and is 100 when it did not.
 // - priority: nvidia.com/priority (0 high, 1 low), -1 when not given.
+// - mig (optional): the MIG GPU instance the container runs in on that GPU,
+//   {"profile": "1g.18gb", "start": 4} (+ "uuid": "MIG-..." when the instance already exists, on a
+//   static "mig" GPU). On a "mig-dynamic" GPU the node creates exactly that (profile, start). The
+//   GPU entry's uuid stays the parent GPU's; memory_mib and cores are the container's limits
+//   inside the instance (a software slice within it when smaller than the instance).
 // - App containers use distinct GPUs; an init container uses GPUs of the pod's set.
 //
 // HAMi's hami.io/vgpu-devices-allocated ("uuid,NVIDIA,memMiB,cores:" per GPU, ';' between
@@ -40,12 +45,24 @@ inline constexpr const char* kHamiAllocatedAnnotation = "hami.io/vgpu-devices-al
 inline constexpr const char* kHamiNodeAnnotation = "hami.io/vgpu-node";
 inline constexpr int kAssignmentVersion = 1;
 
+// The pod annotation that lets a pod share a fault domain (an MPS GPU) with other pods: "true".
+inline constexpr const char* kAllowSharedFaultDomainAnnotation =
+    "vgpu.io/allow-shared-fault-domain";
+
+struct AssignedMig {
+  std::string profile;  // "1g.18gb"
+  int start = 0;        // first memory slice, 0..7
+  std::string uuid;     // "MIG-..." when the instance exists already, else empty
+  friend bool operator==(const AssignedMig&, const AssignedMig&) = default;
+};
+
 struct AssignedGpu {
   std::string uuid;
   int index = 0;
   int32_t milli = 0;
   int64_t memory_mib = 0;
   int cores = 100;
+  std::optional<AssignedMig> mig = std::nullopt;
   friend bool operator==(const AssignedGpu&, const AssignedGpu&) = default;
 };
 
@@ -77,6 +94,9 @@ Result<PodAssignment> ParseHamiAllocation(std::string_view text, const std::stri
 // The assignment a Pod object carries: ours, else HAMi's (with hami.io/vgpu-node or the pod's
 // spec.nodeName), else std::nullopt.
 Result<std::optional<PodAssignment>> AssignmentOfPod(const Json& pod);
+
+// True when the pod carries vgpu.io/allow-shared-fault-domain: "true".
+bool AllowsSharedFaultDomain(const Json& pod);
 
 // RFC 3339 UTC with milliseconds, and back (accepts any fraction and a 'Z' or +00:00 offset).
 std::string FormatTimestamp(std::chrono::system_clock::time_point t);

@@ -75,5 +75,51 @@ TEST(Timestamp, RoundTripsMilliseconds) {
   EXPECT_FALSE(ParseTimestamp("2025-06-15T15:06:40+02:00").has_value());
 }
 
+TEST(PodAssignment, MigFieldRoundTripsAndIsOptional) {
+  PodAssignment a;
+  a.node = "n";
+  ContainerAssignment c;
+  c.name = "main";
+  AssignedGpu g{"GPU-h", 0, 500, 16384, 100, AssignedMig{"1g.18gb", 4, ""}};
+  AssignedGpu s{"GPU-s", 1, 1000, 71168, 100, AssignedMig{"3g.71gb", 0, "MIG-x"}};
+  AssignedGpu plain{"GPU-p", 2, 300, 4096, 30, std::nullopt};
+  c.gpus = {g, s, plain};
+  a.containers.push_back(c);
+  const std::string text = FormatAssignment(a);
+  EXPECT_NE(text.find(R"("mig":{"profile":"1g.18gb","start":4})"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"("mig":{"profile":"3g.71gb","start":0,"uuid":"MIG-x"})"), std::string::npos)
+      << text;
+  auto back = ParseAssignment(text);
+  ASSERT_TRUE(back.has_value()) << back.error().ToString();
+  EXPECT_EQ(*back, a);
+  EXPECT_FALSE(back->containers[0].gpus[2].mig.has_value());
+}
+
+TEST(PodAssignment, MigErrorsNameTheField) {
+  const auto err = [](const std::string& mig) {
+    const std::string text =
+        R"({"version":1,"node":"n","reserved":{"milli":0,"memory_mib":0},"containers":[{"name":"c","gpus":[{"uuid":"G","index":0,"milli":1000,"memory_mib":1,"cores":100,"mig":)" +
+        mig + "}]}]}";
+    auto r = ParseAssignment(text);
+    EXPECT_FALSE(r.has_value()) << text;
+    return r ? std::string() : r.error().message();
+  };
+  EXPECT_NE(err("3").find("containers[0].gpus[0].mig: must be an object"), std::string::npos);
+  EXPECT_NE(err(R"({"start":0})").find("containers[0].gpus[0].mig.profile"), std::string::npos);
+  EXPECT_NE(err(R"({"profile":"1g.18gb","start":8})").find("containers[0].gpus[0].mig.start"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"profile":"1g.18gb","start":1,"uuid":""})").find("mig.uuid"),
+            std::string::npos);
+}
+
+TEST(PodAssignment, SharedFaultDomainNeedsTheAnnotation) {
+  Json pod = {{"metadata", {{"name", "p"}, {"annotations", Json::object()}}}};
+  EXPECT_FALSE(AllowsSharedFaultDomain(pod));
+  pod["metadata"]["annotations"][kAllowSharedFaultDomainAnnotation] = "false";
+  EXPECT_FALSE(AllowsSharedFaultDomain(pod));
+  pod["metadata"]["annotations"][kAllowSharedFaultDomainAnnotation] = "true";
+  EXPECT_TRUE(AllowsSharedFaultDomain(pod));
+}
+
 }  // namespace
 }  // namespace vgpu::k8s
