@@ -49,6 +49,7 @@ constexpr FlagHelp kFlags[] = {
     {"lora-rank", "LoRA rank [8]"},
     {"lora-targets", "qv (q and v projections) or all (every linear layer) [qv]"},
     {"gpu", "GPU model to check the fit on (--list-gpus) [the smallest that fits]"},
+    {"slice-memory", "also check the fit on a vgpu slice of this size (e.g. 20GiB)"},
     {"margin", "headroom added to the request, percent [10]"},
 };
 

@@ -204,6 +204,10 @@ Status Validate(const Inputs& in) {
   }
   if (in.cpu_offload && !Training(in.mode)) return bad("--cpu-offload applies to training");
   if (!(in.margin >= 0 && in.margin < 10)) return bad("margin must be in [0, 10)");
+  if (in.gpu && in.slice_memory > in.gpu->memory) {
+    return bad("a slice of " + Fmt("%.2f GiB", in.slice_memory / kGiB) + " is larger than the " +
+               Fmt("%.2f GiB", in.gpu->memory / kGiB) + " of " + in.gpu->name);
+  }
   return Status();
 }
 
@@ -263,7 +267,11 @@ Estimate Compute(const Inputs& in) {
             s.bytes_per_token, in.kv_dtype_bytes, in.block_size));
     as.push_back(Fmt("non-torch memory %.2f GiB; CUDA context %.2f GiB outside the budget",
                      in.non_torch_bytes / kGiB, b.cuda_context / kGiB));
-    if (in.gpu) e.serve = ServeOn(e, in.gpu->memory);
+    if (in.slice_memory > 0) {
+      e.serve = ServeOn(e, in.slice_memory);
+    } else if (in.gpu) {
+      e.serve = ServeOn(e, in.gpu->memory);
+    }
     return e;
   }
 
@@ -406,6 +414,7 @@ ServeResult ServeOn(const Estimate& e, double total_bytes) {
 Placement Place(const Estimate& e) {
   Placement p;
   p.request = std::ceil(e.required * (1 + e.inputs.margin) / kMiB) * kMiB;
+  if (e.inputs.slice_memory > 0) p.fits_slice = p.request <= e.inputs.slice_memory;
   if (e.inputs.gpu) {
     p.gpu = e.inputs.gpu;
   } else {

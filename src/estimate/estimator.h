@@ -68,7 +68,8 @@ struct Inputs {
   int dp = 1, tp = 1, pp = 1;
   // where it should run
   std::optional<GpuModel> gpu;
-  double margin = 0.10;  // headroom added to the request
+  double slice_memory = 0;  // > 0: also check the fit on a slice of this many bytes
+  double margin = 0.10;     // headroom added to the request
 };
 
 Status Validate(const Inputs& in);
@@ -90,7 +91,7 @@ struct ServeResult {
   double page_bytes = 0;       // one layer, one block
   double bytes_per_token = 0;  // all layers of this GPU
   int64_t needed_tokens = 0;   // concurrent · max_model_len
-  // On the given GPU (when one is given):
+  // On the given slice, else on the given GPU (when one is given):
   double budget = 0;  // KV budget
   int64_t capacity_tokens = 0;
   bool starts = false;  // vLLM would start: budget > 0 and one max_model_len sequence fits
@@ -121,7 +122,8 @@ struct Placement {
   bool fits_gpu = false;
   int compute_percent = 0;  // the memory share of the GPU, rounded up to 5%
   std::optional<MigProfile> mig;
-  std::string why;  // when it does not fit
+  std::string why;                 // when it does not fit
+  std::optional<bool> fits_slice;  // with Inputs::slice_memory: request <= the slice
 };
 Placement Place(const Estimate& e);
 

@@ -1,5 +1,7 @@
 #include "estimate/hf_config.h"
 
+#include "estimate/first_error.h"
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -84,13 +86,6 @@ class Reader {
   const Json& object_;
 };
 
-#define VGPU_TRY_ASSIGN(lhs, expr) \
-  do {                             \
-    auto _r = (expr);              \
-    if (!_r) return _r.error();    \
-    lhs = *_r;                     \
-  } while (0)
-
 }  // namespace
 
 Result<Architecture> ParseHfConfig(std::string_view text, const std::string& file) {
@@ -113,36 +108,40 @@ Result<Architecture> ParseHfConfig(std::string_view text, const std::string& fil
     object = &doc["text_config"];
   }
   Reader r(text, file, *object);
+  FirstError err;
   Architecture a;
   a.name = file;
   a.source = "config.json: " + file;
   const std::string type = r.String("model_type");
   const bool gpt2 = type == "gpt2";
   const bool opt = type == "opt";
-  VGPU_TRY_ASSIGN(a.layers, r.Int({"num_hidden_layers", "n_layer"}, -1));
-  VGPU_TRY_ASSIGN(a.hidden, r.Int({"hidden_size", "n_embd"}, -1));
-  VGPU_TRY_ASSIGN(a.heads, r.Int({"num_attention_heads", "n_head"}, -1));
-  VGPU_TRY_ASSIGN(a.kv_heads, r.Int({"num_key_value_heads"}, a.heads));
-  VGPU_TRY_ASSIGN(a.head_dim, r.Int({"head_dim"}, 0));
-  VGPU_TRY_ASSIGN(a.vocab, r.Int({"vocab_size"}, -1));
-  VGPU_TRY_ASSIGN(a.max_positions, r.Int({"max_position_embeddings", "n_positions"}, 0));
+  a.layers = err.Take(r.Int({"num_hidden_layers", "n_layer"}, -1), a.layers);
+  a.hidden = err.Take(r.Int({"hidden_size", "n_embd"}, -1), a.hidden);
+  a.heads = err.Take(r.Int({"num_attention_heads", "n_head"}, -1), a.heads);
+  a.kv_heads = err.Take(r.Int({"num_key_value_heads"}, a.heads), a.kv_heads);
+  a.head_dim = err.Take(r.Int({"head_dim"}, 0), a.head_dim);
+  a.vocab = err.Take(r.Int({"vocab_size"}, -1), a.vocab);
+  a.max_positions = err.Take(r.Int({"max_position_embeddings", "n_positions"}, 0), a.max_positions);
   if (gpt2 || opt) {
-    VGPU_TRY_ASSIGN(a.intermediate, r.Int({"ffn_dim", "n_inner"}, 4 * a.hidden));
+    a.intermediate = err.Take(r.Int({"ffn_dim", "n_inner"}, 4 * a.hidden), a.intermediate);
     a.gated_mlp = false;
     a.attention_bias = a.mlp_bias = a.layer_norm = a.learned_positions = true;
     a.position_offset = opt ? 2 : 0;
-    VGPU_TRY_ASSIGN(a.tied_embeddings, r.Bool("tie_word_embeddings", true));
+    a.tied_embeddings = err.Take(r.Bool("tie_word_embeddings", true), a.tied_embeddings);
   } else {
-    VGPU_TRY_ASSIGN(a.intermediate, r.Int({"intermediate_size"}, -1));
-    VGPU_TRY_ASSIGN(a.tied_embeddings, r.Bool("tie_word_embeddings", false));
-    VGPU_TRY_ASSIGN(a.attention_bias,
-                    r.Bool("attention_bias", type == "qwen2" || type == "qwen2_moe"));
+    a.intermediate = err.Take(r.Int({"intermediate_size"}, -1), a.intermediate);
+    a.tied_embeddings = err.Take(r.Bool("tie_word_embeddings", false), a.tied_embeddings);
+    a.attention_bias = err.Take(r.Bool("attention_bias", type == "qwen2" || type == "qwen2_moe"),
+                                a.attention_bias);
   }
-  VGPU_TRY_ASSIGN(a.experts, r.Int({"num_local_experts", "num_experts", "n_routed_experts"}, 0));
+  a.experts =
+      err.Take(r.Int({"num_local_experts", "num_experts", "n_routed_experts"}, 0), a.experts);
   if (a.experts > 0) {
-    VGPU_TRY_ASSIGN(a.experts_per_token, r.Int({"num_experts_per_tok"}, -1));
-    VGPU_TRY_ASSIGN(a.expert_intermediate, r.Int({"moe_intermediate_size"}, a.intermediate));
+    a.experts_per_token = err.Take(r.Int({"num_experts_per_tok"}, -1), a.experts_per_token);
+    a.expert_intermediate =
+        err.Take(r.Int({"moe_intermediate_size"}, a.intermediate), a.expert_intermediate);
   }
+  if (!err.ok()) return err.status();
   if (a.heads % a.kv_heads != 0) {
     return r.Error("num_key_value_heads", std::to_string(a.heads) +
                                               " attention heads are not a "

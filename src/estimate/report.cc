@@ -7,6 +7,12 @@ namespace vgpu::estimate {
 
 namespace {
 
+std::string Fmt(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+
 std::string Line(const char* label, double bytes) {
   char buf[128];
   std::snprintf(buf, sizeof buf, "  %-22s %10.2f GiB\n", label, bytes / kGiB);
@@ -45,10 +51,11 @@ std::string RenderTable(const Estimate& e, const Placement& p) {
                   s.bytes_per_token, static_cast<long long>(s.needed_tokens), in.concurrent,
                   in.max_model_len > 0 ? in.max_model_len : in.arch.max_positions);
     out += buf;
-    if (in.gpu) {
+    if (in.gpu || in.slice_memory > 0) {
+      const std::string where =
+          in.slice_memory > 0 ? Fmt("a slice of %.2f GiB", in.slice_memory / kGiB) : in.gpu->name;
       std::snprintf(buf, sizeof buf, "on %s: KV budget %.2f GiB = %lld tokens; vLLM %s\n",
-                    in.gpu->name.c_str(), s.budget / kGiB,
-                    static_cast<long long>(s.capacity_tokens),
+                    where.c_str(), s.budget / kGiB, static_cast<long long>(s.capacity_tokens),
                     s.starts ? "starts" : ("does not start: " + s.why_not).c_str());
       out += buf;
     }
@@ -62,6 +69,11 @@ std::string RenderTable(const Estimate& e, const Placement& p) {
     out += buf;
   } else {
     out += "does not fit: " + p.why + "\n";
+  }
+  if (p.fits_slice) {
+    std::snprintf(buf, sizeof buf, "slice of %.2f GiB: %s\n", in.slice_memory / kGiB,
+                  *p.fits_slice ? "fits" : "too small for the request");
+    out += buf;
   }
   out += "assumptions:\n";
   for (const std::string& a : e.assumptions) out += "  - " + a + "\n";
@@ -96,7 +108,7 @@ nlohmann::json ToJson(const Estimate& e, const Placement& p) {
     json s = {{"page_bytes", e.serve->page_bytes},
               {"bytes_per_token", e.serve->bytes_per_token},
               {"needed_tokens", e.serve->needed_tokens}};
-    if (e.inputs.gpu) {
+    if (e.inputs.gpu || e.inputs.slice_memory > 0) {
       s["budget"] = e.serve->budget;
       s["kv_tokens"] = e.serve->capacity_tokens;
       s["starts"] = e.serve->starts;
@@ -109,6 +121,7 @@ nlohmann::json ToJson(const Estimate& e, const Placement& p) {
   pl["compute_percent"] = p.compute_percent;
   pl["mig"] = p.mig ? json(p.mig->name) : json(nullptr);
   pl["why"] = p.why;
+  if (p.fits_slice) pl["fits_slice"] = *p.fits_slice;
   j["placement"] = pl;
   j["gpumem_mib"] = RequestMib(p);
   return j;

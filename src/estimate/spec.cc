@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "common/units.h"
+#include "estimate/first_error.h"
 #include "estimate/hf_config.h"
 
 namespace vgpu::estimate {
@@ -57,13 +58,6 @@ Result<T> OneOf(std::string_view key, std::string_view v,
   }
   return Bad(key, v, "expected one of " + names);
 }
-
-#define VGPU_SPEC_SET(lhs, expr) \
-  do {                           \
-    auto _r = (expr);            \
-    if (!_r) return _r.error();  \
-    lhs = *_r;                   \
-  } while (0)
 
 }  // namespace
 
@@ -133,6 +127,7 @@ Result<Inputs> InputsFromSpec(const Spec& spec, bool allow_files) {
     auto it = spec.find(key);
     return it == spec.end() ? nullptr : &it->second;
   };
+  FirstError err;
   Inputs in;
   const std::string* model = get("model");
   if (!model)
@@ -151,97 +146,117 @@ Result<Inputs> InputsFromSpec(const Spec& spec, bool allow_files) {
                    std::string(allow_files ? "; or give a config.json)" : ")"));
   }
   if (auto v = get("mode")) {
-    VGPU_SPEC_SET(in.mode, OneOf<Mode>("mode", *v,
-                                       {{"serve", Mode::kServe},
-                                        {"infer", Mode::kInfer},
-                                        {"full", Mode::kFull},
-                                        {"lora", Mode::kLora},
-                                        {"qlora", Mode::kQlora}}));
+    in.mode = err.Take(OneOf<Mode>("mode", *v,
+                                   {{"serve", Mode::kServe},
+                                    {"infer", Mode::kInfer},
+                                    {"full", Mode::kFull},
+                                    {"lora", Mode::kLora},
+                                    {"qlora", Mode::kQlora}}),
+                       in.mode);
   }
   if (auto v = get("dtype")) {
-    VGPU_SPEC_SET(in.weights, OneOf<WeightFormat>("dtype", *v,
-                                                  {{"bf16", WeightFormat::kBf16},
-                                                   {"fp16", WeightFormat::kBf16},
-                                                   {"fp32", WeightFormat::kFp32},
-                                                   {"fp8", WeightFormat::kFp8},
-                                                   {"int8", WeightFormat::kInt8},
-                                                   {"int4", WeightFormat::kInt4Group128},
-                                                   {"gptq", WeightFormat::kInt4Group128},
-                                                   {"awq", WeightFormat::kInt4Group128},
-                                                   {"nf4", WeightFormat::kNf4}}));
+    in.weights = err.Take(OneOf<WeightFormat>("dtype", *v,
+                                              {{"bf16", WeightFormat::kBf16},
+                                               {"fp16", WeightFormat::kBf16},
+                                               {"fp32", WeightFormat::kFp32},
+                                               {"fp8", WeightFormat::kFp8},
+                                               {"int8", WeightFormat::kInt8},
+                                               {"int4", WeightFormat::kInt4Group128},
+                                               {"gptq", WeightFormat::kInt4Group128},
+                                               {"awq", WeightFormat::kInt4Group128},
+                                               {"nf4", WeightFormat::kNf4}}),
+                          in.weights);
   }
   in.kv_dtype_bytes = in.weights == WeightFormat::kFp32 ? 4 : 2;
   if (auto v = get("kv-dtype")) {
-    VGPU_SPEC_SET(in.kv_dtype_bytes, OneOf<double>("kv-dtype", *v,
-                                                   {{"auto", in.kv_dtype_bytes},
-                                                    {"bf16", 2.0},
-                                                    {"fp16", 2.0},
-                                                    {"fp8", 1.0},
-                                                    {"fp32", 4.0}}));
+    in.kv_dtype_bytes = err.Take(OneOf<double>("kv-dtype", *v,
+                                               {{"auto", in.kv_dtype_bytes},
+                                                {"bf16", 2.0},
+                                                {"fp16", 2.0},
+                                                {"fp8", 1.0},
+                                                {"fp32", 4.0}}),
+                                 in.kv_dtype_bytes);
   }
   constexpr int kBig = 1 << 30;
-  if (auto v = get("batch")) VGPU_SPEC_SET(in.batch, Int("batch", *v, 1, kBig));
-  if (auto v = get("seq-len")) VGPU_SPEC_SET(in.seq_len, Int("seq-len", *v, 1, kBig));
+  if (auto v = get("batch")) in.batch = err.Take(Int("batch", *v, 1, kBig), in.batch);
+  if (auto v = get("seq-len")) in.seq_len = err.Take(Int("seq-len", *v, 1, kBig), in.seq_len);
   if (auto v = get("max-model-len"))
-    VGPU_SPEC_SET(in.max_model_len, Int("max-model-len", *v, 1, kBig));
-  if (auto v = get("concurrent")) VGPU_SPEC_SET(in.concurrent, Int("concurrent", *v, 1, kBig));
+    in.max_model_len = err.Take(Int("max-model-len", *v, 1, kBig), in.max_model_len);
+  if (auto v = get("concurrent"))
+    in.concurrent = err.Take(Int("concurrent", *v, 1, kBig), in.concurrent);
   if (auto v = get("gpu-memory-utilization")) {
-    VGPU_SPEC_SET(in.gpu_memory_utilization, Fraction("gpu-memory-utilization", *v));
+    in.gpu_memory_utilization =
+        err.Take(Fraction("gpu-memory-utilization", *v), in.gpu_memory_utilization);
   }
   if (auto v = get("max-num-batched-tokens")) {
-    VGPU_SPEC_SET(in.max_num_batched_tokens, Int("max-num-batched-tokens", *v, 1, kBig));
+    in.max_num_batched_tokens =
+        err.Take(Int("max-num-batched-tokens", *v, 1, kBig), in.max_num_batched_tokens);
   }
   if (auto v = get("max-num-seqs"))
-    VGPU_SPEC_SET(in.max_num_seqs, Int("max-num-seqs", *v, 1, kBig));
-  if (auto v = get("block-size")) VGPU_SPEC_SET(in.block_size, Int("block-size", *v, 1, 4096));
+    in.max_num_seqs = err.Take(Int("max-num-seqs", *v, 1, kBig), in.max_num_seqs);
+  if (auto v = get("block-size"))
+    in.block_size = err.Take(Int("block-size", *v, 1, 4096), in.block_size);
   if (auto v = get("non-torch")) {
     auto bytes = ParseByteSize(*v, "non-torch");
     if (!bytes) return Bad("non-torch", *v, bytes.error().message());
     in.non_torch_bytes = double(*bytes);
   }
   if (auto v = get("optimizer")) {
-    VGPU_SPEC_SET(in.optimizer, OneOf<Optimizer>("optimizer", *v,
-                                                 {{"adamw", Optimizer::kAdamW},
-                                                  {"adam", Optimizer::kAdamW},
-                                                  {"adamw8bit", Optimizer::kAdamW8bit},
-                                                  {"paged-adamw", Optimizer::kPagedAdamW},
-                                                  {"paged-adamw8bit", Optimizer::kPagedAdamW8bit},
-                                                  {"sgd", Optimizer::kSgd},
-                                                  {"sgd-momentum", Optimizer::kSgdMomentum}}));
+    in.optimizer = err.Take(OneOf<Optimizer>("optimizer", *v,
+                                             {{"adamw", Optimizer::kAdamW},
+                                              {"adam", Optimizer::kAdamW},
+                                              {"adamw8bit", Optimizer::kAdamW8bit},
+                                              {"paged-adamw", Optimizer::kPagedAdamW},
+                                              {"paged-adamw8bit", Optimizer::kPagedAdamW8bit},
+                                              {"sgd", Optimizer::kSgd},
+                                              {"sgd-momentum", Optimizer::kSgdMomentum}}),
+                            in.optimizer);
   }
   if (auto v = get("precision")) {
-    VGPU_SPEC_SET(in.precision,
-                  OneOf<Precision>("precision", *v,
-                                   {{"mixed", Precision::kMixed}, {"pure", Precision::kPure}}));
+    in.precision =
+        err.Take(OneOf<Precision>("precision", *v,
+                                  {{"mixed", Precision::kMixed}, {"pure", Precision::kPure}}),
+                 in.precision);
   }
-  if (auto v = get("zero")) VGPU_SPEC_SET(in.zero_stage, Int("zero", *v, 0, 3));
-  if (auto v = get("dp")) VGPU_SPEC_SET(in.dp, Int("dp", *v, 1, 1 << 20));
-  if (auto v = get("tp")) VGPU_SPEC_SET(in.tp, Int("tp", *v, 1, 1024));
-  if (auto v = get("pp")) VGPU_SPEC_SET(in.pp, Int("pp", *v, 1, 1024));
+  if (auto v = get("zero")) in.zero_stage = err.Take(Int("zero", *v, 0, 3), in.zero_stage);
+  if (auto v = get("dp")) in.dp = err.Take(Int("dp", *v, 1, 1 << 20), in.dp);
+  if (auto v = get("tp")) in.tp = err.Take(Int("tp", *v, 1, 1024), in.tp);
+  if (auto v = get("pp")) in.pp = err.Take(Int("pp", *v, 1, 1024), in.pp);
   if (auto v = get("checkpointing")) {
-    VGPU_SPEC_SET(in.checkpointing, OneOf<Checkpointing>("checkpointing", *v,
-                                                         {{"none", Checkpointing::kNone},
-                                                          {"false", Checkpointing::kNone},
-                                                          {"full", Checkpointing::kFull},
-                                                          {"true", Checkpointing::kFull}}));
+    in.checkpointing = err.Take(OneOf<Checkpointing>("checkpointing", *v,
+                                                     {{"none", Checkpointing::kNone},
+                                                      {"false", Checkpointing::kNone},
+                                                      {"full", Checkpointing::kFull},
+                                                      {"true", Checkpointing::kFull}}),
+                                in.checkpointing);
   }
   if (auto v = get("flash-attention"))
-    VGPU_SPEC_SET(in.flash_attention, Bool("flash-attention", *v));
-  if (auto v = get("cpu-offload")) VGPU_SPEC_SET(in.cpu_offload, Bool("cpu-offload", *v));
-  if (auto v = get("lora-rank")) VGPU_SPEC_SET(in.lora_rank, Int("lora-rank", *v, 1, 65536));
+    in.flash_attention = err.Take(Bool("flash-attention", *v), in.flash_attention);
+  if (auto v = get("cpu-offload"))
+    in.cpu_offload = err.Take(Bool("cpu-offload", *v), in.cpu_offload);
+  if (auto v = get("lora-rank"))
+    in.lora_rank = err.Take(Int("lora-rank", *v, 1, 65536), in.lora_rank);
   if (auto v = get("lora-targets")) {
-    VGPU_SPEC_SET(in.lora_all_linear,
-                  OneOf<bool>("lora-targets", *v, {{"qv", false}, {"all", true}}));
+    in.lora_all_linear = err.Take(OneOf<bool>("lora-targets", *v, {{"qv", false}, {"all", true}}),
+                                  in.lora_all_linear);
   }
   if (auto v = get("gpu")) {
     in.gpu = FindGpu(*v);
     if (!in.gpu) return Bad("gpu", *v, "unknown GPU model (vgpu estimate --list-gpus lists them)");
+  }
+  if (auto v = get("slice-memory")) {
+    auto bytes = ParseByteSize(*v, "slice-memory");
+    if (!bytes || *bytes == 0) {
+      return Bad("slice-memory", *v, bytes ? "must be more than 0" : bytes.error().message());
+    }
+    in.slice_memory = double(*bytes);
   }
   if (auto v = get("margin")) {
     auto percent = ParsePercent(*v, "margin");
     if (!percent) return Bad("margin", *v, percent.error().message());
     in.margin = *percent / 100.0;
   }
+  if (!err.ok()) return err.status();
   if (Status s = Validate(in); !s.ok()) return s;
   return in;
 }

@@ -20,7 +20,8 @@
 //   zero         0..3; dp, tp, pp  [0; 1, 1, 1]
 //   checkpointing  none | full  [none];  flash-attention, cpu-offload  true | false
 //   lora-rank [8], lora-targets  qv | all  [qv]
-//   gpu          a GPU model (vgpu estimate --list-gpus); margin  a percent [10]
+//   gpu          a GPU model (vgpu estimate --list-gpus); slice-memory  a size ("20GiB"): also
+//                check the fit on a slice of it; margin  a percent [10]
 #pragma once
 
 #include <map>

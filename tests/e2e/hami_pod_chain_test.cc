@@ -192,6 +192,37 @@ class HamiPodChainTest : public ::testing::Test {
         std::vector<std::string>{}, root_ + "/scheduler.log");
   }
 
+  // Starts the node daemon and waits until kubelet has its 10 units and the Node object its GPU
+  // inventory (returned; empty on a timeout, with the failure recorded).
+  std::string StartNodeAndWaitForInventory() {
+    StartNode();
+    EXPECT_TRUE(kubelet_->WaitForRegistrations(1, 30'000)) << Logs();
+    EXPECT_TRUE(kubelet_->WaitForDevices([](const auto& d) { return d.size() == 10; }, 10'000))
+        << Logs();
+    std::string inventory;
+    EXPECT_TRUE(WaitFor(
+        [&] {
+          const Json node = api_->GetNode(kNode);
+          inventory = node["metadata"]["annotations"].value(node::kInventoryAnnotation, "");
+          return !inventory.empty();
+        },
+        15'000))
+        << Logs();
+    return inventory;
+  }
+
+  // Starts the scheduler and waits until it has loaded the cluster (one GPU) and is ready.
+  bool StartSchedulerAndWaitReady() {
+    StartScheduler();
+    return WaitFor(
+        [&] {
+          const std::string m = SchedulerMetrics();
+          return m.find("\nvgpu_scheduler_ready 1\n") != std::string::npos &&
+                 m.find("\nvgpu_scheduler_gpus 1\n") != std::string::npos;
+        },
+        15'000);
+  }
+
   std::string Logs() const {
     return "\n--- node log:\n" + (node_ ? node_->Log() : "") + "\n--- scheduler log:\n" +
            (scheduler_ ? scheduler_->Log() : "");
@@ -241,31 +272,12 @@ TEST_F(HamiPodChainTest, HamiPodRunsWithItsLimitsThroughWebhookExtenderAndNodeDa
   const double t_begin = vgpu::testing::NowMs();
 
   // ---- 1. The node daemon registers with kubelet and publishes its GPU on the Node object.
-  StartNode();
-  ASSERT_TRUE(kubelet_->WaitForRegistrations(1, 30'000)) << Logs();
-  ASSERT_TRUE(kubelet_->WaitForDevices([](const auto& d) { return d.size() == 10; }, 10'000))
-      << Logs();
-  std::string inventory;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        const Json node = api_->GetNode(kNode);
-        inventory = node["metadata"]["annotations"].value(node::kInventoryAnnotation, "");
-        return !inventory.empty();
-      },
-      15'000))
-      << Logs();
+  const std::string inventory = StartNodeAndWaitForInventory();
+  ASSERT_FALSE(HasFailure());
   EXPECT_NE(inventory.find(kGpu), std::string::npos) << inventory;
 
   // ---- 2. The scheduler loads the cluster (one GPU node) and serves its webhook.
-  StartScheduler();
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        const std::string m = SchedulerMetrics();
-        return m.find("\nvgpu_scheduler_ready 1\n") != std::string::npos &&
-               m.find("\nvgpu_scheduler_gpus 1\n") != std::string::npos;
-      },
-      15'000))
-      << SchedulerMetrics() << Logs();
+  ASSERT_TRUE(StartSchedulerAndWaitReady()) << SchedulerMetrics() << Logs();
 
   const Json created = HamiPod("gpu-pod", "3000", "30");
   ASSERT_FALSE(created["spec"].contains("nodeName"));
@@ -530,26 +542,9 @@ Json EstimatePod(const std::string& name, const std::string& estimate) {
 }
 
 TEST_F(HamiPodChainTest, EstimateAnnotationBecomesTheSliceMemory) {
-  StartNode();
-  ASSERT_TRUE(kubelet_->WaitForRegistrations(1, 30'000)) << Logs();
-  ASSERT_TRUE(kubelet_->WaitForDevices([](const auto& d) { return d.size() == 10; }, 10'000))
-      << Logs();
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        const Json node = api_->GetNode(kNode);
-        return !node["metadata"]["annotations"].value(node::kInventoryAnnotation, "").empty();
-      },
-      15'000))
-      << Logs();
-  StartScheduler();
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        const std::string m = SchedulerMetrics();
-        return m.find("\nvgpu_scheduler_ready 1\n") != std::string::npos &&
-               m.find("\nvgpu_scheduler_gpus 1\n") != std::string::npos;
-      },
-      15'000))
-      << SchedulerMetrics() << Logs();
+  StartNodeAndWaitForInventory();
+  ASSERT_FALSE(HasFailure());
+  ASSERT_TRUE(StartSchedulerAndWaitReady()) << SchedulerMetrics() << Logs();
 
   // Annotation in: a vLLM server of Qwen2.5-1.5B for four 32k-token sequences.
   const Json created =

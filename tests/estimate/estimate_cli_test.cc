@@ -36,6 +36,23 @@ TEST(EstimateCli, TableAndJsonAgree) {
   EXPECT_NE(table.out.find(mib), std::string::npos) << table.out;
 }
 
+TEST(EstimateCli, FitOnAGivenSlice) {
+  // About 29 GiB with the margin: a 20 GiB slice is too small, a 40 GiB one holds it, and vLLM's
+  // KV budget is computed from the slice's size (what it reports to vLLM).
+  const CommandResult small =
+      Estimate("--model llama-3-8b --max-model-len 8192 --slice-memory 20GiB --json");
+  ASSERT_EQ(small.exit_code, 0) << small.err;
+  const auto s = nlohmann::json::parse(small.out);
+  EXPECT_FALSE(s["placement"]["fits_slice"].get<bool>());
+  const CommandResult big =
+      Estimate("--model llama-3-8b --max-model-len 8192 --slice-memory 40GiB");
+  ASSERT_EQ(big.exit_code, 0) << big.err;
+  EXPECT_NE(big.out.find("slice of 40.00 GiB: fits"), std::string::npos) << big.out;
+  EXPECT_NE(big.out.find("on a slice of 40.00 GiB: KV budget"), std::string::npos) << big.out;
+  EXPECT_EQ(Estimate("--model llama-3-8b --gpu t4 --slice-memory 20GiB").exit_code, 2);
+  EXPECT_EQ(Estimate("--model llama-3-8b --slice-memory 0").exit_code, 2);
+}
+
 TEST(EstimateCli, TrainingDoesNotFitOneGpu) {
   const CommandResult r = Estimate("--model llama-3-70b --mode full --seq-len 4096 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
