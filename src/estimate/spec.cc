@@ -87,6 +87,7 @@ const std::vector<std::string>& SpecKeys() {
                                                  "lora-rank",
                                                  "lora-targets",
                                                  "gpu",
+                                                 "slice-memory",
                                                  "margin"};
   return kKeys;
 }

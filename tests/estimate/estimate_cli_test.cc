@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "estimate/spec.h"
 #include "run_command.h"
 
 namespace {
@@ -108,7 +109,10 @@ TEST(EstimateCli, MalformedConfigNamesFileKeyAndLine) {
 TEST(EstimateCli, HelpListsAndValidate) {
   const CommandResult help = Estimate("--help");
   EXPECT_EQ(help.exit_code, 0);
-  EXPECT_NE(help.out.find("--gpu-memory-utilization"), std::string::npos);
+  // Every annotation key is a flag, and every key the parser knows is offered.
+  for (const std::string& key : vgpu::estimate::SpecKeys()) {
+    EXPECT_NE(help.out.find("--" + key + " "), std::string::npos) << key;
+  }
   const CommandResult models = Estimate("--list-models");
   EXPECT_EQ(models.exit_code, 0);
   EXPECT_NE(models.out.find("llama-3-8b"), std::string::npos);
