@@ -6,6 +6,7 @@
 // "gradients", "optimizer", "activations", "kv_cache", "framework", "cuda_context", "total"},
 // "required", "host", "serve": {"page_bytes", "bytes_per_token", "needed_tokens", and on a GPU
 // "budget", "kv_tokens", "starts", "why_not"}, "placement": {"request", "gpu", "fits",
+// "fits_slice" (with slice-memory),
 // "compute_percent", "mig", "why"}, "gpumem_mib", "assumptions": [...]}.
 #pragma once
 
