@@ -24,5 +24,6 @@ int RunSim(int argc, char** argv);
 int RunNode(int argc, char** argv);
 int RunScheduler(int argc, char** argv);
 int RunBench(int argc, char** argv);
+int RunAnalyze(int argc, char** argv);
 
 }  // namespace vgpu::cli

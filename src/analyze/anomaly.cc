@@ -1,0 +1,214 @@
+#include "analyze/anomaly.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "analyze/robust.h"
+#include "analyze/series.h"
+
+namespace vgpu::analyze {
+namespace {
+
+constexpr double kGiB = 1073741824.0;
+
+void DetectSpikes(const std::vector<double>& v, const DetectorOptions& o,
+                  std::vector<Anomaly>* out) {
+  const size_t n = v.size(), w = o.spike_window;
+  std::vector<double> excess(n, 0);  // height above the local median where it is a spike
+  std::vector<double> window;
+  for (size_t i = 0; i < n; ++i) {
+    if (!Present(v[i])) continue;
+    size_t lo = i >= w ? i - w : 0, hi = std::min(n, i + w + 1);
+    window.clear();
+    for (size_t j = lo; j < hi; ++j) {
+      if (j != i) window.push_back(v[j]);
+    }
+    if (CountPresent(window) < w) continue;
+    double med = Quantile(window, 0, window.size(), 0.5);
+    double q95 = Quantile(window, 0, window.size(), 0.95);
+    double scale = std::max({MadSigma(window, 0, window.size()), (q95 - med) / 1.645,
+                             o.spike_min / o.spike_z});
+    double d = v[i] - med;
+    if (d >= o.spike_min && d > o.spike_z * scale) excess[i] = d;
+  }
+  for (size_t i = 0; i < n;) {
+    if (excess[i] <= 0) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    double peak = 0;
+    while (j < n && excess[j] > 0) peak = std::max(peak, excess[j++]);
+    if (j - i <= o.spike_max_len) out->push_back({AnomalyKind::kSpike, i, j - 1, peak});
+    i = j;
+  }
+}
+
+// The split in [a, b) minimising |x - median(before)| + |x - median(after)|.
+size_t L1ChangePoint(const std::vector<double>& v, size_t a, size_t b, size_t min_side) {
+  size_t best = (a + b) / 2;
+  double best_cost = INFINITY;
+  for (size_t k = a + min_side; k + min_side <= b; ++k) {
+    double m1 = Median(v, a, k), m2 = Median(v, k, b), cost = 0;
+    if (!Present(m1) || !Present(m2)) continue;
+    for (size_t t = a; t < b; ++t) {
+      if (Present(v[t])) cost += std::fabs(v[t] - (t < k ? m1 : m2));
+    }
+    if (cost < best_cost) best_cost = cost, best = k;
+  }
+  return best;
+}
+
+void DetectShifts(const std::vector<double>& v, const DetectorOptions& o,
+                  std::vector<Anomaly>* out) {
+  const size_t n = v.size(), w = o.shift_window;
+  if (n < 2 * w) return;
+  std::vector<double> d(n, 0);
+  for (size_t i = w; i + w <= n; ++i) {
+    if (CountPresent({v.begin() + static_cast<long>(i - w), v.begin() + static_cast<long>(i)}) <
+            w / 2 ||
+        CountPresent({v.begin() + static_cast<long>(i), v.begin() + static_cast<long>(i + w)}) <
+            w / 2) {
+      continue;
+    }
+    d[i] = Median(v, i, i + w) - Median(v, i - w, i);
+  }
+  // Change points: one per region of same-signed |d| >= shift_min.
+  struct Change {
+    size_t at;
+    double size;
+  };
+  std::vector<Change> changes;
+  for (size_t i = 0; i < n;) {
+    if (std::fabs(d[i]) < o.shift_min) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    const bool up = d[i] > 0;
+    while (j < n && std::fabs(d[j]) >= o.shift_min && (d[j] > 0) == up) ++j;
+    size_t a = i >= w ? i - w : 0, b = std::min(n, j - 1 + w);
+    size_t k = L1ChangePoint(v, a, b, std::min<size_t>(5, (b - a) / 4));
+    double size = Median(v, k, std::min(n, k + w)) - Median(v, k >= w ? k - w : 0, k);
+    if (std::fabs(size) >= o.shift_min) changes.push_back({k, size});
+    i = j;
+  }
+  // A shift lasts until the next change of the other sign.
+  for (size_t c = 0; c < changes.size(); ++c) {
+    size_t end = n - 1, next = c + 1;
+    while (next < changes.size() && (changes[next].size > 0) == (changes[c].size > 0)) ++next;
+    if (next < changes.size()) end = changes[next].at - 1;
+    out->push_back({AnomalyKind::kLevelShift, changes[c].at, end, changes[c].size});
+    if (next < changes.size()) c = next;  // the shift back is this one's end, not a new shift
+  }
+}
+
+void DetectStuck(const std::vector<double>& v, const DetectorOptions& o,
+                 std::vector<Anomaly>* out) {
+  const size_t n = v.size();
+  for (size_t i = 0; i < n;) {
+    if (!(Present(v[i]) && v[i] == 0)) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < n && Present(v[j]) && v[j] == 0) ++j;
+    if (j - i >= o.stuck_min_len && i >= o.stuck_context / 2) {
+      size_t lo = i >= o.stuck_context ? i - o.stuck_context : 0, present = 0, active = 0;
+      for (size_t t = lo; t < i; ++t) {
+        if (Present(v[t])) ++present, active += v[t] > 0;
+      }
+      if (present > 0 && static_cast<double>(active) >=
+                             o.stuck_active_fraction * static_cast<double>(present)) {
+        out->push_back({AnomalyKind::kStuckZero, i, j - 1, static_cast<double>(j - i)});
+      }
+    }
+    i = j;
+  }
+}
+
+void DetectLeaks(const std::vector<double>& v, const DetectorOptions& o,
+                 std::vector<Anomaly>* out) {
+  const size_t n = v.size(), w = o.leak_window, m = o.leak_envelope;
+  if (n < w + m) return;
+  const double min_slope = o.leak_min_slope_per_hour * o.step_s / 3600.0;  // per slot
+  std::vector<double> env = TrailingMin(v, m);
+  std::vector<char> cand(n, 0);
+  for (size_t i = m; i + w <= n; ++i) {
+    if (CountPresent({v.begin() + static_cast<long>(i), v.begin() + static_cast<long>(i + w)}) <
+        w * 3 / 4) {
+      continue;
+    }
+    double s = TheilSenSlope(env, i, i + w, 20);
+    double rise = env[i + w - 1] - env[i];
+    if (Present(s) && s >= min_slope && rise >= 0.5 * min_slope * static_cast<double>(w)) {
+      cand[i] = 1;
+    }
+  }
+  for (size_t i = 0; i < n;) {
+    if (!cand[i]) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < n && cand[j]) ++j;
+    size_t a = i >= w ? i - w : 0, b = std::min(n, j - 1 + w);
+    double slope = TheilSenSlope(env, i, b, 40);
+    // Knee of a flat-then-linear fit of the envelope; the envelope lags the series by m - 1.
+    size_t knee = i;
+    double best = INFINITY;
+    for (size_t k = a + 1; k + 2 < b; ++k) {
+      double level = Median(env, a, k), cost = 0;
+      if (!Present(level)) continue;
+      for (size_t t = a; t < b; ++t) {
+        if (!Present(env[t])) continue;
+        double f = t < k ? level : level + slope * static_cast<double>(t - k);
+        cost += std::fabs(env[t] - f);
+      }
+      if (cost < best) best = cost, knee = k;
+    }
+    size_t start = knee >= a + m - 1 ? knee - (m - 1) : a;
+    out->push_back({AnomalyKind::kLeak, start, b - 1, slope * 3600.0 / o.step_s});
+    i = j;
+  }
+}
+
+}  // namespace
+
+std::string_view KindName(AnomalyKind k) {
+  switch (k) {
+    case AnomalyKind::kSpike: return "spike";
+    case AnomalyKind::kLevelShift: return "level_shift";
+    case AnomalyKind::kStuckZero: return "stuck_zero";
+    case AnomalyKind::kLeak: return "leak";
+  }
+  return "?";
+}
+
+DetectorOptions UtilizationOptions(double step_s) {
+  DetectorOptions o;
+  o.step_s = step_s;
+  o.leaks = false;
+  return o;
+}
+
+DetectorOptions MemoryOptions(double step_s) {
+  DetectorOptions o;
+  o.step_s = step_s;
+  o.spikes = o.shifts = o.stuck = false;
+  o.leak_min_slope_per_hour = 0.5 * kGiB;
+  return o;
+}
+
+std::vector<Anomaly> DetectAnomalies(const std::vector<double>& v, const DetectorOptions& o) {
+  std::vector<Anomaly> out;
+  if (o.spikes) DetectSpikes(v, o, &out);
+  if (o.shifts) DetectShifts(v, o, &out);
+  if (o.stuck) DetectStuck(v, o, &out);
+  if (o.leaks) DetectLeaks(v, o, &out);
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Anomaly& a, const Anomaly& b) { return a.start < b.start; });
+  return out;
+}
+
+}  // namespace vgpu::analyze

@@ -1,0 +1,68 @@
+// Anomaly detection on one regular series with gaps (series.h), with robust methods only (medians,
+// quantiles and Theil-Sen slopes, never mean/sigma, which bursts dominate). Pure.
+//
+// Kinds and methods (thresholds in DetectorOptions; the defaults are the documented ones of
+// docs/analyze.md and are the same for every series):
+// - kSpike: a sample more than `spike_z` robust scales above the median of the +-`spike_window`
+//   samples around it (itself excluded), and at least `spike_min` above it. The robust scale is
+//   the larger of 1.4826 MAD and (q95 - q50) / 1.645, floored at `spike_min` / spike_z, so
+//   that a window of mostly zeros with bursts (two thirds of utilization samples are 0) does not
+//   make every burst a spike. Consecutive spike samples (at most `spike_max_len`) form one.
+// - kLevelShift: the median of the `shift_window` samples after slot i differs from the median
+//   of the ones before by at least `shift_min`; the change point inside a region of such slots
+//   is the split minimising the L1 cost of two medians. It ends at the next shift back (or at the
+//   end of the series).
+// - kStuckZero: a run of at least `stuck_min_len` present samples exactly 0 that follows a
+//   stretch (`stuck_context` samples) where at least `stuck_active_fraction` were non-zero.
+// - kLeak: the lower envelope (trailing minimum over `leak_envelope` samples) rises with a
+//   Theil-Sen slope of at least `leak_min_slope` per slot over `leak_window` samples, and by at
+//   least half of slope x window. The start is the knee of a flat-then-linear fit.
+// Anomalies are reported in order of start, each with start and end slots (end inclusive).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vgpu::analyze {
+
+enum class AnomalyKind { kSpike, kLevelShift, kStuckZero, kLeak };
+std::string_view KindName(AnomalyKind k);
+inline constexpr AnomalyKind kAllKinds[] = {AnomalyKind::kSpike, AnomalyKind::kLevelShift,
+                                            AnomalyKind::kStuckZero, AnomalyKind::kLeak};
+
+struct Anomaly {
+  AnomalyKind kind;
+  size_t start = 0, end = 0;  // slots, end inclusive
+  double magnitude = 0;       // spike height / shift size / leak rate per hour / run length
+};
+
+struct DetectorOptions {
+  bool spikes = true, shifts = true, stuck = true, leaks = true;
+  double step_s = 57;  // seconds per slot (converts the leak rate)
+  // Spikes.
+  size_t spike_window = 30;
+  double spike_z = 5;
+  double spike_min = 30;
+  size_t spike_max_len = 2;
+  // Level shifts.
+  size_t shift_window = 20;
+  double shift_min = 15;
+  // Stuck at zero.
+  size_t stuck_min_len = 30;
+  size_t stuck_context = 60;
+  double stuck_active_fraction = 0.2;
+  // Leaks (values in bytes).
+  size_t leak_envelope = 30;
+  size_t leak_window = 60;
+  double leak_min_slope_per_hour = 0.5 * 1073741824.0;
+};
+
+// Options for a utilization series (percent): spikes, shifts, stuck-at-zero.
+DetectorOptions UtilizationOptions(double step_s);
+// Options for a memory series (bytes): leaks.
+DetectorOptions MemoryOptions(double step_s);
+
+std::vector<Anomaly> DetectAnomalies(const std::vector<double>& v, const DetectorOptions& o);
+
+}  // namespace vgpu::analyze
