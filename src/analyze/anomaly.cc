@@ -44,15 +44,19 @@ void DetectSpikes(const std::vector<double>& v, const DetectorOptions& o,
   }
 }
 
-// The split in [a, b) minimising |x - median(before)| + |x - median(after)|.
-size_t L1ChangePoint(const std::vector<double>& v, size_t a, size_t b, size_t min_side) {
+// The split in [a, b) minimising the pinball (quantile q) loss of two levels, each the
+// q-quantile of its side.
+size_t QuantileChangePoint(const std::vector<double>& v, size_t a, size_t b, size_t min_side,
+                           double q) {
   size_t best = (a + b) / 2;
   double best_cost = INFINITY;
   for (size_t k = a + min_side; k + min_side <= b; ++k) {
-    double m1 = Median(v, a, k), m2 = Median(v, k, b), cost = 0;
+    double m1 = Quantile(v, a, k, q), m2 = Quantile(v, k, b, q), cost = 0;
     if (!Present(m1) || !Present(m2)) continue;
     for (size_t t = a; t < b; ++t) {
-      if (Present(v[t])) cost += std::fabs(v[t] - (t < k ? m1 : m2));
+      if (!Present(v[t])) continue;
+      double r = v[t] - (t < k ? m1 : m2);
+      cost += r >= 0 ? q * r : (q - 1) * r;
     }
     if (cost < best_cost) best_cost = cost, best = k;
   }
@@ -71,7 +75,7 @@ void DetectShifts(const std::vector<double>& v, const DetectorOptions& o,
             w / 2) {
       continue;
     }
-    d[i] = Median(v, i, i + w) - Median(v, i - w, i);
+    d[i] = Quantile(v, i, i + w, o.shift_quantile) - Quantile(v, i - w, i, o.shift_quantile);
   }
   // Change points: one per region of same-signed |d| >= shift_min.
   struct Change {
@@ -88,18 +92,23 @@ void DetectShifts(const std::vector<double>& v, const DetectorOptions& o,
     const bool up = d[i] > 0;
     while (j < n && std::fabs(d[j]) >= o.shift_min && (d[j] > 0) == up) ++j;
     size_t a = i >= w ? i - w : 0, b = std::min(n, j - 1 + w);
-    size_t k = L1ChangePoint(v, a, b, std::min<size_t>(5, (b - a) / 4));
-    double size = Median(v, k, std::min(n, k + w)) - Median(v, k >= w ? k - w : 0, k);
+    size_t k = QuantileChangePoint(v, a, b, std::min<size_t>(5, (b - a) / 4), o.shift_quantile);
+    double size = Quantile(v, k, std::min(n, k + w), o.shift_quantile) -
+                  Quantile(v, k >= w ? k - w : 0, k, o.shift_quantile);
     if (std::fabs(size) >= o.shift_min) changes.push_back({k, size});
     i = j;
   }
-  // A shift lasts until the next change of the other sign.
+  // A change starts a shift unless it undoes the shift just started (opposite sign), in which
+  // case it is that shift's end. A shift lasts until the next change.
+  bool open = false;
   for (size_t c = 0; c < changes.size(); ++c) {
-    size_t end = n - 1, next = c + 1;
-    while (next < changes.size() && (changes[next].size > 0) == (changes[c].size > 0)) ++next;
-    if (next < changes.size()) end = changes[next].at - 1;
+    if (open && (changes[c].size > 0) != (changes[c - 1].size > 0)) {
+      open = false;
+      continue;
+    }
+    size_t end = c + 1 < changes.size() ? changes[c + 1].at - 1 : n - 1;
     out->push_back({AnomalyKind::kLevelShift, changes[c].at, end, changes[c].size});
-    if (next < changes.size()) c = next;  // the shift back is this one's end, not a new shift
+    open = true;
   }
 }
 
@@ -152,22 +161,26 @@ void DetectLeaks(const std::vector<double>& v, const DetectorOptions& o,
     }
     size_t j = i;
     while (j < n && cand[j]) ++j;
-    size_t a = i >= w ? i - w : 0, b = std::min(n, j - 1 + w);
+    size_t a = i >= w + m ? i - w - m : 0, b = std::min(n, j - 1 + w);
     double slope = TheilSenSlope(env, i, b, 40);
-    // Knee of a flat-then-linear fit of the envelope; the envelope lags the series by m - 1.
+    if (!(slope >= min_slope)) {
+      i = j;
+      continue;
+    }
+    // Knee of a flat-then-linear L1 fit of the series itself (the envelope lags it).
     size_t knee = i;
     double best = INFINITY;
     for (size_t k = a + 1; k + 2 < b; ++k) {
-      double level = Median(env, a, k), cost = 0;
+      double level = Median(v, a, k), cost = 0;
       if (!Present(level)) continue;
       for (size_t t = a; t < b; ++t) {
-        if (!Present(env[t])) continue;
+        if (!Present(v[t])) continue;
         double f = t < k ? level : level + slope * static_cast<double>(t - k);
-        cost += std::fabs(env[t] - f);
+        cost += std::fabs(v[t] - f);
       }
       if (cost < best) best = cost, knee = k;
     }
-    size_t start = knee >= a + m - 1 ? knee - (m - 1) : a;
+    size_t start = knee;
     out->push_back({AnomalyKind::kLeak, start, b - 1, slope * 3600.0 / o.step_s});
     i = j;
   }
@@ -206,6 +219,13 @@ std::vector<Anomaly> DetectAnomalies(const std::vector<double>& v, const Detecto
   if (o.shifts) DetectShifts(v, o, &out);
   if (o.stuck) DetectStuck(v, o, &out);
   if (o.leaks) DetectLeaks(v, o, &out);
+  // A stuck-at-zero run also moves the level: report it once, as the run.
+  std::erase_if(out, [&](const Anomaly& a) {
+    if (a.kind != AnomalyKind::kLevelShift) return false;
+    return std::any_of(out.begin(), out.end(), [&](const Anomaly& z) {
+      return z.kind == AnomalyKind::kStuckZero && a.start + 5 >= z.start && a.start <= z.end + 5;
+    });
+  });
   std::stable_sort(out.begin(), out.end(),
                    [](const Anomaly& a, const Anomaly& b) { return a.start < b.start; });
   return out;

@@ -8,15 +8,18 @@
 //   the larger of 1.4826 MAD and (q95 - q50) / 1.645, floored at `spike_min` / spike_z, so
 //   that a window of mostly zeros with bursts (two thirds of utilization samples are 0) does not
 //   make every burst a spike. Consecutive spike samples (at most `spike_max_len`) form one.
-// - kLevelShift: the median of the `shift_window` samples after slot i differs from the median
-//   of the ones before by at least `shift_min`; the change point inside a region of such slots
-//   is the split minimising the L1 cost of two medians. It ends at the next shift back (or at the
-//   end of the series).
+// - kLevelShift: the lower quartile (`shift_quantile`) of the `shift_window` samples after slot
+//   i differs from that of the ones before by at least `shift_min`; the change point inside a
+//   region of such slots is the split minimising the pinball loss of two quartiles. A quartile,
+//   not the median: a bursty series' busy stretches move its median but not its floor, while a
+//   shift of the level moves both. A change back ends the shift; otherwise it lasts until the
+//   next change (or the end of the series).
 // - kStuckZero: a run of at least `stuck_min_len` present samples exactly 0 that follows a
 //   stretch (`stuck_context` samples) where at least `stuck_active_fraction` were non-zero.
 // - kLeak: the lower envelope (trailing minimum over `leak_envelope` samples) rises with a
 //   Theil-Sen slope of at least `leak_min_slope` per slot over `leak_window` samples, and by at
 //   least half of slope x window. The start is the knee of a flat-then-linear fit.
+// A level shift that starts within 5 slots of a stuck-at-zero run is that run, and is dropped.
 // Anomalies are reported in order of start, each with start and end slots (end inclusive).
 #pragma once
 
@@ -48,6 +51,7 @@ struct DetectorOptions {
   // Level shifts.
   size_t shift_window = 20;
   double shift_min = 15;
+  double shift_quantile = 0.25;
   // Stuck at zero.
   size_t stuck_min_len = 30;
   size_t stuck_context = 60;

@@ -75,7 +75,10 @@ std::vector<Injection> InjectUtilization(SeriesSet* util, const InjectOptions& o
         if (Present(v[k])) v[k] = 0;
       }
       taken.push_back({a, a + len - 1});
-      out.push_back({si, AnomalyKind::kStuckZero, a, a + len - 1, static_cast<double>(len)});
+      // The run visibly starts at the first of the zeros just before it.
+      size_t first = a;
+      while (first > 0 && Present(v[first - 1]) && v[first - 1] == 0) --first;
+      out.push_back({si, AnomalyKind::kStuckZero, first, a + len - 1, static_cast<double>(len)});
       break;
     }
     // Spikes.
