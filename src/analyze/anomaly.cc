@@ -26,8 +26,8 @@ void DetectSpikes(const std::vector<double>& v, const DetectorOptions& o,
     if (CountPresent(window) < w) continue;
     double med = Quantile(window, 0, window.size(), 0.5);
     double q95 = Quantile(window, 0, window.size(), 0.95);
-    double scale = std::max({MadSigma(window, 0, window.size()), (q95 - med) / 1.645,
-                             o.spike_min / o.spike_z});
+    double scale = std::max(
+        {MadSigma(window, 0, window.size()), (q95 - med) / 1.645, o.spike_min / o.spike_z});
     double d = v[i] - med;
     if (d >= o.spike_min && d > o.spike_z * scale) excess[i] = d;
   }
@@ -127,8 +127,8 @@ void DetectStuck(const std::vector<double>& v, const DetectorOptions& o,
       for (size_t t = lo; t < i; ++t) {
         if (Present(v[t])) ++present, active += v[t] > 0;
       }
-      if (present > 0 && static_cast<double>(active) >=
-                             o.stuck_active_fraction * static_cast<double>(present)) {
+      if (present > 0 &&
+          static_cast<double>(active) >= o.stuck_active_fraction * static_cast<double>(present)) {
         out->push_back({AnomalyKind::kStuckZero, i, j - 1, static_cast<double>(j - i)});
       }
     }
@@ -190,10 +190,14 @@ void DetectLeaks(const std::vector<double>& v, const DetectorOptions& o,
 
 std::string_view KindName(AnomalyKind k) {
   switch (k) {
-    case AnomalyKind::kSpike: return "spike";
-    case AnomalyKind::kLevelShift: return "level_shift";
-    case AnomalyKind::kStuckZero: return "stuck_zero";
-    case AnomalyKind::kLeak: return "leak";
+    case AnomalyKind::kSpike:
+      return "spike";
+    case AnomalyKind::kLevelShift:
+      return "level_shift";
+    case AnomalyKind::kStuckZero:
+      return "stuck_zero";
+    case AnomalyKind::kLeak:
+      return "leak";
   }
   return "?";
 }

@@ -10,8 +10,8 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr int kBank = 10;  // alpha = 0.1 x (i + 1)
 
 // MAE / sum of targets over target slots [lo, hi) of the forecasts `pred` (made h earlier).
-double Relative(const std::vector<double>& y, const std::vector<double>& pred, size_t h,
-                size_t lo, size_t hi, size_t* judged) {
+double Relative(const std::vector<double>& y, const std::vector<double>& pred, size_t h, size_t lo,
+                size_t hi, size_t* judged) {
   double err = 0, sum = 0;
   size_t n = 0;
   for (size_t target = std::max(lo, h); target < hi; ++target) {
@@ -45,7 +45,8 @@ std::vector<double> ForecastSeries(const std::vector<double>& y, const ForecastO
   std::vector<std::vector<double>> err(kBank, std::vector<double>(n, 0));
   for (int i = 0; i < kBank; ++i) {
     for (size_t s = 0; s + h < n; ++s) {
-      if (!std::isnan(bank[i][s]) && !std::isnan(y[s + h])) err[i][s] = std::fabs(bank[i][s] - y[s + h]);
+      if (!std::isnan(bank[i][s]) && !std::isnan(y[s + h]))
+        err[i][s] = std::fabs(bank[i][s] - y[s + h]);
     }
   }
   std::vector<double> out(n, kNaN), trailing(kBank, 0);

@@ -32,8 +32,8 @@ std::vector<double> ForecastSeries(const std::vector<double>& y, const ForecastO
 
 struct ForecastScore {
   size_t judged = 0;
-  double mean = 0;  // of the judged targets
-  double model = 0, persistence = 0, ewma = 0;  // MAE / mean, second half
+  double mean = 0;                                                // of the judged targets
+  double model = 0, persistence = 0, ewma = 0;                    // MAE / mean, second half
   double first_model = 0, first_persistence = 0, first_ewma = 0;  // the same, first half
 };
 ForecastScore EvaluateForecast(const std::vector<double>& y, const ForecastOptions& o);

@@ -12,9 +12,7 @@ namespace {
 constexpr size_t kMargin = 60;
 constexpr int kTries = 200;
 
-double Uniform(Rng& rng, double lo, double hi) {
-  return lo + (hi - lo) * rng.UniformDouble();
-}
+double Uniform(Rng& rng, double lo, double hi) { return lo + (hi - lo) * rng.UniformDouble(); }
 size_t UniformSlot(Rng& rng, size_t lo, size_t hi) {  // [lo, hi)
   return lo + static_cast<size_t>(rng.UniformInt(hi - lo));
 }

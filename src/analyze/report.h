@@ -18,7 +18,6 @@ struct AnomalyRequest {
 };
 Result<std::string> RunAnomalies(const AnomalyRequest& r);
 
-
 struct ForecastRequest {
   std::string util;
   size_t horizon = 5;

@@ -32,7 +32,8 @@ Result<Loaded> Load(const AnomalyRequest& r) {
     l.memory = std::move(*m);
     l.has_memory = true;
   }
-  if (!l.has_util && !l.has_memory) return Status::InvalidArgument("no series: give --util or --memory");
+  if (!l.has_util && !l.has_memory)
+    return Status::InvalidArgument("no series: give --util or --memory");
   return l;
 }
 
@@ -51,9 +52,8 @@ std::string Fixed(double v, int digits) {
 }
 
 json AnomalyJson(const SeriesSet& s, const Anomaly& a) {
-  return {{"kind", KindName(a.kind)},       {"start", s.TimeOf(a.start)},
-          {"end", s.TimeOf(a.end)},         {"start_slot", a.start},
-          {"end_slot", a.end},              {"magnitude", a.magnitude}};
+  return {{"kind", KindName(a.kind)}, {"start", s.TimeOf(a.start)}, {"end", s.TimeOf(a.end)},
+          {"start_slot", a.start},    {"end_slot", a.end},          {"magnitude", a.magnitude}};
 }
 
 void AddDetections(const char* metric, const SeriesSet& set, const DetectorOptions& o, json* out,

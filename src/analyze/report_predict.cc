@@ -46,25 +46,30 @@ Result<std::string> RunForecast(const ForecastRequest& r) {
   for (const Series& s : set->series) lines.push_back(ForecastOne(s.id, s.values, o));
   const double minutes = static_cast<double>(r.horizon) * set->step / 60.0;
   if (r.json) {
-    json out = {{"horizon_samples", r.horizon}, {"horizon_minutes", minutes},
-                {"step_s", set->step}, {"series", json::array()}};
+    json out = {{"horizon_samples", r.horizon},
+                {"horizon_minutes", minutes},
+                {"step_s", set->step},
+                {"series", json::array()}};
     for (const Line& l : lines) {
       out["series"].push_back({{"series", l.id},
                                {"last", l.last},
                                {"forecast", l.forecast},
                                {"judged", l.score.judged},
-                               {"mae_over_mean", {{"model", l.score.model},
-                                                  {"persistence", l.score.persistence},
-                                                  {"ewma_0_3", l.score.ewma}}},
-                               {"first_half_mae_over_mean", {{"model", l.score.first_model},
-                                                  {"persistence", l.score.first_persistence},
-                                                  {"ewma_0_3", l.score.first_ewma}}}});
+                               {"mae_over_mean",
+                                {{"model", l.score.model},
+                                 {"persistence", l.score.persistence},
+                                 {"ewma_0_3", l.score.ewma}}},
+                               {"first_half_mae_over_mean",
+                                {{"model", l.score.first_model},
+                                 {"persistence", l.score.first_persistence},
+                                 {"ewma_0_3", l.score.first_ewma}}}});
     }
     return out.dump(1) + "\n";
   }
   char head[256];
   std::snprintf(head, sizeof head,
-                "horizon %zu samples (%.1f min); MAE/mean on the second half of the time\nseries                             model  persistence  ewma0.3     last  "
+                "horizon %zu samples (%.1f min); MAE/mean on the second half of the time\nseries   "
+                "                          model  persistence  ewma0.3     last  "
                 "forecast\n",
                 r.horizon, minutes);
   std::string text = head;
@@ -87,8 +92,10 @@ Result<std::string> RunRightsize(const RightsizeRequest& r) {
   o.target = r.target;
   RightsizeReport rep = Rightsize(*set, o);
   auto score = [](const RuleScore& s) {
-    return json{{"windows", s.windows}, {"exceeded", s.exceeded},
-                {"exceed_rate", s.ExceedRate()}, {"mean_slack", s.MeanSlack()}};
+    return json{{"windows", s.windows},
+                {"exceeded", s.exceeded},
+                {"exceed_rate", s.ExceedRate()},
+                {"mean_slack", s.MeanSlack()}};
   };
   if (r.json) {
     json out = {{"margin", rep.margin},
@@ -99,27 +106,27 @@ Result<std::string> RunRightsize(const RightsizeRequest& r) {
                 {"trailing_max_equal_rate_factor", rep.equal_rate_factor},
                 {"recommendations", json::array()}};
     for (const Recommendation& x : rep.recommendations) {
-      out["recommendations"].push_back({{"series", x.id}, {"limit_bytes", x.limit},
-                                        {"peak_bytes", x.peak}, {"risk", x.risk}});
+      out["recommendations"].push_back(
+          {{"series", x.id}, {"limit_bytes", x.limit}, {"peak_bytes", x.peak}, {"risk", x.risk}});
     }
     return out.dump(1) + "\n";
   }
   char b[1024];
-  std::snprintf(
-      b, sizeof b,
-      "windows of %zu samples; judged on the windows starting in the second half\n"
-      "rule                                   windows  exceeded  mean slack\n"
-      "history max x %.3f (fitted margin)    %8zu %8.1f%% %10.1f%%\n"
-      "trailing max x 1.1                     %8zu %8.1f%% %10.1f%%\n"
-      "trailing max x %.3f (equal rate)      %8zu %8.1f%% %10.1f%%\n"
-      "trailing max x 1.1, all windows        %8zu %8.1f%% %10.1f%%\n"
-      "\nseries                             limit GiB   peak GiB   risk\n",
-      o.window, rep.margin, rep.ours.windows, 100 * rep.ours.ExceedRate(),
-      100 * rep.ours.MeanSlack(), rep.trailing_1_1.windows, 100 * rep.trailing_1_1.ExceedRate(),
-      100 * rep.trailing_1_1.MeanSlack(), rep.equal_rate_factor, rep.trailing_equal.windows,
-      100 * rep.trailing_equal.ExceedRate(), 100 * rep.trailing_equal.MeanSlack(),
-      rep.trailing_1_1_all.windows, 100 * rep.trailing_1_1_all.ExceedRate(),
-      100 * rep.trailing_1_1_all.MeanSlack());
+  std::snprintf(b, sizeof b,
+                "windows of %zu samples; judged on the windows starting in the second half\n"
+                "rule                                   windows  exceeded  mean slack\n"
+                "history max x %.3f (fitted margin)    %8zu %8.1f%% %10.1f%%\n"
+                "trailing max x 1.1                     %8zu %8.1f%% %10.1f%%\n"
+                "trailing max x %.3f (equal rate)      %8zu %8.1f%% %10.1f%%\n"
+                "trailing max x 1.1, all windows        %8zu %8.1f%% %10.1f%%\n"
+                "\nseries                             limit GiB   peak GiB   risk\n",
+                o.window, rep.margin, rep.ours.windows, 100 * rep.ours.ExceedRate(),
+                100 * rep.ours.MeanSlack(), rep.trailing_1_1.windows,
+                100 * rep.trailing_1_1.ExceedRate(), 100 * rep.trailing_1_1.MeanSlack(),
+                rep.equal_rate_factor, rep.trailing_equal.windows,
+                100 * rep.trailing_equal.ExceedRate(), 100 * rep.trailing_equal.MeanSlack(),
+                rep.trailing_1_1_all.windows, 100 * rep.trailing_1_1_all.ExceedRate(),
+                100 * rep.trailing_1_1_all.MeanSlack());
   std::string text = b;
   for (const Recommendation& x : rep.recommendations) {
     std::snprintf(b, sizeof b, "%-32s %10.2f %10.2f %6.3f\n", x.id.c_str(), x.limit / kGiB,

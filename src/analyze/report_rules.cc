@@ -19,8 +19,12 @@ Result<std::string> RunRulesDryRun(const RulesRequest& r) {
   for (const RecordingSink::Event& e : sink.events()) {
     const Action& a = e.action;
     const double t = static_cast<double>(a.at_ns) / 1e9;
-    out.push_back({{"event", e.fired ? "fire" : "resolve"}, {"at", t}, {"rule", a.rule},
-                   {"action", ActionName(a.type)}, {"target", a.target}, {"amount", a.amount},
+    out.push_back({{"event", e.fired ? "fire" : "resolve"},
+                   {"at", t},
+                   {"rule", a.rule},
+                   {"action", ActionName(a.type)},
+                   {"target", a.target},
+                   {"amount", a.amount},
                    {"detail", a.detail}});
     char b[512];
     std::snprintf(b, sizeof b, "%10.0f  %-7s  %-24s %-22s %-20s amount %g%s%s\n", t,

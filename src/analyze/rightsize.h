@@ -38,19 +38,19 @@ struct RuleScore {
 
 struct Recommendation {
   std::string id;
-  double limit = 0;       // bytes
-  double peak = 0;        // history maximum, bytes
-  double risk = 0;        // estimated probability the next window exceeds `limit`
+  double limit = 0;  // bytes
+  double peak = 0;   // history maximum, bytes
+  double risk = 0;   // estimated probability the next window exceeds `limit`
   size_t history_windows = 0, history_exceeded = 0;
 };
 
 struct RightsizeReport {
-  double margin = 0;  // fitted
-  RuleScore ours;                 // judged on the second half
-  RuleScore trailing_1_1;         // trailing maximum x 1.1, second half
-  RuleScore trailing_1_1_all;     // trailing maximum x 1.1, all windows (the NOTICE's figure)
-  double equal_rate_factor = 0;   // factor at which the trailing maximum is exceeded no more often
-  RuleScore trailing_equal;       // than ours, and its score
+  double margin = 0;             // fitted
+  RuleScore ours;                // judged on the second half
+  RuleScore trailing_1_1;        // trailing maximum x 1.1, second half
+  RuleScore trailing_1_1_all;    // trailing maximum x 1.1, all windows (the NOTICE's figure)
+  double equal_rate_factor = 0;  // factor at which the trailing maximum is exceeded no more often
+  RuleScore trailing_equal;      // than ours, and its score
   std::vector<Recommendation> recommendations;  // at the end of the series, per workload
 };
 

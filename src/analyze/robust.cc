@@ -53,7 +53,8 @@ double TheilSenSlope(const std::vector<double>& v, size_t begin, size_t end, siz
   if (idx.size() < 2) return kNaN;
   if (idx.size() > max_points) {
     std::vector<size_t> thin;
-    for (size_t k = 0; k < max_points; ++k) thin.push_back(idx[k * (idx.size() - 1) / (max_points - 1)]);
+    for (size_t k = 0; k < max_points; ++k)
+      thin.push_back(idx[k * (idx.size() - 1) / (max_points - 1)]);
     idx.swap(thin);
   }
   std::vector<double> slopes;

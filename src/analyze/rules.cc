@@ -17,20 +17,22 @@ namespace {
 // Signal name -> whether it is a GPU-level signal.
 const std::map<std::string, bool>& Signals() {
   static const std::map<std::string, bool> kSignals = {
-      {"util", false},                // percent of time the slice's kernels ran
-      {"launches_per_s", false},      // kernel launches
-      {"copy_bytes_per_s", false},    // H2D + D2H + D2D copy bytes
-      {"h2d_bytes_per_s", false},     {"d2h_bytes_per_s", false},
-      {"memory_used_bytes", false},   {"memory_limit_bytes", false},
-      {"oom_refusals_per_s", false},  // allocations refused at the limit
-      {"gate_wait_ratio", false},     // time held at the compute gate / wall time
-      {"share_percent", false},       // the slice's compute share
-      {"best_effort", false},         // 1 for a best-effort slice, 0 for a guaranteed one
-      {"xid_errors", true},           // XID errors in the interval
-      {"gpu_util", true},             // device utilization, percent
-      {"dram_bw_util", true},         // GPM DRAM bandwidth, percent of peak
-      {"nvlink_replays_per_s", true}, // NVLink DL replay counter rate
-      {"slices", true},               // slices on the GPU
+      {"util", false},              // percent of time the slice's kernels ran
+      {"launches_per_s", false},    // kernel launches
+      {"copy_bytes_per_s", false},  // H2D + D2H + D2D copy bytes
+      {"h2d_bytes_per_s", false},
+      {"d2h_bytes_per_s", false},
+      {"memory_used_bytes", false},
+      {"memory_limit_bytes", false},
+      {"oom_refusals_per_s", false},   // allocations refused at the limit
+      {"gate_wait_ratio", false},      // time held at the compute gate / wall time
+      {"share_percent", false},        // the slice's compute share
+      {"best_effort", false},          // 1 for a best-effort slice, 0 for a guaranteed one
+      {"xid_errors", true},            // XID errors in the interval
+      {"gpu_util", true},              // device utilization, percent
+      {"dram_bw_util", true},          // GPM DRAM bandwidth, percent of peak
+      {"nvlink_replays_per_s", true},  // NVLink DL replay counter rate
+      {"slices", true},                // slices on the GPU
   };
   return kSignals;
 }
@@ -87,9 +89,9 @@ Result<Condition> ParseCondition(const std::string& source, const YAML::Node& n,
     return Bad(source, n["signal"], "unknown signal '" + c.signal + "' (known: " + list + ")");
   }
   if (it->second != gpu_scope) {
-    return Bad(source, n["signal"], "signal '" + c.signal + "' is " +
-                                        (it->second ? "per GPU" : "per slice") +
-                                        ", the rule's scope is " + (gpu_scope ? "gpu" : "slice"));
+    return Bad(source, n["signal"],
+               "signal '" + c.signal + "' is " + (it->second ? "per GPU" : "per slice") +
+                   ", the rule's scope is " + (gpu_scope ? "gpu" : "slice"));
   }
   if (static_cast<bool>(n["above"]) == static_cast<bool>(n["below"])) {
     return Bad(source, n, "a condition needs exactly one of 'above' and 'below'");
@@ -103,8 +105,8 @@ Result<Condition> ParseCondition(const std::string& source, const YAML::Node& n,
     if (!cl) return cl.error();
     if (c.above ? *cl > c.threshold : *cl < c.threshold) {
       return Bad(source, n["clear"],
-                 std::string("clear: must be ") + (c.above ? "at most 'above'" : "at least 'below'") +
-                     " (hysteresis)");
+                 std::string("clear: must be ") +
+                     (c.above ? "at most 'above'" : "at least 'below'") + " (hysteresis)");
     }
     c.clear = *cl;
   }
@@ -159,14 +161,17 @@ Result<Rule> ParseRule(const std::string& source, const YAML::Node& n) {
   if (!n["action"]) return Bad(source, n, "rule '" + r.name + "' needs an 'action'");
   auto a = ParseActionName(n["action"].as<std::string>());
   if (!a) {
-    return Bad(source, n["action"], "unknown action '" + n["action"].as<std::string>() +
-                                        "' (known: " + ActionNames() + ")");
+    return Bad(
+        source, n["action"],
+        "unknown action '" + n["action"].as<std::string>() + "' (known: " + ActionNames() + ")");
   }
   r.action = *a;
-  const bool gpu_action = r.action == ActionType::kRecommendMig || r.action == ActionType::kQuarantineGpu;
+  const bool gpu_action =
+      r.action == ActionType::kRecommendMig || r.action == ActionType::kQuarantineGpu;
   if (gpu_action != r.gpu_scope && r.action != ActionType::kAlert) {
-    return Bad(source, n["action"], "action '" + std::string(ActionName(r.action)) + "' needs scope " +
-                                        (gpu_action ? "gpu" : "slice"));
+    return Bad(source, n["action"],
+               "action '" + std::string(ActionName(r.action)) + "' needs scope " +
+                   (gpu_action ? "gpu" : "slice"));
   }
   if (n["amount"]) {
     auto v = Number(source, n["amount"], "amount");
@@ -212,7 +217,8 @@ Result<RuleSet> ParseRules(const std::string& text, const std::string& source) {
   }
   RuleSet set;
   try {
-    if (!root.IsMap()) return Status::InvalidArgument(source + ":1:1: a mapping with 'rules' is needed");
+    if (!root.IsMap())
+      return Status::InvalidArgument(source + ":1:1: a mapping with 'rules' is needed");
     VGPU_RETURN_IF_ERROR(CheckKeys(source, root, {"evaluation_interval", "rules"}));
     if (root["evaluation_interval"]) {
       auto d = Duration(source, root["evaluation_interval"], "evaluation_interval");
@@ -278,8 +284,8 @@ bool SignalStore::RatePerHour(const std::string& target, const std::string& sign
   const auto& s = t->second.at(signal);
   auto last = std::upper_bound(s.begin(), s.end(), std::pair<int64_t, double>{t_ns, INFINITY});
   int64_t t1 = std::prev(last)->first;
-  auto first = std::lower_bound(s.begin(), s.end(),
-                                std::pair<int64_t, double>{t1 - window_ns, -INFINITY});
+  auto first =
+      std::lower_bound(s.begin(), s.end(), std::pair<int64_t, double>{t1 - window_ns, -INFINITY});
   if (first->first >= t1 || t1 - first->first < window_ns / 2) return false;
   then = first->second;
   *rate = (now - then) * 3.6e12 / static_cast<double>(t1 - first->first);
@@ -329,9 +335,10 @@ Result<SignalStore> StoreFromTable(const CsvTable& csv) {
     if (it == Signals().end()) return csv.FieldError(r, sc, "unknown signal '" + signal + "'");
     if (target.empty()) return csv.FieldError(r, gc, "empty target");
     if (it->second == (target.find('/') != std::string::npos)) {
-      return csv.FieldError(r, gc, std::string("signal '") + signal + "' is " +
-                                       (it->second ? "per GPU: the target is a GPU like gpu0"
-                                                   : "per slice: the target is gpuN/name"));
+      return csv.FieldError(r, gc,
+                            std::string("signal '") + signal + "' is " +
+                                (it->second ? "per GPU: the target is a GPU like gpu0"
+                                            : "per slice: the target is gpuN/name"));
     }
     store.Add(target, signal, static_cast<int64_t>(std::llround(ts * 1e9)), v);
   }
@@ -363,8 +370,9 @@ bool RuleEvaluator::CondHolds(const Condition& c, const std::string& target,
   const int64_t max_age = 3 * rules_.interval_ns;
   auto one = [&](const std::string& t) {
     double v = 0;
-    bool ok = c.rate_window_ns > 0 ? store.RatePerHour(t, c.signal, now, c.rate_window_ns, max_age, &v)
-                                   : store.Latest(t, c.signal, now, max_age, &v);
+    bool ok = c.rate_window_ns > 0
+                  ? store.RatePerHour(t, c.signal, now, c.rate_window_ns, max_age, &v)
+                  : store.Latest(t, c.signal, now, max_age, &v);
     if (!ok) return false;
     double th = firing ? c.clear : c.threshold;
     return c.above ? v > th : v < th;

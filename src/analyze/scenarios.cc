@@ -52,7 +52,9 @@ void Tenants(Writer& w, double t, bool hog) {
 
 }  // namespace
 
-std::vector<std::string> ScenarioNames() { return {"copy_hog", "leak", "xid_burst", "idle", "quiet"}; }
+std::vector<std::string> ScenarioNames() {
+  return {"copy_hog", "leak", "xid_burst", "idle", "quiet"};
+}
 
 Result<Scenario> MakeScenario(const std::string& name) {
   Scenario s{name, "", ""};

@@ -15,8 +15,9 @@ Result<double> GetNumber(const CsvTable& t, size_t row, int col) {
   const char* end = f.data() + f.size();
   auto [p, ec] = std::from_chars(f.data(), end, v);
   if (f.empty() || ec != std::errc() || p != end || !std::isfinite(v)) {
-    return t.FieldError(row, col, f.empty() ? "empty, a number is needed"
-                                            : "\"" + std::string(f) + "\" is not a finite number");
+    return t.FieldError(row, col,
+                        f.empty() ? "empty, a number is needed"
+                                  : "\"" + std::string(f) + "\" is not a finite number");
   }
   return v;
 }
@@ -80,8 +81,9 @@ Result<SeriesSet> FromTable(const CsvTable& t) {
       double pos = (r.ts - set.t0) / set.step;
       long slot = std::lround(pos);
       if (std::fabs(pos - static_cast<double>(slot)) > 0.25) {
-        return t.FieldError(r.row, tcol, "timestamp is off the " + std::to_string(set.step) +
-                                             " s grid of the file");
+        return t.FieldError(
+            r.row, tcol,
+            "timestamp is off the " + std::to_string(set.step) + " s grid of the file");
       }
       if (Present(s.values[slot])) {
         return t.FieldError(r.row, tcol, "second sample of '" + id + "' at this timestamp");

@@ -14,18 +14,16 @@
 
 #include "analyze/report.h"
 #include "analyze/scenarios.h"
-#include "common/atomic_file.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/sim_replay.h"
+#include "common/atomic_file.h"
 #include "sim/options.h"
 
 namespace vgpu::cli {
 namespace {
 
-std::string DefaultSeries(const char* file) {
-  return DataDir() + "/alibaba-genai-2026/" + file;
-}
+std::string DefaultSeries(const char* file) { return DataDir() + "/alibaba-genai-2026/" + file; }
 constexpr const char* kUtilFile = "pod_gpu_duty_cycle_anon.csv";
 constexpr const char* kMemoryFile = "pod_gpu_memory_used_bytes_anon.csv";
 
@@ -57,7 +55,8 @@ int RunAnomalies(int argc, char** argv) {
   r.seeds = *parsed;
   for (auto [flag, path] : {std::pair{"--util", &r.util}, std::pair{"--memory", &r.memory}}) {
     if (!path->empty()) {
-      if (Status st = InputFile(flag, *path); !st.ok()) return ReportStatus("analyze anomalies", st);
+      if (Status st = InputFile(flag, *path); !st.ok())
+        return ReportStatus("analyze anomalies", st);
     }
   }
   return Emit("analyze anomalies", analyze::RunAnomalies(r));
@@ -75,7 +74,8 @@ int RunForecastCmd(int argc, char** argv) {
   app.add_option("--horizon", r.horizon, "samples ahead (default 5)");
   app.add_flag("--json", r.json, "JSON output");
   if (auto code = ParseArgs(app, argc, argv)) return *code;
-  if (Status st = InputFile("--util", r.util); !st.ok()) return ReportStatus("analyze forecast", st);
+  if (Status st = InputFile("--util", r.util); !st.ok())
+    return ReportStatus("analyze forecast", st);
   return Emit("analyze forecast", analyze::RunForecast(r));
 }
 
@@ -105,8 +105,9 @@ int RunRulesCmd(int argc, char** argv) {
       "vgpu analyze rules");
   app.add_option("--rules", r.rules, "rule file (YAML)")->required();
   app.add_option("--series", r.series, "signal series CSV")->required();
-  app.add_flag("--dry-run", dry_run, "report the actions instead of applying them (the only mode "
-                                     "offline; the node daemon applies them)");
+  app.add_flag("--dry-run", dry_run,
+               "report the actions instead of applying them (the only mode "
+               "offline; the node daemon applies them)");
   app.add_flag("--json", r.json, "JSON output");
   if (auto code = ParseArgs(app, argc, argv)) return *code;
   if (!dry_run) {

@@ -12,7 +12,8 @@ std::span<const Command> AllCommands() {
       {"node", "run the node daemon (device plugin, slices, health, metrics)", RunNode},
       {"scheduler", "kube-scheduler extender: place pods on GPU slices", RunScheduler},
       {"bench", "measure compute sharing: tenants' shares and waits (bench share)", RunBench},
-      {"analyze", "anomalies, load forecasts, memory right-sizing, tuning rules on series", RunAnalyze},
+      {"analyze", "anomalies, load forecasts, memory right-sizing, tuning rules on series",
+       RunAnalyze},
   };
   return kCommands;
 }
