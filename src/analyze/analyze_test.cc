@@ -66,9 +66,9 @@ TEST(Anomaly, FindsEachKindOnASyntheticSeriesAndNothingOnAFlatOne) {
   std::vector<double> v(400);
   for (size_t i = 0; i < v.size(); ++i) v[i] = 30 + 5 * std::sin(static_cast<double>(i));
   EXPECT_TRUE(DetectAnomalies(v, u).empty());
-  v[100] = 95;                                      // spike
-  for (size_t i = 200; i < 260; ++i) v[i] += 25;    // level shift
-  for (size_t i = 320; i < 370; ++i) v[i] = 0;      // stuck at zero
+  v[100] = 95;                                    // spike
+  for (size_t i = 200; i < 260; ++i) v[i] += 25;  // level shift
+  for (size_t i = 320; i < 370; ++i) v[i] = 0;    // stuck at zero
   std::vector<Anomaly> found = DetectAnomalies(v, u);
   ASSERT_EQ(found.size(), 3u);
   EXPECT_EQ(found[0].kind, AnomalyKind::kSpike);
@@ -174,7 +174,8 @@ TEST(Rules, MalformedFilesNameLineAndColumn) {
   };
   const Case cases[] = {
       {"rules:\n  - name: a\n    when: [{signal: util, above: 1}\n", "r.yaml:4:1", ""},
-      {"rules:\n  - name: a\n    when:\n      - {signal: l2_hit_rate, above: 1}\n    action: alert\n",
+      {"rules:\n  - name: a\n    when:\n      - {signal: l2_hit_rate, above: 1}\n    action: "
+       "alert\n",
        "r.yaml:4:18", "unknown signal"},
       {"rules:\n  - name: a\n    when:\n      - {signal: util, above: x}\n    action: alert\n",
        "r.yaml:4:31", "not a number"},
