@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "analyze/anomaly.h"
 #include "analyze/evaluate.h"
@@ -116,13 +117,20 @@ TEST(Anomaly, InjectedIntoTheBundledSeriesScorePerKind) {
   EXPECT_GT(u[AnomalyKind::kSpike].labels, 40u);
   EXPECT_GT(u[AnomalyKind::kLevelShift].labels, 15u);
   EXPECT_GT(m[AnomalyKind::kLeak].labels, 15u);
-  // Today's figures with a margin (docs/analyze.md): spikes and stuck-at-zero meet F1 >= 0.8;
-  // level shifts and leaks do not yet.
+  for (auto* scores : {&u, &m}) {
+    for (auto& [k, s] : *scores) {
+      if (s.labels == 0) continue;
+      std::printf("%-12s recall %.3f precision %.3f F1 %.3f\n", std::string(KindName(k)).c_str(),
+                  s.Recall(), s.Precision(), s.F1());
+    }
+  }
+  // Today's figures with a margin (docs/analyze.md): spikes, level shifts and stuck-at-zero
+  // meet F1 >= 0.8 over all series and 5 seeds; leaks do not yet.
   EXPECT_GE(u[AnomalyKind::kSpike].F1(), 0.85);
-  EXPECT_GE(u[AnomalyKind::kStuckZero].F1(), 0.65);
-  EXPECT_GE(u[AnomalyKind::kLevelShift].Recall(), 0.6);
-  EXPECT_GE(u[AnomalyKind::kLevelShift].Precision(), 0.35);
-  EXPECT_GE(m[AnomalyKind::kLeak].Recall(), 0.05);
+  EXPECT_GE(u[AnomalyKind::kLevelShift].F1(), 0.75);
+  EXPECT_GE(u[AnomalyKind::kStuckZero].F1(), 0.7);
+  EXPECT_GE(m[AnomalyKind::kLeak].Recall(), 0.3);
+  EXPECT_GE(m[AnomalyKind::kLeak].Precision(), 0.4);
   // A detector that reported everything would have a tiny precision; one that reported nothing,
   // no recall: both would fail above.
 }

@@ -98,11 +98,24 @@ void DetectShifts(const std::vector<double>& v, const DetectorOptions& o,
     if (std::fabs(size) >= o.shift_min) changes.push_back({k, size});
     i = j;
   }
-  // A change starts a shift unless it undoes the shift just started (opposite sign), in which
-  // case it is that shift's end. A shift lasts until the next change.
+  // Change points found from neighbouring regions can coincide: keep the larger of two within
+  // 5 slots.
+  std::vector<Change> merged;
+  for (const Change& c : changes) {
+    if (!merged.empty() && c.at <= merged.back().at + 5) {
+      if (std::fabs(c.size) > std::fabs(merged.back().size)) merged.back() = c;
+      continue;
+    }
+    merged.push_back(c);
+  }
+  changes.swap(merged);
+  // A change starts a shift unless it undoes the shift just started (opposite sign, back to
+  // within half of it), in which case it is that shift's end. A shift lasts until the next
+  // change.
   bool open = false;
   for (size_t c = 0; c < changes.size(); ++c) {
-    if (open && (changes[c].size > 0) != (changes[c - 1].size > 0)) {
+    if (open && (changes[c].size > 0) != (changes[c - 1].size > 0) &&
+        std::fabs(changes[c].size + changes[c - 1].size) <= 0.5 * std::fabs(changes[c - 1].size)) {
       open = false;
       continue;
     }
@@ -136,21 +149,42 @@ void DetectStuck(const std::vector<double>& v, const DetectorOptions& o,
   }
 }
 
-void DetectLeaks(const std::vector<double>& v, const DetectorOptions& o,
+// The median of v[i - half, i + half] for every i (NaN where none is present).
+std::vector<double> CentredMedian(const std::vector<double>& v, size_t half) {
+  std::vector<double> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    out[i] = Median(v, i >= half ? i - half : 0, std::min(v.size(), i + half + 1));
+  }
+  return out;
+}
+
+// Creep: memory that rises by small steps sample after sample (a serving process's memory is
+// otherwise flat between allocation jumps). Regions of windows where at least
+// `leak_creep_fraction` of the steps are small rises (0 < step <= kCreepStep) adding up to half
+// the minimum slope over the window; the start is the first small rise of the region.
+void DetectCreep(const std::vector<double>& v, const DetectorOptions& o,
                  std::vector<Anomaly>* out) {
-  const size_t n = v.size(), w = o.leak_window, m = o.leak_envelope;
-  if (n < w + m) return;
-  const double min_slope = o.leak_min_slope_per_hour * o.step_s / 3600.0;  // per slot
-  std::vector<double> env = TrailingMin(v, m);
+  const size_t n = v.size(), w = o.leak_creep_window;
+  if (n < w + 1) return;
+  const double min_slope = o.leak_min_slope_per_hour * o.step_s / 3600.0;
+  const double max_step = 16 * min_slope;
+  std::vector<double> step(n, kMissing);
+  for (size_t i = 1; i < n; ++i) {
+    if (Present(v[i]) && Present(v[i - 1])) step[i] = v[i] - v[i - 1];
+  }
+  auto creeping = [&](double d) { return Present(d) && d > 0 && d <= max_step; };
   std::vector<char> cand(n, 0);
-  for (size_t i = m; i + w <= n; ++i) {
-    if (CountPresent({v.begin() + static_cast<long>(i), v.begin() + static_cast<long>(i + w)}) <
-        w * 3 / 4) {
-      continue;
+  for (size_t i = 1; i + w <= n; ++i) {
+    size_t present = 0, small = 0;
+    double rise = 0;
+    for (size_t t = i; t < i + w; ++t) {
+      if (!Present(step[t])) continue;
+      ++present;
+      if (creeping(step[t])) ++small, rise += step[t];
     }
-    double s = TheilSenSlope(env, i, i + w, 20);
-    double rise = env[i + w - 1] - env[i];
-    if (Present(s) && s >= min_slope && rise >= 0.5 * min_slope * static_cast<double>(w)) {
+    if (present >= w / 2 &&
+        static_cast<double>(small) >= o.leak_creep_fraction * static_cast<double>(present) &&
+        rise >= 0.5 * min_slope * static_cast<double>(w)) {
       cand[i] = 1;
     }
   }
@@ -159,30 +193,79 @@ void DetectLeaks(const std::vector<double>& v, const DetectorOptions& o,
       ++i;
       continue;
     }
-    size_t j = i;
-    while (j < n && cand[j]) ++j;
-    size_t a = i >= w + m ? i - w - m : 0, b = std::min(n, j - 1 + w);
-    double slope = TheilSenSlope(env, i, b, 40);
-    if (!(slope >= min_slope)) {
-      i = j;
+    // Regions interrupted by less than two windows (an allocation jump in the middle of a
+    // leak) are one.
+    size_t j = i, last = i;
+    while (j < n && j <= last + 4 * w) {
+      if (cand[j]) last = j;
+      ++j;
+    }
+    j = last + 1;
+    size_t start = i;
+    while (start < n && !creeping(step[start])) ++start;
+    const size_t end = std::min(n, j - 1 + w);
+    double slope = TheilSenSlope(v, start, end, 40);
+    if (start > 0) --start;  // the last sample before the first rise is where it began
+    out->push_back({AnomalyKind::kLeak, start, end - 1, slope * 3600.0 / o.step_s});
+    i = end;
+  }
+}
+
+void DetectLeaks(const std::vector<double>& v, const DetectorOptions& o,
+                 std::vector<Anomaly>* out) {
+  const size_t n = v.size(), w = o.leak_window;
+  if (n < w + 2) return;
+  const double min_slope = o.leak_min_slope_per_hour * o.step_s / 3600.0;  // per slot
+  const std::vector<double> env = CentredMedian(v, o.leak_envelope / 2);
+  // Candidates: windows over which the smoothed series rises along a line.
+  std::vector<char> cand(n, 0);
+  for (size_t i = 0; i + w <= n; ++i) {
+    if (CountPresent({v.begin() + static_cast<long>(i), v.begin() + static_cast<long>(i + w)}) <
+        w * 3 / 4) {
       continue;
     }
-    // Knee of a flat-then-linear L1 fit of the series itself (the envelope lags it).
+    double s = TheilSenSlope(env, i, i + w, 20);
+    if (!Present(s) || s < min_slope) continue;
+    const double rise = s * static_cast<double>(w);
+    std::vector<double> res;
+    double mid = Median(env, i, i + w);
+    for (size_t t = i; t < i + w; ++t) {
+      if (Present(env[t])) {
+        res.push_back(std::fabs(
+            env[t] - mid - s * (static_cast<double>(t - i) - static_cast<double>(w - 1) / 2.0)));
+      }
+    }
+    if (Median(std::move(res)) <= o.leak_linearity * rise) cand[i] = 1;
+  }
+  // Regions of candidate windows (overlapping windows form one); the start is the knee of a
+  // flat-then-linear L1 fit of the smoothed series around the region's first window.
+  for (size_t i = 0; i < n;) {
+    if (!cand[i]) {
+      ++i;
+      continue;
+    }
+    size_t j = i, last = i;
+    while (j < n && j < last + w) {
+      if (cand[j]) last = j;
+      ++j;
+    }
+    const size_t end = std::min(n, last + w);
+    const double slope = TheilSenSlope(env, i, end, 40);
+    const size_t a = i >= w ? i - w : 0, b = std::min(n, i + w);
     size_t knee = i;
     double best = INFINITY;
-    for (size_t k = a + 1; k + 2 < b; ++k) {
-      double level = Median(v, a, k), cost = 0;
-      if (!Present(level)) continue;
+    for (size_t k = a + 1; k + 10 < b; ++k) {
+      double level = Median(env, a, k), s = std::max(0.0, TheilSenSlope(env, k, b, 20)), cost = 0;
+      if (!Present(level) || !Present(s)) continue;
       for (size_t t = a; t < b; ++t) {
-        if (!Present(v[t])) continue;
-        double f = t < k ? level : level + slope * static_cast<double>(t - k);
-        cost += std::fabs(v[t] - f);
+        if (!Present(env[t])) continue;
+        double f = t < k ? level : level + s * static_cast<double>(t - k);
+        cost += std::fabs(env[t] - f);
       }
       if (cost < best) best = cost, knee = k;
     }
-    size_t start = knee;
-    out->push_back({AnomalyKind::kLeak, start, b - 1, slope * 3600.0 / o.step_s});
-    i = j;
+    out->push_back({AnomalyKind::kLeak, knee, end - 1, slope * 3600.0 / o.step_s});
+    i = end;
   }
 }
 
@@ -222,7 +305,18 @@ std::vector<Anomaly> DetectAnomalies(const std::vector<double>& v, const Detecto
   if (o.spikes) DetectSpikes(v, o, &out);
   if (o.shifts) DetectShifts(v, o, &out);
   if (o.stuck) DetectStuck(v, o, &out);
-  if (o.leaks) DetectLeaks(v, o, &out);
+  if (o.leaks) {
+    std::vector<Anomaly> creep, envelope;
+    DetectCreep(v, o, &creep);
+    DetectLeaks(v, o, &envelope);
+    out.insert(out.end(), creep.begin(), creep.end());
+    for (const Anomaly& e : envelope) {  // a creep, where found, dates the same leak better
+      if (std::none_of(creep.begin(), creep.end(),
+                       [&](const Anomaly& c) { return c.start <= e.end && e.start <= c.end; })) {
+        out.push_back(e);
+      }
+    }
+  }
   // A stuck-at-zero run also moves the level: report it once, as the run.
   std::erase_if(out, [&](const Anomaly& a) {
     if (a.kind != AnomalyKind::kLevelShift) return false;

@@ -12,13 +12,23 @@
 //   i differs from that of the ones before by at least `shift_min`; the change point inside a
 //   region of such slots is the split minimising the pinball loss of two quartiles. A quartile,
 //   not the median: a bursty series' busy stretches move its median but not its floor, while a
-//   shift of the level moves both. A change back ends the shift; otherwise it lasts until the
-//   next change (or the end of the series).
+//   shift of the level moves both. A change back (opposite sign, to within half of the shift) ends
+//   it; otherwise it lasts until the next change (or the end of the series). Change points
+//   within 5 slots of each other are one (the larger).
 // - kStuckZero: a run of at least `stuck_min_len` present samples exactly 0 that follows a
 //   stretch (`stuck_context` samples) where at least `stuck_active_fraction` were non-zero.
-// - kLeak: the lower envelope (trailing minimum over `leak_envelope` samples) rises with a
-//   Theil-Sen slope of at least `leak_min_slope` per slot over `leak_window` samples, and by at
-//   least half of slope x window. The start is the knee of a flat-then-linear fit.
+// - kLeak, two ways:
+//   - creep (dates a leak best): memory that rises by small steps sample after sample, where a
+//     serving process's memory is otherwise flat between allocation jumps. Windows of
+//     `leak_creep_window` steps where at least `leak_creep_fraction` are small rises (0 < step
+//     <= 16 x the minimum slope per slot) adding up to half the minimum slope over the window;
+//     regions less than 4 windows apart are one; the start is the sample before the region's
+//     first small rise. The untouched bundled series have no creep at all.
+//   - envelope (for series too noisy for creep): the centred median over `leak_envelope`
+//     samples rises with a Theil-Sen slope of at least `leak_min_slope_per_hour` over
+//     `leak_window` samples, along a line (median residual at most `leak_linearity` x the
+//     rise); the start is the knee of a flat-then-linear L1 fit. Reported only where no creep
+//     overlaps.
 // A level shift that starts within 5 slots of a stuck-at-zero run is that run, and is dropped.
 // Anomalies are reported in order of start, each with start and end slots (end inclusive).
 #pragma once
@@ -57,8 +67,11 @@ struct DetectorOptions {
   size_t stuck_context = 60;
   double stuck_active_fraction = 0.2;
   // Leaks (values in bytes).
-  size_t leak_envelope = 30;
-  size_t leak_window = 60;
+  size_t leak_envelope = 15;
+  size_t leak_window = 120;
+  double leak_linearity = 0.15;
+  size_t leak_creep_window = 20;
+  double leak_creep_fraction = 0.6;
   double leak_min_slope_per_hour = 0.5 * 1073741824.0;
 };
 
