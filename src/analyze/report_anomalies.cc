@@ -1,4 +1,6 @@
 // `vgpu analyze anomalies`: detection per series and on the sum, or --evaluate.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -69,7 +71,12 @@ void AddDetections(const char* metric, const SeriesSet& set, const DetectorOptio
     }
   };
   for (const Series& s : set.series) emit(s.id, DetectAnomalies(s.values, o));
+  // On the sum of N series the absolute floors grow as sqrt(N) (the spread of a sum of
+  // independent series); a leak's rate is the same in the sum.
   DetectorOptions agg = o;
+  const double scale = std::sqrt(static_cast<double>(std::max<size_t>(1, set.series.size())));
+  agg.spike_min *= scale;
+  agg.shift_min *= scale;
   emit("(sum)", DetectAnomalies(set.Aggregate(), agg));
 }
 
