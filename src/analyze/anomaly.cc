@@ -149,19 +149,10 @@ void DetectStuck(const std::vector<double>& v, const DetectorOptions& o,
   }
 }
 
-// The median of v[i - half, i + half] for every i (NaN where none is present).
-std::vector<double> CentredMedian(const std::vector<double>& v, size_t half) {
-  std::vector<double> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) {
-    out[i] = Median(v, i >= half ? i - half : 0, std::min(v.size(), i + half + 1));
-  }
-  return out;
-}
-
 // Creep: memory that rises by small steps sample after sample (a serving process's memory is
 // otherwise flat between allocation jumps). Regions of windows where at least
-// `leak_creep_fraction` of the steps are small rises (0 < step <= kCreepStep) adding up to half
-// the minimum slope over the window; the start is the first small rise of the region.
+// `leak_creep_fraction` of the steps are small rises (0 < step <= 16 x the minimum slope) adding up
+// to half the minimum slope over the window; the start is the first small rise of the region.
 void DetectCreep(const std::vector<double>& v, const DetectorOptions& o,
                  std::vector<Anomaly>* out) {
   const size_t n = v.size(), w = o.leak_creep_window;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <limits>
 
 namespace vgpu::analyze {
@@ -66,16 +65,10 @@ double TheilSenSlope(const std::vector<double>& v, size_t begin, size_t end, siz
   return Median(std::move(slopes));
 }
 
-std::vector<double> TrailingMin(const std::vector<double>& v, size_t window) {
-  std::vector<double> out(v.size(), kNaN);
-  std::deque<size_t> q;  // indices of present samples, values increasing
+std::vector<double> CentredMedian(const std::vector<double>& v, size_t half) {
+  std::vector<double> out(v.size());
   for (size_t i = 0; i < v.size(); ++i) {
-    while (!q.empty() && q.front() + window <= i) q.pop_front();
-    if (!std::isnan(v[i])) {
-      while (!q.empty() && v[q.back()] >= v[i]) q.pop_back();
-      q.push_back(i);
-    }
-    if (!q.empty()) out[i] = v[q.front()];
+    out[i] = Median(v, i >= half ? i - half : 0, std::min(v.size(), i + half + 1));
   }
   return out;
 }

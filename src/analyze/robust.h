@@ -19,7 +19,7 @@ double MadSigma(const std::vector<double>& v, size_t begin, size_t end);
 // evenly spaced present samples are used.
 double TheilSenSlope(const std::vector<double>& v, size_t begin, size_t end,
                      size_t max_points = 40);
-// The minimum over the trailing window [i - window + 1, i] for every i (NaN where none present).
-std::vector<double> TrailingMin(const std::vector<double>& v, size_t window);
+// The median of v[i - half, i + half] for every i (NaN where none is present).
+std::vector<double> CentredMedian(const std::vector<double>& v, size_t half);
 
 }  // namespace vgpu::analyze
