@@ -18,6 +18,11 @@ printf 'value,timestamp_anon,container_ip\n1,100,p\n2,1x7,p\n' >"$work/bad.csv"
 expect2 "bad.csv:3: column 'timestamp_anon' (2)" "$vgpu" analyze anomalies --util "$work/bad.csv" --memory ''
 expect2 "bad.csv:3" "$vgpu" analyze forecast --util "$work/bad.csv"
 expect2 "no such file" "$vgpu" analyze rightsize --memory "$work/none.csv"
+printf 'value,timestamp_anon,container_ip\n1,100,p\n2,157,p\n' >"$work/ok.csv"
+printf 'series,node\np,n1\nq,n1\n' >"$work/groups.csv"
+expect2 "groups.csv:3: column 'series' (1): no series 'q'" "$vgpu" analyze forecast --util "$work/ok.csv" --groups "$work/groups.csv"
+printf 'series,node\np,n1\n' >"$work/groups.csv"
+"$vgpu" analyze forecast --util "$work/ok.csv" --groups "$work/groups.csv" | grep -q "^node:n1 " || fail "node line"
 expect2 "unknown command" "$vgpu" analyze nope
 for s in copy_hog leak xid_burst idle; do
   "$vgpu" analyze scenario $s --out "$work/$s.csv" >/dev/null || fail "scenario $s"

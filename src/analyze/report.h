@@ -20,12 +20,15 @@ Result<std::string> RunAnomalies(const AnomalyRequest& r);
 
 struct ForecastRequest {
   std::string util;
+  std::string groups;  // optional CSV: series (or container_ip, pod, slice), node
+
   size_t horizon = 5;
   bool json = false;
 };
 // The cluster load (sum of the series) and every series: the model judged against persistence
 // and EWMA(0.3) (fit on the first half, judged on the second), and the forecast `horizon` slots
-// (minutes) after the last sample, fitted on all of it.
+// (minutes) after the last sample. With `groups`, also the sum of each node's series
+// ("node:NAME"); a groups row naming a series the file lacks is an error (file, line, column).
 Result<std::string> RunForecast(const ForecastRequest& r);
 
 struct RightsizeRequest {

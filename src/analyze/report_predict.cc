@@ -1,11 +1,13 @@
 // `vgpu analyze forecast` and `vgpu analyze rightsize`.
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "analyze/forecast.h"
 #include "analyze/report.h"
 #include "analyze/rightsize.h"
 #include "analyze/series.h"
+#include "common/csv.h"
 
 namespace vgpu::analyze {
 namespace {
@@ -32,6 +34,33 @@ Line ForecastOne(const std::string& id, const std::vector<double>& y, const Fore
   return l;
 }
 
+// node -> indices of its series, from a groups CSV.
+Result<std::map<std::string, std::vector<size_t>>> ReadGroups(const std::string& path,
+                                                              const SeriesSet& set) {
+  auto t = CsvTable::Load(path);
+  if (!t) return t.error();
+  int sc = -1;
+  for (const char* name : {"series", "container_ip", "pod", "slice"}) {
+    if (sc < 0) sc = t->FindColumn(name);
+  }
+  auto nc = t->RequireColumn("node");
+  if (!nc) return nc.error();
+  if (sc < 0) {
+    return Status::InvalidArgument(path +
+                                   ":1: the header needs a series (or container_ip, pod, "
+                                   "slice) column and a node column");
+  }
+  std::map<std::string, std::vector<size_t>> groups;
+  for (size_t r = 0; r < t->num_rows(); ++r) {
+    std::string id(t->Field(r, sc)), node(t->Field(r, *nc));
+    int idx = set.Find(id);
+    if (idx < 0) return t->FieldError(r, sc, "no series '" + id + "' in " + set.source);
+    if (node.empty()) return t->FieldError(r, *nc, "empty node");
+    groups[node].push_back(static_cast<size_t>(idx));
+  }
+  return groups;
+}
+
 }  // namespace
 
 Result<std::string> RunForecast(const ForecastRequest& r) {
@@ -43,6 +72,16 @@ Result<std::string> RunForecast(const ForecastRequest& r) {
   ForecastOptions o;
   o.horizon = r.horizon;
   std::vector<Line> lines = {ForecastOne("(sum)", set->Aggregate(), o)};
+  if (!r.groups.empty()) {
+    auto groups = ReadGroups(r.groups, *set);
+    if (!groups) return groups.error();
+    for (const auto& [node, members] : *groups) {
+      SeriesSet sub = *set;
+      sub.series.clear();
+      for (size_t i : members) sub.series.push_back(set->series[i]);
+      lines.push_back(ForecastOne("node:" + node, sub.Aggregate(), o));
+    }
+  }
   for (const Series& s : set->series) lines.push_back(ForecastOne(s.id, s.values, o));
   const double minutes = static_cast<double>(r.horizon) * set->step / 60.0;
   if (r.json) {

@@ -1,7 +1,7 @@
 // `vgpu analyze`: offline analyses of per-pod (per-slice) metric series (docs/analyze.md).
 //
 //   vgpu analyze anomalies [--util FILE] [--memory FILE] [--evaluate [--seeds A-B]] [--json]
-//   vgpu analyze forecast  [--util FILE] [--horizon N] [--json]
+//   vgpu analyze forecast  [--util FILE] [--horizon N] [--groups FILE] [--json]
 //   vgpu analyze rightsize [--memory FILE] [--json]
 //   vgpu analyze rules --rules FILE --series FILE [--dry-run] [--json]
 //   vgpu analyze scenario NAME --out FILE
@@ -67,15 +67,19 @@ int RunForecastCmd(int argc, char** argv) {
   r.util = DefaultSeries(kUtilFile);
   CLI::App app(
       "Forecast the cluster load (the sum of the series) and every series --horizon samples "
-      "ahead; the model is judged against persistence and EWMA(0.3) on the second half of the "
-      "time after fitting on the first.",
+      "ahead with an adaptive EWMA (docs/analyze.md), judged against persistence and EWMA(0.3) "
+      "on the second half of the time.",
       "vgpu analyze forecast");
   app.add_option("--util", r.util, "utilization series CSV (percent)");
   app.add_option("--horizon", r.horizon, "samples ahead (default 5)");
+  app.add_option("--groups", r.groups,
+                 "CSV of series,node: also forecast each node's sum (per-node load)");
   app.add_flag("--json", r.json, "JSON output");
   if (auto code = ParseArgs(app, argc, argv)) return *code;
-  if (Status st = InputFile("--util", r.util); !st.ok())
-    return ReportStatus("analyze forecast", st);
+  for (auto [flag, path] : {std::pair{"--util", &r.util}, std::pair{"--groups", &r.groups}}) {
+    if (path->empty() && std::string(flag) == "--groups") continue;
+    if (Status st = InputFile(flag, *path); !st.ok()) return ReportStatus("analyze forecast", st);
+  }
   return Emit("analyze forecast", analyze::RunForecast(r));
 }
 
