@@ -152,7 +152,8 @@ void DetectStuck(const std::vector<double>& v, const DetectorOptions& o,
 // Creep: memory that rises by small steps sample after sample (a serving process's memory is
 // otherwise flat between allocation jumps). Regions of windows where at least
 // `leak_creep_fraction` of the steps are small rises (0 < step <= 16 x the minimum slope) adding up
-// to half the minimum slope over the window; the start is the first small rise of the region.
+// to half the minimum slope over the window; the start is the sample before the region's first
+// small rise.
 void DetectCreep(const std::vector<double>& v, const DetectorOptions& o,
                  std::vector<Anomaly>* out) {
   const size_t n = v.size(), w = o.leak_creep_window;
@@ -184,7 +185,7 @@ void DetectCreep(const std::vector<double>& v, const DetectorOptions& o,
       ++i;
       continue;
     }
-    // Regions interrupted by less than two windows (an allocation jump in the middle of a
+    // Regions interrupted by less than four windows (an allocation jump in the middle of a
     // leak) are one.
     size_t j = i, last = i;
     while (j < n && j <= last + 4 * w) {
@@ -202,8 +203,9 @@ void DetectCreep(const std::vector<double>& v, const DetectorOptions& o,
   }
 }
 
-void DetectLeaks(const std::vector<double>& v, const DetectorOptions& o,
-                 std::vector<Anomaly>* out) {
+// Leaks in series too noisy for creep: see anomaly.h.
+void DetectEnvelopeLeaks(const std::vector<double>& v, const DetectorOptions& o,
+                         std::vector<Anomaly>* out) {
   const size_t n = v.size(), w = o.leak_window;
   if (n < w + 2) return;
   const double min_slope = o.leak_min_slope_per_hour * o.step_s / 3600.0;  // per slot
@@ -299,7 +301,7 @@ std::vector<Anomaly> DetectAnomalies(const std::vector<double>& v, const Detecto
   if (o.leaks) {
     std::vector<Anomaly> creep, envelope;
     DetectCreep(v, o, &creep);
-    DetectLeaks(v, o, &envelope);
+    DetectEnvelopeLeaks(v, o, &envelope);
     out.insert(out.end(), creep.begin(), creep.end());
     for (const Anomaly& e : envelope) {  // a creep, where found, dates the same leak better
       if (std::none_of(creep.begin(), creep.end(),
