@@ -15,6 +15,8 @@ std::span<const Command> AllCommands() {
       {"bench", "measure compute sharing: tenants' shares and waits (bench share)", RunBench},
       {"estimate", "GPU memory of an LLM job, and the slice or MIG profile that holds it",
        RunEstimate},
+      {"analyze", "anomalies, load forecasts, memory right-sizing, tuning rules on series",
+       RunAnalyze},
   };
   return kCommands;
 }

@@ -26,5 +26,6 @@ int RunScheduler(int argc, char** argv);
 int RunBench(int argc, char** argv);
 int RunEstimate(int argc, char** argv);
 int RunMig(int argc, char** argv);
+int RunAnalyze(int argc, char** argv);
 
 }  // namespace vgpu::cli

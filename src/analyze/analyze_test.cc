@@ -1,0 +1,289 @@
+// Tests of src/analyze: the series reader, the detectors and their scores on the bundled series
+// with injected anomalies, the forecast and right-sizing figures on the bundled series, and the
+// tuning rules (parsing errors, hysteresis, the scripted scenarios).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "analyze/anomaly.h"
+#include "analyze/evaluate.h"
+#include "analyze/forecast.h"
+#include "analyze/inject.h"
+#include "analyze/rightsize.h"
+#include "analyze/rules.h"
+#include "analyze/scenarios.h"
+#include "analyze/series.h"
+
+namespace vgpu::analyze {
+namespace {
+
+const std::string kData = std::string(VGPU_SOURCE_DIR) + "/data/alibaba-genai-2026/";
+
+TEST(Series, ReadsBothColumnOrdersOntoOneGridWithGaps) {
+  auto a = ParseSeriesCsv("value,timestamp_anon,container_ip\n1,100,p\n2,157,p\n4,271,p\n5,100,q\n",
+                          "a.csv");
+  ASSERT_TRUE(a) << a.error().message();
+  auto b = ParseSeriesCsv("timestamp_anon,value,container_ip\n100,1\n", "b.csv");
+  EXPECT_FALSE(b);
+  EXPECT_EQ(a->step, 57);
+  EXPECT_EQ(a->length, 4u);
+  ASSERT_EQ(a->series.size(), 2u);
+  EXPECT_EQ(a->series[0].id, "p");
+  EXPECT_EQ(a->series[0].values[1], 2);
+  EXPECT_TRUE(std::isnan(a->series[0].values[2]));  // the gap stays a gap
+  EXPECT_EQ(a->series[0].values[3], 4);
+  std::vector<double> sum = a->Aggregate();
+  EXPECT_EQ(sum[0], 6);
+  EXPECT_TRUE(std::isnan(sum[2]));
+  auto c = ParseSeriesCsv("timestamp_anon,value,container_ip\n100,3,p\n157,4,p\n", "c.csv");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->series[0].values[1], 4);
+}
+
+TEST(Series, ErrorsNameFileLineAndColumn) {
+  auto bad = ParseSeriesCsv("value,timestamp_anon,container_ip\n1,100,p\nx,157,p\n", "u.csv");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("u.csv:3"), std::string::npos) << bad.error().message();
+  EXPECT_NE(bad.error().message().find("'value' (1)"), std::string::npos) << bad.error().message();
+  auto dup = ParseSeriesCsv("value,timestamp_anon,container_ip\n1,100,p\n2,100,p\n", "d.csv");
+  ASSERT_FALSE(dup);
+  EXPECT_NE(dup.error().message().find("d.csv:3"), std::string::npos);
+  auto neg = ParseSeriesCsv("value,timestamp_anon,container_ip\n-1,100,p\n", "n.csv");
+  ASSERT_FALSE(neg);
+  EXPECT_NE(neg.error().message().find("negative"), std::string::npos);
+  auto off = ParseSeriesCsv("value,timestamp_anon,container_ip\n1,0,p\n1,57,p\n1,114,p\n1,140,q\n",
+                            "o.csv");
+  ASSERT_FALSE(off);
+  EXPECT_NE(off.error().message().find("o.csv:5"), std::string::npos);
+  EXPECT_FALSE(ParseSeriesCsv("value,timestamp,container_ip\n1,inf,p\n", "i.csv"));
+  EXPECT_FALSE(ParseSeriesCsv("value,when,container_ip\n1,1,p\n", "h.csv"));
+}
+
+std::vector<double> Flat(size_t n, double v) { return std::vector<double>(n, v); }
+
+TEST(Anomaly, FindsEachKindOnASyntheticSeriesAndNothingOnAFlatOne) {
+  DetectorOptions u = UtilizationOptions(57);
+  std::vector<double> v(400);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = 30 + 5 * std::sin(static_cast<double>(i));
+  EXPECT_TRUE(DetectAnomalies(v, u).empty());
+  v[100] = 95;                                    // spike
+  for (size_t i = 200; i < 260; ++i) v[i] += 25;  // level shift
+  for (size_t i = 320; i < 370; ++i) v[i] = 0;    // stuck at zero
+  std::vector<Anomaly> found = DetectAnomalies(v, u);
+  ASSERT_EQ(found.size(), 3u);
+  EXPECT_EQ(found[0].kind, AnomalyKind::kSpike);
+  EXPECT_EQ(found[0].start, 100u);
+  EXPECT_EQ(found[1].kind, AnomalyKind::kLevelShift);
+  EXPECT_NEAR(static_cast<double>(found[1].start), 200, 2);
+  EXPECT_NEAR(static_cast<double>(found[1].end), 259, 2);
+  EXPECT_EQ(found[2].kind, AnomalyKind::kStuckZero);
+  EXPECT_EQ(found[2].start, 320u);
+  EXPECT_EQ(found[2].end, 369u);
+
+  const double gib = 1073741824.0;
+  std::vector<double> m = Flat(400, 20 * gib);
+  EXPECT_TRUE(DetectAnomalies(m, MemoryOptions(57)).empty());
+  for (size_t i = 150; i < 400; ++i) m[i] += gib * static_cast<double>(i - 150) * 57 / 3600;
+  found = DetectAnomalies(m, MemoryOptions(57));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].kind, AnomalyKind::kLeak);
+  EXPECT_NEAR(static_cast<double>(found[0].start), 150, 5);
+  EXPECT_NEAR(found[0].magnitude / gib, 1.0, 0.05);  // GiB per hour
+}
+
+TEST(Anomaly, InjectedIntoTheBundledSeriesScorePerKind) {
+  auto util = ReadSeriesCsv(kData + "pod_gpu_duty_cycle_anon.csv");
+  auto mem = ReadSeriesCsv(kData + "pod_gpu_memory_used_bytes_anon.csv");
+  ASSERT_TRUE(util) << util.error().message();
+  ASSERT_TRUE(mem) << mem.error().message();
+  // 24 series of each, one seed: the figures of docs/analyze.md use all series and 5 seeds.
+  util->series.resize(24);
+  mem->series.resize(24);
+  auto score = [](const SeriesSet& clean_set, const DetectorOptions& o, bool memory) {
+    std::vector<SeriesDetections> clean, injected;
+    SeriesSet set = clean_set;
+    InjectOptions io;
+    io.seed = 7;
+    std::vector<Injection> labels = memory ? InjectMemory(&set, io) : InjectUtilization(&set, io);
+    for (size_t i = 0; i < set.series.size(); ++i) {
+      clean.push_back({i, DetectAnomalies(clean_set.series[i].values, o)});
+      injected.push_back({i, DetectAnomalies(set.series[i].values, o)});
+    }
+    return Score(labels, injected, clean);
+  };
+  auto u = score(*util, UtilizationOptions(util->step), false);
+  auto m = score(*mem, MemoryOptions(mem->step), true);
+  EXPECT_GT(u[AnomalyKind::kSpike].labels, 40u);
+  EXPECT_GT(u[AnomalyKind::kLevelShift].labels, 15u);
+  EXPECT_GT(m[AnomalyKind::kLeak].labels, 15u);
+  for (auto* scores : {&u, &m}) {
+    for (auto& [k, s] : *scores) {
+      if (s.labels == 0) continue;
+      std::printf("%-12s recall %.3f precision %.3f F1 %.3f\n", std::string(KindName(k)).c_str(),
+                  s.Recall(), s.Precision(), s.F1());
+    }
+  }
+  // Today's figures with a margin (docs/analyze.md): spikes, level shifts and stuck-at-zero
+  // meet F1 >= 0.8 over all series and 5 seeds; leaks do not yet.
+  EXPECT_GE(u[AnomalyKind::kSpike].F1(), 0.85);
+  EXPECT_GE(u[AnomalyKind::kLevelShift].F1(), 0.75);
+  EXPECT_GE(u[AnomalyKind::kStuckZero].F1(), 0.7);
+  EXPECT_GE(m[AnomalyKind::kLeak].Recall(), 0.3);
+  EXPECT_GE(m[AnomalyKind::kLeak].Precision(), 0.4);
+  // A detector that reported everything would have a tiny precision; one that reported nothing,
+  // no recall: both would fail above.
+}
+
+TEST(Forecast, BeatsPersistenceAndEwmaOnTheBundledClusterLoad) {
+  auto util = ReadSeriesCsv(kData + "pod_gpu_duty_cycle_anon.csv");
+  ASSERT_TRUE(util);
+  ForecastScore s = EvaluateForecast(util->Aggregate(), ForecastOptions{});
+  EXPECT_GT(s.judged, 700u);
+  EXPECT_LT(s.model, s.persistence);
+  EXPECT_LT(s.model, s.ewma);
+  EXPECT_NEAR(s.persistence, 0.616, 0.005);  // the baselines computed on this subset
+  EXPECT_NEAR(s.ewma, 0.605, 0.005);
+}
+
+TEST(Forecast, AdaptsToAStepAndForecastsAConstant) {
+  std::vector<double> y = Flat(300, 10);
+  std::vector<double> f = ForecastSeries(y, ForecastOptions{});
+  EXPECT_DOUBLE_EQ(f[299], 10);
+  for (size_t i = 150; i < 300; ++i) y[i] = 50;
+  f = ForecastSeries(y, ForecastOptions{});
+  EXPECT_NEAR(f[299], 50, 1e-6);
+}
+
+TEST(Rightsize, FewerExceedancesAndLessSlackThanTheTrailingMaximum) {
+  auto mem = ReadSeriesCsv(kData + "pod_gpu_memory_used_bytes_anon.csv");
+  ASSERT_TRUE(mem);
+  RightsizeReport r = Rightsize(*mem, RightsizeOptions{});
+  EXPECT_GT(r.ours.windows, 500u);
+  EXPECT_LE(r.ours.ExceedRate(), 0.05);
+  // The trailing maximum needs a larger factor for the same rate and leaves more unused.
+  EXPECT_LE(r.trailing_equal.ExceedRate(), r.ours.ExceedRate());
+  EXPECT_LT(r.ours.MeanSlack(), r.trailing_equal.MeanSlack());
+  // The NOTICE's baseline (trailing max x 1.1 over all windows: 19.5% on the whole trace).
+  EXPECT_NEAR(r.trailing_1_1_all.ExceedRate(), 0.195, 0.03);
+  ASSERT_EQ(r.recommendations.size(), mem->series.size());
+  for (const Recommendation& x : r.recommendations) {
+    EXPECT_GE(x.limit, x.peak);
+    EXPECT_GT(x.risk, 0);
+    EXPECT_LT(x.risk, 1);
+  }
+}
+
+TEST(Rules, MalformedFilesNameLineAndColumn) {
+  struct Case {
+    const char* text;
+    const char* where;
+    const char* what;
+  };
+  const Case cases[] = {
+      {"rules:\n  - name: a\n    when: [{signal: util, above: 1}\n", "r.yaml:4:1", ""},
+      {"rules:\n  - name: a\n    when:\n      - {signal: l2_hit_rate, above: 1}\n    action: "
+       "alert\n",
+       "r.yaml:4:18", "unknown signal"},
+      {"rules:\n  - name: a\n    when:\n      - {signal: util, above: x}\n    action: alert\n",
+       "r.yaml:4:31", "not a number"},
+      {"rules:\n  - name: a\n    when:\n      - {signal: util, above: 1}\n    action: prefetch\n",
+       "r.yaml:5:13", "unknown action"},
+      {"rules:\n  - name: a\n    when:\n      - {signal: util, above: 1}\n    for: 5 min\n"
+       "    action: alert\n",
+       "r.yaml:5:10", "not a duration"},
+      {"rules:\n  - name: a\n    when:\n      - {signal: util, above: 1, clear: 2}\n"
+       "    action: alert\n",
+       "r.yaml:4:41", "hysteresis"},
+      {"rules:\n  - name: a\n    wen: []\n", "r.yaml:3:5", "unknown key"},
+      {"rules:\n  - name: a\n    scope: gpu\n    when:\n      - {signal: util, above: 1}\n"
+       "    action: alert\n",
+       "r.yaml:5:18", "per slice"},
+      {"rules:\n  - name: a\n    when:\n      - {signal: util, above: 1}\n    action: lower_share\n"
+       "  - name: a\n    when:\n      - {signal: util, above: 1}\n    action: alert\n",
+       "r.yaml:6:11", "second rule"},
+  };
+  for (const Case& c : cases) {
+    auto r = ParseRules(c.text, "r.yaml");
+    ASSERT_FALSE(r) << c.text;
+    EXPECT_EQ(r.error().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(r.error().message().rfind(c.where, 0), 0u) << r.error().message();
+    EXPECT_NE(r.error().message().find(c.what), std::string::npos) << r.error().message();
+  }
+  EXPECT_TRUE(LoadRules(std::string(VGPU_SOURCE_DIR) + "/deploy/analyze/rules.yaml"));
+}
+
+TEST(Rules, HysteresisAndForDurations) {
+  auto rules = ParseRules(
+      "evaluation_interval: 10s\nrules:\n  - name: hot\n    when:\n"
+      "      - {signal: util, above: 80, clear: 60}\n    for: 20s\n    clear_for: 10s\n"
+      "    action: alert\n",
+      "r.yaml");
+  ASSERT_TRUE(rules) << rules.error().message();
+  // 0..30 s: 90; 40..70 s: 70 (between clear and above); 80 s on: 50.
+  SignalStore store;
+  for (int t = 0; t <= 120; t += 10) {
+    store.Add("gpu0/a", "util", int64_t{t} * 1'000'000'000, t <= 30 ? 90 : t <= 70 ? 70 : 50);
+  }
+  RecordingSink sink;
+  DryRun(*rules, store, &sink);
+  ASSERT_EQ(sink.events().size(), 2u);
+  EXPECT_TRUE(sink.events()[0].fired);
+  EXPECT_EQ(sink.events()[0].action.at_ns, 20'000'000'000);  // pending at 0, fires after 20 s
+  EXPECT_FALSE(sink.events()[1].fired);
+  EXPECT_EQ(sink.events()[1].action.at_ns, 90'000'000'000);  // below 60 from 80 s, for 10 s
+}
+
+TEST(Rules, EachScenarioFiresItsRuleOnceWithinTwoIntervalsAndTheQuietOneNothing) {
+  auto rules = LoadRules(std::string(VGPU_SOURCE_DIR) + "/deploy/analyze/rules.yaml");
+  ASSERT_TRUE(rules) << rules.error().message();
+  for (const std::string& name : ScenarioNames()) {
+    auto s = MakeScenario(name);
+    ASSERT_TRUE(s);
+    auto store = ParseSignalCsv(s->csv, name + ".csv");
+    ASSERT_TRUE(store) << store.error().message();
+    RecordingSink sink;
+    DryRun(*rules, *store, &sink);
+    if (s->intended_rule.empty()) {
+      EXPECT_TRUE(sink.events().empty()) << name << ": " << sink.events()[0].action.rule;
+      continue;
+    }
+    ASSERT_EQ(sink.events().size(), 1u) << name;  // one state change: fired, never flapping
+    const Action& a = sink.events()[0].action;
+    EXPECT_TRUE(sink.events()[0].fired);
+    EXPECT_EQ(a.rule, s->intended_rule) << name;
+    int64_t for_ns = 0;
+    for (const Rule& r : rules->rules) {
+      if (r.name == a.rule) for_ns = r.for_ns;
+    }
+    const int64_t onset = static_cast<int64_t>(kOnsetS * 1e9);
+    EXPECT_GE(a.at_ns, onset) << name;
+    EXPECT_LE(a.at_ns, onset + for_ns + 2 * rules->interval_ns) << name;
+  }
+}
+
+TEST(Rules, SignalCsvErrorsAndShareActionsOnlyForBestEffort) {
+  auto bad = ParseSignalCsv("timestamp,target,signal,value\n0,gpu0/a,util,1\n30,gpu0/a,l2_hit,1\n",
+                            "s.csv");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("s.csv:3"), std::string::npos) << bad.error().message();
+  EXPECT_FALSE(ParseSignalCsv("timestamp,target,signal,value\n0,gpu0,util,1\n", "s.csv"));
+  auto rules = ParseRules(
+      "rules:\n  - name: down\n    when:\n      - {signal: copy_bytes_per_s, above: 1}\n"
+      "    action: lower_share\n    amount: 10\n",
+      "r.yaml");
+  ASSERT_TRUE(rules);
+  SignalStore store;
+  store.Add("gpu0/guaranteed", "copy_bytes_per_s", 0, 5);
+  store.Add("gpu0/guaranteed", "best_effort", 0, 0);
+  store.Add("gpu0/be", "copy_bytes_per_s", 0, 5);
+  store.Add("gpu0/be", "best_effort", 0, 1);
+  RecordingSink sink;
+  DryRun(*rules, store, &sink);
+  ASSERT_EQ(sink.events().size(), 1u);
+  EXPECT_EQ(sink.events()[0].action.target, "gpu0/be");
+  EXPECT_EQ(sink.events()[0].action.type, ActionType::kLowerShare);
+}
+
+}  // namespace
+}  // namespace vgpu::analyze
