@@ -101,8 +101,8 @@ int Run(const CopyOptions& o, CopyReport* report, const std::string& work) {
   std::vector<std::string> extra_env = {"LIBCUDA_LOG_LEVEL=1", "VGPU_SIMGPU_LOG_LEVEL=1"};
   if (o.sim) {
     std::ofstream conf(work + "/simgpu.conf");
-    conf << "model=h100 h2d_bandwidth=" << report->link[0]
-         << " d2h_bandwidth=" << report->link[1] << "\n";
+    conf << "model=h100 h2d_bandwidth=" << report->link[0] << " d2h_bandwidth=" << report->link[1]
+         << "\n";
     if (!conf) return ReportStatus("bench copy", Status::IoError("cannot write " + work));
     extra_env.push_back("VGPU_SIMGPU_CONFIG=" + work + "/simgpu.conf");
     extra_env.push_back("VGPU_SIMGPU_STATE=" + work + "/simgpu.state");
@@ -164,8 +164,7 @@ int Run(const CopyOptions& o, CopyReport* report, const std::string& work) {
     }
     close(c.in);
   }
-  if (Status st = WaitAll(&children, report->tenants, "done", t0 + run_ns + 60 * kSec);
-      !st.ok()) {
+  if (Status st = WaitAll(&children, report->tenants, "done", t0 + run_ns + 60 * kSec); !st.ok()) {
     return fail(st);
   }
   uint64_t from = t0, to = t0 + run_ns;

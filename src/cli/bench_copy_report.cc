@@ -74,8 +74,8 @@ Result<CopyTenant> ParseCopyTenant(const std::string& text) {
       if (!d.has_value()) return d.error();
       (key == "start" ? t.start_ns : t.stop_ns) = static_cast<uint64_t>(*d);
     } else {
-      return Status::InvalidArgument(where + "unknown key \"" + key + "\" (known: " +
-                                     kCopyTenantKeys + ")");
+      return Status::InvalidArgument(where + "unknown key \"" + key +
+                                     "\" (known: " + kCopyTenantKeys + ")");
     }
   }
   if (dir == "both" || dir == "h2d") t.copies[0] = true;
@@ -151,8 +151,8 @@ std::string CopyReportText(const CopyReport& report) {
       }
       std::snprintf(line, sizeof line, "%-12s %-4s %-14s %-14s %-8s ",
                     report.tenants[i].name.c_str(), kDirNames[d],
-                    x.target ? Rate(*x.target).c_str() : "none",
-                    Rate(x.rate).c_str(), worst.c_str());
+                    x.target ? Rate(*x.target).c_str() : "none", Rate(x.rate).c_str(),
+                    worst.c_str());
       out += line + windows + "\n";
     }
   }
@@ -162,19 +162,19 @@ std::string CopyReportText(const CopyReport& report) {
 std::string CopyReportJson(const CopyReport& report) {
   std::string out = "{\"sim\":" + std::string(report.sim ? "true" : "false") +
                     ",\"seconds\":" + Number(report.seconds) +
-                    ",\"window_s\":" + Number(report.window_s) + ",\"link\":{\"h2d\":" +
-                    Number(static_cast<double>(report.link[0])) +
+                    ",\"window_s\":" + Number(report.window_s) +
+                    ",\"link\":{\"h2d\":" + Number(static_cast<double>(report.link[0])) +
                     ",\"d2h\":" + Number(static_cast<double>(report.link[1])) + "},\"tenants\":[";
   for (size_t i = 0; i < report.tenants.size(); ++i) {
     const CopyTenant& t = report.tenants[i];
-    out += std::string(i ? "," : "") + "{\"name\":\"" + t.name + "\",\"borrow\":" +
-           (t.borrow ? "true" : "false");
+    out += std::string(i ? "," : "") + "{\"name\":\"" + t.name +
+           "\",\"borrow\":" + (t.borrow ? "true" : "false");
     for (int d = 0; d < 2; ++d) {
       const CopyDirResult& x = report.results[i].dir[d];
       if (!x.active) continue;
-      out += std::string(",\"") + kDirNames[d] + "\":{\"target\":" +
-             (x.target ? Number(*x.target) : "null") + ",\"achieved\":" + Number(x.rate) +
-             ",\"bytes\":" + std::to_string(x.bytes) +
+      out += std::string(",\"") + kDirNames[d] +
+             "\":{\"target\":" + (x.target ? Number(*x.target) : "null") +
+             ",\"achieved\":" + Number(x.rate) + ",\"bytes\":" + std::to_string(x.bytes) +
              ",\"worst_window_pct\":" + Number(x.worst_window_pct) + ",\"windows\":[";
       for (size_t w = 0; w < x.windows.size(); ++w) {
         out += (w ? "," : "") + Number(x.windows[w]);

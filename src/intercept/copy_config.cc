@@ -12,9 +12,10 @@ Setting Rate(string_view value, const char* where, ConfigErrors* errors) {
   if (EqualsIgnoreCase(value, "unlimited")) return {Setting::kValue, kNoLimit};
   Parsed<uint64_t> p = ParseRateRaw(value);
   if (!p.ok() || p.value < kMinCopyRate || p.value > kMaxCopyRate) {
-    errors->Add("%s: \"%.*s\" is not a copy bandwidth between 1MB/s and 10TB/s (e.g. 10GB/s) "
-                "or unlimited",
-                where, static_cast<int>(value.size()), value.data());
+    errors->Add(
+        "%s: \"%.*s\" is not a copy bandwidth between 1MB/s and 10TB/s (e.g. 10GB/s) "
+        "or unlimited",
+        where, static_cast<int>(value.size()), value.data());
     return {Setting::kInvalid, 0};
   }
   return {Setting::kValue, p.value};

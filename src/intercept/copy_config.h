@@ -22,13 +22,13 @@
 
 namespace vgpu::intercept {
 
-inline constexpr uint64_t kMinCopyRate = 1'000'000;                // 1 MB/s
-inline constexpr uint64_t kMaxCopyRate = 10'000'000'000'000ULL;    // 10 TB/s
-inline constexpr uint64_t kDefaultCopyBurstNs = 5'000'000;         // 5 ms
-inline constexpr uint64_t kMaxCopyBurstNs = 1'000'000'000;         // 1 s
-inline constexpr uint64_t kDefaultCopyChunk = 4ULL << 20;          // 4 MiB
-inline constexpr uint64_t kMinCopyChunk = 64ULL << 10;             // 64 KiB
-inline constexpr uint64_t kMaxCopyChunk = 1ULL << 30;              // 1 GiB
+inline constexpr uint64_t kMinCopyRate = 1'000'000;              // 1 MB/s
+inline constexpr uint64_t kMaxCopyRate = 10'000'000'000'000ULL;  // 10 TB/s
+inline constexpr uint64_t kDefaultCopyBurstNs = 5'000'000;       // 5 ms
+inline constexpr uint64_t kMaxCopyBurstNs = 1'000'000'000;       // 1 s
+inline constexpr uint64_t kDefaultCopyChunk = 4ULL << 20;        // 4 MiB
+inline constexpr uint64_t kMinCopyChunk = 64ULL << 10;           // 64 KiB
+inline constexpr uint64_t kMaxCopyChunk = 1ULL << 30;            // 1 GiB
 
 // Applies one copy key to a source; false if `key` is not a copy key.
 bool ApplyCopyKey(std::string_view key, std::string_view value, bool file_keys, const char* where,

@@ -30,8 +30,8 @@ TEST(CopyConfig, KeysFromFileAndEnvironment) {
 }
 
 TEST(CopyConfig, TheEnvironmentMayOnlyLower) {
-  CombinedConfig up = Combine("copy_h2d=1GB/s\ncopy_borrow=off\n",
-                              {"VGPU_COPY_H2D=50GB/s", "VGPU_COPY_BORROW=on"});
+  CombinedConfig up =
+      Combine("copy_h2d=1GB/s\ncopy_borrow=off\n", {"VGPU_COPY_H2D=50GB/s", "VGPU_COPY_BORROW=on"});
   EXPECT_EQ(up.config.copy_rate[0], 1'000'000'000u);
   EXPECT_FALSE(up.config.copy_borrow);
   CombinedConfig down = Combine("copy_h2d=10GB/s\n", {"VGPU_COPY_H2D=2GB/s", "VGPU_COPY_D2H=3GB"});
@@ -40,9 +40,9 @@ TEST(CopyConfig, TheEnvironmentMayOnlyLower) {
 }
 
 TEST(CopyConfig, BadValuesFailClosed) {
-  CombinedConfig r = Combine("", {"VGPU_COPY_H2D=-5GB/s", "VGPU_COPY_D2H=99TB/s",
-                                  "VGPU_COPY_BURST=5s", "VGPU_COPY_CHUNK=1",
-                                  "VGPU_COPY_BORROW=maybe"});
+  CombinedConfig r =
+      Combine("", {"VGPU_COPY_H2D=-5GB/s", "VGPU_COPY_D2H=99TB/s", "VGPU_COPY_BURST=5s",
+                   "VGPU_COPY_CHUNK=1", "VGPU_COPY_BORROW=maybe"});
   EXPECT_EQ(r.errors.count, 5) << Errors(r.errors);
   EXPECT_NE(Errors(r.errors).find("VGPU_COPY_H2D: \"-5GB/s\""), std::string::npos);
   EXPECT_EQ(r.config.copy_rate[0], kMinCopyRate);

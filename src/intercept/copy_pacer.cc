@@ -39,7 +39,8 @@ void Add(uint64_t& field, uint64_t v) { Ref(field).fetch_add(v, std::memory_orde
 
 uint64_t CopyCostNs(uint64_t bytes, uint64_t rate) {
   if (rate == 0) return 0;
-  unsigned __int128 ns = (static_cast<unsigned __int128>(bytes) * 1'000'000'000ULL + rate - 1) / rate;
+  unsigned __int128 ns =
+      (static_cast<unsigned __int128>(bytes) * 1'000'000'000ULL + rate - 1) / rate;
   return ns > ~0ULL ? ~0ULL : static_cast<uint64_t>(ns);
 }
 
