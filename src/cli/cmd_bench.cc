@@ -493,6 +493,9 @@ int RunBench(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "share") == 0) return RunShare(argc - 1, argv + 1);
   if (argc >= 2 && std::strcmp(argv[1], "tenant") == 0) return RunTenant(argc - 1, argv + 1);
   if (argc >= 2 && std::strcmp(argv[1], "copy") == 0) return RunCopyBench(argc - 1, argv + 1);
+#if VGPU_HAVE_SIMGPU_CORE
+  if (argc >= 2 && std::strcmp(argv[1], "oversub") == 0) return RunOversubBench(argc - 1, argv + 1);
+#endif
   if (argc >= 2 && std::strcmp(argv[1], "copy-tenant") == 0) {
     return RunCopyTenant(argc - 1, argv + 1);
   }
@@ -502,7 +505,9 @@ int RunBench(int argc, char** argv) {
                "  share   run tenants of busy kernels and report their GPU shares and waits\n"
                "          (vgpu bench share --help)\n"
                "  copy    run tenants of host-device copies and report their target and\n"
-               "          achieved rates (vgpu bench copy --help)\n");
+               "          achieved rates (vgpu bench copy --help)\n"
+               "  oversub slowdown of managed memory against working set on the simulated\n"
+               "          GPU's UVM model (vgpu bench oversub --help)\n");
   if (help) return kExitOk;
   if (argc < 2) {
     std::fprintf(stderr, "vgpu bench: no benchmark given\n");

@@ -49,8 +49,8 @@ CUresult Copy2DAsync(const CUDA_MEMCPY2D* c, CUstream st) {
   return CUDA_SUCCESS;
 }
 CUresult Copy3D(const CUDA_MEMCPY3D* c) {
-  g_calls.push_back({4, c->dstDevice, c->srcDevice, c->WidthInBytes * c->Height * c->Depth,
-                     nullptr, c->srcZ, c->Depth});
+  g_calls.push_back({4, c->dstDevice, c->srcDevice, c->WidthInBytes * c->Height * c->Depth, nullptr,
+                     c->srcZ, c->Depth});
   return CUDA_SUCCESS;
 }
 CUresult Peer(CUdeviceptr d, CUcontext, CUdeviceptr s, CUcontext, size_t n) {
@@ -131,8 +131,8 @@ TEST_F(CopyHooks, DirectionsArePacedApart) {
   EXPECT_EQ(g_calls.size(), 1u);  // no D2H cap
   g_calls.clear();
   // Unified: pageable source (unknown to the driver) to device memory is host-to-device.
-  ASSERT_EQ(cuMemcpyAsync(dev_, reinterpret_cast<CUdeviceptr>(host_.data()) & 0xffffffu,
-                          10 * kMiB, stream_),
+  ASSERT_EQ(cuMemcpyAsync(dev_, reinterpret_cast<CUdeviceptr>(host_.data()) & 0xffffffu, 10 * kMiB,
+                          stream_),
             CUDA_SUCCESS);
   EXPECT_EQ(g_calls.size(), 3u);
   g_calls.clear();

@@ -106,6 +106,32 @@ TEST(CopyQos, BadInputExitsTwoNamingTheFlagOrKey) {
   }
 }
 
+// The simulated GPU's UVM model (`vgpu bench oversub`): slowdown against working set falls off a
+// cliff just beyond the device; a low-priority tenant spilling twice its share evicts none of a
+// high-priority tenant's pages and costs it at most 5% in the model.
+TEST(Oversub, TheCurveShowsTheCliffAndHighPriorityPagesStay) {
+  testing::CommandResult r = testing::RunCommand(Vgpu() + " bench oversub --sim --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json j = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  double at_capacity = 0, beyond = 0;
+  for (const json& point : j["curve"]) {
+    if (point["working_set"] == 1.0) at_capacity = point["stream"];
+    if (point["working_set"] == 1.05) beyond = point["stream"];
+    if (point["working_set"].get<double>() <= 1.0) {
+      EXPECT_EQ(point["random"], 1.0);
+    }
+  }
+  EXPECT_EQ(at_capacity, 1.0);
+  EXPECT_GE(beyond, 10.0);
+  EXPECT_EQ(j["priorities"]["high_evicted"], 0);
+  EXPECT_LE(j["priorities"]["high_slowdown"].get<double>(), 1.05);
+  EXPECT_GT(j["priorities"]["low_evicted"].get<int64_t>(), 0);
+  testing::CommandResult bad = testing::RunCommand(Vgpu() + " bench oversub --sim --link -1GB/s");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--link"), std::string::npos) << bad.err;
+}
+
 // The Done-when scenario in full: 4 tenants, 10 s, every 1 s window within 5%.
 TEST(CopyQos, DISABLED_FullScenario) {
   ExpectCapsInEveryWindow(Bench("--seconds 10 --link 4GB/s --tenant a:h2d=200MB/s "
