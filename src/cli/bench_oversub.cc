@@ -6,8 +6,9 @@
 //
 // For working sets of 0.25x to 3x the device, a streaming pattern (passes over the working set in
 // order) and a random one (uniform page touches) run for three passes after a warm-up pass in
-// order; the slowdown is the time per touch over the time per touch of a resident page. Then a high-priority tenant with half
-// the device and a low-priority one spilling twice the other half touch their pages in turn.
+// order; the slowdown is the time per touch over the time per touch of a resident page. Then a
+// high-priority tenant with half the device and a low-priority one spilling twice the other half
+// touch their pages in turn.
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -76,8 +77,8 @@ Priorities RunPriorities(const UvmParams& params) {
     ++low_touches;
   }
   Priorities r;
-  r.high_slowdown = static_cast<double>(high_ns) / static_cast<double>(high_touches) /
-                    ResidentNs(params);
+  r.high_slowdown =
+      static_cast<double>(high_ns) / static_cast<double>(high_touches) / ResidentNs(params);
   r.low_slowdown =
       static_cast<double>(low_ns) / static_cast<double>(low_touches) / ResidentNs(params);
   r.high_evicted = m.stats(high).evicted;
@@ -157,8 +158,7 @@ int RunOversubBench(int argc, char** argv) {
   std::printf(
       "UVM model: %s device, 2 MiB pages, device %.2f TB/s, host link %.1f GB/s, fault %.1f us\n",
       FormatBytes(p.device_bytes).c_str(), static_cast<double>(p.device_bytes_per_s) / 1e12,
-      static_cast<double>(p.link_bytes_per_s) / 1e9,
-      static_cast<double>(p.fault_latency_ns) / 1e3);
+      static_cast<double>(p.link_bytes_per_s) / 1e9, static_cast<double>(p.fault_latency_ns) / 1e3);
   std::printf("%-12s %-10s %-10s\n", "working set", "stream", "random");
   for (size_t i = 0; i < stream.size(); ++i) {
     std::printf("%-12.2f %-10.2f %-10.2f\n", ratios[i], stream[i], random[i]);

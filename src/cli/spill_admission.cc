@@ -12,9 +12,9 @@ SpillDecision AdmitSpill(const SpillAsk& ask, const SpillBudget& b) {
   uint64_t usable = b.host_available > b.headroom ? b.host_available - b.headroom : 0;
   uint64_t free_for_spill = usable > b.already_spilled ? usable - b.already_spilled : 0;
   if (ask.spill_bytes > free_for_spill) {
-    d.reason = "host memory cannot cover the spill: " + FormatBytes(ask.spill_bytes) +
-               " asked, " + FormatBytes(b.host_available) + " available - " +
-               FormatBytes(b.headroom) + " headroom - " + FormatBytes(b.already_spilled) +
+    d.reason = "host memory cannot cover the spill: " + FormatBytes(ask.spill_bytes) + " asked, " +
+               FormatBytes(b.host_available) + " available - " + FormatBytes(b.headroom) +
+               " headroom - " + FormatBytes(b.already_spilled) +
                " already spilled = " + FormatBytes(free_for_spill);
     return d;
   }

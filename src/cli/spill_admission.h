@@ -16,8 +16,8 @@
 namespace vgpu::cli {
 
 struct SpillAsk {
-  uint64_t spill_bytes = 0;         // what this slice may place on the host
-  uint64_t promised_on_gpu = 0;     // memory limits of the GPU's slices, this one included
+  uint64_t spill_bytes = 0;      // what this slice may place on the host
+  uint64_t promised_on_gpu = 0;  // memory limits of the GPU's slices, this one included
 };
 
 struct SpillBudget {

@@ -64,6 +64,27 @@ CUresult PointerType(void* data, CUpointer_attribute attr, CUdeviceptr p) {
   return CUDA_SUCCESS;
 }
 
+// A graph of three nodes: memcpy, kernel, memcpy.
+CUresult GraphGetNodes(CUgraph, CUgraphNode* nodes, size_t* count) {
+  if (nodes != nullptr) {
+    for (size_t i = 0; i < 3 && i < *count; ++i) nodes[i] = reinterpret_cast<CUgraphNode>(i + 1);
+  }
+  *count = 3;
+  return CUDA_SUCCESS;
+}
+CUresult GraphNodeGetType(CUgraphNode node, CUgraphNodeType* type) {
+  *type = reinterpret_cast<uintptr_t>(node) == 2 ? CU_GRAPH_NODE_TYPE_KERNEL
+                                                 : CU_GRAPH_NODE_TYPE_MEMCPY;
+  return CUDA_SUCCESS;
+}
+CUresult GraphAllocParams(CUgraphNode, CUDA_MEM_ALLOC_NODE_PARAMS*) {
+  return CUDA_ERROR_INVALID_VALUE;
+}
+CUresult GraphInstantiate(CUgraphExec* exec, CUgraph, unsigned long long) {
+  *exec = reinterpret_cast<CUgraphExec>(0x6a);
+  return CUDA_SUCCESS;
+}
+
 class CopyHooks : public ::testing::Test {
  protected:
   void Install(uint64_t h2d, uint64_t d2h) {
@@ -76,6 +97,10 @@ class CopyHooks : public ::testing::Test {
     cuda.cuMemcpy3D_v2 = Copy3D;
     cuda.cuMemcpyPeer = Peer;
     cuda.cuPointerGetAttribute = PointerType;
+    cuda.cuGraphGetNodes = GraphGetNodes;
+    cuda.cuGraphNodeGetType = GraphNodeGetType;
+    cuda.cuGraphMemAllocNodeGetParams = GraphAllocParams;
+    cuda.cuGraphInstantiateWithFlags = GraphInstantiate;
     Config config;
     config.copy_rate[0] = h2d;
     config.copy_rate[1] = d2h;
@@ -194,6 +219,16 @@ TEST_F(CopyHooks, AChunkTheDriverRefusesEndsTheCopy) {
   c.dstY = 1;  // the fake refuses rows that do not line up
   EXPECT_EQ(cuMemcpy2DAsync_v2(&c, stream_), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(g_calls.size(), 1u);
+}
+
+TEST_F(CopyHooks, GraphMemcpyNodesAreCountedAsUnpaced) {
+  Install(0, 0);
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(cuGraphInstantiateWithFlags(&exec, reinterpret_cast<CUgraph>(0x9), 0), CUDA_SUCCESS);
+  EXPECT_EQ(State().unpaced_graph_copies, 0u);  // no cap: nothing is counted
+  Install(1'000'000'000, 0);
+  ASSERT_EQ(cuGraphInstantiateWithFlags(&exec, reinterpret_cast<CUgraph>(0x9), 0), CUDA_SUCCESS);
+  EXPECT_EQ(State().unpaced_graph_copies, 2u);
 }
 
 }  // namespace

@@ -20,8 +20,8 @@ uint64_t UvmModel::Allocate(int owner, uint64_t pages) {
 
 uint64_t UvmModel::TimeAt(uint64_t bytes, uint64_t rate) const {
   if (rate == 0) return 0;
-  return static_cast<uint64_t>((static_cast<unsigned __int128>(bytes) * 1'000'000'000ULL + rate - 1) /
-                               rate);
+  return static_cast<uint64_t>(
+      (static_cast<unsigned __int128>(bytes) * 1'000'000'000ULL + rate - 1) / rate);
 }
 
 bool UvmModel::EvictOne(uint64_t* ns) {
