@@ -289,6 +289,9 @@ enum CUpointer_attribute : int {
   CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
 };
 
+struct CUmemcpyAttributes_st;  // batch copies: passed through untouched
+using CUmemcpyAttributes = CUmemcpyAttributes_st;
+
 struct CUDA_MEMCPY2D {
   size_t srcXInBytes;
   size_t srcY;

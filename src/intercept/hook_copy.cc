@@ -13,6 +13,7 @@
 // (2D/3D); unified addresses (cuMemcpy, CU_MEMORYTYPE_UNIFIED) ask the driver where the memory
 // lives (cuPointerGetAttribute; memory the driver does not know is pageable host memory).
 // Device-to-device, peer and host-to-host copies are not paced; peer copies' bytes are counted.
+// Batches (cuMemcpyBatchAsync) draw the tokens of all their host-link bytes before the one call.
 #include <algorithm>
 
 #include "intercept/copy_pacer.h"
@@ -110,6 +111,27 @@ CUresult Paced3D(const Copy3D* copy, Call call) {
     if (CUresult r = call(&part); r != CUDA_SUCCESS) return r;
   }
   return CUDA_SUCCESS;
+}
+
+// A batch goes to the driver as one call (its order is the driver's); its host-link bytes draw
+// their tokens first, in chunks, per direction.
+void PaceBatch(const CUdeviceptr* dsts, const CUdeviceptr* srcs, const size_t* sizes,
+               size_t count) {
+  if (dsts == nullptr || srcs == nullptr || sizes == nullptr) return;
+  uint64_t bytes[2] = {0, 0};
+  for (size_t i = 0; i < count; ++i) {
+    int dir = Direction(IsHostAddress(srcs[i]), IsHostAddress(dsts[i]));
+    if (dir != kNotHostLink) bytes[dir] += sizes[i];
+  }
+  CopyPacer& pacer = GetRuntime().copy;
+  for (int dir = 0; dir < 2; ++dir) {
+    if (bytes[dir] == 0) continue;
+    pacer.CountCall(dir);
+    if (!pacer.paced(dir)) continue;
+    for (uint64_t done = 0; done < bytes[dir]; done += pacer.chunk_bytes()) {
+      pacer.Take(dir, std::min<uint64_t>(pacer.chunk_bytes(), bytes[dir] - done));
+    }
+  }
 }
 
 void CountPeer(size_t bytes) {
@@ -242,5 +264,20 @@ VGPU_PEER(cuMemcpyPeer)
 VGPU_PEER(cuMemcpyPeer_ptds)
 VGPU_PEER(cuMemcpyPeerAsync, CUstream stream)
 VGPU_PEER(cuMemcpyPeerAsync_ptsz, CUstream stream)
+
+#define VGPU_BATCH(name, ...)                                                                 \
+  extern "C" CUresult name(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, \
+                           CUmemcpyAttributes* attrs, size_t* attr_idxs,                      \
+                           size_t num_attrs __VA_OPT__(, ) __VA_ARGS__,                       \
+                           CUstream stream) noexcept {                                        \
+    VGPU_REAL_OR_FAIL(name);                                                                  \
+    if (Paced()) PaceBatch(dsts, srcs, sizes, count);                                         \
+    return real(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs __VA_OPT__(, fail_idx), \
+                stream);                                                                      \
+  }
+VGPU_BATCH(cuMemcpyBatchAsync, size_t* fail_idx)
+VGPU_BATCH(cuMemcpyBatchAsync_ptsz, size_t* fail_idx)
+VGPU_BATCH(cuMemcpyBatchAsync_v2)
+VGPU_BATCH(cuMemcpyBatchAsync_v2_ptsz)
 
 }  // namespace vgpu::intercept

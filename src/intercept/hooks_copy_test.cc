@@ -64,6 +64,12 @@ CUresult PointerType(void* data, CUpointer_attribute attr, CUdeviceptr p) {
   return CUDA_SUCCESS;
 }
 
+CUresult Batch(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
+               CUmemcpyAttributes*, size_t*, size_t, CUstream st) {
+  for (size_t i = 0; i < count; ++i) g_calls.push_back({6, dsts[i], srcs[i], sizes[i], st});
+  return CUDA_SUCCESS;
+}
+
 // A graph of three nodes: memcpy, kernel, memcpy.
 CUresult GraphGetNodes(CUgraph, CUgraphNode* nodes, size_t* count) {
   if (nodes != nullptr) {
@@ -97,6 +103,7 @@ class CopyHooks : public ::testing::Test {
     cuda.cuMemcpy3D_v2 = Copy3D;
     cuda.cuMemcpyPeer = Peer;
     cuda.cuPointerGetAttribute = PointerType;
+    cuda.cuMemcpyBatchAsync_v2 = Batch;
     cuda.cuGraphGetNodes = GraphGetNodes;
     cuda.cuGraphNodeGetType = GraphNodeGetType;
     cuda.cuGraphMemAllocNodeGetParams = GraphAllocParams;
@@ -219,6 +226,22 @@ TEST_F(CopyHooks, AChunkTheDriverRefusesEndsTheCopy) {
   c.dstY = 1;  // the fake refuses rows that do not line up
   EXPECT_EQ(cuMemcpy2DAsync_v2(&c, stream_), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(g_calls.size(), 1u);
+}
+
+TEST_F(CopyHooks, BatchesDrawTheirHostLinkBytesFirstAndStayOneCall) {
+  Install(1'000'000'000, 0);
+  const uint64_t t0 = g_now;
+  CUdeviceptr host = reinterpret_cast<CUdeviceptr>(host_.data()) & 0xffffffu;  // pageable
+  CUdeviceptr dsts[3] = {dev_, dev_ + 8 * kMiB, host};
+  CUdeviceptr srcs[3] = {host, host, dev_};
+  size_t sizes[3] = {8 * kMiB, 8 * kMiB, 8 * kMiB};
+  ASSERT_EQ(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 3, nullptr, nullptr, 0, stream_),
+            CUDA_SUCCESS);
+  ASSERT_EQ(g_calls.size(), 3u);  // one driver call, in the caller's order
+  EXPECT_EQ(g_calls[0].dst, dev_);
+  EXPECT_EQ(g_calls[2].dst, host);
+  EXPECT_EQ(State().dir[0].paced_bytes, 16 * kMiB);                // the D2H one has no cap
+  EXPECT_NEAR(static_cast<double>(g_now - t0), 12.0 * kMiB, 1e3);  // the last 4 MiB chunk
 }
 
 TEST_F(CopyHooks, GraphMemcpyNodesAreCountedAsUnpaced) {
