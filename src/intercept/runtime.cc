@@ -107,7 +107,9 @@ void InitCopyPacer() {
     owner = (owner ^ static_cast<unsigned char>(*p)) * 0x100000001b3ULL;
   }
   if (c.region_path[0] == '\0') owner ^= static_cast<uint64_t>(::getpid());
-  g_runtime.copy.Init(c, &g_runtime.accountant.region()->header.copy, link, owner);
+  // A nested slice draws from its outermost slice's buckets: at its own (never larger) cap, so
+  // its copies and the outer slice's together stay within the outer cap.
+  g_runtime.copy.Init(c, &g_runtime.accountant.outermost_region()->header.copy, link, owner);
   g_copy_paced.store(c.copy_paced, std::memory_order_relaxed);
 }
 
