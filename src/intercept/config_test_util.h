@@ -13,8 +13,10 @@ struct CombinedConfig {
   ConfigErrors errors;
 };
 
-// `file_text` "" stands for no file (an empty file is rejected: limits_file_test.cc).
-inline CombinedConfig Combine(const std::string& file_text, std::vector<std::string> env_entries) {
+// `file_text` "" stands for no file (an empty file is rejected: limits_file_test.cc); `visible`
+// is the number of CUDA_VISIBLE_DEVICES entries.
+inline CombinedConfig Combine(const std::string& file_text, std::vector<std::string> env_entries,
+                              int visible = 0) {
   CombinedConfig r;
   SourceSettings file, env;
   if (!file_text.empty()) {
@@ -24,7 +26,7 @@ inline CombinedConfig Combine(const std::string& file_text, std::vector<std::str
   for (std::string& e : env_entries) envp.push_back(e.data());
   envp.push_back(nullptr);
   ParseEnvironment(envp.data(), &env, &r.config, &r.errors);
-  CombineSettings(file, env, 0, 1000, &r.config, &r.errors);
+  CombineSettings(file, env, visible, 1000, &r.config, &r.errors);
   return r;
 }
 

@@ -49,6 +49,14 @@ int Direction(bool src_host, bool dst_host) {
   return src_host ? kCopyHostToDevice : kCopyDeviceToHost;
 }
 
+// The direction of a 2D or 3D copy (kNotHostLink for none, or a null copy).
+template <typename Copy>
+int MultiDirection(const Copy* copy) {
+  if (copy == nullptr) return kNotHostLink;
+  return Direction(IsHostSide(copy->srcMemoryType, copy->srcHost, copy->srcDevice),
+                   IsHostSide(copy->dstMemoryType, copy->dstHost, copy->dstDevice));
+}
+
 // Runs enqueue(offset, length) over `n` bytes in chunks, each after its tokens.
 template <typename Enqueue>
 CUresult PacedLinear(int dir, size_t n, Enqueue enqueue) {
@@ -68,11 +76,9 @@ CUresult PacedLinear(int dir, size_t n, Enqueue enqueue) {
 // 2D copies in groups of rows.
 template <typename Call>
 CUresult Paced2D(const CUDA_MEMCPY2D* copy, Call call) {
-  if (copy == nullptr) return call(copy);
-  int dir = Direction(IsHostSide(copy->srcMemoryType, copy->srcHost, copy->srcDevice),
-                      IsHostSide(copy->dstMemoryType, copy->dstHost, copy->dstDevice));
-  CopyPacer& pacer = GetRuntime().copy;
+  int dir = MultiDirection(copy);
   if (dir == kNotHostLink) return call(copy);
+  CopyPacer& pacer = GetRuntime().copy;
   pacer.CountCall(dir);
   size_t width = copy->WidthInBytes;
   size_t rows = copy->Height;
@@ -92,11 +98,9 @@ CUresult Paced2D(const CUDA_MEMCPY2D* copy, Call call) {
 // 3D copies (and 3D peer copies) in groups of depth slices.
 template <typename Copy3D, typename Call>
 CUresult Paced3D(const Copy3D* copy, Call call) {
-  if (copy == nullptr) return call(copy);
-  int dir = Direction(IsHostSide(copy->srcMemoryType, copy->srcHost, copy->srcDevice),
-                      IsHostSide(copy->dstMemoryType, copy->dstHost, copy->dstDevice));
-  CopyPacer& pacer = GetRuntime().copy;
+  int dir = MultiDirection(copy);
   if (dir == kNotHostLink) return call(copy);
+  CopyPacer& pacer = GetRuntime().copy;
   pacer.CountCall(dir);
   size_t slice = copy->WidthInBytes * std::max<size_t>(1, copy->Height);
   size_t depth = std::max<size_t>(1, copy->Depth);
