@@ -126,9 +126,9 @@ TEST(Oversub, TheCurveShowsTheCliffAndHighPriorityPagesStay) {
 
 // The Done-when scenario in full: 4 tenants, 10 s, every 1 s window within 5%.
 TEST(CopyQos, DISABLED_FullScenario) {
-  ExpectCapsInEveryWindow(Bench("--seconds 10 --link 4GB/s --tenant a:h2d=200MB/s "
-                                "--tenant b:h2d=600MB/s --tenant c:d2h=400MB/s "
-                                "--tenant d:h2d=300MB/s,d2h=300MB/s"),
+  ExpectCapsInEveryWindow(Bench("--seconds 10 --link 4GB/s --tenant a:h2d=100MB/s "
+                                "--tenant b:h2d=300MB/s --tenant c:d2h=200MB/s "
+                                "--tenant d:h2d=150MB/s,d2h=150MB/s"),
                           5);
 }
 
