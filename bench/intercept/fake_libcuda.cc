@@ -36,7 +36,13 @@ __attribute__((visibility("default"))) int cuLaunchKernel(void*, unsigned, unsig
   return 0;
 }
 
+__attribute__((visibility("default"))) int cuMemcpyHtoDAsync_v2(unsigned long long, const void*,
+                                                                size_t, void*) {
+  return 0;
+}
+
 VGPU_BENCH_EXPORT(cuMemAlloc_v2)
+VGPU_BENCH_EXPORT(cuMemcpyHtoDAsync_v2)
 VGPU_BENCH_EXPORT(cuMemFree_v2)
 VGPU_BENCH_EXPORT(cuLaunchKernel)
 VGPU_BENCH_EXPORT(cuMemGetInfo_v2)

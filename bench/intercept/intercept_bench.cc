@@ -5,8 +5,10 @@
 //   bench_intercept [Google Benchmark flags]   the benchmarks
 //   bench_intercept --check                    asserts the budgets (ctest): <= 15 ns added per
 //                                              cuLaunchKernel, <= 200 ns per cuMemAlloc/cuMemFree
-//                                              pair, from the fastest of several repetitions
-//   bench_intercept --syscall-window N         N launches and N alloc/free pairs between two
+//                                              pair, <= 15 ns per cuMemcpyHtoDAsync_v2 without a
+//                                              copy cap, from the fastest of several repetitions
+//   bench_intercept --syscall-window N         N launches, N alloc/free pairs and N copies between
+//   two
 //                                              getppid() markers, for strace to count syscalls
 #include <benchmark/benchmark.h>
 #include <sys/syscall.h>
@@ -26,6 +28,8 @@ int cuMemFree_v2(unsigned long long);
 int cuMemGetInfo_v2(size_t*, size_t*);
 int cuLaunchKernel(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                    void*, void**, void**);
+int cuMemcpyHtoDAsync_v2(unsigned long long, const void*, size_t, void*);
+int vgpu_bench_real_cuMemcpyHtoDAsync_v2(unsigned long long, const void*, size_t, void*);
 int vgpu_bench_real_cuMemAlloc_v2(unsigned long long*, size_t);
 int vgpu_bench_real_cuMemFree_v2(unsigned long long);
 int vgpu_bench_real_cuMemGetInfo_v2(size_t*, size_t*);
@@ -50,6 +54,20 @@ void LaunchHooked(benchmark::State& state) {
   }
 }
 BENCHMARK(LaunchHooked);
+
+void CopyDirect(benchmark::State& state) {
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(vgpu_bench_real_cuMemcpyHtoDAsync_v2(0x1000, nullptr, 4096, nullptr));
+  }
+}
+BENCHMARK(CopyDirect);
+
+void CopyHooked(benchmark::State& state) {
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(cuMemcpyHtoDAsync_v2(0x1000, nullptr, 4096, nullptr));
+  }
+}
+BENCHMARK(CopyHooked);
 
 void AllocFreeDirect(benchmark::State& state) {
   unsigned long long p = 0;
@@ -108,6 +126,13 @@ int Check() {
     benchmark::DoNotOptimize(cuMemAlloc_v2(&p, 4096));
     benchmark::DoNotOptimize(cuMemFree_v2(p));
   });
+  double copy_direct = FastestNs(kReps, kN, [] {
+    benchmark::DoNotOptimize(vgpu_bench_real_cuMemcpyHtoDAsync_v2(0x1000, nullptr, 4096, nullptr));
+  });
+  double copy_hooked = FastestNs(kReps, kN, [] {
+    benchmark::DoNotOptimize(cuMemcpyHtoDAsync_v2(0x1000, nullptr, 4096, nullptr));
+  });
+  double copy_added = copy_hooked - copy_direct;
   double launch_added = launch_hooked - launch_direct;
   double pair_added = pair_hooked - pair_direct;
   std::printf(
@@ -117,7 +142,11 @@ int Check() {
       "cuMemAlloc+cuMemFree: direct %.1f ns, through libvgpu %.1f ns, added %.1f ns "
       "(budget 200)\n",
       pair_direct, pair_hooked, pair_added);
-  return launch_added <= 15 && pair_added <= 200 ? 0 : 1;
+  std::printf(
+      "cuMemcpyHtoDAsync_v2, no copy cap: direct %.1f ns, through libvgpu %.1f ns, added %.1f ns "
+      "(budget 15, as a launch)\n",
+      copy_direct, copy_hooked, copy_added);
+  return launch_added <= 15 && pair_added <= 200 && copy_added <= 15 ? 0 : 1;
 }
 
 int SyscallWindow(int n) {
@@ -127,12 +156,14 @@ int SyscallWindow(int n) {
     cuLaunchKernel(nullptr, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr);
     cuMemAlloc_v2(&p, 4096);
     cuMemFree_v2(p);
+    cuMemcpyHtoDAsync_v2(0x1000, nullptr, 4096, nullptr);
   }
   syscall(SYS_getppid);  // marker: start
   for (int i = 0; i < n; ++i) {
     cuLaunchKernel(nullptr, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr);
     cuMemAlloc_v2(&p, 4096);
     cuMemFree_v2(p);
+    cuMemcpyHtoDAsync_v2(0x1000, nullptr, 4096, nullptr);
   }
   syscall(SYS_getppid);  // marker: end
   return 0;

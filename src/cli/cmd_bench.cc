@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "cli/bench_child.h"
+#include "cli/bench_copy.h"
 #include "cli/bench_share.h"
 #include "cli/bench_tenant.h"
 #include "cli/cli_util.h"
@@ -61,26 +63,6 @@ struct Options {
   std::string records_dir;
   std::vector<std::string> tenant_texts;
 };
-
-struct Child {
-  pid_t pid = -1;
-  int in = -1;   // its stdin (we write the start time, then close)
-  int out = -1;  // its stdout ("ready", "done")
-  std::string out_file;
-  std::string err_file;
-  std::string seen;
-};
-
-// Reads what is available on the child's stdout; true when `word` has been seen.
-bool Saw(Child& c, const char* word) {
-  char buf[256];
-  for (;;) {
-    ssize_t n = read(c.out, buf, sizeof buf);
-    if (n <= 0) break;
-    c.seen.append(buf, static_cast<size_t>(n));
-  }
-  return c.seen.find(word) != std::string::npos;
-}
 
 Result<Child> Spawn(const BenchTenant& t, const SliceDir& dir, const Libraries& libs,
                     const Options& o, uint64_t kernel_ns, uint64_t stop_ns, uint64_t offset_ns,
@@ -121,37 +103,7 @@ Result<Child> Spawn(const BenchTenant& t, const SliceDir& dir, const Libraries& 
   std::vector<std::string> env = dir.ChildEnvironment(libs.libvgpu, libs.simgpu_dir);
   env.push_back("LIBCUDA_LOG_LEVEL=1");
   env.push_back("VGPU_SIMGPU_LOG_LEVEL=1");
-  int in_pipe[2], out_pipe[2];
-  if (pipe2(in_pipe, O_CLOEXEC) != 0 || pipe2(out_pipe, O_CLOEXEC) != 0) {
-    return Status::IoError("pipe: " + std::string(std::strerror(errno)));
-  }
-  std::vector<char*> argv, envp;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (std::string& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::fflush(nullptr);
-  c.pid = fork();
-  if (c.pid < 0) return Status::IoError("fork: " + std::string(std::strerror(errno)));
-  if (c.pid == 0) {
-    dup2(in_pipe[0], 0);
-    dup2(out_pipe[1], 1);
-    int err = open(c.err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (err >= 0) dup2(err, 2);
-    execve(argv[0], argv.data(), envp.data());
-    _exit(127);
-  }
-  close(in_pipe[0]);
-  close(out_pipe[1]);
-  c.in = in_pipe[1];
-  c.out = out_pipe[0];
-  fcntl(c.out, F_SETFL, O_NONBLOCK);
-  return c;
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return SpawnChild(std::move(args), std::move(env), c.out_file, c.err_file);
 }
 
 std::vector<KernelRecord> ReadRecords(const std::string& path) {
@@ -540,11 +492,22 @@ int RunTenant(int argc, char** argv) {
 int RunBench(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "share") == 0) return RunShare(argc - 1, argv + 1);
   if (argc >= 2 && std::strcmp(argv[1], "tenant") == 0) return RunTenant(argc - 1, argv + 1);
+  if (argc >= 2 && std::strcmp(argv[1], "copy") == 0) return RunCopyBench(argc - 1, argv + 1);
+#if VGPU_HAVE_SIMGPU_CORE
+  if (argc >= 2 && std::strcmp(argv[1], "oversub") == 0) return RunOversubBench(argc - 1, argv + 1);
+#endif
+  if (argc >= 2 && std::strcmp(argv[1], "copy-tenant") == 0) {
+    return RunCopyTenant(argc - 1, argv + 1);
+  }
   bool help = argc >= 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0);
   std::fprintf(help ? stdout : stderr,
-               "Usage: vgpu bench share [options] --tenant NAME[:key=value,...] ...\n"
+               "Usage: vgpu bench share|copy [options] --tenant NAME[:key=value,...] ...\n"
                "  share   run tenants of busy kernels and report their GPU shares and waits\n"
-               "          (vgpu bench share --help)\n");
+               "          (vgpu bench share --help)\n"
+               "  copy    run tenants of host-device copies and report their target and\n"
+               "          achieved rates (vgpu bench copy --help)\n"
+               "  oversub slowdown of managed memory against working set on the simulated\n"
+               "          GPU's UVM model (vgpu bench oversub --help)\n");
   if (help) return kExitOk;
   if (argc < 2) {
     std::fprintf(stderr, "vgpu bench: no benchmark given\n");

@@ -67,6 +67,12 @@ int RunRun(int argc, char** argv) {
   app.add_option("--latency-slack", flags.latency_slack,
                  "how late this slice may be served when it comes back with work, so that "
                  "lower priorities can use its gaps (default 0; 0-1s; docs/compute.md)");
+  app.add_option("--copy-bandwidth", flags.copy_bandwidth,
+                 "caps on host-to-device and device-to-host copies, H2D[,D2H] in bytes per "
+                 "second (10GB/s, 512MiB/s, unlimited; one value caps both; 1MB/s-10TB/s)");
+  app.add_flag("--copy-borrow", flags.copy_borrow,
+               "let copies use host-link bandwidth beyond the caps while no other capped slice "
+               "copies (docs/copy-qos.md)");
   app.add_option("--device", flags.devices, "GPUs to use: indices or UUIDs, e.g. 0,1");
   app.add_option("--name", name_flag, "name of the slice in vgpu top (default: the command)");
   app.add_option("--kill-after", kill_after,

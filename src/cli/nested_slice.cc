@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <tuple>
 
 #include "common/units.h"
 #include "intercept/config.h"
@@ -99,6 +100,9 @@ Result<std::optional<OuterSlice>> FindOuterSlice() {
     if (region < limit) limit = region;
     if (limit < outer.memory) outer.memory = limit;
   }
+  outer.copy_h2d = config.copy_rate[0];
+  outer.copy_d2h = config.copy_rate[1];
+  outer.copy_borrow = config.copy_borrow;
   outer.compute = config.compute_limited;
   if (outer.compute) {
     SliceSpec& c = outer.compute_spec;
@@ -130,6 +134,21 @@ Result<SliceSpec> BoundByOuter(const OuterSlice& outer, SliceSpec spec, const Sl
     }
     spec.memory = outer.memory;
   }
+  // Copy caps: the smaller of each (0 is none).
+  for (auto [cap, outer_cap, name] : {std::tuple{&spec.copy_h2d, outer.copy_h2d, "H2D"},
+                                      std::tuple{&spec.copy_d2h, outer.copy_d2h, "D2H"}}) {
+    if (outer_cap != 0 && (*cap == 0 || *cap > outer_cap)) {
+      if (*cap != 0) {
+        *note += std::string(note->empty() ? "" : "; ") + "the " + name +
+                 " copy cap is more than the slice " + outer.name +
+                 " allows; the nested slice "
+                 "gets " +
+                 std::to_string(outer_cap) + " bytes/s";
+      }
+      *cap = outer_cap;
+    }
+  }
+  spec.copy_borrow = spec.copy_borrow && outer.copy_borrow;
   if (!outer.compute) return spec;
   const std::pair<const char*, bool> given[] = {
       {"--cores", !flags.cores.empty()},

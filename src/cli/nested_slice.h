@@ -13,7 +13,10 @@
 //   - compute: when the outer slice has compute settings, the child takes them and its processes
 //     arbitrate as members of the outer slice (its share is the outer's share, shared with the
 //     outer's processes); compute flags for the child are then refused. Without outer compute
-//     settings the child's own compute flags apply as for any slice.
+//     settings the child's own compute flags apply as for any slice;
+//   - copy bandwidth: each cap is at most the outer one (a larger --copy-bandwidth is lowered),
+//     borrowing only when both allow it, and the child's processes draw from the outermost
+//     slice's buckets (docs/copy-qos.md), so inner and outer copies together keep the outer cap.
 #pragma once
 
 #include <optional>
@@ -31,6 +34,9 @@ struct OuterSlice {
   bool compute = false;             // the outer slice has compute settings
   SliceSpec compute_spec;           // those settings, as slice flags would give them
   std::string arbiter_dir;          // the arbiters the outer slice's processes join
+  uint64_t copy_h2d = 0;            // copy caps of an outer process, bytes/s; 0: none
+  uint64_t copy_d2h = 0;
+  bool copy_borrow = false;
 };
 
 // The slice this process runs in, if any. An error (bad input, exit 2) when the environment says

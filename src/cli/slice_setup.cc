@@ -50,6 +50,17 @@ Status CreateRegion(const std::string& dir, const SliceSpec& s) {
 
 }  // namespace
 
+Result<uint64_t> ParseCopyCap(const std::string& text, const std::string& what) {
+  if (text == "unlimited") return uint64_t{0};
+  Result<uint64_t> r = ParseRate(text, what);
+  if (!r.has_value()) return r.error();
+  if (*r < 1'000'000 || *r > 10'000'000'000'000ULL) {
+    return Status::InvalidArgument(what + ": \"" + text +
+                                   "\": must be between 1MB/s and 10TB/s (or unlimited)");
+  }
+  return *r;
+}
+
 Result<SliceSpec> ParseSliceSpec(const SliceFlags& o, const std::string& prefix) {
   SliceSpec s;
   if (!o.memory.empty()) {
@@ -116,6 +127,22 @@ Result<SliceSpec> ParseSliceSpec(const SliceFlags& o, const std::string& prefix)
     }
     s.latency_slack_ns = *t;
   }
+  if (!o.copy_bandwidth.empty()) {
+    // H2D[,D2H]; one value caps both directions.
+    size_t comma = o.copy_bandwidth.find(',');
+    std::string h2d = o.copy_bandwidth.substr(0, comma);
+    std::string d2h = comma == std::string::npos ? h2d : o.copy_bandwidth.substr(comma + 1);
+    if (d2h.find(',') != std::string::npos) {
+      return Bad(prefix, "--copy-bandwidth", o.copy_bandwidth, "use H2D[,D2H], e.g. 10GB/s,5GB/s");
+    }
+    Result<uint64_t> h = ParseCopyCap(h2d, prefix + "--copy-bandwidth");
+    if (!h.has_value()) return h.error();
+    Result<uint64_t> d = ParseCopyCap(d2h, prefix + "--copy-bandwidth");
+    if (!d.has_value()) return d.error();
+    s.copy_h2d = *h;
+    s.copy_d2h = *d;
+  }
+  s.copy_borrow = o.copy_borrow;
   if (!o.devices.empty()) {
     size_t start = 0;
     while (start <= o.devices.size()) {
@@ -163,6 +190,9 @@ std::string LimitsText(const SliceSpec& s, const std::string& dir, bool sim,
   if (s.latency_slack_ns >= 0) {
     t += "latency_slack=" + std::to_string(s.latency_slack_ns) + "ns\n";
   }
+  if (s.copy_h2d != 0) t += "copy_h2d=" + std::to_string(s.copy_h2d) + "\n";
+  if (s.copy_d2h != 0) t += "copy_d2h=" + std::to_string(s.copy_d2h) + "\n";
+  if (s.copy_borrow) t += "copy_borrow=on\n";
   t += "region=" + dir + "/region\n";
   t += "arbiter_dir=" + arbiter_dir + "\n";
   // The simulated GPU's contexts take no device memory of their own.

@@ -27,6 +27,8 @@ struct SliceFlags {
   std::string latency_slack;  // e.g. 1ms (docs/compute.md, "Priorities that conserve work")
   bool elastic = false;
   std::string devices;
+  std::string copy_bandwidth;  // H2D[,D2H] caps (docs/copy-qos.md)
+  bool copy_borrow = false;    // copies may use idle host-link bandwidth beyond the caps
 };
 
 struct SliceSpec {
@@ -41,8 +43,14 @@ struct SliceSpec {
   uint64_t time_slice_ns = 0;     // 0: not given
   int64_t latency_slack_ns = -1;  // -1: not given
   std::vector<std::string> devices;
+  uint64_t copy_h2d = 0;  // bytes/s; 0: no cap
+  uint64_t copy_d2h = 0;
+  bool copy_borrow = false;
   std::string arbiter_dir;  // "" : <state>/arbiter (a nested slice uses its outer slice's)
 };
+
+// Parses a copy cap: a rate between 1MB/s and 10TB/s, or "unlimited" (0). `what` names it.
+Result<uint64_t> ParseCopyCap(const std::string& text, const std::string& what);
 
 // Validates the flags; errors name the flag and the value (`--cores: "120": ...`). `prefix` is
 // prepended to flag names in messages (the bench's "tenant a: ").

@@ -51,6 +51,12 @@ Result<int64_t> ParseDuration(std::string_view text, std::string_view what) {
   return p.value;
 }
 
+Result<uint64_t> ParseRate(std::string_view text, std::string_view what) {
+  Parsed<uint64_t> p = ParseRateRaw(text);
+  if (!p.ok()) return MakeError(what, text, p.error, "expected e.g. 10GB/s, 512MiB/s");
+  return p.value;
+}
+
 std::string FormatBytes(uint64_t bytes) {
   static constexpr const char* kNames[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   if (bytes < 1024) return std::to_string(bytes) + " B";

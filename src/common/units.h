@@ -12,6 +12,8 @@
 //
 // Percentages (ParsePercent): "30" or "30%", an integer in [0, 100].
 // Durations (ParseDuration): "5ms", "250us", "1s", "100ns", "2m" (minutes); an integer and a unit.
+// Rates (ParseRate): a byte size per second, "10GB/s", "512MiB/s", "1.5GB/s"; the "/s" may be
+// left out ("10GB"). Units as for byte sizes.
 //
 // Header-only, exception-free, no allocation on success: usable inside the interception library.
 #pragma once
@@ -240,12 +242,22 @@ constexpr Parsed<int64_t> ParseDurationRaw(std::string_view text) {
   return {static_cast<int64_t>(v) * unit, ParseError::kNone};
 }
 
+// Parses a rate in bytes per second: a byte size, optionally followed by "/s".
+constexpr Parsed<uint64_t> ParseRateRaw(std::string_view text) {
+  using namespace units_internal;
+  if (text.size() >= 2 && text[text.size() - 2] == '/' && Lower(text[text.size() - 1]) == 's') {
+    text = Sub(text, 0, text.size() - 2);
+  }
+  return ParseByteSizeRaw(text);
+}
+
 // Status-returning forms for callers outside the interception library. `what` names the input
 // in the message, e.g. "--memory": `--memory: "4XB": unknown unit (use B, KiB, MiB, GiB, ...)`.
 Result<uint64_t> ParseByteSize(std::string_view text, std::string_view what = "size");
 Result<int> ParsePercent(std::string_view text, std::string_view what = "percentage");
 Result<uint64_t> ParseUnsigned(std::string_view text, std::string_view what = "number");
 Result<int64_t> ParseDuration(std::string_view text, std::string_view what = "duration");
+Result<uint64_t> ParseRate(std::string_view text, std::string_view what = "rate");
 
 // Formats a byte count for people: "512 B", "4.00 KiB", "80.00 GiB".
 std::string FormatBytes(uint64_t bytes);

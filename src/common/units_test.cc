@@ -140,5 +140,17 @@ TEST(ParseByteSize, RoundTripsPlainAndMiB) {
   }
 }
 
+TEST(ParseRate, AcceptsSizesPerSecond) {
+  EXPECT_EQ(*ParseRate("10GB/s"), 10'000'000'000ULL);
+  EXPECT_EQ(*ParseRate("512MiB/s"), 512ULL << 20);
+  EXPECT_EQ(*ParseRate("1.5GB/S"), 1'500'000'000ULL);
+  EXPECT_EQ(*ParseRate("4GiB"), 4ULL << 30);
+  EXPECT_FALSE(ParseRate("-1GB/s", "--copy-bandwidth").has_value());
+  EXPECT_FALSE(ParseRate("10GB/h").has_value());
+  EXPECT_FALSE(ParseRate("/s").has_value());
+  EXPECT_NE(ParseRate("fast", "--copy-bandwidth").error().message().find("--copy-bandwidth"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace vgpu

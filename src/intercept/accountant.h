@@ -64,6 +64,10 @@ class Accountant {
   bool shared() const { return shared_; }
   // Parent regions, innermost first.
   int parent_count() const { return parent_count_; }
+  // The outermost region of the chain (the own region when the slice is not nested).
+  shm::Region* outermost_region() const {
+    return parent_count_ > 0 ? parents_[parent_count_ - 1].region : region_;
+  }
   // The region path that names this process's slice in compute arbitration: the slice's own,
   // or the outermost parent reached through kParentCompute links.
   const char* arbiter_slice_path() const { return arbiter_slice_path_; }

@@ -24,26 +24,6 @@ int ParseIndex(string_view s) {
   return v < kMaxDevices ? v : -1;
 }
 
-// The smaller value wins; an invalid value dominates.
-void KeepSmaller(Setting* into, Setting value) {
-  if (into->state == Setting::kUnset || value.state == Setting::kInvalid) {
-    *into = value;
-    return;
-  }
-  if (into->state == Setting::kInvalid) return;
-  if (value.value < into->value) *into = value;
-}
-
-// The larger value (the less important priority level) wins; an invalid value dominates.
-void KeepLarger(Setting* into, Setting value) {
-  if (into->state == Setting::kUnset || value.state == Setting::kInvalid) {
-    *into = value;
-    return;
-  }
-  if (into->state == Setting::kInvalid) return;
-  if (value.value > into->value) *into = value;
-}
-
 Setting Percent(string_view v, const char* where, ConfigErrors* errors) {
   Parsed<int> p = ParsePercentRaw(v);
   if (!p.ok()) {

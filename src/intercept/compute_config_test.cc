@@ -7,34 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "intercept/config_test_util.h"
+
 namespace vgpu::intercept {
 namespace {
 
-struct Result {
-  Config config;
-  ConfigErrors errors;
-};
-
-Result Combine(const std::string& file_text, std::vector<std::string> env_entries) {
-  Result r;
-  SourceSettings file, env;
-  // "" stands for no file here (an empty file is rejected: limits_file_test.cc).
-  if (!file_text.empty()) {
-    ParseLimitsFile(file_text.data(), file_text.size(), "limits", &file, &r.errors);
-  }
-  std::vector<char*> envp;
-  for (std::string& e : env_entries) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  ParseEnvironment(envp.data(), &env, &r.config, &r.errors);
-  CombineSettings(file, env, 0, 1000, &r.config, &r.errors);
-  return r;
-}
-
-std::string Errors(const ConfigErrors& e) {
-  std::string s;
-  for (int i = 0; i < e.count; ++i) s += std::string(e.messages[i]) + "\n";
-  return s;
-}
+using Result = CombinedConfig;
 
 TEST(ComputeConfig, NothingSetMeansNoGate) {
   Result r = Combine("", {"CUDA_TASK_PRIORITY=1", "CUDA_DEVICE_SM_LIMIT=0"});

@@ -12,6 +12,7 @@
 #include "common/printable.h"
 #include "common/units.h"
 #include "intercept/compute_config.h"
+#include "intercept/copy_config.h"
 
 namespace vgpu::intercept {
 namespace {
@@ -198,6 +199,7 @@ bool ApplyConfigKey(string_view key, string_view value, bool file_keys, const ch
     return true;
   }
   if (ApplyComputeKey(key, value, file_keys, where, s, errors)) return true;
+  if (ApplyCopyKey(key, value, file_keys, where, s, errors)) return true;
   if (key == "VGPU_CONTEXT_OVERHEAD" || (file_keys && key == "context_overhead")) {
     Setting v = ParseSize(value, where, errors);
     if (v.state == Setting::kValue) {
@@ -347,6 +349,7 @@ void MergeFileSources(const SourceSettings& other, SourceSettings* into) {
     if (into->uuid[d][0] == '\0') std::memcpy(into->uuid[d], other.uuid[d], sizeof(other.uuid[d]));
   }
   MergeComputeSources(other, into);
+  MergeCopySources(other, into);
   if (other.context_overhead.state == Setting::kValue &&
       (into->context_overhead.state != Setting::kValue ||
        other.context_overhead.value > into->context_overhead.value)) {
@@ -381,6 +384,7 @@ void CombineSettings(const SourceSettings& file, const SourceSettings& env, int 
   }
 
   CombineCompute(file, env, config);
+  CombineCopy(file, env, config);
 
   uint64_t overhead = 0;
   bool overhead_set = false;
@@ -442,7 +446,7 @@ void LoadConfig(char* const* envp, Config* config, ConfigErrors* errors) {
     MergeFileSources(extra, &file);
   }
   CombineSettings(file, env, visible, ::getuid(), config, errors);
-  if (config->compute_limited && config->arbiter_dir[0] == '\0') {
+  if ((config->compute_limited || config->copy_paced) && config->arbiter_dir[0] == '\0') {
     DefaultArbiterDir(envp, ::getuid(), config->arbiter_dir, sizeof(config->arbiter_dir));
   }
 }

@@ -78,6 +78,26 @@ struct Setting {
   uint64_t value = 0;
 };
 
+// The smaller value wins; an invalid value dominates.
+inline void KeepSmaller(Setting* into, Setting value) {
+  if (into->state == Setting::kUnset || value.state == Setting::kInvalid) {
+    *into = value;
+    return;
+  }
+  if (into->state == Setting::kInvalid) return;
+  if (value.value < into->value) *into = value;
+}
+
+// The larger value (the less important priority level) wins; an invalid value dominates.
+inline void KeepLarger(Setting* into, Setting value) {
+  if (into->state == Setting::kUnset || value.state == Setting::kInvalid) {
+    *into = value;
+    return;
+  }
+  if (into->state == Setting::kInvalid) return;
+  if (value.value > into->value) *into = value;
+}
+
 // What one source (a file, or the environment) says.
 struct SourceSettings {
   Setting memory_all;
@@ -92,6 +112,10 @@ struct SourceSettings {
   Setting mode;           // shm::ComputeMode
   Setting time_slice;     // nanoseconds
   Setting latency_slack;  // nanoseconds
+  Setting copy_rate[2];   // bytes/s per direction (copy_config.h); kUnlimited: no cap
+  Setting copy_burst;     // nanoseconds
+  Setting copy_chunk;     // bytes
+  Setting copy_borrow;    // 0 off, 1 on
   char arbiter_dir[kPathMax] = {};
   char region[kPathMax] = {};
   char uuid[kMaxDevices][shm::kUuidLength] = {};
@@ -111,6 +135,11 @@ struct Config {
   uint64_t latency_slack_ns = 0;            // delay this slice accepts from less important ones
   int32_t priority = shm::kPriorityNormal;  // shm::PriorityLevel
   char arbiter_dir[kPathMax] = {};          // "" = the default (compute_config.h)
+  uint64_t copy_rate[2] = {0, 0};           // copy cap per direction, bytes/s; 0 = none
+  uint64_t copy_burst_ns = 0;               // bucket depth in time at the cap
+  uint64_t copy_chunk_bytes = 0;            // pacing granularity
+  bool copy_borrow = false;                 // work conservation (copy_config.h)
+  bool copy_paced = false;                  // a cap is set in some direction
   uint64_t context_overhead = kDefaultContextOverhead;
   char region_path[kPathMax] = {};
   char real_libcuda[kPathMax] = {};

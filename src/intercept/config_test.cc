@@ -9,38 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "intercept/config_test_util.h"
+
 namespace vgpu::intercept {
 namespace {
 
 constexpr uint64_t kGiB = 1ULL << 30;
 constexpr uint64_t kMiB = 1ULL << 20;
 
-struct Result {
-  Config config;
-  ConfigErrors errors;
-};
-
-Result Combine(const std::string& file_text, std::vector<std::string> env_entries,
-               int visible = 0) {
-  Result r;
-  SourceSettings file, env;
-  // "" stands for no file here (an empty file is rejected: limits_file_test.cc).
-  if (!file_text.empty()) {
-    ParseLimitsFile(file_text.data(), file_text.size(), "limits", &file, &r.errors);
-  }
-  std::vector<char*> envp;
-  for (std::string& e : env_entries) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  ParseEnvironment(envp.data(), &env, &r.config, &r.errors);
-  CombineSettings(file, env, visible, 1000, &r.config, &r.errors);
-  return r;
-}
-
-std::string Errors(const ConfigErrors& e) {
-  std::string s;
-  for (int i = 0; i < e.count; ++i) s += std::string(e.messages[i]) + "\n";
-  return s;
-}
+using Result = CombinedConfig;
 
 TEST(Config, HamiEnvironmentNames) {
   Result r =

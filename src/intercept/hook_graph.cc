@@ -5,6 +5,8 @@
 // an upper bound, since the driver may reuse memory between nodes and graphs. Beyond the limit
 // the instantiation returns CUDA_ERROR_OUT_OF_MEMORY and nothing is instantiated.
 // cuGraphAddMemAllocNode refuses a node that alone cannot fit in what the slice has left.
+// The same walk counts the graph's memcpy nodes for a slice with copy caps: graph launches are
+// not paced, so their copies are reported (region copy.unpaced_graph_copies, docs/copy-qos.md).
 #include <sys/mman.h>
 
 #include "intercept/hook_util.h"
@@ -15,9 +17,9 @@ namespace {
 constexpr int kMaxDepth = 8;
 constexpr size_t kStackNodes = 256;
 
-// Adds the allocation-node bytes of `graph` per device into `bytes`. False if the graph cannot
-// be walked (then nothing is charged and the driver decides).
-bool SumAllocNodes(CUgraph graph, uint64_t* bytes, int depth) {
+// Adds the allocation-node bytes of `graph` per device into `bytes`, and its memcpy nodes into
+// `copies`. False if the graph cannot be walked (then nothing is charged and the driver decides).
+bool SumAllocNodes(CUgraph graph, uint64_t* bytes, uint64_t* copies, int depth) {
   if (depth > kMaxDepth || g_cuda.cuGraphGetNodes == nullptr ||
       g_cuda.cuGraphNodeGetType == nullptr || g_cuda.cuGraphMemAllocNodeGetParams == nullptr) {
     return false;
@@ -50,10 +52,12 @@ bool SumAllocNodes(CUgraph graph, uint64_t* bytes, int depth) {
       } else if (dev >= kMaxDevices) {
         bytes[0] = ~0ULL;  // a device we cannot account: refuse under any limit
       }
+    } else if (type == CU_GRAPH_NODE_TYPE_MEMCPY) {
+      ++*copies;
     } else if (type == CU_GRAPH_NODE_TYPE_GRAPH && g_cuda.cuGraphChildGraphNodeGetGraph) {
       CUgraph child = nullptr;
       if (g_cuda.cuGraphChildGraphNodeGetGraph(nodes[i], &child) == CUDA_SUCCESS) {
-        ok = SumAllocNodes(child, bytes, depth + 1);
+        ok = SumAllocNodes(child, bytes, copies, depth + 1);
       }
     }
   }
@@ -61,11 +65,13 @@ bool SumAllocNodes(CUgraph graph, uint64_t* bytes, int depth) {
   return ok;
 }
 
-// Charges the graph's allocation nodes. On success `charged` holds what was charged per device.
-bool ChargeGraph(CUgraph graph, uint64_t* charged) {
+// Charges the graph's allocation nodes. On success `charged` holds what was charged per device
+// and `copies` the graph's memcpy nodes.
+bool ChargeGraph(CUgraph graph, uint64_t* charged, uint64_t* copies) {
   for (int d = 0; d < kMaxDevices; ++d) charged[d] = 0;
   uint64_t need[kMaxDevices] = {};
-  if (!SumAllocNodes(graph, need, 0)) return true;
+  *copies = 0;
+  if (!SumAllocNodes(graph, need, copies, 0)) return true;
   Accountant& acct = GetRuntime().accountant;
   for (int d = 0; d < kMaxDevices; ++d) {
     if (need[d] == 0) continue;
@@ -95,13 +101,18 @@ template <typename Call>
 CUresult Instantiate(CUgraphExec* exec, CUgraph graph, Call call) {
   if (exec == nullptr || graph == nullptr) return call();
   uint64_t charged[kMaxDevices];
-  if (!ChargeGraph(graph, charged)) return CUDA_ERROR_OUT_OF_MEMORY;
+  uint64_t copies = 0;
+  if (!ChargeGraph(graph, charged, &copies)) return CUDA_ERROR_OUT_OF_MEMORY;
   CUresult r = call();
   if (r != CUDA_SUCCESS) {
     UnchargeGraph(charged);
     return r;
   }
   TrackGraph(*exec, charged);
+  shm::CopyQosState* q = GetRuntime().copy.state();
+  if (copies != 0 && q != nullptr && g_copy_paced.load(std::memory_order_relaxed)) {
+    std::atomic_ref<uint64_t>(q->unpaced_graph_copies).fetch_add(copies, std::memory_order_relaxed);
+  }
   return r;
 }
 

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 
 #include "common/log.h"
@@ -23,6 +24,7 @@ namespace vgpu::intercept {
 DriverApi g_cuda;
 NvmlApi g_nvml;
 std::atomic<bool> g_compute_limited{false};
+std::atomic<bool> g_copy_paced{false};
 std::atomic<int> g_cuda_state{0};
 
 namespace {
@@ -84,6 +86,33 @@ const char* const kNvmlPaths[] = {
     "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", "/usr/lib/aarch64-linux-gnu/libnvidia-ml.so.1",
     "/usr/lib64/libnvidia-ml.so.1", "/usr/local/nvidia/lib64/libnvidia-ml.so.1", nullptr};
 
+// The copy pacer on the slice's region and the node's host-link file (every paced slice marks
+// itself active there; slices with copy_borrow look there before borrowing).
+void InitCopyPacer() {
+  const Config& c = g_runtime.config;
+  CopyLinkFile* link = nullptr;
+  if (c.copy_paced && c.arbiter_dir[0] != '\0') {
+    char path[kPathMax + 32];
+    std::snprintf(path, sizeof(path), "%s/host-link.copy", c.arbiter_dir);
+    link = OpenCopyLink(path);
+    if (link == nullptr) {
+      VGPU_LOG_WARN("cannot use %s; %s", path,
+                    c.copy_borrow ? "copies stay at their caps"
+                                  : "slices that borrow cannot see this slice's copies");
+    }
+  }
+  // The slice's identity in the link file: its region path (all its processes share it).
+  uint64_t owner = 0xcbf29ce484222325ULL;
+  for (const char* p = c.region_path; *p != '\0'; ++p) {
+    owner = (owner ^ static_cast<unsigned char>(*p)) * 0x100000001b3ULL;
+  }
+  if (c.region_path[0] == '\0') owner ^= static_cast<uint64_t>(::getpid());
+  // A nested slice draws from its outermost slice's buckets: at its own (never larger) cap, so
+  // its copies and the outer slice's together stay within the outer cap.
+  g_runtime.copy.Init(c, &g_runtime.accountant.outermost_region()->header.copy, link, owner);
+  g_copy_paced.store(c.copy_paced, std::memory_order_relaxed);
+}
+
 // REQUIRES: g_init_mutex held.
 void InitBaseLocked() {
   if (g_base_state.load(std::memory_order_relaxed) == 2) return;
@@ -102,6 +131,7 @@ void InitBaseLocked() {
   g_runtime.accountant.Init(g_runtime.config);
   g_runtime.pools.Init(&g_runtime.accountant, &g_cuda);
   g_compute_limited.store(g_runtime.config.compute_limited, std::memory_order_relaxed);
+  InitCopyPacer();
   pthread_atfork(nullptr, nullptr, ChildAfterFork);
   g_base_state.store(2, std::memory_order_release);
 }
@@ -205,6 +235,9 @@ void InstallForTest(const DriverApi& cuda, const NvmlApi& nvml, const Config& co
     c.primary[d] = nullptr;
   }
   g_compute_limited.store(config.compute_limited);
+  g_runtime.copy = CopyPacer{};
+  g_runtime.copy.Init(config, &g_runtime.accountant.region()->header.copy, nullptr, 1);
+  g_copy_paced.store(config.copy_paced);
   g_base_state.store(2, std::memory_order_release);
   g_cuda_state.store(2, std::memory_order_release);
   g_nvml_state.store(2, std::memory_order_release);

@@ -17,6 +17,7 @@
 #include "intercept/accountant.h"
 #include "intercept/alloc_table.h"
 #include "intercept/config.h"
+#include "intercept/copy_pacer.h"
 #include "intercept/driver_api.h"
 #include "intercept/pool_tracker.h"
 
@@ -37,6 +38,7 @@ struct Runtime {
   AllocTable table;
   PoolTracker pools;
   ContextState contexts;
+  CopyPacer copy;
 };
 
 // No exit-time destructor: hooks may run on other threads while the process exits.
@@ -47,7 +49,8 @@ Runtime& GetRuntime();
 extern DriverApi g_cuda;
 extern NvmlApi g_nvml;
 extern std::atomic<bool> g_compute_limited;
-extern std::atomic<int> g_cuda_state;  // 0 not started, 1 running, 2 ready
+extern std::atomic<bool> g_copy_paced;  // a copy cap is set: copies go through the pacer
+extern std::atomic<int> g_cuda_state;   // 0 not started, 1 running, 2 ready
 
 bool InitCudaSlow();
 // True when the CUDA side is initialised (initialising it on first use). False only when called

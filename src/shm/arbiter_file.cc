@@ -26,8 +26,15 @@ class FdCloser {
   int fd_;
 };
 
-// mkdir -p for the directory part of `path`, each new level with mode 01777.
-void MakeParents(const char* path) {
+bool LooksEmpty(const Arbiter* a) {
+  uint32_t state = std::atomic_ref<uint32_t>(const_cast<uint32_t&>(a->header.state)).load();
+  return (a->header.magic == 0 || a->header.magic == kArbiterMagic) && state != kStateReady &&
+         (a->header.magic == 0 || a->header.major == kArbiterMajor);
+}
+
+}  // namespace
+
+void MakeParentDirs(const char* path) {
   char buf[512];
   size_t n = std::strlen(path);
   if (n >= sizeof(buf)) return;
@@ -39,14 +46,6 @@ void MakeParents(const char* path) {
     buf[i] = '/';
   }
 }
-
-bool LooksEmpty(const Arbiter* a) {
-  uint32_t state = std::atomic_ref<uint32_t>(const_cast<uint32_t&>(a->header.state)).load();
-  return (a->header.magic == 0 || a->header.magic == kArbiterMagic) && state != kStateReady &&
-         (a->header.magic == 0 || a->header.major == kArbiterMajor);
-}
-
-}  // namespace
 
 bool ArbiterPath(const char* dir, const char* uuid, char* out, size_t size) {
   if (dir == nullptr || uuid == nullptr || dir[0] == '\0' || uuid[0] == '\0') return false;
@@ -76,7 +75,7 @@ RegionError ArbiterMapping::OpenOrCreate(const char* path, const char* uuid, Arb
   out->Reset();
   int fd = ::open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
   if (fd < 0 && errno == ENOENT) {
-    MakeParents(path);
+    MakeParentDirs(path);
     fd = ::open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
   }
   if (fd < 0) {

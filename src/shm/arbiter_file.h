@@ -16,6 +16,9 @@
 
 namespace vgpu::shm {
 
+// mkdir -p for the directory part of `path`, each new level with mode 01777 (shared by users).
+void MakeParentDirs(const char* path);
+
 // Writes "<dir>/<uuid>.arbiter" into `out`; false if it does not fit or an input is empty.
 bool ArbiterPath(const char* dir, const char* uuid, char* out, size_t size);
 

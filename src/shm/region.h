@@ -36,6 +36,23 @@
 //     reserved         u32  zero
 //     parent_checksum  u64  (minor 2) FNV-1a of parent[] and parent_flags; written with them,
 //                      before any process joins; a mismatch means the region is corrupted
+//     spare0               zero (1768..1791)
+//     copy             CopyQosState (minor 3, offsets 1792..2303): the slice's copy-bandwidth
+//                      token buckets, one per direction (0 host-to-device, 1 device-to-host),
+//                      written lock-free with atomics (intercept/copy_pacer.h):
+//       tat_ns           u64  theoretical arrival time of the bucket (GCRA): the CLOCK_MONOTONIC
+//                             instant at which everything paced so far has been paid for
+//       paced_bytes      u64  bytes that went through the bucket
+//       paced_chunks     u64  chunks that went through the bucket
+//       wait_ns          u64  time callers slept for tokens
+//       borrowed_bytes   u64  bytes sent beyond the cap while no other slice copied
+//                             (work conservation)
+//       calls            u64  copy calls in this direction (paced or not)
+//       rate             u64  the cap in bytes/s of the last process that paced (display)
+//       reserved         u64  zero
+//     copy.unpaced_graph_copies  u64  memcpy nodes in graphs instantiated by the slice (graph
+//                             launches are not paced)
+//     copy.peer_bytes    u64  bytes of peer (device-to-device across GPUs) copies, not paced
 //     spare                 zero
 //   ProcSlot[kMaxProcs] (offset 4096, 256 bytes each)
 //     pid            i32  process id in its pid namespace; 0 = free slot
@@ -72,7 +89,7 @@ namespace vgpu::shm {
 
 inline constexpr uint64_t kRegionMagic = 0x45434c5355504756ULL;  // "VGPUSLCE" little-endian
 inline constexpr uint32_t kRegionMajor = 1;
-inline constexpr uint32_t kRegionMinor = 2;
+inline constexpr uint32_t kRegionMinor = 3;
 inline constexpr int kMaxDevices = 16;
 inline constexpr int kMaxProcs = 1024;
 inline constexpr uint64_t kNoLimit = ~0ULL;
@@ -103,6 +120,25 @@ struct alignas(64) MutexCell {
 };
 static_assert(sizeof(pthread_mutex_t) <= 64);
 
+struct CopyDirState {
+  uint64_t tat_ns;
+  uint64_t paced_bytes;
+  uint64_t paced_chunks;
+  uint64_t wait_ns;
+  uint64_t borrowed_bytes;
+  uint64_t calls;
+  uint64_t rate;
+  uint64_t reserved;
+};
+
+struct CopyQosState {
+  CopyDirState dir[2];
+  uint64_t unpaced_graph_copies;
+  uint64_t peer_bytes;
+  uint8_t spare[512 - 144];
+};
+static_assert(sizeof(CopyQosState) == 512);
+
 struct RegionHeader {
   uint64_t magic;
   uint32_t major;
@@ -124,7 +160,9 @@ struct RegionHeader {
   uint32_t parent_flags;
   uint32_t reserved;
   uint64_t parent_checksum;
-  uint8_t spare[4096 - 1768];
+  uint8_t spare0[1792 - 1768];
+  CopyQosState copy;
+  uint8_t spare[4096 - 2304];
 };
 
 struct alignas(64) ProcSlot {
@@ -161,7 +199,9 @@ static_assert(offsetof(RegionHeader, uuid) == 472);
 static_assert(offsetof(RegionHeader, parent) == 1240);
 static_assert(offsetof(RegionHeader, parent_flags) == 1752);
 static_assert(offsetof(RegionHeader, parent_checksum) == 1760);
-static_assert(offsetof(RegionHeader, spare) == 1768);
+static_assert(offsetof(RegionHeader, spare0) == 1768);
+static_assert(offsetof(RegionHeader, copy) == 1792);
+static_assert(offsetof(RegionHeader, spare) == 2304);
 static_assert(sizeof(RegionHeader) == 4096);
 static_assert(offsetof(ProcSlot, pid) == 0);
 static_assert(offsetof(ProcSlot, start_time) == 8);

@@ -20,13 +20,19 @@ struct Preset {
   int sms, cc_major, cc_minor, clock_mhz, memory_clock_mhz, bus_width, power_w;
   uint64_t l2_bytes;
   uint32_t pci_device_id;
+  uint64_t link_bytes_per_s;  // host link, each direction
 };
 
 constexpr uint64_t kMiB = 1ULL << 20;
+constexpr uint64_t kMaxLinkBytesPerS = 10'000'000'000'000ULL;
+constexpr uint64_t kMinLinkBytesPerS = 1'000'000ULL;
 constexpr Preset kPresets[] = {
-    {"h100", "H100", 80ULL << 30, 132, 9, 0, 1980, 2619, 5120, 700, 50 * kMiB, 0x233010de},
-    {"h200", "H200", 143771ULL * kMiB, 132, 9, 0, 1980, 3201, 6144, 700, 50 * kMiB, 0x233510de},
-    {"a100", "A100", 80ULL << 30, 108, 8, 0, 1410, 1593, 5120, 400, 40 * kMiB, 0x20b210de},
+    {"h100", "H100", 80ULL << 30, 132, 9, 0, 1980, 2619, 5120, 700, 50 * kMiB, 0x233010de,
+     55'000'000'000},
+    {"h200", "H200", 143771ULL * kMiB, 132, 9, 0, 1980, 3201, 6144, 700, 50 * kMiB, 0x233510de,
+     55'000'000'000},
+    {"a100", "A100", 80ULL << 30, 108, 8, 0, 1410, 1593, 5120, 400, 40 * kMiB, 0x20b210de,
+     25'000'000'000},
 };
 
 const Preset& FindPreset(std::string_view model) {
@@ -164,9 +170,20 @@ std::string ApplyKey(DeviceSpec* d, std::string_view key, std::string_view value
     if (!v.ok()) return std::string(ParseErrorText(v.error)) + " (use e.g. 10us, 2ms)";
     if (v.value <= 0) return "must be positive";
     d->kernel_ns = static_cast<uint64_t>(v.value);
+  } else if (key == "h2d_bandwidth" || key == "d2h_bandwidth") {
+    Parsed<uint64_t> v = ParseRateRaw(value);
+    if (!v.ok()) return std::string(ParseErrorText(v.error)) + " (use e.g. 55GB/s, or 0)";
+    if (v.value > kMaxLinkBytesPerS) return "must be at most 10TB/s";
+    if (v.value != 0 && v.value < kMinLinkBytesPerS) return "must be 0 or at least 1MB/s";
+    (key == "h2d_bandwidth" ? d->h2d_bytes_per_s : d->d2h_bytes_per_s) = v.value;
+  } else if (key == "link_coupling") {
+    Result<int> v = ParseSmallInt(value, 1, 100);
+    if (!v) return v.error().message() + " (percent)";
+    d->link_coupling_pct = static_cast<uint32_t>(*v);
   } else {
     return "unknown key (known: model name memory sms cc clock_mhz memory_clock_mhz bus_width l2 "
-           "power_w uuid pci kernel_time context_memory)";
+           "power_w uuid pci kernel_time context_memory h2d_bandwidth d2h_bandwidth "
+           "link_coupling)";
   }
   return "";
 }
@@ -289,6 +306,9 @@ DeviceSpec DefaultDevice(int index, std::string_view model) {
   d.pci_device = 0;
   d.kernel_ns = 10'000;
   d.context_bytes = 0;
+  d.h2d_bytes_per_s = p.link_bytes_per_s;
+  d.d2h_bytes_per_s = p.link_bytes_per_s;
+  d.link_coupling_pct = 70;
   d.name = DefaultName(d);
   DeriveUuid(&d, index);
   return d;
@@ -305,6 +325,10 @@ uint64_t Config::Hash() const {
         static_cast<unsigned long long>(d.l2_bytes), d.power_w, d.pci_device_id, d.uuid.c_str(),
         d.pci_domain, d.pci_bus, d.pci_device, static_cast<unsigned long long>(d.kernel_ns),
         static_cast<unsigned long long>(d.context_bytes));
+    canonical += buf;
+    std::snprintf(buf, sizeof(buf), "link|%llu|%llu|%u\n",
+                  static_cast<unsigned long long>(d.h2d_bytes_per_s),
+                  static_cast<unsigned long long>(d.d2h_bytes_per_s), d.link_coupling_pct);
     canonical += buf;
   }
   return Fnv1a(canonical);

@@ -17,6 +17,10 @@
 //   pci=0000:18:00.0          PCI domain:bus:device.function (function must be 0)
 //   kernel_time=10us          duration of a kernel that does not state its own (see docs)
 //   context_memory=0          device memory each context takes
+//   h2d_bandwidth=55GB/s d2h_bandwidth=55GB/s   host link per direction (rates as in
+//                             common/units.h; 0: copies are instant); a100 25GB/s
+//   link_coupling=70          percent of a direction's bandwidth kept while the other direction
+//                             copies too (1..100; timeline.h)
 //
 // Errors name the file, line and column. Thread safety: pure functions.
 #pragma once
@@ -53,6 +57,9 @@ struct DeviceSpec {
   uint32_t pci_device = 0;
   uint64_t kernel_ns = 0;
   uint64_t context_bytes = 0;
+  uint64_t h2d_bytes_per_s = 0;  // 0: instant copies
+  uint64_t d2h_bytes_per_s = 0;
+  uint32_t link_coupling_pct = 100;
 };
 
 struct Config {

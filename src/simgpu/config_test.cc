@@ -82,6 +82,10 @@ TEST(SimgpuConfig, ErrorsNameFileLineAndColumn) {
       {"cc=9\n", "f.conf:1:4: cc=\"9\": must be MAJOR.MINOR"},
       {"pci=18\n", "f.conf:1:5: pci=\"18\": must be DOMAIN:BUS:DEVICE.0"},
       {"kernel_time=5\n", "f.conf:1:13: kernel_time=\"5\": unknown unit"},
+      {"h2d_bandwidth=-5GB/s\n", "f.conf:1:15: h2d_bandwidth=\"-5GB/s\": signs are not allowed"},
+      {"d2h_bandwidth=20TB/s\n", "d2h_bandwidth=\"20TB/s\": must be at most 10TB/s"},
+      {"d2h_bandwidth=10/s\n", "must be 0 or at least 1MB/s"},
+      {"link_coupling=0\n", "link_coupling=\"0\": must be between 1 and 100"},
       {"# nothing\n", "f.conf: no devices"},
       {"uuid=GPU-01234567-89ab-cdef-0123-456789abcdef\nuuid=GPU-01234567-89ab-cdef-0123-"
        "456789abcdef\n",
@@ -105,6 +109,20 @@ TEST(SimgpuConfig, HashDependsOnEveryField) {
   b = a;
   b.devices[0].kernel_ns++;
   EXPECT_NE(a.Hash(), b.Hash());
+  b = a;
+  b.devices[0].d2h_bytes_per_s++;
+  EXPECT_NE(a.Hash(), b.Hash());
+}
+
+TEST(SimgpuConfig, HostLinkKeys) {
+  Result<Config> c =
+      ParseConfigText("model=a100\nh2d_bandwidth=12GB/s d2h_bandwidth=0 link_coupling=45\n", "f");
+  ASSERT_TRUE(c.has_value()) << c.error().ToString();
+  EXPECT_EQ(c->devices[0].h2d_bytes_per_s, 25'000'000'000u);
+  EXPECT_EQ(c->devices[0].link_coupling_pct, 70u);
+  EXPECT_EQ(c->devices[1].h2d_bytes_per_s, 12'000'000'000u);
+  EXPECT_EQ(c->devices[1].d2h_bytes_per_s, 0u);
+  EXPECT_EQ(c->devices[1].link_coupling_pct, 45u);
 }
 
 TEST(SimgpuConfig, Environment) {

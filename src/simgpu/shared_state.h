@@ -34,7 +34,7 @@ namespace vgpu::simgpu {
 
 inline constexpr char kStateMagic[8] = {'V', 'G', 'S', 'I', 'M', 'G', 'P', 'U'};
 inline constexpr uint32_t kStateMajor = 1;
-inline constexpr uint32_t kStateMinor = 0;
+inline constexpr uint32_t kStateMinor = 1;
 inline constexpr int kMaxProcesses = 64;
 inline constexpr int kUtilBuckets = 512;                   // utilization history: 512 x 10 ms
 inline constexpr uint64_t kUtilBucketNs = 10'000'000;      // 10 ms
@@ -66,6 +66,11 @@ struct DeviceRecord {
   uint64_t pending_tail;      // next free entry; tail - head = queued kernels
   PendingKernel pending[kPendingCapacity];
   UtilBucket buckets[kUtilBuckets];
+  // (minor 1) The copy engines of the host link, one queue per direction (0 host-to-device,
+  // 1 device-to-host; timeline.h EnqueueCopy).
+  uint64_t copy_busy_until_ns[2];  // end of the last copy queued in each direction
+  uint64_t copy_bytes_total[2];    // bytes ever copied in each direction
+  uint64_t copy_busy_total_ns[2];  // copy time ever queued in each direction
 };
 
 struct ProcessRecord {
@@ -102,7 +107,7 @@ struct SharedStateLayout {
 static_assert(sizeof(PendingKernel) == 24);
 static_assert(sizeof(UtilBucket) == 16);
 static_assert(offsetof(StateHeader, mutex) == 64);
-static_assert(sizeof(DeviceRecord) == 64 + 24 * kPendingCapacity + 16 * kUtilBuckets);
+static_assert(sizeof(DeviceRecord) == 64 + 24 * kPendingCapacity + 16 * kUtilBuckets + 48);
 static_assert(sizeof(ProcessRecord) == 16 + 8 * kMaxDevices * 4 + 4 * kMaxDevices);
 static_assert(std::is_trivially_copyable_v<SharedStateLayout>);
 

@@ -98,6 +98,42 @@ KernelTiming EnqueueKernel(SharedStateLayout* state, int device, int slot, uint6
   return t;
 }
 
+uint64_t CopyDuration(const CopyLink& link, CopyDir dir, uint64_t bytes, uint64_t start_ns,
+                      uint64_t other_busy_until_ns) {
+  uint64_t bw = link.bytes_per_s[static_cast<int>(dir)];
+  if (bw == 0 || bytes == 0) return 0;
+  auto time_at = [](uint64_t n, uint64_t rate) {
+    return static_cast<uint64_t>((static_cast<unsigned __int128>(n) * 1'000'000'000ULL + rate - 1) /
+                                 rate);
+  };
+  uint32_t pct = std::clamp<uint32_t>(link.coupling_pct, 1, 100);
+  uint64_t slow_bw = std::max<uint64_t>(1, bw * pct / 100);
+  if (pct == 100 || other_busy_until_ns <= start_ns) return time_at(bytes, bw);
+  uint64_t overlap_ns = other_busy_until_ns - start_ns;
+  auto overlap_bytes = static_cast<uint64_t>(std::min<unsigned __int128>(
+      static_cast<unsigned __int128>(overlap_ns) * slow_bw / 1'000'000'000ULL, UINT64_MAX));
+  if (bytes <= overlap_bytes) return time_at(bytes, slow_bw);
+  return overlap_ns + time_at(bytes - overlap_bytes, bw);
+}
+
+CopyTiming EnqueueCopy(SharedStateLayout* state, int device, uint64_t now_ns, uint64_t ready_ns,
+                       uint64_t bytes, CopyDir dir, const CopyLink& link) {
+  DeviceRecord& dev = state->devices[device];
+  int d = static_cast<int>(dir);
+  CopyTiming t;
+  if (link.bytes_per_s[d] == 0) {
+    t.start_ns = t.end_ns = std::max(now_ns, ready_ns);
+  } else {
+    t.start_ns = std::max({now_ns, ready_ns, dev.copy_busy_until_ns[d]});
+    t.end_ns =
+        t.start_ns + CopyDuration(link, dir, bytes, t.start_ns, dev.copy_busy_until_ns[1 - d]);
+    dev.copy_busy_until_ns[d] = t.end_ns;
+  }
+  dev.copy_bytes_total[d] += bytes;
+  dev.copy_busy_total_ns[d] += t.end_ns - t.start_ns;
+  return t;
+}
+
 uint64_t BusyInWindow(const SharedStateLayout* state, int device, int slot, uint64_t from_ns,
                       uint64_t to_ns) {
   const DeviceRecord& dev = state->devices[device];

@@ -103,5 +103,39 @@ TEST(TimelineBuckets, LongIntervalsKeepOnlyTheHistoryWindow) {
   EXPECT_EQ(total, kUtilBuckets * kUtilBucketNs);
 }
 
+TEST_F(TimelineTest, CopiesQueuePerDirectionAtLinkBandwidth) {
+  CopyLink link;
+  link.bytes_per_s[0] = 10'000'000'000;  // 10 GB/s: 10 MB take 1 ms
+  link.bytes_per_s[1] = 20'000'000'000;
+  link.coupling_pct = 50;
+  CopyTiming a = EnqueueCopy(state_.get(), 0, kT0, 0, 10'000'000, CopyDir::kHostToDevice, link);
+  EXPECT_EQ(a.start_ns, kT0);
+  EXPECT_EQ(a.end_ns, kT0 + kMs);
+  // The next H2D copy waits for the engine even when issued earlier than its end.
+  CopyTiming b = EnqueueCopy(state_.get(), 0, kT0, 0, 10'000'000, CopyDir::kHostToDevice, link);
+  EXPECT_EQ(b.start_ns, kT0 + kMs);
+  EXPECT_EQ(b.end_ns, kT0 + 2 * kMs);
+  // D2H runs beside it at half its bandwidth while H2D is busy (until kT0 + 2 ms), then in full:
+  // 2 ms x 10 GB/s = 20 MB, then 20 MB more at 20 GB/s = 1 ms.
+  CopyTiming c = EnqueueCopy(state_.get(), 0, kT0, 0, 40'000'000, CopyDir::kDeviceToHost, link);
+  EXPECT_EQ(c.start_ns, kT0);
+  EXPECT_EQ(c.end_ns, kT0 + 3 * kMs);
+  EXPECT_EQ(state_->devices[0].copy_bytes_total[0], 20'000'000u);
+  EXPECT_EQ(state_->devices[0].copy_bytes_total[1], 40'000'000u);
+  // Stream order: a copy whose stream is ready later starts then.
+  CopyTiming d =
+      EnqueueCopy(state_.get(), 0, kT0, kT0 + 50 * kMs, 10'000'000, CopyDir::kHostToDevice, link);
+  EXPECT_EQ(d.start_ns, kT0 + 50 * kMs);
+}
+
+TEST_F(TimelineTest, ZeroBandwidthCopiesAreInstant) {
+  CopyLink link;
+  CopyTiming a =
+      EnqueueCopy(state_.get(), 0, kT0, kT0 + kMs, 1 << 30, CopyDir::kDeviceToHost, link);
+  EXPECT_EQ(a.start_ns, kT0 + kMs);
+  EXPECT_EQ(a.end_ns, kT0 + kMs);
+  EXPECT_EQ(CopyDuration(link, CopyDir::kHostToDevice, 1 << 30, kT0, 0), 0u);
+}
+
 }  // namespace
 }  // namespace vgpu::simgpu

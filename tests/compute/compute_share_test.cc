@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "bench_json.h"
 #include "run_command.h"
 #include "sanitizer_env.h"
 
@@ -34,21 +35,11 @@ using nlohmann::json;
 std::string Vgpu() { return testing::SanitizerCommandPrefix() + VGPU_BIN; }
 
 json Bench(const std::string& args) {
-  testing::CommandResult r = testing::RunCommand(Vgpu() + " bench share --sim --json " + args);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  if (r.exit_code != 0) return json::object();
-  json j = json::parse(r.out, nullptr, false);
-  EXPECT_FALSE(j.is_discarded()) << r.out;
-  return j;
+  return testing::RunJson(Vgpu() + " bench share --sim --json " + args);
 }
 
 const json& Tenant(const json& report, const std::string& name) {
-  for (const json& t : report["tenants"]) {
-    if (t["name"] == name) return t;
-  }
-  static const json kNone = json::object();
-  ADD_FAILURE() << "no tenant " << name;
-  return kNone;
+  return testing::FindTenant(report, name);
 }
 
 // Every tenant within `tolerance` points of its target over the run, the simulated GPU's own

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # libvgpu.so on a real NVIDIA GPU: the checks of tests/intercept (simulated GPU) against the real
 # driver, plus a CUDA runtime (cudaMalloc) program, then the compute-sharing checks of
-# tests/compute (caps, elastic give-back, priority, every launch path) with `vgpu bench share`.
+# tests/compute (caps, elastic give-back, priority, every launch path) with `vgpu bench share`,
+# and the copy-QoS checks of tests/copyqos with `vgpu bench copy` and tests/gpu/copy_qos.cu.
 #
 #   tests/gpu/run.sh [--libvgpu PATH] [--vgpu PATH] [--races N] [--compute-seconds S]
-#                    [--only memory|compute] [--simulated-driver DIR] [--sanitizer-runtime PATH]
+#                    [--only memory|compute|copy] [--simulated-driver DIR] [--sanitizer-runtime PATH]
 #
 # --simulated-driver DIR runs the driver API checks against the simulated GPU in DIR
 # (build/lib/simgpu) instead, to test this script on a machine without a GPU; the CUDA runtime
@@ -36,7 +37,7 @@ while [[ $# -gt 0 ]]; do
     --only) only=$2; shift 2 ;;
     --simulated-driver) simulated=$(cd "$2" && pwd); shift 2 ;;
     --sanitizer-runtime) sanitizer_runtime=$2; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -106,7 +107,7 @@ in_slice() {
 }
 field() { awk -v k="$1" '$1 == k {sub(/^[^ ]+ /, ""); print; exit}'; }
 
-if [[ $only != compute ]]; then
+if [[ $only != compute && $only != copy ]]; then
 # ---- 1. every allocation path holds N bytes and not one byte more ----------------------------
 n=$((256 * MiB))
 for spec in alloc:1 managed:1 pitch:512 vmm:$((2 * MiB)) async:1 async_ptsz:1 pool:1 \
@@ -334,7 +335,55 @@ sys.exit(0 if ok else 1)
       fail "compute: $launch launches: $out"
   done
 }
-[[ $only != memory ]] && compute_checks
+[[ $only != memory && $only != copy ]] && compute_checks
+
+# ---- 7. copy QoS: caps per tenant, stream order under chunked pacing ----------------------------
+# `vgpu bench copy` runs tenants of host-device copies, each in its own slice with its caps, on
+# this GPU; tests/gpu/copy_qos.cu checks stream order and the rate in one slice (runtime API, so
+# not with --simulated-driver).
+copy_checks() {
+  if [[ ! -x $vgpu ]]; then fail "copy: $vgpu not found (--vgpu)"; return; fi
+  if ! command -v python3 > /dev/null; then fail "copy: python3 is needed to read the results"; return; fi
+  # On the simulated driver every copied byte is a memmove on this host: rates in MB/s.
+  local s=$compute_seconds out u=GB
+  [[ -n $simulated ]] && u=00MB
+  copy_bench() {
+    env ${sanitizer_runtime:+LD_PRELOAD="$sanitizer_runtime"} VGPU_STATE_DIR="$work/state" \
+      LIBCUDA_LOG_LEVEL=1 "$vgpu" bench copy --json "$@"
+  }
+  copy_check() {
+    python3 -c '
+import json, sys
+tol = float(sys.argv[1])
+r = json.load(sys.stdin)
+ok = True
+for t in r["tenants"]:
+    for d in ("h2d", "d2h"):
+        if d in t and t[d]["target"] is not None:
+            x = t[d]
+            print("    %-4s %s target %.3f GB/s achieved %.3f GB/s worst window %.1f%%" % (
+                t["name"], d, x["target"] / 1e9, x["achieved"] / 1e9, x["worst_window_pct"]))
+            ok &= x["worst_window_pct"] <= tol
+sys.exit(0 if ok else 1)
+' "$@"
+  }
+  out=$(copy_bench --seconds "$s" --tenant a:h2d=2$u/s --tenant b:h2d=4$u/s) &&
+    echo "$out" | copy_check 5 && pass "copy: H2D caps 2/4 ($u/s) within 5% in every second" ||
+    fail "copy: caps 2/4 $u/s: $out"
+  out=$(copy_bench --seconds "$s" --tenant a:h2d=1$u/s --tenant b:d2h=3$u/s \
+        --tenant c:h2d=2$u/s,d2h=2$u/s) && echo "$out" | copy_check 5 &&
+    pass "copy: three tenants in both directions within 5% in every second" ||
+    fail "copy: both directions: $out"
+  if [[ -z $simulated ]]; then
+    "$nvcc" -o "$work/copy_qos" "$root/tests/gpu/copy_qos.cu" ||
+      { fail "copy: cannot build copy_qos.cu"; return; }
+    out=$(env LD_PRELOAD="$libvgpu" VGPU_COPY_H2D=3GB/s VGPU_COPY_CHUNK=4MiB \
+          "$work/copy_qos" 3000000000 2>&1) && pass "copy: stream order kept, rate at the cap" ||
+      fail "copy: copy_qos: $out"
+    echo "$out" | sed 's/^/    /'
+  fi
+}
+[[ $only != memory && $only != compute ]] && copy_checks
 
 echo
 if ((failures == 0)); then

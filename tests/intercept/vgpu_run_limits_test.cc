@@ -1,6 +1,6 @@
 // What a `vgpu run` slice enforces end to end, on the simulated GPU: a nested `vgpu run` never
-// gives its command more than the outer slice (memory and compute), and memory freed with
-// cuMemFreeAsync is usable again after a synchronization, as the driver releases it.
+// gives its command more than the outer slice (memory, compute and copy caps), and memory freed
+// with cuMemFreeAsync is usable again after a synchronization, as the driver releases it.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -43,6 +43,19 @@ TEST_F(RunLimitsTest, NestedRunNeverGetsMoreThanTheOuterLimit) {
   EXPECT_NE(Err().find("--memory 4GiB is more than the slice sh-"), std::string::npos) << Err();
   EXPECT_NE(Err().find("the nested slice gets 1.00 GiB"), std::string::npos) << Err();
   EXPECT_EQ(SliceCount(), 0u);
+}
+
+TEST_F(RunLimitsTest, NestedRunNeverGetsAHigherCopyCap) {
+  int code = -1;
+  std::string out = RunScript({"--copy-bandwidth", "100MB/s,unlimited", "--copy-borrow"},
+                              "$V run --sim --copy-bandwidth 1GB/s,50MB/s -- sh -c "
+                              "'grep copy_ \"$VGPU_LIMITS_FILE\"'",
+                              &code);
+  EXPECT_EQ(code, 0) << Err();
+  EXPECT_NE(out.find("copy_h2d=100000000\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("copy_d2h=50000000\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("copy_borrow"), std::string::npos) << out;  // the inner did not ask
+  EXPECT_NE(Err().find("the H2D copy cap is more than the slice sh-"), std::string::npos) << Err();
 }
 
 TEST_F(RunLimitsTest, OuterAndInnerProcessesTogetherStayWithinTheOuterLimit) {

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <vector>
 
 #include "sim_test_util.h"
 
@@ -118,6 +119,46 @@ TEST_F(SimgpuExecution, StreamOrderingFollowsEventsAndTheLegacyStream) {
   ASSERT_CU(cuEventDestroy(e));
   ASSERT_CU(cuStreamDestroy(a));
   ASSERT_CU(cuStreamDestroy(b));
+}
+
+// The host link of the default device (h100: 55 GB/s each way, 70% kept while the other
+// direction is busy): copies take their time on the timeline, the directions are coupled.
+TEST_F(SimgpuExecution, HostCopiesTakeTheLinkTimeAndDirectionsAreCoupled) {
+  constexpr size_t kBytes = 11'000'000;  // 0.2 ms at 55 GB/s
+  CUdeviceptr a = 0, b = 0;
+  ASSERT_CU(cuMemAlloc(&a, kBytes));
+  ASSERT_CU(cuMemAlloc(&b, kBytes));
+  std::vector<char> up(kBytes, 1), down(kBytes, 0);
+  CUstream k = nullptr, s1 = nullptr, s2 = nullptr;
+  for (CUstream* s : {&k, &s1, &s2}) ASSERT_CU(cuStreamCreate(s, CU_STREAM_NON_BLOCKING));
+  CUevent gate = nullptr, t1 = nullptr, e1 = nullptr, t2 = nullptr, e2 = nullptr;
+  for (CUevent* e : {&gate, &t1, &e1, &t2, &e2}) ASSERT_CU(cuEventCreate(e, CU_EVENT_DEFAULT));
+  // Both streams become ready at the end of one kernel, so the two copies start together.
+  ASSERT_CU(Sleep(50 * kMsNs, k));
+  ASSERT_CU(cuEventRecord(gate, k));
+  ASSERT_CU(cuStreamWaitEvent(s1, gate, 0));
+  ASSERT_CU(cuStreamWaitEvent(s2, gate, 0));
+  ASSERT_CU(cuEventRecord(t1, s1));
+  ASSERT_CU(cuMemcpyHtoDAsync(a, up.data(), kBytes, s1));
+  ASSERT_CU(cuEventRecord(e1, s1));
+  ASSERT_CU(cuEventRecord(t2, s2));
+  ASSERT_CU(cuMemcpyDtoHAsync(down.data(), b, kBytes, s2));
+  ASSERT_CU(cuEventRecord(e2, s2));
+  ASSERT_CU(cuCtxSynchronize());
+  float h2d = 0, d2h = 0;
+  ASSERT_CU(cuEventElapsedTime(&h2d, t1, e1));
+  ASSERT_CU(cuEventElapsedTime(&d2h, t2, e2));
+  EXPECT_NEAR(h2d, 0.2, 0.01);
+  // 0.2 ms beside the H2D copy at 38.5 GB/s (7.7 MB), the remaining 3.3 MB at 55 GB/s.
+  EXPECT_NEAR(d2h, 0.26, 0.01);
+  // A synchronous copy returns when it has crossed the link: 10 x 11 MB = 2 ms.
+  double t0 = NowMs();
+  for (int i = 0; i < 10; ++i) ASSERT_CU(cuMemcpyHtoD(a, up.data(), kBytes));
+  EXPECT_GE(NowMs() - t0, 2.0);
+  for (CUevent e : {gate, t1, e1, t2, e2}) ASSERT_CU(cuEventDestroy(e));
+  for (CUstream s : {k, s1, s2}) ASSERT_CU(cuStreamDestroy(s));
+  ASSERT_CU(cuMemFree(a));
+  ASSERT_CU(cuMemFree(b));
 }
 
 TEST_F(SimgpuExecution, OtherKernelsTakeTheDefaultTimePerWave) {

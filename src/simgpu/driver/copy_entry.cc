@@ -1,9 +1,11 @@
 // Entry points of memcpy and memset, in their default-stream (_v2 and legacy 32-bit), per-thread
 // (_ptds/_ptsz) and asynchronous forms.
 //
-// Timing: copies and memsets take no simulated time. An asynchronous one happens in stream order
-// (at the time its stream reaches it, an instant); a synchronous copy first waits (sleeps) until
-// its stream's earlier work is done, as the real ones do for the legacy default stream.
+// Timing: host-to-device and device-to-host copies take time on the device's host link (the copy
+// engines of timeline.h: a FIFO per direction shared by all processes, the two directions
+// coupled); device-to-device, peer and host-to-host copies and memsets take none. An asynchronous
+// copy is queued in stream order; a synchronous one is queued on the (legacy or per-thread)
+// default stream and returns when it ends, as the real ones do. The bytes move at once.
 #include "simgpu/driver/driver.h"
 
 namespace vgpu::simgpu::driver {
@@ -112,9 +114,16 @@ CUDA_MEMCPY3D From3D(const Copy3D& p) {
 
 CUresult SyncCopy(const CUDA_MEMCPY3D& c, bool per_thread) {
   if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
-  if (CUresult rc = SyncStreamForCopy(nullptr, per_thread); rc != CUDA_SUCCESS) return rc;
-  std::lock_guard<std::mutex> lock(D().mu);
-  return Copy3DLocked(c);
+  uint64_t until;
+  {
+    std::lock_guard<std::mutex> lock(D().mu);
+    Stream* s = nullptr;
+    if (CUresult rc = ResolveStreamLocked(nullptr, per_thread, &s); rc != CUDA_SUCCESS) return rc;
+    if (CUresult rc = Copy3DLocked(c); rc != CUDA_SUCCESS) return rc;
+    until = EnqueueCopyLocked(s, c);
+  }
+  SleepUntil(until);
+  return CUDA_SUCCESS;
 }
 
 CUresult AsyncCopy(const CUDA_MEMCPY3D& c, CUstream h, bool per_thread) {
@@ -124,8 +133,9 @@ CUresult AsyncCopy(const CUDA_MEMCPY3D& c, CUstream h, bool per_thread) {
   if (CUresult rc = ResolveStreamLocked(h, per_thread, &s); rc != CUDA_SUCCESS) return rc;
   CUresult rc = CUDA_SUCCESS;
   if (CaptureMemcpyLocked(s, c, &rc)) return rc;
-  EnqueueInstantLocked(s);
-  return Copy3DLocked(c);
+  if (rc = Copy3DLocked(c); rc != CUDA_SUCCESS) return rc;
+  EnqueueCopyLocked(s, c);
+  return CUDA_SUCCESS;
 }
 
 CUresult Memset(CUdeviceptr dst, size_t pitch, unsigned value, unsigned elem, size_t width,

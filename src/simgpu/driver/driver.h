@@ -260,12 +260,13 @@ CUresult EnqueueKernelLocked(std::unique_lock<std::mutex>& lock, Stream* s, uint
                              uint64_t* end_ns = nullptr);
 // An instant operation (copy, memset, event) on `s`: returns the time it happens and advances s.
 uint64_t EnqueueInstantLocked(Stream* s);
+// A copy on `s`: host-to-device and device-to-host copies take their time on the device's host
+// link (timeline.h EnqueueCopy); other copies are instant. Returns when it ends and advances s.
+uint64_t EnqueueCopyLocked(Stream* s, const CUDA_MEMCPY3D& c);
 // Sleeps (with no lock held) until the simulated time `t_ns`.
 void SleepUntil(uint64_t t_ns);
 // Trims the pools of `ordinal` (or all when < 0) down to their release thresholds.
 void TrimPoolsOnSyncLocked(int ordinal);
-// Sync helpers used by copies: wait for what `s` has queued.
-CUresult SyncStreamForCopy(CUstream h, bool per_thread);
 
 // --- Modules and kernels (module.cc, launch.cc). ---
 struct Function;

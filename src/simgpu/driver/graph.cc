@@ -77,8 +77,9 @@ CUresult RunNodeLocked(std::unique_lock<std::mutex>& lock, const GraphNode& n, S
       return MemsetLocked(static_cast<uintptr_t>(n.memset.dst), n.memset.pitch, n.memset.value,
                           n.memset.elementSize, n.memset.width, n.memset.height);
     case CU_GRAPH_NODE_TYPE_MEMCPY:
-      EnqueueInstantLocked(s);
-      return Copy3DLocked(n.memcpy);
+      if (CUresult rc = Copy3DLocked(n.memcpy); rc != CUDA_SUCCESS) return rc;
+      EnqueueCopyLocked(s, n.memcpy);
+      return CUDA_SUCCESS;
     case CU_GRAPH_NODE_TYPE_HOST: {
       uint64_t at = EnqueueInstantLocked(s);
       CUhostFn fn = n.host.fn;

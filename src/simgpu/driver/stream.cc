@@ -195,6 +195,42 @@ uint64_t EnqueueInstantLocked(Stream* s) {
   return t;
 }
 
+namespace {
+
+// Host or device side of a copy: host memory is CU_MEMORYTYPE_HOST, or a unified address that is
+// pinned host memory or no allocation at all.
+bool HostSideLocked(CUmemorytype type, const void* host, CUdeviceptr device) {
+  if (type == CU_MEMORYTYPE_HOST) return true;
+  if (type != CU_MEMORYTYPE_UNIFIED) return false;
+  (void)host;
+  const Allocation* a = FindAllocationLocked(static_cast<uintptr_t>(device));
+  return a == nullptr || a->kind == AllocKind::kHost;
+}
+
+}  // namespace
+
+uint64_t EnqueueCopyLocked(Stream* s, const CUDA_MEMCPY3D& c) {
+  bool src_host = HostSideLocked(c.srcMemoryType, c.srcHost, c.srcDevice);
+  bool dst_host = HostSideLocked(c.dstMemoryType, c.dstHost, c.dstDevice);
+  if (src_host == dst_host) return EnqueueInstantLocked(s);
+  Driver& d = D();
+  const DeviceSpec& spec = d.config.devices[s->ctx->phys];
+  CopyLink link;
+  link.bytes_per_s[0] = spec.h2d_bytes_per_s;
+  link.bytes_per_s[1] = spec.d2h_bytes_per_s;
+  link.coupling_pct = spec.link_coupling_pct;
+  uint64_t bytes = static_cast<uint64_t>(c.WidthInBytes) * (c.Height == 0 ? 1 : c.Height) *
+                   (c.Depth == 0 ? 1 : c.Depth);
+  CopyTiming t;
+  {
+    SharedState::Lock shared(d.state.get());
+    t = EnqueueCopy(d.state->layout(), s->ctx->phys, MonotonicNs(), StreamReadyLocked(s), bytes,
+                    src_host ? CopyDir::kHostToDevice : CopyDir::kDeviceToHost, link);
+  }
+  StreamAdvanceLocked(s, t.end_ns);
+  return t.end_ns;
+}
+
 CUresult EnqueueKernelLocked(std::unique_lock<std::mutex>& lock, Stream* s, uint64_t duration_ns,
                              uint64_t* end_ns) {
   Driver& d = D();
@@ -225,18 +261,6 @@ void SleepUntil(uint64_t t_ns) {
     int rc = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
     if (rc != 0 && rc != EINTR) break;
   }
-}
-
-CUresult SyncStreamForCopy(CUstream h, bool per_thread) {
-  uint64_t until;
-  {
-    std::lock_guard<std::mutex> lock(D().mu);
-    Stream* s = nullptr;
-    if (CUresult rc = Resolve(h, per_thread, &s); rc != CUDA_SUCCESS) return rc;
-    until = EnqueueInstantLocked(s);
-  }
-  SleepUntil(until);
-  return CUDA_SUCCESS;
 }
 
 }  // namespace vgpu::simgpu::driver

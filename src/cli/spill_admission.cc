@@ -1,0 +1,51 @@
+#include "cli/spill_admission.h"
+
+#include <cinttypes>
+#include <cstdio>
+
+#include "common/units.h"
+
+namespace vgpu::cli {
+
+SpillDecision AdmitSpill(const SpillAsk& ask, const SpillBudget& b) {
+  SpillDecision d;
+  uint64_t usable = b.host_available > b.headroom ? b.host_available - b.headroom : 0;
+  uint64_t free_for_spill = usable > b.already_spilled ? usable - b.already_spilled : 0;
+  if (ask.spill_bytes > free_for_spill) {
+    d.reason = "host memory cannot cover the spill: " + FormatBytes(ask.spill_bytes) + " asked, " +
+               FormatBytes(b.host_available) + " available - " + FormatBytes(b.headroom) +
+               " headroom - " + FormatBytes(b.already_spilled) +
+               " already spilled = " + FormatBytes(free_for_spill);
+    return d;
+  }
+  if (b.gpu_physical == 0) {
+    d.reason = "the GPU's memory is unknown";
+    return d;
+  }
+  double ratio = static_cast<double>(ask.promised_on_gpu) / static_cast<double>(b.gpu_physical);
+  if (ratio > b.max_ratio) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf,
+                  "the GPU would be promised %.2fx its memory (%s of %s), above the cap of %.2fx",
+                  ratio, FormatBytes(ask.promised_on_gpu).c_str(),
+                  FormatBytes(b.gpu_physical).c_str(), b.max_ratio);
+    d.reason = buf;
+    return d;
+  }
+  d.admitted = true;
+  return d;
+}
+
+uint64_t ReadMemAvailable(const char* meminfo_path) {
+  FILE* f = std::fopen(meminfo_path, "r");
+  if (f == nullptr) return 0;
+  char line[256];
+  uint64_t kib = 0;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::sscanf(line, "MemAvailable: %" SCNu64 " kB", &kib) == 1) break;
+  }
+  std::fclose(f);
+  return kib * 1024;
+}
+
+}  // namespace vgpu::cli
