@@ -84,8 +84,7 @@ Status Daemon::Start() {
     metrics_ = std::make_unique<MetricsServer>([this] { return Metrics(); },
                                                [this] { return runner_->registered(); });
     if (injector_ != nullptr) {
-      metrics_->SetInjector([this](const std::string& gpu, const std::string& event,
-                                   uint64_t code) { return Inject(gpu, event, code); });
+      metrics_->SetInjector([this](const MetricsServer::InjectRequest& r) { return Inject(r); });
     }
     Status s = metrics_->Start(options_.metrics_listen);
     if (!s.ok()) {
@@ -148,6 +147,57 @@ void Daemon::HealthLoop() {
     }
     changed |= state_->health().Tick(NowNs());
     if (changed) OnHealthChanged();
+    RunHealthActions();
+  }
+}
+
+void Daemon::RunHealthActions() {
+  std::lock_guard<std::mutex> serial(health_actions_mu_);
+  // A reset leads to a probe, a probe to a state change: a few rounds drain the chain.
+  for (int round = 0; round < 8; ++round) {
+    std::vector<faults::HealthAction> actions = state_->health().TakeActions();
+    if (actions.empty()) return;
+    bool changed = false;
+    for (const faults::HealthAction& a : actions) {
+      const device::DeviceInfo* d = state_->FindByUuid(a.key.uuid);
+      const int index = d != nullptr ? d->index : -1;
+      switch (a.kind) {
+        case faults::HealthActionKind::kNotify: {
+          const bool good = a.to == faults::GpuState::kHealthy;
+          if (good) {
+            VGPU_LOG_INFO("GPU %s: %s", a.key.ToString().c_str(), a.message.c_str());
+          } else {
+            VGPU_LOG_WARN("GPU %s: %s", a.key.ToString().c_str(), a.message.c_str());
+          }
+          if (!options_.observe_only) {
+            static const char* const kReasons[] = {"GpuHealthy", "GpuSuspect", "GpuQuarantined",
+                                                   "GpuResetPending", "GpuProbation"};
+            Status s = cluster_->PostNodeEvent(options_.node_name, good ? "Normal" : "Warning",
+                                               kReasons[static_cast<int>(a.to)],
+                                               "GPU " + a.key.ToString() + ": " + a.message);
+            if (!s.ok()) VGPU_LOG_WARN("node event: %s", s.ToString().c_str());
+          }
+          break;
+        }
+        case faults::HealthActionKind::kReset: {
+          Status s = !a.key.whole_gpu()
+                         ? Status::FailedPrecondition(
+                               "a MIG instance is recovered by recreating it, not by the node")
+                     : options_.observe_only ? Status::FailedPrecondition("observe only")
+                                             : backend_->Reset(index);
+          VGPU_LOG_INFO("reset of GPU %s: %s", a.key.ToString().c_str(), s.ToString().c_str());
+          changed |= state_->health().OnResetResult(a.key, s.ok(), s.message(), NowNs());
+          break;
+        }
+        case faults::HealthActionKind::kProbe: {
+          Status s = backend_->Probe(index);
+          VGPU_LOG_INFO("probe of GPU %s: %s", a.key.ToString().c_str(), s.ToString().c_str());
+          changed |= state_->health().OnProbeResult(a.key, s.ok(), s.message(), NowNs());
+          break;
+        }
+      }
+    }
+    if (changed) OnHealthChanged();
   }
 }
 
@@ -156,11 +206,13 @@ void Daemon::SampleNow() {
   for (const device::DeviceInfo& d : state_->devices()) {
     auto sample = backend_->Sample(d.index);
     changed |= state_->health().OnSample(d.uuid, sample.has_value(),
-                                         sample ? "" : sample.error().message(), NowNs());
+                                         sample ? "" : sample.error().message(), NowNs(),
+                                         sample ? static_cast<int>(sample->processes.size()) : -1);
     state_->StoreSample(d.index, sample ? std::optional(std::move(*sample)) : std::nullopt);
   }
   changed |= state_->health().Tick(NowNs());
   if (changed) OnHealthChanged();
+  RunHealthActions();
 }
 
 void Daemon::SampleLoop() {
@@ -241,8 +293,11 @@ std::string Daemon::Metrics() const {
   return CollectMetrics(src);
 }
 
-Status Daemon::Inject(const std::string& gpu, const std::string& event, uint64_t code) {
+Status Daemon::Inject(const MetricsServer::InjectRequest& r) {
   if (injector_ == nullptr) return Status::FailedPrecondition("fault injection is off");
+  const std::string& gpu = r.gpu;
+  const std::string& event = r.event;
+  const uint64_t code = r.code;
   const device::DeviceInfo* target = state_->FindByUuid(gpu);
   if (target == nullptr && !gpu.empty() &&
       gpu.find_first_not_of("0123456789") == std::string::npos && gpu.size() < 4) {
@@ -255,12 +310,19 @@ Status Daemon::Inject(const std::string& gpu, const std::string& event, uint64_t
   device::HealthEvent e;
   e.uuid = target->uuid;
   e.code = code;
+  e.pid = r.pid;
+  e.gpu_instance_id = r.gpu_instance;
+  e.compute_instance_id = r.compute_instance;
   if (event == "xid") {
     e.kind = device::HealthEvent::Kind::kXid;
     e.description = "injected XID " + std::to_string(code);
   } else if (event == "ecc-dbe") {
     e.kind = device::HealthEvent::Kind::kDoubleBitEcc;
     e.description = "injected double-bit ECC error";
+  } else if (event == "recovery-action") {
+    if (code > 5) return Status::InvalidArgument("code: a recovery action is 0..5");
+    e.kind = device::HealthEvent::Kind::kRecoveryAction;
+    e.description = "injected recovery action " + std::to_string(code);
   } else if (event == "recovered") {
     e.kind = device::HealthEvent::Kind::kRecovered;
     e.description = "injected recovery";
@@ -272,8 +334,9 @@ Status Daemon::Inject(const std::string& gpu, const std::string& event, uint64_t
     injector_->SetLost(target->uuid, false);
     return Status::Ok();
   } else {
-    return Status::InvalidArgument("event: \"" + event +
-                                   "\" is not one of xid, ecc-dbe, recovered, lost, found");
+    return Status::InvalidArgument(
+        "event: \"" + event +
+        "\" is not one of xid, ecc-dbe, recovery-action, recovered, lost, found");
   }
   injector_->InjectEvent(std::move(e));
   return Status::Ok();

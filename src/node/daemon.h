@@ -3,8 +3,10 @@
 //   discovery   DeviceBackend::Discover() once at Start(); the GPUs do not change while it runs
 //   plugin      PluginRunner: serve the device plugin, register, follow kubelet restarts
 //   health      a thread waiting for driver events; a sampler thread (every sample_interval)
-//               that also feeds failures to the health rules; health changes reach kubelet
-//               through ListAndWatch and the API server through the inventory annotation
+//               that also feeds failures to the health rules (node/health.h, docs/faults.md);
+//               health changes reach kubelet through ListAndWatch and the API server through
+//               the inventory annotation and an Event on the node; the resets and probes of
+//               quarantined GPUs run on these threads
 //   pods        a watch of the node's pods (when the cluster client can watch and watch_pods
 //               is set) updates the assignments as pods are bound; a housekeeping thread
 //               (every pod_refresh) lists the node's pods when there is no live watch, removes
@@ -97,7 +99,9 @@ class Daemon {
   void SampleLoop();
   void HousekeepingLoop();
   void OnHealthChanged();
-  Status Inject(const std::string& gpu, const std::string& event, uint64_t code);
+  // Carries out what the health rules asked for: resets, probes, Kubernetes Events.
+  void RunHealthActions();
+  Status Inject(const MetricsServer::InjectRequest& request);
   bool WaitStop(int ms);
 
   DaemonOptions options_;
@@ -115,6 +119,7 @@ class Daemon {
   std::unique_ptr<MetricsServer> metrics_;
   std::vector<std::thread> threads_;
   std::mutex mu_;
+  std::mutex health_actions_mu_;  // one RunHealthActions() at a time
   std::condition_variable cv_;
   bool stop_ = false;
   bool started_ = false;
