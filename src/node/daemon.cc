@@ -1,5 +1,6 @@
 #include "node/daemon.h"
 
+#include <algorithm>
 #include <ctime>
 #include <set>
 
@@ -7,6 +8,7 @@
 #include "common/log.h"
 #include "node/arbiter_usage.h"
 #include "node/metrics.h"
+#include "node/slice_control.h"
 #include "node/unit_id.h"
 
 namespace vgpu::node {
@@ -35,6 +37,11 @@ Status Daemon::Start() {
   state_ =
       std::make_unique<NodeState>(std::move(*devices), options_.units_per_gpu, options_.health);
   pods_ = std::make_unique<PodSync>(cluster_, options_.node_name, &store_);
+  // A pause lease outlives three sampling rounds: a daemon that stops renewing it releases it.
+  quarantine_ = std::make_unique<SliceQuarantine>(
+      &slices_, cluster_, options_.node_name, options_.proc_root,
+      std::max<int64_t>(2'000'000'000LL, 3LL * options_.sample_interval_ms * 1'000'000LL), NowNs);
+  tenants_ = std::make_unique<faults::TenantLevels>(options_.tenant_levels, quarantine_.get());
   allocator_ = std::make_unique<Allocator>(state_.get(), &store_, pods_.get(), &slices_);
   allocator_->SetDeviceList(options_.device_list);
   if (options_.observe_only) {
@@ -144,6 +151,7 @@ void Daemon::HealthLoop() {
                     device::HealthEventKindName(e.kind), static_cast<unsigned long long>(e.code),
                     e.description.c_str());
       changed |= state_->health().OnEvent(e, NowNs());
+      if (e.kind == device::HealthEvent::Kind::kXid && e.pid != 0) AttributeXid(e);
     }
     changed |= state_->health().Tick(NowNs());
     if (changed) OnHealthChanged();
@@ -213,6 +221,80 @@ void Daemon::SampleNow() {
   changed |= state_->health().Tick(NowNs());
   if (changed) OnHealthChanged();
   RunHealthActions();
+  if (!options_.observe_only) TenantRound();
+}
+
+void Daemon::AttributeXid(const device::HealthEvent& e) {
+  faults::XidClass cls = state_->health().ClassOf(e.uuid, e.code);
+  if (faults::IsFatal(cls)) return;  // the GPU's business
+  auto id = IdentityOfHostPid(options_.proc_root, e.pid);
+  if (!id) {
+    VGPU_LOG_INFO("XID %llu names pid %u, which is gone", static_cast<unsigned long long>(e.code),
+                  e.pid);
+    return;
+  }
+  for (const SliceRecord& r : slices_.List()) {
+    auto view = ReadSliceControl(r.region_path);
+    if (!view) continue;
+    for (const SliceProcess& p : view->processes) {
+      if (p.pid == id->pid && p.pid_ns == id->pid_ns) {
+        TenantSignal(r.name, faults::TenantSignal::kXid, 1,
+                     "XID " + std::to_string(e.code) + " of pid " + std::to_string(e.pid));
+        return;
+      }
+    }
+  }
+  VGPU_LOG_INFO("XID %llu of pid %u: not a process of a slice",
+                static_cast<unsigned long long>(e.code), e.pid);
+}
+
+void Daemon::TenantSignal(const std::string& slice, faults::TenantSignal signal, int count,
+                          const std::string& what) {
+  std::lock_guard<std::mutex> lock(tenant_mu_);
+  tenants_->OnSignal(slice, signal, count, what, NowNs());
+}
+
+std::vector<faults::TenantStatus> Daemon::Tenants() const {
+  std::lock_guard<std::mutex> lock(tenant_mu_);
+  return tenants_ ? tenants_->Snapshot() : std::vector<faults::TenantStatus>{};
+}
+
+void Daemon::TenantRound() {
+  const int64_t now = NowNs();
+  std::vector<SliceRecord> records = slices_.List();
+  std::lock_guard<std::mutex> lock(tenant_mu_);
+  std::set<std::string> live;
+  for (const SliceRecord& r : records) {
+    live.insert(r.name);
+    auto view = ReadSliceControl(r.region_path);
+    if (!view) continue;
+    tenants_->OnCounters(r.name, view->launch_failures, view->oom_refusals, now);
+    uint64_t used = 0, limit = 0;
+    double worst = -1;
+    for (size_t i = 0; i < view->used_bytes.size(); ++i) {
+      if (view->limit_bytes[i] == 0) continue;
+      double ratio = static_cast<double>(view->used_bytes[i]) / view->limit_bytes[i];
+      if (ratio > worst) {
+        worst = ratio;
+        used = view->used_bytes[i];
+        limit = view->limit_bytes[i];
+      }
+    }
+    tenants_->OnMemory(r.name, used, limit, now);
+  }
+  tenants_->Tick(now);
+  for (const faults::TenantStatus& t : tenants_->Snapshot()) {
+    if (!live.count(t.slice)) {
+      tenants_->Forget(t.slice);
+      continue;
+    }
+    for (const SliceRecord& r : records) {
+      if (r.name != t.slice) continue;
+      SliceControlUpdate u;
+      u.level = static_cast<uint32_t>(t.level);
+      (void)WriteSliceControl(r.region_path, u);
+    }
+  }
 }
 
 void Daemon::SampleLoop() {
@@ -290,6 +372,7 @@ std::string Daemon::Metrics() const {
   src.arbiter_dir = options_.slices.arbiter_dir;
   src.version = options_.version;
   src.hami_aliases = options_.hami_aliases;
+  src.tenants = Tenants();
   return CollectMetrics(src);
 }
 

@@ -36,6 +36,7 @@
 #include "node/assignment_store.h"
 #include "node/cluster.h"
 #include "node/device_list.h"
+#include "node/faults/tenant_levels.h"
 #include "node/health.h"
 #include "node/inventory.h"
 #include "node/metrics_server.h"
@@ -44,6 +45,7 @@
 #include "node/pod_resources.h"
 #include "node/pod_sync.h"
 #include "node/slice.h"
+#include "node/slice_quarantine.h"
 
 namespace vgpu::node {
 
@@ -53,6 +55,8 @@ struct DaemonOptions {
   PluginOptions plugin;
   SliceLayout slices;
   HealthRules health;
+  // Per-tenant quarantine levels (docs/faults.md).
+  faults::TenantLevelRules tenant_levels;
   std::string metrics_listen = ":9394";
   bool hami_aliases = false;
   int sample_interval_ms = 5000;
@@ -90,8 +94,14 @@ class Daemon {
   PodSync* pods() { return pods_.get(); }
   SliceManager* slices() { return &slices_; }
   InventoryPublisher* inventory() { return inventory_.get(); }
-  // Runs one sampling round, one health tick and one housekeeping round now (tests).
+  // Runs one sampling round, one health tick, one tenant round and one housekeeping round now
+  // (tests).
   void SampleNow();
+  // Tenants' quarantine levels (a copy).
+  std::vector<faults::TenantStatus> Tenants() const;
+  // Feeds a tenant signal as the attributed-signal paths do (tests, a rules engine).
+  void TenantSignal(const std::string& slice, faults::TenantSignal signal, int count,
+                    const std::string& what);
   void HousekeepNow();
 
  private:
@@ -101,6 +111,10 @@ class Daemon {
   void OnHealthChanged();
   // Carries out what the health rules asked for: resets, probes, Kubernetes Events.
   void RunHealthActions();
+  // Counters and memory of every slice into the tenant levels; their quiet periods.
+  void TenantRound();
+  // An XID that names its process: a signal for that process's slice.
+  void AttributeXid(const device::HealthEvent& event);
   Status Inject(const MetricsServer::InjectRequest& request);
   bool WaitStop(int ms);
 
@@ -117,6 +131,9 @@ class Daemon {
   std::unique_ptr<PluginRunner> runner_;
   std::unique_ptr<InventoryPublisher> inventory_;
   std::unique_ptr<MetricsServer> metrics_;
+  std::unique_ptr<SliceQuarantine> quarantine_;
+  mutable std::mutex tenant_mu_;  // guards tenants_
+  std::unique_ptr<faults::TenantLevels> tenants_;
   std::vector<std::thread> threads_;
   std::mutex mu_;
   std::mutex health_actions_mu_;  // one RunHealthActions() at a time

@@ -36,6 +36,16 @@
 //     reserved         u32  zero
 //     parent_checksum  u64  (minor 2) FNV-1a of parent[] and parent_flags; written with them,
 //                      before any process joins; a mismatch means the region is corrupted
+//     control          TenantControl (minor 3, offset 2304, 64 bytes): the node daemon's
+//                      quarantine of the slice (node/faults/tenant_levels.h); atomics only, no
+//                      lock, zero in older minors (= no quarantine):
+//       pause_until_ns   u64  CLOCK_MONOTONIC deadline: launches are held at the gate until
+//                             then (a lease the daemon renews; 0 = not paused)
+//       level            u32  the slice's quarantine level (0 normal .. 4 terminate), for display
+//       share_cap_pct    u32  compute share the daemon lowered the slice to (0 = not lowered)
+//       launch_failures  u64  kernel launches the driver refused (libvgpu.so counts)
+//       oom_refusals     u64  allocations refused over the memory limit (libvgpu.so counts)
+//       held_launches    u64  launches that waited for a pause to end (libvgpu.so counts)
 //     spare                 zero
 //   ProcSlot[kMaxProcs] (offset 4096, 256 bytes each)
 //     pid            i32  process id in its pid namespace; 0 = free slot
@@ -72,7 +82,7 @@ namespace vgpu::shm {
 
 inline constexpr uint64_t kRegionMagic = 0x45434c5355504756ULL;  // "VGPUSLCE" little-endian
 inline constexpr uint32_t kRegionMajor = 1;
-inline constexpr uint32_t kRegionMinor = 2;
+inline constexpr uint32_t kRegionMinor = 3;
 inline constexpr int kMaxDevices = 16;
 inline constexpr int kMaxProcs = 1024;
 inline constexpr uint64_t kNoLimit = ~0ULL;
@@ -103,6 +113,17 @@ struct alignas(64) MutexCell {
 };
 static_assert(sizeof(pthread_mutex_t) <= 64);
 
+struct TenantControl {
+  uint64_t pause_until_ns;
+  uint32_t level;
+  uint32_t share_cap_pct;
+  uint64_t launch_failures;
+  uint64_t oom_refusals;
+  uint64_t held_launches;
+  uint8_t reserved[24];
+};
+static_assert(sizeof(TenantControl) == 64);
+
 struct RegionHeader {
   uint64_t magic;
   uint32_t major;
@@ -124,7 +145,9 @@ struct RegionHeader {
   uint32_t parent_flags;
   uint32_t reserved;
   uint64_t parent_checksum;
-  uint8_t spare[4096 - 1768];
+  uint8_t spare[2304 - 1768];
+  TenantControl control;
+  uint8_t spare_end[4096 - 2368];
 };
 
 struct alignas(64) ProcSlot {
@@ -162,6 +185,9 @@ static_assert(offsetof(RegionHeader, parent) == 1240);
 static_assert(offsetof(RegionHeader, parent_flags) == 1752);
 static_assert(offsetof(RegionHeader, parent_checksum) == 1760);
 static_assert(offsetof(RegionHeader, spare) == 1768);
+static_assert(offsetof(RegionHeader, control) == 2304);
+static_assert(offsetof(TenantControl, launch_failures) == 16);
+static_assert(offsetof(TenantControl, held_launches) == 32);
 static_assert(sizeof(RegionHeader) == 4096);
 static_assert(offsetof(ProcSlot, pid) == 0);
 static_assert(offsetof(ProcSlot, start_time) == 8);
