@@ -52,6 +52,7 @@ struct NodeFlags {
   std::string health_recovery = "2m";
   std::string ignore_xids;
   std::string sticky_xids;
+  std::string tenant_levels;
   std::string sample_interval = "5s";
   std::string pod_refresh = "5s";
   bool no_pod_watch = false;
@@ -174,6 +175,9 @@ Result<node::DaemonOptions> BuildOptions(const NodeFlags& f) {
   auto sticky = node::ParseXidList(f.sticky_xids);
   if (!sticky) return Bad("--health-sticky-xids", sticky.error().message());
   o.health.sticky_xids = *sticky;
+  auto levels = node::faults::ParseTenantLevelRules(f.tenant_levels);
+  if (!levels) return Bad("--tenant-levels", levels.error().message());
+  o.tenant_levels = *levels;
   auto sample = DurationMs("--sample-interval", f.sample_interval, 100, 3600 * 1000);
   if (!sample) return sample.error();
   o.sample_interval_ms = *sample;
@@ -367,6 +371,10 @@ int RunNode(int argc, char** argv) {
   app.add_option("--health-sticky-xids", f.sticky_xids,
                  "XIDs after which a GPU stays out of service until a recovery is reported")
       ->capture_default_str();
+  app.add_option("--tenant-levels", f.tenant_levels,
+                 "Quarantine levels of a tenant, field=value,... (warn, limit, pause, terminate "
+                 "strikes; quiet; limit-share; *-weight; oom-storm, oom-window, ramp-pct, "
+                 "ramp-window): docs/faults.md");
   app.add_option("--sample-interval", f.sample_interval, "How often GPUs are sampled")
       ->capture_default_str();
   app.add_option("--pod-refresh", f.pod_refresh,
