@@ -8,7 +8,7 @@ void AddFaultMetrics(MetricsBuilder& m, const std::string& node_name,
                      const std::vector<SliceRecord>& slices) {
   using faults::GpuState;
   for (const GpuHealth& g : health) {
-    Labels l = {{"node", node_name}, {"uuid", g.uuid}, {"instance", g.instance}};
+    Labels l = {{"node", node_name}, {"uuid", g.uuid}, {"mig_instance", g.instance}};
     for (GpuState s : {GpuState::kHealthy, GpuState::kSuspect, GpuState::kQuarantined,
                        GpuState::kResetPending, GpuState::kProbation}) {
       Labels sl = l;

@@ -1,5 +1,6 @@
 // The fault series of /metrics (part of metrics.cc), names in docs/faults.md:
-//   vgpu_gpu_health_state{state}              1 for the state the GPU (or MIG instance) is in
+//   vgpu_gpu_health_state{mig_instance,state} 1 for the state the GPU (or MIG instance: label
+//                                             mig_instance "gi1/ci0", "" for the GPU) is in
 //   vgpu_gpu_health_relapses                  quarantines soon after a recovery (hysteresis)
 //   vgpu_tenant_quarantine_level              0 normal, 1 warn, 2 limit, 3 pause, 4 terminate
 //   vgpu_tenant_quarantine_strikes            strikes counted towards the levels
