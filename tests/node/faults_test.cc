@@ -137,11 +137,19 @@ class FaultsTest : public ::testing::Test {
     return TenantLevel::kNormal;
   }
 
+  // Whether an Event with `reason` was posted (waiting up to 2 s: kubelet may hear of a change
+  // before the Event about it is posted).
   bool HasEvent(const std::string& reason) const {
-    auto events = cluster_.Events();
-    return std::any_of(events.begin(), events.end(), [&](const std::string& e) {
-      return e.find(" " + reason + ":") != std::string::npos;
-    });
+    for (int i = 0; i < 100; ++i) {
+      auto events = cluster_.Events();
+      if (std::any_of(events.begin(), events.end(), [&](const std::string& e) {
+            return e.find(" " + reason + ":") != std::string::npos;
+          })) {
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
   }
 
   std::string root_;
