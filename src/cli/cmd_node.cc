@@ -50,8 +50,9 @@ struct NodeFlags {
   std::string kubeconfig;
   std::string pods_file;
   std::string health_recovery = "2m";
-  std::string ignore_xids = "13,31,43,45,68,109";
-  std::string sticky_xids = "48,95";
+  std::string ignore_xids;
+  std::string sticky_xids;
+  std::string tenant_levels;
   std::string sample_interval = "5s";
   std::string pod_refresh = "5s";
   bool no_pod_watch = false;
@@ -167,13 +168,16 @@ Result<node::DaemonOptions> BuildOptions(const NodeFlags& f) {
   }
   auto recovery = DurationMs("--health-recovery", f.health_recovery, 0, 7LL * 24 * 3600 * 1000);
   if (!recovery) return recovery.error();
-  o.health.recovery_seconds = *recovery / 1000;
+  o.health.gpu.probation_quiet_s = *recovery / 1000;
   auto ignored = node::ParseXidList(f.ignore_xids);
   if (!ignored) return Bad("--health-ignore-xids", ignored.error().message());
   o.health.ignored_xids = *ignored;
   auto sticky = node::ParseXidList(f.sticky_xids);
   if (!sticky) return Bad("--health-sticky-xids", sticky.error().message());
   o.health.sticky_xids = *sticky;
+  auto levels = node::faults::ParseTenantLevelRules(f.tenant_levels);
+  if (!levels) return Bad("--tenant-levels", levels.error().message());
+  o.tenant_levels = *levels;
   auto sample = DurationMs("--sample-interval", f.sample_interval, 100, 3600 * 1000);
   if (!sample) return sample.error();
   o.sample_interval_ms = *sample;
@@ -358,13 +362,19 @@ int RunNode(int argc, char** argv) {
   app.add_option("--pods-file", f.pods_file,
                  "Without an API server: read this node's pods from a JSON pod list");
   app.add_option("--health-recovery", f.health_recovery,
-                 "A faulty GPU is healthy again after this long without a fault")
+                 "Probation: after a reset and a passing probe, a GPU is healthy again after "
+                 "this long without a new XID")
       ->capture_default_str();
-  app.add_option("--health-ignore-xids", f.ignore_xids, "XIDs that do not make a GPU unhealthy")
+  app.add_option("--health-ignore-xids", f.ignore_xids,
+                 "XIDs counted as harmless whatever NVIDIA's catalog says (docs/faults.md)")
       ->capture_default_str();
   app.add_option("--health-sticky-xids", f.sticky_xids,
-                 "XIDs after which a GPU stays unhealthy until a recovery is reported or restart")
+                 "XIDs after which a GPU stays out of service until a recovery is reported")
       ->capture_default_str();
+  app.add_option("--tenant-levels", f.tenant_levels,
+                 "Quarantine levels of a tenant, field=value,... (warn, limit, pause, terminate "
+                 "strikes; quiet; limit-share; *-weight; oom-storm, oom-window, ramp-pct, "
+                 "ramp-window): docs/faults.md");
   app.add_option("--sample-interval", f.sample_interval, "How often GPUs are sampled")
       ->capture_default_str();
   app.add_option("--pod-refresh", f.pod_refresh,

@@ -36,11 +36,39 @@
 #include "cli/top_keys.h"
 #include "cli/top_sources.h"
 #include "common/units.h"
+#include "node/faults/tenant_levels.h"
 #include "shm/proc_identity.h"
 #include "shm/slice_registry.h"
 
 namespace vgpu::cli {
 namespace {
+
+// The node daemon's quarantine of a slice (shm/region.h TenantControl; docs/faults.md).
+std::string QuarantineLevelName(uint32_t level) {
+  return level <= 4 ? node::faults::TenantLevelName(static_cast<node::faults::TenantLevel>(level))
+                    : "unknown";
+}
+
+std::string QuarantineText(const shm::TenantControl& c) {
+  if (c.level == 0 && c.pause_until_ns == 0 && c.launch_failures == 0 && c.oom_refusals == 0) {
+    return "";
+  }
+  std::string t = "  quarantine " + QuarantineLevelName(c.level);
+  if (c.share_cap_pct != 0) t += " (share lowered to " + std::to_string(c.share_cap_pct) + "%)";
+  if (c.pause_until_ns != 0) t += " (launches paused)";
+  t += "  failed launches " + std::to_string(c.launch_failures) + "  refused allocations " +
+       std::to_string(c.oom_refusals) + "  held launches " + std::to_string(c.held_launches) + "\n";
+  return t;
+}
+
+std::string QuarantineJson(const shm::TenantControl& c) {
+  return ",\"quarantine\":{\"level\":\"" + QuarantineLevelName(c.level) +
+         "\",\"share_cap_pct\":" + std::to_string(c.share_cap_pct) +
+         ",\"paused\":" + (c.pause_until_ns != 0 ? "true" : "false") +
+         ",\"launch_failures\":" + std::to_string(c.launch_failures) +
+         ",\"oom_refusals\":" + std::to_string(c.oom_refusals) +
+         ",\"held_launches\":" + std::to_string(c.held_launches) + "}";
+}
 
 struct ProcessView {
   int pid = 0;
@@ -206,6 +234,7 @@ std::string Json(const std::vector<GpuInfo>& gpus, const std::string& note,
       continue;
     }
     const shm::RegionHeader& h = s.region.header;
+    j += QuarantineJson(h.control);
     j += ",\"priority\":" + JsonString(shm::PriorityName(h.config.priority)) + ",\"devices\":[";
     bool first = true;
     for (int d : SliceDevices(s.region)) {
@@ -300,6 +329,7 @@ std::string Text(const std::vector<GpuInfo>& gpus, const std::string& note,
            ") is gone; vgpu gc removes the slice once its processes have ended\n";
     }
     const shm::RegionHeader& h = s.region.header;
+    t += QuarantineText(h.control);
     for (int d : SliceDevices(s.region)) {
       uint64_t limit = h.config.memory_limit[d];
       std::string limit_text = limit == shm::kNoLimit ? "no limit" : FormatBytes(limit);

@@ -80,14 +80,24 @@ struct HealthEvent {
     kDoubleBitEcc,  // uncorrectable memory error
     kSingleBitEcc,  // corrected memory error (informational)
     kRecovered,     // injected only: the fault is cleared (a reset, a repaired link)
+    // The driver's recovery action for the GPU changed (XID 154, nvmlEventTypeGpuRecoveryAction);
+    // `code` is the nvmlDeviceGpuRecoveryAction_t value (0 none, 1 GPU reset, 2 node reboot, ...).
+    kRecoveryAction,
   };
+  static constexpr uint32_t kNoInstance = 0xFFFFFFFFu;  // NVML's "not attributable"
   std::string uuid;  // the GPU; empty: every GPU (e.g. the event set itself failed)
   Kind kind = Kind::kXid;
   uint64_t code = 0;
   std::string description;
+  // Attribution, where the driver gives it: the process (host pid; 0 unknown) and the MIG
+  // instance (nvmlEventData_t gpuInstanceId / computeInstanceId; kNoInstance when unset).
+  uint32_t pid = 0;
+  uint32_t gpu_instance_id = kNoInstance;
+  uint32_t compute_instance_id = kNoInstance;
 };
 
-// Human-readable name of an event kind: "xid", "ecc-dbe", "ecc-sbe", "recovered".
+// Human-readable name of an event kind: "xid", "ecc-dbe", "ecc-sbe", "recovered",
+// "recovery-action".
 const char* HealthEventKindName(HealthEvent::Kind kind);
 
 class DeviceBackend {
@@ -100,6 +110,15 @@ class DeviceBackend {
   virtual std::vector<HealthEvent> WaitForEvents(int timeout_ms) = 0;
   // True when health events come from the driver (false: only sampling failures are seen).
   virtual bool SupportsEvents() const = 0;
+  // Recovery of a quarantined GPU (node/faults/gpu_health.h). Reset: reset the GPU, which no
+  // process holds; backends that cannot (NVML has no reset call) return kFailedPrecondition and the
+  // GPU waits for a reported recovery. Probe: check the GPU works (allocation, kernel, copy
+  // where the backend can run them; at least a sample); kUnavailable with the reason when not.
+  virtual Status Reset(int /*index*/) {
+    return Status::FailedPrecondition(
+        "this backend cannot reset a GPU (nvidia-smi -r, then report the recovery)");
+  }
+  virtual Status Probe(int index) { return Sample(index).status(); }
 };
 
 }  // namespace vgpu::device

@@ -15,6 +15,8 @@ const char* HealthEventKindName(HealthEvent::Kind kind) {
       return "ecc-sbe";
     case HealthEvent::Kind::kRecovered:
       return "recovered";
+    case HealthEvent::Kind::kRecoveryAction:
+      return "recovery-action";
   }
   return "unknown";
 }
@@ -137,6 +139,21 @@ std::vector<HealthEvent> FakeBackend::WaitForEvents(int timeout_ms) {
   std::vector<HealthEvent> out(events_.begin(), events_.end());
   events_.clear();
   return out;
+}
+
+Status FakeBackend::Reset(int index) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (index < 0 || index >= static_cast<int>(lost_.size())) {
+    return Status::InvalidArgument("no GPU " + std::to_string(index));
+  }
+  lost_[index] = false;
+  ++resets_;
+  return Status::Ok();
+}
+
+int FakeBackend::resets() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return resets_;
 }
 
 }  // namespace vgpu::device

@@ -43,8 +43,12 @@ class FakeBackend final : public DeviceBackend {
   Result<DeviceSample> Sample(int index) override;
   std::vector<HealthEvent> WaitForEvents(int timeout_ms) override;
   bool SupportsEvents() const override { return true; }
+  // A reset makes a lost GPU answer again; counted by resets().
+  Status Reset(int index) override;
+  int resets() const;
 
  private:
+  int resets_ = 0;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<DeviceInfo> devices_;

@@ -74,4 +74,29 @@ std::vector<HealthEvent> InjectingBackend::WaitForEvents(int timeout_ms) {
   }
 }
 
+Status InjectingBackend::Reset(int index) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (index < 0 || index >= static_cast<int>(uuids_.size())) {
+    return Status::InvalidArgument("no GPU " + std::to_string(index));
+  }
+  lost_.erase(uuids_[index]);
+  ++resets_;
+  return Status::Ok();
+}
+
+Status InjectingBackend::Probe(int index) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (index >= 0 && index < static_cast<int>(uuids_.size()) && lost_.count(uuids_[index])) {
+      return Status::Unavailable("GPU " + uuids_[index] + " does not answer (injected)");
+    }
+  }
+  return inner_->Probe(index);
+}
+
+int InjectingBackend::resets() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return resets_;
+}
+
 }  // namespace vgpu::device

@@ -30,13 +30,20 @@ class InjectingBackend final : public DeviceBackend {
   Result<DeviceSample> Sample(int index) override;
   std::vector<HealthEvent> WaitForEvents(int timeout_ms) override;
   bool SupportsEvents() const override { return true; }
+  // A simulated reset: the GPU answers again (a lost GPU is found), and its injected stuck
+  // state is cleared. Probe fails while the GPU is lost, else asks the wrapped backend.
+  Status Reset(int index) override;
+  Status Probe(int index) override;
+  // Counts the resets done (tests).
+  int resets() const;
 
  private:
   std::unique_ptr<DeviceBackend> inner_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<HealthEvent> events_;
   std::set<std::string> lost_;
+  int resets_ = 0;
   std::vector<std::string> uuids_;  // by index, from the last Discover()
 };
 

@@ -30,6 +30,7 @@ static_assert(sizeof(nvmlEventData_t) == 32, "nvmlEventData_t ABI");
 constexpr unsigned long long kEventSingleBitEcc = 0x1;
 constexpr unsigned long long kEventDoubleBitEcc = 0x2;
 constexpr unsigned long long kEventXidCritical = 0x8;
+constexpr unsigned long long kEventGpuRecoveryAction = 0x8000;
 
 union nvmlValue_t {
   double dVal;
@@ -351,7 +352,8 @@ void NvmlBackend::SetUpEvents() {
   int registered = 0;
   for (void* h : handles_) {
     auto dev = static_cast<nvmlDevice_t>(h);
-    unsigned long long supported = kEventXidCritical | kEventDoubleBitEcc | kEventSingleBitEcc;
+    unsigned long long supported =
+        kEventXidCritical | kEventDoubleBitEcc | kEventSingleBitEcc | kEventGpuRecoveryAction;
     if (a.DeviceGetSupportedEventTypes != nullptr) {
       unsigned long long s = 0;
       if (a.DeviceGetSupportedEventTypes(dev, &s) == NVML_SUCCESS) supported &= s;
@@ -406,7 +408,13 @@ std::vector<HealthEvent> NvmlBackend::WaitForEvents(int timeout_ms) {
       if (handles_[i] == static_cast<void*>(data.device)) e.uuid = uuids_[i];
     }
   }
-  if (data.eventType & kEventXidCritical) {
+  e.gpu_instance_id = data.gpuInstanceId;
+  e.compute_instance_id = data.computeInstanceId;
+  if (data.eventType & kEventGpuRecoveryAction) {
+    e.kind = HealthEvent::Kind::kRecoveryAction;
+    e.code = data.eventData;
+    e.description = "GPU recovery action " + std::to_string(data.eventData);
+  } else if (data.eventType & kEventXidCritical) {
     e.kind = HealthEvent::Kind::kXid;
     e.code = data.eventData;
     e.description = "XID " + std::to_string(data.eventData);

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "intercept/tenant_control.h"
 #include "shm/region_file.h"
 #include "shm/region_ops.h"
 
@@ -191,6 +192,8 @@ bool Accountant::Charge(int device, uint64_t bytes) {
   if (e != shm::RegionError::kOk) {
     if (e != shm::RegionError::kOverLimit) {
       VGPU_LOG_ERROR("slice accounting failed (%s); allocation refused", shm::RegionErrorText(e));
+    } else {
+      CountOomRefusal();
     }
     return false;
   }

@@ -1,10 +1,12 @@
 // Kernel launch hooks. Without compute settings the added cost is one acquire load
-// (initialised?), one relaxed load (compute limited?) and an indirect call: no allocation, no
+// (initialised?), one relaxed load (compute limited?), the pause check of tenant_control.h (two
+// relaxed loads) and an indirect call: no allocation, no
 // lock, no system call. With compute settings every launch path goes through the compute gate
 // (gate.h): plain, per-thread-stream, Ex, cooperative, graph and the pre-4.0 launches alike.
 #include "intercept/gate.h"
 #include "intercept/hook_util.h"
 #include "intercept/kernel_estimates.h"
+#include "intercept/tenant_control.h"
 
 namespace vgpu::intercept {
 namespace {
@@ -49,7 +51,7 @@ __attribute__((noinline)) CUresult GatedKernel(KernelCall call, bool per_thread)
   site.family = KernelEstimates::FamilyKey(call.f);
   site.stream = call.stream;
   site.per_thread = per_thread;
-  return GatedLaunch(site, RunKernel, &call);
+  return CountLaunchResult(GatedLaunch(site, RunKernel, &call));
 }
 
 struct ExCall {
@@ -74,7 +76,7 @@ __attribute__((noinline)) CUresult GatedEx(ExCall call, bool per_thread) {
     site.stream = c.hStream;
   }
   site.per_thread = per_thread;
-  return GatedLaunch(site, RunEx, &call);
+  return CountLaunchResult(GatedLaunch(site, RunEx, &call));
 }
 
 struct GraphCall {
@@ -94,7 +96,7 @@ __attribute__((noinline)) CUresult GatedGraph(GraphCall call, bool per_thread) {
   site.family = site.key;
   site.stream = call.stream;
   site.per_thread = per_thread;
-  return GatedLaunch(site, RunGraph, &call);
+  return CountLaunchResult(GatedLaunch(site, RunGraph, &call));
 }
 
 struct LegacyCall {
@@ -121,7 +123,7 @@ __attribute__((noinline)) CUresult GatedLegacy(LegacyCall call) {
   site.key = KernelEstimates::KernelKey(call.f, blocks);
   site.family = KernelEstimates::FamilyKey(call.f);
   site.stream = call.stream;
-  return GatedLaunch(site, RunLegacy, &call);
+  return CountLaunchResult(GatedLaunch(site, RunLegacy, &call));
 }
 
 }  // namespace
@@ -133,9 +135,10 @@ extern "C" CUresult cuLaunchKernel(CUfunction f, unsigned int grid_x, unsigned i
   if (!EnsureCuda()) return CUDA_ERROR_NOT_INITIALIZED;
   auto real = g_cuda.cuLaunchKernel;
   if (real == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  HoldIfPaused();
   if (!Limited()) {
-    return real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem, stream, params,
-                extra);
+    return CountLaunchResult(real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem,
+                                  stream, params, extra));
   }
   return GatedKernel({real,
                       nullptr,
@@ -157,9 +160,10 @@ extern "C" CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int grid_x, unsig
   if (!EnsureCuda()) return CUDA_ERROR_NOT_INITIALIZED;
   auto real = g_cuda.cuLaunchKernel_ptsz;
   if (real == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  HoldIfPaused();
   if (!Limited()) {
-    return real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem, stream, params,
-                extra);
+    return CountLaunchResult(real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem,
+                                  stream, params, extra));
   }
   return GatedKernel({real,
                       nullptr,
@@ -178,7 +182,8 @@ extern "C" CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f,
   if (!EnsureCuda()) return CUDA_ERROR_NOT_INITIALIZED;
   auto real = g_cuda.cuLaunchKernelEx;
   if (real == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
-  if (!Limited()) return real(config, f, params, extra);
+  HoldIfPaused();
+  if (!Limited()) return CountLaunchResult(real(config, f, params, extra));
   return GatedEx({real, config, f, params, extra}, false);
 }
 
@@ -187,7 +192,8 @@ extern "C" CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfuncti
   if (!EnsureCuda()) return CUDA_ERROR_NOT_INITIALIZED;
   auto real = g_cuda.cuLaunchKernelEx_ptsz;
   if (real == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
-  if (!Limited()) return real(config, f, params, extra);
+  HoldIfPaused();
+  if (!Limited()) return CountLaunchResult(real(config, f, params, extra));
   return GatedEx({real, config, f, params, extra}, true);
 }
 
@@ -199,8 +205,10 @@ extern "C" CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int grid_x,
   if (!EnsureCuda()) return CUDA_ERROR_NOT_INITIALIZED;
   auto real = g_cuda.cuLaunchCooperativeKernel;
   if (real == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  HoldIfPaused();
   if (!Limited()) {
-    return real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem, stream, params);
+    return CountLaunchResult(
+        real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem, stream, params));
   }
   return GatedKernel({nullptr,
                       real,
@@ -222,8 +230,10 @@ extern "C" CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gr
   if (!EnsureCuda()) return CUDA_ERROR_NOT_INITIALIZED;
   auto real = g_cuda.cuLaunchCooperativeKernel_ptsz;
   if (real == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  HoldIfPaused();
   if (!Limited()) {
-    return real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem, stream, params);
+    return CountLaunchResult(
+        real(f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem, stream, params));
   }
   return GatedKernel({nullptr,
                       real,
@@ -241,7 +251,8 @@ extern "C" CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream) noexcept {
   if (!EnsureCuda()) return CUDA_ERROR_NOT_INITIALIZED;
   auto real = g_cuda.cuGraphLaunch;
   if (real == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
-  if (!Limited()) return real(exec, stream);
+  HoldIfPaused();
+  if (!Limited()) return CountLaunchResult(real(exec, stream));
   return GatedGraph({real, exec, stream}, false);
 }
 
@@ -249,7 +260,8 @@ extern "C" CUresult cuGraphLaunch_ptsz(CUgraphExec exec, CUstream stream) noexce
   if (!EnsureCuda()) return CUDA_ERROR_NOT_INITIALIZED;
   auto real = g_cuda.cuGraphLaunch_ptsz;
   if (real == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
-  if (!Limited()) return real(exec, stream);
+  HoldIfPaused();
+  if (!Limited()) return CountLaunchResult(real(exec, stream));
   return GatedGraph({real, exec, stream}, true);
 }
 
@@ -257,7 +269,8 @@ extern "C" CUresult cuLaunch(CUfunction f) noexcept {
   if (!EnsureCuda()) return CUDA_ERROR_NOT_INITIALIZED;
   auto real = g_cuda.cuLaunch;
   if (real == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
-  if (!Limited()) return real(f);
+  HoldIfPaused();
+  if (!Limited()) return CountLaunchResult(real(f));
   return GatedLegacy({real, nullptr, nullptr, f, 1, 1, nullptr});
 }
 
@@ -265,7 +278,8 @@ extern "C" CUresult cuLaunchGrid(CUfunction f, int grid_width, int grid_height) 
   if (!EnsureCuda()) return CUDA_ERROR_NOT_INITIALIZED;
   auto real = g_cuda.cuLaunchGrid;
   if (real == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
-  if (!Limited()) return real(f, grid_width, grid_height);
+  HoldIfPaused();
+  if (!Limited()) return CountLaunchResult(real(f, grid_width, grid_height));
   return GatedLegacy({nullptr, real, nullptr, f, grid_width, grid_height, nullptr});
 }
 
@@ -274,7 +288,8 @@ extern "C" CUresult cuLaunchGridAsync(CUfunction f, int grid_width, int grid_hei
   if (!EnsureCuda()) return CUDA_ERROR_NOT_INITIALIZED;
   auto real = g_cuda.cuLaunchGridAsync;
   if (real == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
-  if (!Limited()) return real(f, grid_width, grid_height, stream);
+  HoldIfPaused();
+  if (!Limited()) return CountLaunchResult(real(f, grid_width, grid_height, stream));
   return GatedLegacy({nullptr, nullptr, real, f, grid_width, grid_height, stream});
 }
 

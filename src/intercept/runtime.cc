@@ -10,6 +10,7 @@
 #include "intercept/gate.h"
 #include "intercept/hooks.h"
 #include "intercept/proc_address.h"
+#include "intercept/tenant_control.h"
 #include "shm/region_ops.h"
 
 extern char** environ;
@@ -54,6 +55,14 @@ __attribute__((no_sanitize("address", "thread", "undefined"))) DlsymFn ResolveRe
 }
 
 void ChildAfterFork() { ResetRuntimeInChild(); }
+
+// The slice's quarantine controls, when its region is the shared one (tenant_control.h).
+void PublishTenantControl() {
+  Accountant& a = g_runtime.accountant;
+  g_tenant_control.store(
+      a.shared() && a.region() != nullptr ? &a.region()->header.control : nullptr,
+      std::memory_order_relaxed);
+}
 
 // True if `handle` is this library (someone installed libvgpu.so as libcuda.so.1).
 bool IsSelf(void* handle) {
@@ -129,6 +138,7 @@ void InitBaseLocked() {
   }
   shm::SetCriticalSectionDelayForTest(g_runtime.config.test_critical_delay_us);
   g_runtime.accountant.Init(g_runtime.config);
+  PublishTenantControl();
   g_runtime.pools.Init(&g_runtime.accountant, &g_cuda);
   g_compute_limited.store(g_runtime.config.compute_limited, std::memory_order_relaxed);
   InitCopyPacer();
@@ -227,6 +237,7 @@ void InstallForTest(const DriverApi& cuda, const NvmlApi& nvml, const Config& co
   g_runtime.config = config;
   g_runtime.table.ResetInChild();
   g_runtime.accountant.InitWithRegion(config, region, shared);
+  PublishTenantControl();
   g_runtime.pools.Init(&g_runtime.accountant, &g_cuda);
   ContextState& c = g_runtime.contexts;
   for (int d = 0; d < kMaxDevices; ++d) {

@@ -15,12 +15,15 @@ std::string_view KindName(ResourceKind kind) {
       return "mutatingwebhookconfigurations";
     case ResourceKind::kSecret:
       return "secrets";
+    case ResourceKind::kEvent:
+      return "events";
   }
   return "pods";
 }
 
 bool Namespaced(ResourceKind kind) {
-  return kind == ResourceKind::kPod || kind == ResourceKind::kSecret;
+  return kind == ResourceKind::kPod || kind == ResourceKind::kSecret ||
+         kind == ResourceKind::kEvent;
 }
 
 std::string_view ApiGroupPath(ResourceKind kind) {

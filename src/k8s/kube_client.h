@@ -35,8 +35,8 @@ using Json = nlohmann::json;
 // Nodes and pods (core API); the scheduler's own MutatingWebhookConfiguration (cluster-scoped,
 // admissionregistration.k8s.io/v1), whose caBundle it keeps current; the Secret (core API,
 // namespaced) that holds the webhook's CA and serving certificate.
-enum class ResourceKind { kNode, kPod, kMutatingWebhookConfiguration, kSecret };
-// "nodes" / "pods" / "mutatingwebhookconfigurations" / "secrets"
+enum class ResourceKind { kNode, kPod, kMutatingWebhookConfiguration, kSecret, kEvent };
+// "nodes" / "pods" / "mutatingwebhookconfigurations" / "secrets" / "events"
 std::string_view KindName(ResourceKind kind);
 // Whether objects of the kind live in a namespace (pods, secrets).
 bool Namespaced(ResourceKind kind);

@@ -55,6 +55,12 @@ class ClusterClient {
   virtual bool WatchingPods() const { return false; }
   // Ends the watch; on_change is not called after it returns.
   virtual void StopWatchingPods() {}
+  // Optional: records a Kubernetes Event about the node (`type` "Normal" or "Warning",
+  // `reason` CamelCase, e.g. "GpuQuarantined"). Clients without events return Ok.
+  virtual Status PostNodeEvent(const std::string& /*node*/, const std::string& /*type*/,
+                               const std::string& /*reason*/, const std::string& /*message*/) {
+    return Status::Ok();
+  }
 };
 
 }  // namespace vgpu::node

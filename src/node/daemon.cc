@@ -1,5 +1,6 @@
 #include "node/daemon.h"
 
+#include <algorithm>
 #include <ctime>
 #include <set>
 
@@ -7,6 +8,7 @@
 #include "common/log.h"
 #include "node/arbiter_usage.h"
 #include "node/metrics.h"
+#include "node/slice_control.h"
 #include "node/unit_id.h"
 
 namespace vgpu::node {
@@ -35,6 +37,11 @@ Status Daemon::Start() {
   state_ =
       std::make_unique<NodeState>(std::move(*devices), options_.units_per_gpu, options_.health);
   pods_ = std::make_unique<PodSync>(cluster_, options_.node_name, &store_);
+  // A pause lease outlives three sampling rounds: a daemon that stops renewing it releases it.
+  quarantine_ = std::make_unique<SliceQuarantine>(
+      &slices_, cluster_, options_.node_name, options_.proc_root,
+      std::max<int64_t>(2'000'000'000LL, 3LL * options_.sample_interval_ms * 1'000'000LL), NowNs);
+  tenants_ = std::make_unique<faults::TenantLevels>(options_.tenant_levels, quarantine_.get());
   allocator_ = std::make_unique<Allocator>(state_.get(), &store_, pods_.get(), &slices_);
   allocator_->SetDeviceList(options_.device_list);
   if (options_.observe_only) {
@@ -84,8 +91,7 @@ Status Daemon::Start() {
     metrics_ = std::make_unique<MetricsServer>([this] { return Metrics(); },
                                                [this] { return runner_->registered(); });
     if (injector_ != nullptr) {
-      metrics_->SetInjector([this](const std::string& gpu, const std::string& event,
-                                   uint64_t code) { return Inject(gpu, event, code); });
+      metrics_->SetInjector([this](const MetricsServer::InjectRequest& r) { return Inject(r); });
     }
     Status s = metrics_->Start(options_.metrics_listen);
     if (!s.ok()) {
@@ -145,8 +151,60 @@ void Daemon::HealthLoop() {
                     device::HealthEventKindName(e.kind), static_cast<unsigned long long>(e.code),
                     e.description.c_str());
       changed |= state_->health().OnEvent(e, NowNs());
+      if (e.kind == device::HealthEvent::Kind::kXid && e.pid != 0) AttributeXid(e);
     }
     changed |= state_->health().Tick(NowNs());
+    if (changed) OnHealthChanged();
+    RunHealthActions();
+  }
+}
+
+void Daemon::RunHealthActions() {
+  std::lock_guard<std::mutex> serial(health_actions_mu_);
+  // A reset leads to a probe, a probe to a state change: a few rounds drain the chain.
+  for (int round = 0; round < 8; ++round) {
+    std::vector<faults::HealthAction> actions = state_->health().TakeActions();
+    if (actions.empty()) return;
+    bool changed = false;
+    for (const faults::HealthAction& a : actions) {
+      const device::DeviceInfo* d = state_->FindByUuid(a.key.uuid);
+      const int index = d != nullptr ? d->index : -1;
+      switch (a.kind) {
+        case faults::HealthActionKind::kNotify: {
+          const bool good = a.to == faults::GpuState::kHealthy;
+          if (good) {
+            VGPU_LOG_INFO("GPU %s: %s", a.key.ToString().c_str(), a.message.c_str());
+          } else {
+            VGPU_LOG_WARN("GPU %s: %s", a.key.ToString().c_str(), a.message.c_str());
+          }
+          if (!options_.observe_only) {
+            static const char* const kReasons[] = {"GpuHealthy", "GpuSuspect", "GpuQuarantined",
+                                                   "GpuResetPending", "GpuProbation"};
+            Status s = cluster_->PostNodeEvent(options_.node_name, good ? "Normal" : "Warning",
+                                               kReasons[static_cast<int>(a.to)],
+                                               "GPU " + a.key.ToString() + ": " + a.message);
+            if (!s.ok()) VGPU_LOG_WARN("node event: %s", s.ToString().c_str());
+          }
+          break;
+        }
+        case faults::HealthActionKind::kReset: {
+          Status s = !a.key.whole_gpu()
+                         ? Status::FailedPrecondition(
+                               "a MIG instance is recovered by recreating it, not by the node")
+                     : options_.observe_only ? Status::FailedPrecondition("observe only")
+                                             : backend_->Reset(index);
+          VGPU_LOG_INFO("reset of GPU %s: %s", a.key.ToString().c_str(), s.ToString().c_str());
+          changed |= state_->health().OnResetResult(a.key, s.ok(), s.message(), NowNs());
+          break;
+        }
+        case faults::HealthActionKind::kProbe: {
+          Status s = backend_->Probe(index);
+          VGPU_LOG_INFO("probe of GPU %s: %s", a.key.ToString().c_str(), s.ToString().c_str());
+          changed |= state_->health().OnProbeResult(a.key, s.ok(), s.message(), NowNs());
+          break;
+        }
+      }
+    }
     if (changed) OnHealthChanged();
   }
 }
@@ -156,11 +214,87 @@ void Daemon::SampleNow() {
   for (const device::DeviceInfo& d : state_->devices()) {
     auto sample = backend_->Sample(d.index);
     changed |= state_->health().OnSample(d.uuid, sample.has_value(),
-                                         sample ? "" : sample.error().message(), NowNs());
+                                         sample ? "" : sample.error().message(), NowNs(),
+                                         sample ? static_cast<int>(sample->processes.size()) : -1);
     state_->StoreSample(d.index, sample ? std::optional(std::move(*sample)) : std::nullopt);
   }
   changed |= state_->health().Tick(NowNs());
   if (changed) OnHealthChanged();
+  RunHealthActions();
+  if (!options_.observe_only) TenantRound();
+}
+
+void Daemon::AttributeXid(const device::HealthEvent& e) {
+  faults::XidClass cls = state_->health().ClassOf(e.uuid, e.code);
+  if (faults::IsFatal(cls)) return;  // the GPU's business
+  auto id = IdentityOfHostPid(options_.proc_root, e.pid);
+  if (!id) {
+    VGPU_LOG_INFO("XID %llu names pid %u, which is gone", static_cast<unsigned long long>(e.code),
+                  e.pid);
+    return;
+  }
+  for (const SliceRecord& r : slices_.List()) {
+    auto view = ReadSliceControl(r.region_path);
+    if (!view) continue;
+    for (const SliceProcess& p : view->processes) {
+      if (p.pid == id->pid && p.pid_ns == id->pid_ns) {
+        TenantSignal(r.name, faults::TenantSignal::kXid, 1,
+                     "XID " + std::to_string(e.code) + " of pid " + std::to_string(e.pid));
+        return;
+      }
+    }
+  }
+  VGPU_LOG_INFO("XID %llu of pid %u: not a process of a slice",
+                static_cast<unsigned long long>(e.code), e.pid);
+}
+
+void Daemon::TenantSignal(const std::string& slice, faults::TenantSignal signal, int count,
+                          const std::string& what) {
+  std::lock_guard<std::mutex> lock(tenant_mu_);
+  tenants_->OnSignal(slice, signal, count, what, NowNs());
+}
+
+std::vector<faults::TenantStatus> Daemon::Tenants() const {
+  std::lock_guard<std::mutex> lock(tenant_mu_);
+  return tenants_ ? tenants_->Snapshot() : std::vector<faults::TenantStatus>{};
+}
+
+void Daemon::TenantRound() {
+  const int64_t now = NowNs();
+  std::vector<SliceRecord> records = slices_.List();
+  std::lock_guard<std::mutex> lock(tenant_mu_);
+  std::set<std::string> live;
+  for (const SliceRecord& r : records) {
+    live.insert(r.name);
+    auto view = ReadSliceControl(r.region_path);
+    if (!view) continue;
+    tenants_->OnCounters(r.name, view->launch_failures, view->oom_refusals, now);
+    uint64_t used = 0, limit = 0;
+    double worst = -1;
+    for (size_t i = 0; i < view->used_bytes.size(); ++i) {
+      if (view->limit_bytes[i] == 0) continue;
+      double ratio = static_cast<double>(view->used_bytes[i]) / view->limit_bytes[i];
+      if (ratio > worst) {
+        worst = ratio;
+        used = view->used_bytes[i];
+        limit = view->limit_bytes[i];
+      }
+    }
+    tenants_->OnMemory(r.name, used, limit, now);
+  }
+  tenants_->Tick(now);
+  for (const faults::TenantStatus& t : tenants_->Snapshot()) {
+    if (!live.count(t.slice)) {
+      tenants_->Forget(t.slice);
+      continue;
+    }
+    for (const SliceRecord& r : records) {
+      if (r.name != t.slice) continue;
+      SliceControlUpdate u;
+      u.level = static_cast<uint32_t>(t.level);
+      (void)WriteSliceControl(r.region_path, u);
+    }
+  }
 }
 
 void Daemon::SampleLoop() {
@@ -238,11 +372,15 @@ std::string Daemon::Metrics() const {
   src.arbiter_dir = options_.slices.arbiter_dir;
   src.version = options_.version;
   src.hami_aliases = options_.hami_aliases;
+  src.tenants = Tenants();
   return CollectMetrics(src);
 }
 
-Status Daemon::Inject(const std::string& gpu, const std::string& event, uint64_t code) {
+Status Daemon::Inject(const MetricsServer::InjectRequest& r) {
   if (injector_ == nullptr) return Status::FailedPrecondition("fault injection is off");
+  const std::string& gpu = r.gpu;
+  const std::string& event = r.event;
+  const uint64_t code = r.code;
   const device::DeviceInfo* target = state_->FindByUuid(gpu);
   if (target == nullptr && !gpu.empty() &&
       gpu.find_first_not_of("0123456789") == std::string::npos && gpu.size() < 4) {
@@ -255,12 +393,19 @@ Status Daemon::Inject(const std::string& gpu, const std::string& event, uint64_t
   device::HealthEvent e;
   e.uuid = target->uuid;
   e.code = code;
+  e.pid = r.pid;
+  e.gpu_instance_id = r.gpu_instance;
+  e.compute_instance_id = r.compute_instance;
   if (event == "xid") {
     e.kind = device::HealthEvent::Kind::kXid;
     e.description = "injected XID " + std::to_string(code);
   } else if (event == "ecc-dbe") {
     e.kind = device::HealthEvent::Kind::kDoubleBitEcc;
     e.description = "injected double-bit ECC error";
+  } else if (event == "recovery-action") {
+    if (code > 5) return Status::InvalidArgument("code: a recovery action is 0..5");
+    e.kind = device::HealthEvent::Kind::kRecoveryAction;
+    e.description = "injected recovery action " + std::to_string(code);
   } else if (event == "recovered") {
     e.kind = device::HealthEvent::Kind::kRecovered;
     e.description = "injected recovery";
@@ -272,8 +417,9 @@ Status Daemon::Inject(const std::string& gpu, const std::string& event, uint64_t
     injector_->SetLost(target->uuid, false);
     return Status::Ok();
   } else {
-    return Status::InvalidArgument("event: \"" + event +
-                                   "\" is not one of xid, ecc-dbe, recovered, lost, found");
+    return Status::InvalidArgument(
+        "event: \"" + event +
+        "\" is not one of xid, ecc-dbe, recovery-action, recovered, lost, found");
   }
   injector_->InjectEvent(std::move(e));
   return Status::Ok();

@@ -3,8 +3,10 @@
 //   discovery   DeviceBackend::Discover() once at Start(); the GPUs do not change while it runs
 //   plugin      PluginRunner: serve the device plugin, register, follow kubelet restarts
 //   health      a thread waiting for driver events; a sampler thread (every sample_interval)
-//               that also feeds failures to the health rules; health changes reach kubelet
-//               through ListAndWatch and the API server through the inventory annotation
+//               that also feeds failures to the health rules (node/health.h, docs/faults.md);
+//               health changes reach kubelet through ListAndWatch and the API server through
+//               the inventory annotation and an Event on the node; the resets and probes of
+//               quarantined GPUs run on these threads
 //   pods        a watch of the node's pods (when the cluster client can watch and watch_pods
 //               is set) updates the assignments as pods are bound; a housekeeping thread
 //               (every pod_refresh) lists the node's pods when there is no live watch, removes
@@ -34,6 +36,7 @@
 #include "node/assignment_store.h"
 #include "node/cluster.h"
 #include "node/device_list.h"
+#include "node/faults/tenant_levels.h"
 #include "node/health.h"
 #include "node/inventory.h"
 #include "node/metrics_server.h"
@@ -42,6 +45,7 @@
 #include "node/pod_resources.h"
 #include "node/pod_sync.h"
 #include "node/slice.h"
+#include "node/slice_quarantine.h"
 
 namespace vgpu::node {
 
@@ -51,6 +55,8 @@ struct DaemonOptions {
   PluginOptions plugin;
   SliceLayout slices;
   HealthRules health;
+  // Per-tenant quarantine levels (docs/faults.md).
+  faults::TenantLevelRules tenant_levels;
   std::string metrics_listen = ":9394";
   bool hami_aliases = false;
   int sample_interval_ms = 5000;
@@ -88,8 +94,14 @@ class Daemon {
   PodSync* pods() { return pods_.get(); }
   SliceManager* slices() { return &slices_; }
   InventoryPublisher* inventory() { return inventory_.get(); }
-  // Runs one sampling round, one health tick and one housekeeping round now (tests).
+  // Runs one sampling round, one health tick, one tenant round and one housekeeping round now
+  // (tests).
   void SampleNow();
+  // Tenants' quarantine levels (a copy).
+  std::vector<faults::TenantStatus> Tenants() const;
+  // Feeds a tenant signal as the attributed-signal paths do (tests, a rules engine).
+  void TenantSignal(const std::string& slice, faults::TenantSignal signal, int count,
+                    const std::string& what);
   void HousekeepNow();
 
  private:
@@ -97,7 +109,13 @@ class Daemon {
   void SampleLoop();
   void HousekeepingLoop();
   void OnHealthChanged();
-  Status Inject(const std::string& gpu, const std::string& event, uint64_t code);
+  // Carries out what the health rules asked for: resets, probes, Kubernetes Events.
+  void RunHealthActions();
+  // Counters and memory of every slice into the tenant levels; their quiet periods.
+  void TenantRound();
+  // An XID that names its process: a signal for that process's slice.
+  void AttributeXid(const device::HealthEvent& event);
+  Status Inject(const MetricsServer::InjectRequest& request);
   bool WaitStop(int ms);
 
   DaemonOptions options_;
@@ -113,8 +131,12 @@ class Daemon {
   std::unique_ptr<PluginRunner> runner_;
   std::unique_ptr<InventoryPublisher> inventory_;
   std::unique_ptr<MetricsServer> metrics_;
+  std::unique_ptr<SliceQuarantine> quarantine_;
+  mutable std::mutex tenant_mu_;  // guards tenants_
+  std::unique_ptr<faults::TenantLevels> tenants_;
   std::vector<std::thread> threads_;
   std::mutex mu_;
+  std::mutex health_actions_mu_;  // one RunHealthActions() at a time
   std::condition_variable cv_;
   bool stop_ = false;
   bool started_ = false;

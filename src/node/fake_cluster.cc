@@ -80,4 +80,16 @@ Status FakeCluster::PatchNodeAnnotations(const std::string& node,
   return Status::Ok();
 }
 
+std::vector<std::string> FakeCluster::Events() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return events_;
+}
+
+Status FakeCluster::PostNodeEvent(const std::string& node, const std::string& type,
+                                  const std::string& reason, const std::string& message) {
+  std::lock_guard<std::mutex> lock(mu_);
+  events_.push_back(node + " " + type + " " + reason + ": " + message);
+  return Status::Ok();
+}
+
 }  // namespace vgpu::node

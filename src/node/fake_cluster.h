@@ -22,12 +22,17 @@ class FakeCluster final : public ClusterClient {
   std::vector<std::string> AnnotationHistory(const std::string& node, const std::string& key) const;
   int patch_count() const;
   int list_count() const;
+  // Events posted about nodes, oldest first: "node type reason: message".
+  std::vector<std::string> Events() const;
 
   Result<std::vector<PodInfo>> ListPodsOnNode(const std::string& node) override;
   Status PatchNodeAnnotations(const std::string& node,
                               const std::map<std::string, std::string>& annotations) override;
+  Status PostNodeEvent(const std::string& node, const std::string& type, const std::string& reason,
+                       const std::string& message) override;
 
  private:
+  std::vector<std::string> events_;
   mutable std::mutex mu_;
   std::map<std::string, PodInfo> pods_;  // by uid
   std::map<std::string, std::map<std::string, std::string>> node_annotations_;

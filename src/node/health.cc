@@ -4,110 +4,186 @@
 
 namespace vgpu::node {
 
+using faults::GpuHealthMachine;
+using faults::HealthAction;
+using faults::HealthKey;
+using faults::XidClass;
+
 HealthTracker::HealthTracker(std::vector<std::string> uuids, HealthRules rules)
-    : rules_(std::move(rules)) {
-  for (std::string& u : uuids) {
-    GpuHealth g;
-    g.uuid = std::move(u);
-    gpus_.push_back(std::move(g));
-  }
+    : rules_(std::move(rules)), uuids_(std::move(uuids)) {
+  for (const std::string& u : uuids_) FindLocked(HealthKey{u}, true);
 }
 
-bool HealthTracker::MarkUnhealthy(GpuHealth& g, const std::string& reason, bool sticky,
-                                  int64_t now_ns) {
-  g.last_fault_ns = now_ns;
-  g.sticky = g.sticky || sticky;
-  if (!g.healthy) {
-    g.reason = reason;
-    return false;
+HealthTracker::Entry* HealthTracker::FindLocked(const HealthKey& key, bool create) {
+  auto it = entries_.find(key);
+  if (it != entries_.end()) return &it->second;
+  if (!create) return nullptr;
+  return &entries_.emplace(key, Entry{GpuHealthMachine(key, &rules_.gpu), {}}).first->second;
+}
+
+std::map<HealthKey, bool> HealthTracker::SchedulableLocked() const {
+  std::map<HealthKey, bool> out;
+  for (const auto& [k, e] : entries_) out[k] = e.machine.Schedulable();
+  return out;
+}
+
+bool HealthTracker::Changed(const std::map<HealthKey, bool>& before) const {
+  for (const auto& [k, e] : entries_) {
+    auto it = before.find(k);
+    if (it == before.end() ? !e.machine.Schedulable() : it->second != e.machine.Schedulable()) {
+      return true;
+    }
   }
-  g.healthy = false;
-  g.reason = reason;
-  ++g.unhealthy_transitions;
-  VGPU_LOG_WARN("GPU %s is unhealthy: %s", g.uuid.c_str(), reason.c_str());
-  return true;
+  return false;
+}
+
+XidClass HealthTracker::ClassLocked(const std::string& uuid, uint64_t xid) const {
+  if (rules_.sticky_xids.count(xid)) return XidClass::kReboot;
+  if (rules_.ignored_xids.count(xid)) return XidClass::kIgnore;
+  XidClass table = faults::ClassifyXid(xid);
+  auto it = driver_action_.find(uuid);
+  std::optional<faults::RecoveryAction> driver;
+  if (it != driver_action_.end()) driver = it->second;
+  return faults::EffectiveClass(table, driver);
+}
+
+XidClass HealthTracker::ClassOf(const std::string& uuid, uint64_t xid) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ClassLocked(uuid, xid);
 }
 
 bool HealthTracker::OnEvent(const device::HealthEvent& event, int64_t now_ns) {
   std::lock_guard<std::mutex> lock(mu_);
-  bool changed = false;
-  const std::string key =
+  auto before = SchedulableLocked();
+  using Kind = device::HealthEvent::Kind;
+  const std::string count_key =
       std::string(device::HealthEventKindName(event.kind)) + ":" + std::to_string(event.code);
-  for (GpuHealth& g : gpus_) {
-    if (!event.uuid.empty() && g.uuid != event.uuid) continue;
-    ++g.events[key];
-    switch (event.kind) {
-      case device::HealthEvent::Kind::kSingleBitEcc:
-        break;
-      case device::HealthEvent::Kind::kRecovered:
-        if (!g.healthy) {
-          g.healthy = true;
-          g.sticky = false;
-          g.reason.clear();
-          changed = true;
-          VGPU_LOG_WARN("GPU %s is healthy again (recovery reported)", g.uuid.c_str());
-        }
-        break;
-      case device::HealthEvent::Kind::kDoubleBitEcc:
-        changed |= MarkUnhealthy(g, "double-bit ECC error", false, now_ns);
-        break;
-      case device::HealthEvent::Kind::kXid:
-        if (event.uuid.empty()) {
-          changed |= MarkUnhealthy(
-              g, event.description.empty() ? "health events failed" : event.description, false,
-              now_ns);
-        } else if (!rules_.ignored_xids.count(event.code)) {
-          changed |= MarkUnhealthy(g, "XID " + std::to_string(event.code),
-                                   rules_.sticky_xids.count(event.code) > 0, now_ns);
-        }
-        break;
+  if (event.uuid.empty()) {
+    // The event channel failed: the driver can no longer tell us about faults.
+    for (const std::string& u : uuids_) {
+      Entry* e = FindLocked(HealthKey{u}, true);
+      ++e->events[count_key];
+      e->machine.OnSample(false, -1,
+                          event.description.empty() ? "health events failed" : event.description,
+                          now_ns, &actions_);
+    }
+    return Changed(before);
+  }
+  HealthKey key{event.uuid};
+  if (event.gpu_instance_id != device::HealthEvent::kNoInstance) {
+    key.gpu_instance = event.gpu_instance_id;
+    key.compute_instance = event.compute_instance_id;
+  }
+  Entry* gpu = FindLocked(HealthKey{event.uuid}, false);
+  if (gpu == nullptr) return false;  // not a GPU of this node
+  Entry* target = FindLocked(key, true);
+  ++target->events[count_key];
+  switch (event.kind) {
+    case Kind::kSingleBitEcc:
+      break;
+    case Kind::kRecovered:
+      target->machine.OnRecovered(
+          event.description.empty() ? "recovery reported" : event.description, now_ns, &actions_);
+      break;
+    case Kind::kDoubleBitEcc:
+      target->machine.OnDoubleBitEcc(now_ns, &actions_);
+      break;
+    case Kind::kRecoveryAction: {
+      auto action = faults::RecoveryActionFromValue(event.code);
+      if (!action) break;
+      auto prev = driver_action_.find(event.uuid);
+      const bool was_set =
+          prev != driver_action_.end() && prev->second != faults::RecoveryAction::kNone;
+      driver_action_[event.uuid] = *action;
+      if (*action == faults::RecoveryAction::kNone) {
+        if (was_set)
+          target->machine.OnRecovered("the driver's recovery action is none again", now_ns,
+                                      &actions_);
+      } else if (*action == faults::RecoveryAction::kNodeReboot) {
+        target->machine.OnXid(154, XidClass::kReboot, now_ns, &actions_);
+      } else if (*action != faults::RecoveryAction::kRecoverImexDomain) {
+        target->machine.OnXid(154, XidClass::kReset, now_ns, &actions_);
+      }
+      break;
+    }
+    case Kind::kXid: {
+      XidClass cls = ClassLocked(event.uuid, event.code);
+      // Attributed to a process: the tenant's business (tenant_levels.h), not the GPU's.
+      if (event.pid != 0 && !faults::IsFatal(cls)) break;
+      target->machine.OnXid(event.code, cls, now_ns, &actions_);
+      break;
     }
   }
-  return changed;
+  return Changed(before);
 }
 
 bool HealthTracker::OnSample(const std::string& uuid, bool ok, const std::string& error,
-                             int64_t now_ns) {
+                             int64_t now_ns, int processes) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (GpuHealth& g : gpus_) {
-    if (g.uuid != uuid) continue;
-    if (ok) {
-      g.last_ok_sample_ns = now_ns;
-      return false;
-    }
-    return MarkUnhealthy(g, "does not answer: " + error, false, now_ns);
-  }
-  return false;
+  auto before = SchedulableLocked();
+  Entry* e = FindLocked(HealthKey{uuid}, false);
+  if (e == nullptr) return false;
+  e->machine.OnSample(ok, processes, error, now_ns, &actions_);
+  return Changed(before);
 }
 
 bool HealthTracker::Tick(int64_t now_ns) {
   std::lock_guard<std::mutex> lock(mu_);
-  bool changed = false;
-  const int64_t window = rules_.recovery_seconds * 1'000'000'000LL;
-  for (GpuHealth& g : gpus_) {
-    if (g.healthy || g.sticky) continue;
-    if (now_ns - g.last_fault_ns < window) continue;
-    if (g.last_ok_sample_ns <= g.last_fault_ns) continue;
-    g.healthy = true;
-    VGPU_LOG_WARN("GPU %s is healthy again: no fault for %lld s (last: %s)", g.uuid.c_str(),
-                  static_cast<long long>(rules_.recovery_seconds), g.reason.c_str());
-    g.reason.clear();
-    changed = true;
-  }
-  return changed;
+  auto before = SchedulableLocked();
+  for (auto& [k, e] : entries_) e.machine.Tick(now_ns, &actions_);
+  return Changed(before);
+}
+
+bool HealthTracker::OnResetResult(const HealthKey& key, bool ok, const std::string& error,
+                                  int64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto before = SchedulableLocked();
+  if (Entry* e = FindLocked(key, false)) e->machine.OnResetResult(ok, error, now_ns, &actions_);
+  return Changed(before);
+}
+
+bool HealthTracker::OnProbeResult(const HealthKey& key, bool ok, const std::string& error,
+                                  int64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto before = SchedulableLocked();
+  if (Entry* e = FindLocked(key, false)) e->machine.OnProbeResult(ok, error, now_ns, &actions_);
+  return Changed(before);
+}
+
+std::vector<HealthAction> HealthTracker::TakeActions() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<HealthAction> out;
+  out.swap(actions_);
+  return out;
 }
 
 bool HealthTracker::Healthy(const std::string& uuid) const {
   std::lock_guard<std::mutex> lock(mu_);
-  for (const GpuHealth& g : gpus_) {
-    if (g.uuid == uuid) return g.healthy;
-  }
-  return false;
+  auto it = entries_.find(HealthKey{uuid});
+  return it != entries_.end() && it->second.machine.Schedulable();
 }
 
 std::vector<GpuHealth> HealthTracker::Snapshot() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return gpus_;
+  std::vector<GpuHealth> out;
+  auto add = [&](const HealthKey& k, const Entry& e) {
+    const faults::GpuHealthStatus& s = e.machine.status();
+    GpuHealth g;
+    g.uuid = k.uuid;
+    if (!k.whole_gpu()) g.instance = k.ToString().substr(k.uuid.size() + 1);
+    g.healthy = e.machine.Schedulable();
+    g.state = s.state;
+    g.reason = s.reason;
+    g.unhealthy_transitions = s.quarantines;
+    g.relapses = s.relapses;
+    g.events = e.events;
+    out.push_back(std::move(g));
+  };
+  for (const std::string& u : uuids_) add(HealthKey{u}, entries_.at(HealthKey{u}));
+  for (const auto& [k, e] : entries_) {
+    if (!k.whole_gpu()) add(k, e);
+  }
+  return out;
 }
 
 Result<std::set<uint64_t>> ParseXidList(const std::string& text) {

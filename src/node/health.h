@@ -1,50 +1,52 @@
-// Health rules of the node daemon: when a GPU is advertised Unhealthy to kubelet, and when it
-// becomes Healthy again (HAMi and NVIDIA's plugin never recover a GPU without a restart).
+// Health of the node's GPUs: the per-GPU state machines (node/faults/gpu_health.h) fed with the
+// driver's events, classified by NVIDIA's XID catalog (node/faults/xid_class.h) and overridden
+// by the driver's recovery action, and with the sampler's results. It decides what kubelet is
+// told (Healthy(): the GPU is Healthy or Suspect) and collects the actions the daemon carries
+// out (reset, probe, notify).
 //
-// A GPU becomes unhealthy when
-//   - the driver reports a critical event on it: an XID not in `ignored_xids` (by default the
-//     XIDs that an application causes: 13, 31, 43, 45, 68, 109), or a double-bit ECC error;
-//   - it fails to answer a sample (NVML_ERROR_GPU_IS_LOST, ...);
-//   - the event channel itself fails (an event without a GPU): every GPU, as the driver can no
-//     longer tell us about faults.
-// Single-bit (corrected) ECC errors and ignored XIDs are counted, nothing more.
-// An unhealthy GPU becomes healthy again when
-//   - no critical event and no failed sample happened for `recovery_seconds`, and at least one
-//     sample succeeded after the last fault; except for
-//   - `sticky_xids` (by default 48 and 95: uncorrectable memory errors that need a GPU reset),
-//     which clear only through an explicit recovery event (kRecovered: an operator after a
-//     reset, or an injection on the simulated GPU) or a restart of the daemon.
-// An explicit recovery event clears any fault at once.
+// Routing of an event:
+//   - an XID attributed to a process (pid set) of class application or ignore concerns that
+//     process's tenant only (node/faults/tenant_levels.h): counted here, never fed to the GPU;
+//   - an XID with MIG instance ids goes to that instance's machine (created on first use); a
+//     fatal one takes only that instance out of service;
+//   - an XID without a GPU (the event set failed) goes to every GPU as a failed sample;
+//   - a recovery-action event (XID 154's payload) is remembered per GPU and overrides the class
+//     of the XIDs that follow; a change back to "none" reports the GPU recovered (an operator
+//     reset it);
+//   - kRecovered (an operator, or an injection on the simulated GPU) reports it recovered.
+// `ignored_xids` (operator) are treated as class ignore and `sticky_xids` as class reboot (out
+// of service until a recovery is reported), whatever the catalog says.
 //
-// Times are nanoseconds of a monotonic clock supplied by the caller, so tests drive the rules
-// with a simulated clock. Thread-safe.
+// Times are nanoseconds of a monotonic clock supplied by the caller. Thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "device/device_backend.h"
+#include "node/faults/gpu_health.h"
 
 namespace vgpu::node {
 
 struct HealthRules {
-  std::set<uint64_t> ignored_xids = {13, 31, 43, 45, 68, 109};
-  std::set<uint64_t> sticky_xids = {48, 95};
-  int64_t recovery_seconds = 120;
+  faults::GpuHealthRules gpu;
+  std::set<uint64_t> ignored_xids;
+  std::set<uint64_t> sticky_xids;
 };
 
 struct GpuHealth {
   std::string uuid;
-  bool healthy = true;
-  bool sticky = false;  // waiting for an explicit recovery
-  std::string reason;   // why it is unhealthy (empty when healthy)
-  int64_t last_fault_ns = 0;
-  int64_t last_ok_sample_ns = 0;
-  int64_t unhealthy_transitions = 0;
+  std::string instance;  // "" for the whole GPU, "gi1/ci0" for a MIG instance
+  bool healthy = true;   // schedulable: Healthy or Suspect
+  faults::GpuState state = faults::GpuState::kHealthy;
+  std::string reason;                 // why it left Healthy (empty when healthy)
+  int64_t unhealthy_transitions = 0;  // times it went out of service
+  int relapses = 0;
   // Events seen, by "<kind>:<code>" (e.g. "xid:79", "ecc-dbe:0").
   std::map<std::string, uint64_t> events;
 };
@@ -53,21 +55,43 @@ class HealthTracker {
  public:
   HealthTracker(std::vector<std::string> uuids, HealthRules rules);
 
-  // Each returns true when the health of some GPU changed.
+  // Each returns true when the schedulable state of some GPU or instance changed.
   bool OnEvent(const device::HealthEvent& event, int64_t now_ns);
-  bool OnSample(const std::string& uuid, bool ok, const std::string& error, int64_t now_ns);
+  // `processes`: how many processes hold the GPU (-1 unknown).
+  bool OnSample(const std::string& uuid, bool ok, const std::string& error, int64_t now_ns,
+                int processes = -1);
   bool Tick(int64_t now_ns);
+  bool OnResetResult(const faults::HealthKey& key, bool ok, const std::string& error,
+                     int64_t now_ns);
+  bool OnProbeResult(const faults::HealthKey& key, bool ok, const std::string& error,
+                     int64_t now_ns);
+  // The actions asked for since the last call, in order.
+  std::vector<faults::HealthAction> TakeActions();
 
   bool Healthy(const std::string& uuid) const;
+  // Whole GPUs first (in discovery order), then MIG instances.
   std::vector<GpuHealth> Snapshot() const;
   const HealthRules& rules() const { return rules_; }
 
+  // The class an XID has on `uuid` now (catalog, operator lists, the driver's action).
+  faults::XidClass ClassOf(const std::string& uuid, uint64_t xid) const;
+
  private:
-  bool MarkUnhealthy(GpuHealth& g, const std::string& reason, bool sticky, int64_t now_ns);
+  struct Entry {
+    faults::GpuHealthMachine machine;
+    std::map<std::string, uint64_t> events;
+  };
+  Entry* FindLocked(const faults::HealthKey& key, bool create);
+  faults::XidClass ClassLocked(const std::string& uuid, uint64_t xid) const;
+  bool Changed(const std::map<faults::HealthKey, bool>& before) const;
+  std::map<faults::HealthKey, bool> SchedulableLocked() const;
 
   HealthRules rules_;
   mutable std::mutex mu_;
-  std::vector<GpuHealth> gpus_;
+  std::vector<std::string> uuids_;
+  std::map<faults::HealthKey, Entry> entries_;
+  std::map<std::string, faults::RecoveryAction> driver_action_;  // by GPU
+  std::vector<faults::HealthAction> actions_;
 };
 
 // Parses a comma-separated list of XID numbers ("13,31,43"); "" is the empty set.

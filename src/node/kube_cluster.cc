@@ -1,5 +1,8 @@
 #include "node/kube_cluster.h"
 
+#include <chrono>
+#include <ctime>
+
 #include "common/log.h"
 #include "k8s/http_kube_client.h"
 #include "k8s/kube_config.h"
@@ -118,6 +121,28 @@ Status KubeCluster::PatchNodeAnnotations(const std::string& node,
   for (const auto& [k, v] : annotations) changes[k] = v;
   auto patched = k8s::PatchAnnotations(*client_, k8s::ResourceKind::kNode, "", node, changes);
   return patched.status();
+}
+
+Status KubeCluster::PostNodeEvent(const std::string& node, const std::string& type,
+                                  const std::string& reason, const std::string& message) {
+  auto now = std::chrono::system_clock::now();
+  std::time_t t = std::chrono::system_clock::to_time_t(now);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  k8s::Json event = {
+      {"apiVersion", "v1"},
+      {"kind", "Event"},
+      {"metadata", {{"generateName", node + ".vgpu-"}, {"namespace", "default"}}},
+      {"involvedObject", {{"kind", "Node"}, {"name", node}, {"uid", node}, {"apiVersion", "v1"}}},
+      {"type", type},
+      {"reason", reason},
+      {"message", message},
+      {"source", {{"component", "vgpu-node"}, {"host", node}}},
+      {"firstTimestamp", stamp},
+      {"lastTimestamp", stamp},
+      {"count", 1},
+  };
+  return client_->Create(k8s::ResourceKind::kEvent, "default", event).status();
 }
 
 }  // namespace vgpu::node

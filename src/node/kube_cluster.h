@@ -31,6 +31,9 @@ class KubeCluster final : public ClusterClient {
   Status WatchPodsOnNode(const std::string& node, PodsCallback on_change) override;
   bool WatchingPods() const override;
   void StopWatchingPods() override;
+  // A core/v1 Event in namespace "default" whose involvedObject is the node.
+  Status PostNodeEvent(const std::string& node, const std::string& type, const std::string& reason,
+                       const std::string& message) override;
   ~KubeCluster() override;
 
   // The watch's counters (tests, diagnostics); zero when not watching.

@@ -5,6 +5,7 @@
 
 #include "node/arbiter_usage.h"
 #include "node/metrics_compute.h"
+#include "node/metrics_faults.h"
 #include "node/metrics_hami.h"
 #include "node/metrics_text.h"
 #include "node/process_owner.h"
@@ -313,6 +314,8 @@ std::string CollectMetrics(const MetricsSources& src) {
   AddGpuMetrics(m, src);
   AddSliceMetrics(m, src);
   AddDaemonMetrics(m, src);
+  AddFaultMetrics(m, src.node_name, src.state->health().Snapshot(), src.tenants,
+                  src.slices != nullptr ? src.slices->List() : std::vector<SliceRecord>{});
   if (src.hami_aliases) {
     AddHamiSeries(m, src.pods != nullptr ? src.pods->Pods() : std::vector<PodInfo>{});
   }

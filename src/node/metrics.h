@@ -12,6 +12,7 @@
 #include <string>
 
 #include "node/allocator.h"
+#include "node/faults/tenant_levels.h"
 #include "node/inventory.h"
 #include "node/node_state.h"
 #include "node/plugin_runner.h"
@@ -32,6 +33,7 @@ struct MetricsSources {
   std::string arbiter_dir;  // the node's arbiter directory ("" = none: no GPU compute series)
   std::string version;
   bool hami_aliases = false;
+  std::vector<faults::TenantStatus> tenants;  // quarantine levels (metrics_faults.h)
 };
 
 std::string CollectMetrics(const MetricsSources& sources);

@@ -55,20 +55,35 @@ Status MetricsServer::Start(const std::string& listen) {
   });
   if (injector_) {
     server_->Post("/sim/health", [this](const httplib::Request& req, httplib::Response& res) {
-      std::string gpu = req.get_param_value("gpu");
-      std::string event = req.get_param_value("event");
-      std::string code_text = req.get_param_value("code");
-      uint64_t code = 0;
-      if (!code_text.empty()) {
-        if (code_text.size() > 9 ||
-            code_text.find_first_not_of("0123456789") != std::string::npos) {
-          res.status = 400;
-          res.set_content("code: \"" + code_text + "\" is not a number\n", "text/plain");
+      InjectRequest r;
+      r.gpu = req.get_param_value("gpu");
+      r.event = req.get_param_value("event");
+      std::string bad;
+      auto number = [&](const char* name, uint64_t max, uint64_t* out) {
+        std::string text = req.get_param_value(name);
+        if (text.empty() || !bad.empty()) return;
+        if (text.size() > 10 || text.find_first_not_of("0123456789") != std::string::npos ||
+            std::stoull(text) > max) {
+          bad =
+              std::string(name) + ": \"" + text + "\" is not a number up to " + std::to_string(max);
           return;
         }
-        code = std::stoull(code_text);
+        *out = std::stoull(text);
+      };
+      uint64_t pid = 0, gi = r.gpu_instance, ci = r.compute_instance;
+      number("code", 999999999, &r.code);
+      number("pid", 0x7FFFFFFF, &pid);
+      number("gi", 0xFFFFFFFE, &gi);
+      number("ci", 0xFFFFFFFE, &ci);
+      if (!bad.empty()) {
+        res.status = 400;
+        res.set_content(bad + "\n", "text/plain");
+        return;
       }
-      Status s = injector_(gpu, event, code);
+      r.pid = static_cast<uint32_t>(pid);
+      r.gpu_instance = static_cast<uint32_t>(gi);
+      r.compute_instance = static_cast<uint32_t>(ci);
+      Status s = injector_(r);
       res.status =
           s.ok() ? 200
                  : (s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kNotFound

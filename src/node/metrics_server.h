@@ -3,9 +3,11 @@
 //   GET  /healthz   200 while the daemon runs
 //   GET  /readyz    200 once registered with kubelet, else 503
 //   POST /sim/health  form or query parameters gpu=<uuid or index>,
-//                   event=<xid|ecc-dbe|recovered|lost|found>, code=N: fault injection, present
-//                   only when an injector is set (vgpu node --sim). Send a body (curl -d ...):
-//                   a POST without Content-Length is not answered.
+//                   event=<xid|ecc-dbe|recovery-action|recovered|lost|found>, code=N, and
+//                   optionally pid=N (the process an XID is attributed to), gi=N and ci=N
+//                   (its MIG instance): fault injection, present only when an injector is set
+//                   (vgpu node --sim). Send a body (curl -d ...): a POST without
+//                   Content-Length is not answered.
 // Serves on its own threads; Stop() returns after the listener closed.
 #pragma once
 
@@ -24,8 +26,15 @@ namespace vgpu::node {
 
 class MetricsServer {
  public:
-  using Injector =
-      std::function<Status(const std::string& gpu, const std::string& event, uint64_t code)>;
+  struct InjectRequest {
+    std::string gpu;
+    std::string event;
+    uint64_t code = 0;
+    uint32_t pid = 0;
+    uint32_t gpu_instance = 0xFFFFFFFFu;
+    uint32_t compute_instance = 0xFFFFFFFFu;
+  };
+  using Injector = std::function<Status(const InjectRequest& request)>;
 
   MetricsServer(std::function<std::string()> metrics, std::function<bool()> ready);
   ~MetricsServer();

@@ -53,6 +53,16 @@
 //     copy.unpaced_graph_copies  u64  memcpy nodes in graphs instantiated by the slice (graph
 //                             launches are not paced)
 //     copy.peer_bytes    u64  bytes of peer (device-to-device across GPUs) copies, not paced
+//     control          TenantControl (minor 3, offset 2304, 64 bytes): the node daemon's
+//                      quarantine of the slice (node/faults/tenant_levels.h); atomics only, no
+//                      lock, zero in older minors (= no quarantine):
+//       pause_until_ns   u64  CLOCK_MONOTONIC deadline: launches are held at the gate until
+//                             then (a lease the daemon renews; 0 = not paused)
+//       level            u32  the slice's quarantine level (0 normal .. 4 terminate), for display
+//       share_cap_pct    u32  compute share the daemon lowered the slice to (0 = not lowered)
+//       launch_failures  u64  kernel launches the driver refused (libvgpu.so counts)
+//       oom_refusals     u64  allocations refused over the memory limit (libvgpu.so counts)
+//       held_launches    u64  launches that waited for a pause to end (libvgpu.so counts)
 //     spare                 zero
 //   ProcSlot[kMaxProcs] (offset 4096, 256 bytes each)
 //     pid            i32  process id in its pid namespace; 0 = free slot
@@ -139,6 +149,17 @@ struct CopyQosState {
 };
 static_assert(sizeof(CopyQosState) == 512);
 
+struct TenantControl {
+  uint64_t pause_until_ns;
+  uint32_t level;
+  uint32_t share_cap_pct;
+  uint64_t launch_failures;
+  uint64_t oom_refusals;
+  uint64_t held_launches;
+  uint8_t reserved[24];
+};
+static_assert(sizeof(TenantControl) == 64);
+
 struct RegionHeader {
   uint64_t magic;
   uint32_t major;
@@ -162,7 +183,8 @@ struct RegionHeader {
   uint64_t parent_checksum;
   uint8_t spare0[1792 - 1768];
   CopyQosState copy;
-  uint8_t spare[4096 - 2304];
+  TenantControl control;
+  uint8_t spare[4096 - 2368];
 };
 
 struct alignas(64) ProcSlot {
@@ -201,7 +223,10 @@ static_assert(offsetof(RegionHeader, parent_flags) == 1752);
 static_assert(offsetof(RegionHeader, parent_checksum) == 1760);
 static_assert(offsetof(RegionHeader, spare0) == 1768);
 static_assert(offsetof(RegionHeader, copy) == 1792);
-static_assert(offsetof(RegionHeader, spare) == 2304);
+static_assert(offsetof(RegionHeader, control) == 2304);
+static_assert(offsetof(RegionHeader, spare) == 2368);
+static_assert(offsetof(TenantControl, launch_failures) == 16);
+static_assert(offsetof(TenantControl, held_launches) == 32);
 static_assert(sizeof(RegionHeader) == 4096);
 static_assert(offsetof(ProcSlot, pid) == 0);
 static_assert(offsetof(ProcSlot, start_time) == 8);

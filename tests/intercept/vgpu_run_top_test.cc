@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "child_process.h"
+#include "shm/region_file.h"
 #include "vgpu_cli_fixture.h"
 
 namespace vgpu {
@@ -157,6 +158,29 @@ TEST_F(RunTopTest, TopShowsTheSliceAndItsProcesses) {
   EXPECT_EQ(code, 0);
   EXPECT_NE(text.find("memory 300.00 MiB / 1.00 GiB (29%)  cores 30%"), std::string::npos) << text;
   EXPECT_NE(text.find("pid " + pid), std::string::npos) << text;
+  EXPECT_EQ(text.find("quarantine"), std::string::npos) << text;
+  EXPECT_NE(json.find("\"quarantine\":{\"level\":\"normal\""), std::string::npos) << json;
+  // The node daemon's quarantine, as it writes it into the region, is shown.
+  size_t at = json.find("\"region\":\"");
+  ASSERT_NE(at, std::string::npos);
+  at += 10;
+  std::string region_path = json.substr(at, json.find('"', at) - at);
+  {
+    shm::Mapping m;
+    ASSERT_EQ(shm::Mapping::OpenExisting(region_path.c_str(), true, &m), shm::RegionError::kOk);
+    m.region()->header.control.level = 2;
+    m.region()->header.control.share_cap_pct = 25;
+    m.region()->header.control.launch_failures = 3;
+  }
+  text = Vgpu({"top", "--sim", "--once"}, &code);
+  EXPECT_NE(text.find("quarantine limit (share lowered to 25%)  failed launches 3"),
+            std::string::npos)
+      << text;
+  json = Vgpu({"top", "--sim", "--once", "--json"}, &code);
+  EXPECT_NE(json.find("\"quarantine\":{\"level\":\"limit\",\"share_cap_pct\":25,\"paused\":false,"
+                      "\"launch_failures\":3"),
+            std::string::npos)
+      << json;
   slice.CloseStdin();
   EXPECT_EQ(slice.Wait(), 0);
   text = Vgpu({"top", "--sim", "--once"}, &code);

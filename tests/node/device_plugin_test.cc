@@ -66,7 +66,7 @@ class DevicePluginTest : public ::testing::Test {
     o.slices.root = root_ + "/slices";
     o.slices.host_libvgpu = root_ + "/libvgpu.so";
     o.slices.arbiter_dir = root_ + "/arbiter";
-    o.health.recovery_seconds = 2;
+    o.health.gpu.probation_quiet_s = 2;
     o.metrics_listen = "127.0.0.1:0";
     o.hami_aliases = true;
     o.sample_interval_ms = 100;
@@ -513,7 +513,7 @@ TEST_F(DevicePluginTest, UnhealthyGpuIsReportedAndRecovers) {
     return n == kUnits;
   };
   int lists_before = kubelet_->lists();
-  fake_->InjectXid(2, 79);  // fallen off the bus
+  fake_->InjectXid(2, 109);  // context-switch timeout: reset, probe, probation
   ASSERT_TRUE(
       kubelet_->WaitForDevices([&](const auto& d) { return gpu_health(d, "Unhealthy"); }, 5000));
   EXPECT_GT(kubelet_->lists(), lists_before);
@@ -526,7 +526,7 @@ TEST_F(DevicePluginTest, UnhealthyGpuIsReportedAndRecovers) {
   }));
   EXPECT_NE(Scrape().find("vgpu_gpu_health_events_total{node=\"gpu-node-1\",gpu=\"2\""),
             std::string::npos);
-  // No further fault for the recovery window (2 s) and good samples: healthy again.
+  // Reset, a passing probe and 2 s of probation without an XID: healthy again.
   ASSERT_TRUE(kubelet_->WaitForDevices(AllHealthy, 10'000));
   daemon_->HousekeepNow();
   std::string inv = cluster_.NodeAnnotations("gpu-node-1")["vgpu.io/gpu-inventory"];

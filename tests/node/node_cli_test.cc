@@ -165,14 +165,27 @@ TEST_F(NodeCliTest, SimulatedNodeEndToEnd) {
   // The daemon created the arbiter of each GPU.
   EXPECT_TRUE(fs::exists(root_ + "/arbiter/" + std::string(kGpu1) + ".arbiter"));
 
-  // Faults injected on the simulated GPU reach kubelet, and clear.
-  ASSERT_EQ(Post("gpu=0&event=xid&code=79"), "200 injected\n") << ReadFile(root_ + "/daemon.log");
+  // Faults injected on the simulated GPU reach kubelet, and clear: a reset-class XID is
+  // followed by a (simulated) reset, a probe and a second of probation.
+  ASSERT_EQ(Post("gpu=0&event=xid&code=109"), "200 injected\n") << ReadFile(root_ + "/daemon.log");
   ASSERT_TRUE(kubelet_->WaitForDevices(
       [&](const auto& d) { return GpuHealth(d, kGpu0, "Unhealthy"); }, 5000));
   ASSERT_TRUE(kubelet_->WaitForDevices(
       [&](const auto& d) { return GpuHealth(d, kGpu0, "Healthy"); }, 10'000));
-  // A sticky XID (uncorrectable ECC) stays until a recovery is reported.
-  EXPECT_EQ(Post(std::string("gpu=") + kGpu1 + "&event=xid&code=48"), "200 injected\n");
+  // Application XIDs naming a process, or a MIG instance, leave the GPU alone.
+  EXPECT_EQ(Post("gpu=0&event=xid&code=13&pid=4242"), "200 injected\n");
+  EXPECT_EQ(Post("gpu=0&event=xid&code=95&gi=1&ci=0"), "200 injected\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(GpuHealth(kubelet_->devices(), kGpu0, "Healthy"));
+  // The driver's recovery action: a reboot is needed, then none again.
+  EXPECT_EQ(Post("gpu=0&event=recovery-action&code=2"), "200 injected\n");
+  ASSERT_TRUE(kubelet_->WaitForDevices(
+      [&](const auto& d) { return GpuHealth(d, kGpu0, "Unhealthy"); }, 5000));
+  EXPECT_EQ(Post("gpu=0&event=recovery-action&code=0"), "200 injected\n");
+  ASSERT_TRUE(kubelet_->WaitForDevices(
+      [&](const auto& d) { return GpuHealth(d, kGpu0, "Healthy"); }, 10'000));
+  // A reboot-class XID (fallen off the bus) stays until a recovery is reported.
+  EXPECT_EQ(Post(std::string("gpu=") + kGpu1 + "&event=xid&code=79"), "200 injected\n");
   ASSERT_TRUE(kubelet_->WaitForDevices(
       [&](const auto& d) { return GpuHealth(d, kGpu1, "Unhealthy"); }, 5000));
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
@@ -190,6 +203,8 @@ TEST_F(NodeCliTest, SimulatedNodeEndToEnd) {
   EXPECT_EQ(Post("gpu=7&event=xid&code=1").substr(0, 3), "400");
   EXPECT_EQ(Post("gpu=0&event=melt").substr(0, 3), "400");
   EXPECT_EQ(Post("gpu=0&event=xid&code=abc").substr(0, 3), "400");
+  EXPECT_EQ(Post("gpu=0&event=xid&code=13&pid=x").substr(0, 3), "400");
+  EXPECT_EQ(Post("gpu=0&event=recovery-action&code=9").substr(0, 3), "400");
 
   // /metrics passes promtool; the slice shows up with its limit.
   httplib::Client client("127.0.0.1", port_);
@@ -253,6 +268,11 @@ TEST(NodeCliErrorsTest, BadInputExitsWithTwo) {
       {"--device-list-strategy volume-mounts",
        "--device-list-strategy: \"volume-mounts\" is not one of envvar, cdi-annotations, cdi-cri"},
       {"--cdi-kind gpu", "--cdi-kind: \"gpu\" is not <vendor>/<class>"},
+      {"--tenant-levels limit-share=0",
+       "--tenant-levels: limit-share: 0 % is out of range 1..99 %"},
+      {"--tenant-levels warn=4,limit=2", "--tenant-levels: limit: 2 is out of range 5..1000"},
+      {"--tenant-levels quiet=forever", "--tenant-levels: quiet"},
+      {"--tenant-levels speed=3", "--tenant-levels: \"speed\" is not a field"},
   };
   for (const BadFlag& c : cases) {
     auto r = RunCommand(bin + " node --node-name n " + c.args);

@@ -1,0 +1,296 @@
+// Faults on the node daemon, driven by a kubelet emulator (real gRPC) over a scriptable GPU
+// backend: a fatal XID quarantines its GPU (kubelet sees it Unhealthy within 6 s) and the GPU
+// comes back after reset and probation without a restart; application-class XIDs never take the
+// GPU and count only against the tenant whose process they name; tenants on other GPUs see
+// nothing; a tenant driven by scripted signals (the counters libvgpu.so keeps in its region)
+// goes through warn, limit, pause and terminate at its thresholds and back after quiet periods.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "common/clock.h"
+#include "device/fake_backend.h"
+#include "kubelet_emulator.h"
+#include "node/daemon.h"
+#include "node/fake_cluster.h"
+#include "node/slice_control.h"
+#include "node/test_pods.h"
+#include "shm/proc_identity.h"
+#include "shm/region.h"
+#include "shm/region_file.h"
+#include "shm/region_ops.h"
+#include "test_daemon.h"
+
+namespace vgpu::node {
+namespace {
+
+namespace fs = std::filesystem;
+using faults::TenantLevel;
+using vgpu::testing::KubeletEmulator;
+
+constexpr int kGpus = 3;
+constexpr int kUnits = 4;
+
+class FaultsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = "/tmp/vgpu-ft-" + std::to_string(getpid());
+    fs::remove_all(root_);
+    kubelet_ = std::make_unique<KubeletEmulator>(root_ + "/kubelet");
+    ASSERT_TRUE(kubelet_->Start());
+    auto backend = std::make_unique<device::FakeBackend>();
+    backend->AddDefaultDevices(kGpus);
+    fake_ = backend.get();
+    for (int i = 0; i < kGpus; ++i) uuids_.push_back(fake_->Discover()->at(i).uuid);
+    DaemonOptions o = testing::TestDaemonOptions(root_, "gpu-node-1", kUnits);
+    o.health.gpu.probation_quiet_s = 1;
+    o.sample_interval_ms = 100;
+    o.tenant_levels.quiet_s = 1;
+    daemon_ = std::make_unique<Daemon>(o, std::move(backend), &cluster_);
+    ASSERT_TRUE(daemon_->Start().ok());
+    ASSERT_TRUE(kubelet_->WaitForRegistrations(1, 10'000));
+    ASSERT_TRUE(
+        kubelet_->WaitForDevices([](const auto& d) { return d.size() == kGpus * kUnits; }, 5000));
+  }
+
+  void TearDown() override {
+    for (pid_t p : children_) {
+      kill(p, SIGKILL);
+      waitpid(p, nullptr, 0);
+    }
+    daemon_.reset();
+    kubelet_.reset();
+    fs::remove_all(root_);
+  }
+
+  // Health kubelet sees for GPU `gpu` in `devices`: every unit `want`.
+  bool GpuIs(const std::vector<v1beta1::Device>& devices, int gpu, const std::string& want) const {
+    int n = 0;
+    for (const auto& d : devices) {
+      if (d.id().rfind(uuids_[gpu] + "-", 0) == 0) {
+        if (d.health() != want) return false;
+        ++n;
+      }
+    }
+    return n == kUnits;
+  }
+
+  // A pod with one container on GPU `gpu`; returns its slice, with a live process (a child
+  // that sleeps) in its region's slots as libvgpu.so would put it there.
+  SliceRecord Tenant(const std::string& name, int gpu, pid_t* child) {
+    cluster_.UpsertPod(testing::PodWith(name, "gpu-node-1", {{uuids_[gpu], 1024, 50}}, 1));
+    std::vector<std::string> available;
+    for (const auto& d : kubelet_->devices()) {
+      if (d.id().rfind(uuids_[gpu] + "-", 0) == 0 && !used_.count(d.id())) {
+        available.push_back(d.id());
+      }
+    }
+    std::vector<std::string> units;
+    EXPECT_TRUE(kubelet_->GetPreferredAllocation(available, {}, 1, &units).ok());
+    v1beta1::ContainerAllocateResponse r;
+    EXPECT_TRUE(kubelet_->Allocate(units, &r).ok());
+    for (const auto& u : units) used_.insert(u);
+    SliceRecord found;
+    for (const SliceRecord& s : daemon_->slices()->List()) {
+      if (s.spec.pod_name == name) found = s;
+    }
+    EXPECT_FALSE(found.name.empty());
+    pid_t pid = fork();
+    if (pid == 0) {
+      for (;;) pause();
+    }
+    children_.push_back(pid);
+    *child = pid;
+    shm::Mapping m;
+    EXPECT_EQ(shm::Mapping::OpenExisting(found.region_path.c_str(), true, &m),
+              shm::RegionError::kOk);
+    shm::ProcIdentity id;
+    id.pid = pid;
+    for (int i = 0; i < 100 && id.start_time == 0; ++i) id.start_time = shm::ReadStartTime(pid);
+    struct stat st;
+    stat("/proc/self/ns/pid", &st);
+    id.pid_ns = st.st_ino;
+    int slot = -1;
+    EXPECT_EQ(shm::ClaimSlot(m.region(), id, &slot), shm::RegionError::kOk);
+    return found;
+  }
+
+  // What libvgpu.so does when a launch fails: count it in the region.
+  static void FailLaunches(const SliceRecord& s, int n) {
+    shm::Mapping m;
+    ASSERT_EQ(shm::Mapping::OpenExisting(s.region_path.c_str(), true, &m), shm::RegionError::kOk);
+    for (int i = 0; i < n; ++i) {
+      std::atomic_ref<uint64_t>(m.region()->header.control.launch_failures).fetch_add(1);
+    }
+  }
+
+  TenantLevel LevelOf(const std::string& slice) const {
+    for (const auto& t : daemon_->Tenants()) {
+      if (t.slice == slice) return t.level;
+    }
+    return TenantLevel::kNormal;
+  }
+
+  // Whether an Event with `reason` was posted (waiting up to 2 s: kubelet may hear of a change
+  // before the Event about it is posted).
+  bool HasEvent(const std::string& reason) const {
+    for (int i = 0; i < 100; ++i) {
+      auto events = cluster_.Events();
+      if (std::any_of(events.begin(), events.end(), [&](const std::string& e) {
+            return e.find(" " + reason + ":") != std::string::npos;
+          })) {
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+
+  std::string root_;
+  std::unique_ptr<KubeletEmulator> kubelet_;
+  device::FakeBackend* fake_ = nullptr;
+  std::vector<std::string> uuids_;
+  FakeCluster cluster_;
+  std::unique_ptr<Daemon> daemon_;
+  std::set<std::string> used_;
+  std::vector<pid_t> children_;
+};
+
+TEST_F(FaultsTest, AFatalXidQuarantinesItsGpuWhichComesBackWithoutARestart) {
+  pid_t pa = 0, pb = 0;
+  SliceRecord a = Tenant("a", 0, &pa);
+  SliceRecord b = Tenant("b", 1, &pb);
+  const int registrations = kubelet_->registrations();
+  // The tenant's process holds GPU 0.
+  device::DeviceSample busy;
+  busy.processes.push_back({static_cast<uint32_t>(pa), 1 << 20, std::nullopt});
+  fake_->SetSample(0, busy);
+  daemon_->SampleNow();
+  auto start = std::chrono::steady_clock::now();
+  fake_->InjectXid(0, 109);  // CTXSW_TIMEOUT: reset; NVIDIA's plugin ignores it
+  ASSERT_TRUE(
+      kubelet_->WaitForDevices([&](const auto& d) { return GpuIs(d, 0, "Unhealthy"); }, 6000));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 6.0);
+  EXPECT_TRUE(GpuIs(kubelet_->devices(), 1, "Healthy"));
+  EXPECT_TRUE(GpuIs(kubelet_->devices(), 2, "Healthy"));
+  // Reset pending: the tenant's process holds the GPU, so no reset yet.
+  daemon_->SampleNow();
+  EXPECT_EQ(fake_->resets(), 0);
+  EXPECT_FALSE(GpuIs(kubelet_->devices(), 0, "Healthy"));
+  fake_->SetSample(0, device::DeviceSample{});  // the process is gone
+  // Reset, probe, a quiet second of probation: healthy again, same registration.
+  ASSERT_TRUE(
+      kubelet_->WaitForDevices([&](const auto& d) { return GpuIs(d, 0, "Healthy"); }, 10'000));
+  EXPECT_EQ(fake_->resets(), 1);
+  EXPECT_EQ(kubelet_->registrations(), registrations);
+  EXPECT_TRUE(HasEvent("GpuQuarantined"));
+  EXPECT_TRUE(HasEvent("GpuProbation"));
+  EXPECT_TRUE(HasEvent("GpuHealthy"));
+  // Tenants saw nothing.
+  EXPECT_EQ(LevelOf(a.name), TenantLevel::kNormal);
+  EXPECT_EQ(LevelOf(b.name), TenantLevel::kNormal);
+  std::printf("fatal XID 109 -> kubelet sees the GPU Unhealthy after %.2f s\n", seconds);
+}
+
+TEST_F(FaultsTest, ApplicationXidsCountOnlyAgainstTheTenantTheyName) {
+  pid_t pa = 0, pb = 0;
+  SliceRecord a = Tenant("a", 0, &pa);
+  SliceRecord b = Tenant("b", 1, &pb);
+  for (uint64_t xid : {13, 31, 43, 45, 68, 69, 94}) {
+    device::HealthEvent e;
+    e.uuid = uuids_[0];
+    e.kind = device::HealthEvent::Kind::kXid;
+    e.code = xid;
+    e.pid = static_cast<uint32_t>(pa);
+    fake_->InjectEvent(e);
+  }
+  // Seven XIDs x weight 2 = 14 strikes: all levels up to terminate, for tenant a alone.
+  for (int i = 0; i < 50 && LevelOf(a.name) != TenantLevel::kTerminate; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(LevelOf(a.name), TenantLevel::kTerminate);
+  EXPECT_EQ(LevelOf(b.name), TenantLevel::kNormal);
+  for (int g = 0; g < kGpus; ++g) EXPECT_TRUE(GpuIs(kubelet_->devices(), g, "Healthy")) << g;
+  for (const auto& h : daemon_->state()->health().Snapshot()) {
+    EXPECT_EQ(h.unhealthy_transitions, 0) << h.uuid;
+  }
+  // The daemon ended a's process, not b's.
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 100 && done == 0; ++i) {
+    done = waitpid(pa, &status, WNOHANG);
+    if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(done, pa);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  EXPECT_EQ(waitpid(pb, &status, WNOHANG), 0);  // still running
+}
+
+TEST_F(FaultsTest, ScriptedSignalsWalkATenantThroughTheLevelsAndBack) {
+  pid_t pa = 0, pb = 0;
+  SliceRecord a = Tenant("a", 0, &pa);
+  SliceRecord b = Tenant("b", 1, &pb);
+  daemon_->SampleNow();  // the counters' baseline
+  // Thresholds (defaults): warn 1, limit 3, pause 6, terminate 10 strikes; 1 per failed launch.
+  const struct {
+    int failures;  // total so far
+    TenantLevel level;
+  } steps[] = {{1, TenantLevel::kWarn}, {3, TenantLevel::kLimit}, {6, TenantLevel::kPause}};
+  int given = 0;
+  for (const auto& step : steps) {
+    FailLaunches(a, step.failures - 1 - given);
+    given = step.failures - 1;
+    daemon_->SampleNow();
+    EXPECT_EQ(LevelOf(a.name), static_cast<TenantLevel>(static_cast<int>(step.level) - 1))
+        << "one strike short of " << faults::TenantLevelName(step.level);
+    FailLaunches(a, 1);
+    ++given;
+    daemon_->SampleNow();
+    EXPECT_EQ(LevelOf(a.name), step.level) << step.failures;
+  }
+  auto view = ReadSliceControl(a.region_path);
+  ASSERT_TRUE(view.has_value());
+  EXPECT_GT(view->pause_until_ns, static_cast<uint64_t>(MonotonicClock::Instance().NowNanos()));
+  EXPECT_EQ(view->share_cap_pct, 25u);
+  EXPECT_EQ(view->level, 3u);
+  EXPECT_TRUE(HasEvent("TenantWarned"));
+  EXPECT_TRUE(HasEvent("TenantLimited"));
+  // b is untouched.
+  auto vb = ReadSliceControl(b.region_path);
+  ASSERT_TRUE(vb.has_value());
+  EXPECT_EQ(vb->pause_until_ns, 0u);
+  EXPECT_EQ(LevelOf(b.name), TenantLevel::kNormal);
+  // Back, one level per quiet second: pause -> limit -> warn -> normal.
+  for (int i = 0; i < 100 && LevelOf(a.name) != TenantLevel::kNormal; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    daemon_->SampleNow();
+  }
+  EXPECT_EQ(LevelOf(a.name), TenantLevel::kNormal);
+  view = ReadSliceControl(a.region_path);
+  EXPECT_EQ(view->pause_until_ns, 0u);
+  EXPECT_EQ(view->share_cap_pct, 0u);
+  // And up to terminate: its process ends.
+  FailLaunches(a, 10);
+  daemon_->SampleNow();
+  EXPECT_EQ(LevelOf(a.name), TenantLevel::kTerminate);
+  int status = 0;
+  EXPECT_EQ(waitpid(pa, &status, 0), pa);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  EXPECT_TRUE(HasEvent("TenantTerminated"));
+  EXPECT_EQ(waitpid(pb, &status, WNOHANG), 0);
+  // /metrics shows the levels.
+  std::string metrics = daemon_->Metrics();
+  EXPECT_NE(metrics.find("vgpu_tenant_quarantine_level{node=\"gpu-node-1\",slice=\"" + a.name),
+            std::string::npos);
+  EXPECT_NE(metrics.find("vgpu_gpu_health_state{"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vgpu::node
