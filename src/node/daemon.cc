@@ -44,6 +44,8 @@ Status Daemon::Start() {
     return Status::Ok();
   }
   VGPU_RETURN_IF_ERROR(slices_.Init());
+  Status modes = SetUpModes();
+  if (!modes.ok()) return modes;
   if (!options_.slices.arbiter_dir.empty()) {
     std::vector<std::string> uuids;
     for (const device::DeviceInfo& d : state_->devices()) uuids.push_back(d.uuid);
@@ -101,6 +103,28 @@ Status Daemon::Start() {
   threads_.emplace_back([this] { HealthLoop(); });
   threads_.emplace_back([this] { SampleLoop(); });
   threads_.emplace_back([this] { HousekeepingLoop(); });
+  return Status::Ok();
+}
+
+Status Daemon::SetUpModes() {
+  mps_ = std::make_unique<MpsManager>(options_.mps, backend_.get());
+  mode_outcomes_ = SetUpGpuModes(backend_.get(), state_.get(), options_.gpu_modes, mps_.get());
+  std::vector<int> dynamic;
+  for (const GpuModeOutcome& o : mode_outcomes_) {
+    if (o.mode == GpuMode::kMigDynamic) dynamic.push_back(o.index);
+  }
+  if (dynamic.empty()) return Status::Ok();
+  std::string journal = options_.mig_journal;
+  if (journal.empty()) {
+    std::string root = options_.slices.root;
+    while (root.size() > 1 && root.back() == '/') root.pop_back();
+    journal = root.substr(0, root.rfind('/') == 0 ? 1 : root.rfind('/')) + "/mig-claims";
+  }
+  mig_ = std::make_unique<MigManager>(backend_.get(), journal);
+  Status recovered = mig_->Recover(dynamic);
+  if (!recovered.ok()) return recovered.WithContext("MIG recovery (" + journal + ")");
+  allocator_->SetMigManager(mig_.get());
+  RefreshMigInstances(backend_.get(), state_.get());
   return Status::Ok();
 }
 
@@ -188,6 +212,13 @@ void Daemon::HousekeepNow() {
       VGPU_LOG_INFO("removed slice %s of %s/%s (pod gone)", r.name.c_str(), r.spec.pod_ns.c_str(),
                     r.spec.pod_name.c_str());
     }
+    // MIG instances of pods that are gone (their processes have exited with the pod).
+    if (mig_ != nullptr) {
+      if (mig_->ReleaseGone(live) > 0) inventory_dirty_.store(true);
+    }
+  }
+  if (mig_ != nullptr || !options_.gpu_modes.entries.empty()) {
+    RefreshMigInstances(backend_.get(), state_.get());
   }
   // Always: Publish() patches only a changed text, so this costs nothing when nothing changed,
   // and on return the annotation holds the current inventory even if the loop was publishing

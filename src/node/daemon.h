@@ -34,9 +34,13 @@
 #include "node/assignment_store.h"
 #include "node/cluster.h"
 #include "node/device_list.h"
+#include "node/gpu_mode_setup.h"
+#include "node/gpu_modes.h"
 #include "node/health.h"
 #include "node/inventory.h"
 #include "node/metrics_server.h"
+#include "node/mig_manager.h"
+#include "node/mps.h"
 #include "node/node_state.h"
 #include "node/plugin_runner.h"
 #include "node/pod_resources.h"
@@ -66,6 +70,11 @@ struct DaemonOptions {
   bool observe_only = false;
   // How Allocate hands a container its GPUs (NVIDIA_VISIBLE_DEVICES, CDI, device nodes).
   DeviceListOptions device_list;
+  // Per-GPU modes (gpu_modes.h; empty: every GPU shared), applied at Start on idle GPUs.
+  GpuModeConfig gpu_modes;
+  // The MIG manager's claims journal (mig_manager.h); empty: <slice root>/../mig-claims.
+  std::string mig_journal;
+  MpsOptions mps;
 };
 
 class Daemon {
@@ -88,6 +97,8 @@ class Daemon {
   PodSync* pods() { return pods_.get(); }
   SliceManager* slices() { return &slices_; }
   InventoryPublisher* inventory() { return inventory_.get(); }
+  MigManager* mig() { return mig_.get(); }
+  const std::vector<GpuModeOutcome>& mode_outcomes() const { return mode_outcomes_; }
   // Runs one sampling round, one health tick and one housekeeping round now (tests).
   void SampleNow();
   void HousekeepNow();
@@ -96,6 +107,7 @@ class Daemon {
   void HealthLoop();
   void SampleLoop();
   void HousekeepingLoop();
+  Status SetUpModes();
   void OnHealthChanged();
   Status Inject(const std::string& gpu, const std::string& event, uint64_t code);
   bool WaitStop(int ms);
@@ -112,6 +124,9 @@ class Daemon {
   std::unique_ptr<PodResourcesSource> pod_resources_;
   std::unique_ptr<PluginRunner> runner_;
   std::unique_ptr<InventoryPublisher> inventory_;
+  std::unique_ptr<MpsManager> mps_;
+  std::unique_ptr<MigManager> mig_;
+  std::vector<GpuModeOutcome> mode_outcomes_;
   std::unique_ptr<MetricsServer> metrics_;
   std::vector<std::thread> threads_;
   std::mutex mu_;

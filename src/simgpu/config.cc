@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/units.h"
+#include "simgpu/mig_state.h"
 
 namespace vgpu::simgpu {
 namespace {
@@ -164,9 +165,14 @@ std::string ApplyKey(DeviceSpec* d, std::string_view key, std::string_view value
     if (!v.ok()) return std::string(ParseErrorText(v.error)) + " (use e.g. 10us, 2ms)";
     if (v.value <= 0) return "must be positive";
     d->kernel_ns = static_cast<uint64_t>(v.value);
+  } else if (key == "mig") {
+    if (value != "on" && value != "off") return "must be on or off";
+    d->mig_enabled = value == "on";
+  } else if (key == "mig_layout") {
+    d->mig_layout = value;  // checked against the model's profiles once the line is read
   } else {
     return "unknown key (known: model name memory sms cc clock_mhz memory_clock_mhz bus_width l2 "
-           "power_w uuid pci kernel_time context_memory)";
+           "power_w uuid pci kernel_time context_memory mig mig_layout)";
   }
   return "";
 }
@@ -306,6 +312,9 @@ uint64_t Config::Hash() const {
         d.pci_domain, d.pci_bus, d.pci_device, static_cast<unsigned long long>(d.kernel_ns),
         static_cast<unsigned long long>(d.context_bytes));
     canonical += buf;
+    if (d.mig_enabled || !d.mig_layout.empty()) {
+      canonical += "mig=" + std::string(d.mig_enabled ? "on" : "off") + "|" + d.mig_layout + "\n";
+    }
   }
   return Fnv1a(canonical);
 }
@@ -354,6 +363,22 @@ Result<Config> ParseConfigText(std::string_view text, std::string_view file_name
       named = named || t.key == "name";
     }
     if (!named) d.name = DefaultName(d);
+    if (!d.mig_layout.empty()) {
+      const mig::ModelTable* table = MigTableFor(d);
+      if (table == nullptr) {
+        return Status::InvalidArgument(Where(file_name, line_number, 1) + ": model " + d.model +
+                                       " has no MIG profiles");
+      }
+      if (!d.mig_enabled) {
+        return Status::InvalidArgument(Where(file_name, line_number, 1) +
+                                       ": mig_layout needs mig=on");
+      }
+      Result<mig::Layout> layout = mig::ParseLayout(*table, d.mig_layout);
+      if (!layout) {
+        return Status::InvalidArgument(Where(file_name, line_number, 1) +
+                                       ": mig_layout: " + layout.error().message());
+      }
+    }
     if (d.context_bytes >= d.memory_bytes) {
       return Status::InvalidArgument(Where(file_name, line_number, 1) +
                                      ": context_memory must be smaller than memory");

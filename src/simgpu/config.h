@@ -17,6 +17,9 @@
 //   pci=0000:18:00.0          PCI domain:bus:device.function (function must be 0)
 //   kernel_time=10us          duration of a kernel that does not state its own (see docs)
 //   context_memory=0          device memory each context takes
+//   mig=on|off                MIG mode at start (default off; see mig_state.h)
+//   mig_layout=3g.71gb@0,1g.18gb@4   GPU instances at start (PROFILE@START, comma-separated),
+//                             each with one compute instance over all its slices; needs mig=on
 //
 // Errors name the file, line and column. Thread safety: pure functions.
 #pragma once
@@ -53,6 +56,8 @@ struct DeviceSpec {
   uint32_t pci_device = 0;
   uint64_t kernel_ns = 0;
   uint64_t context_bytes = 0;
+  bool mig_enabled = false;
+  std::string mig_layout;
 };
 
 struct Config {
