@@ -62,8 +62,9 @@ int RunMigProfiles(int argc, char** argv) {
       "slices, SMs, memory, most instances, legal placements ({starts}:size in memory slices) and "
       "engines. The figures are the tables vgpu plans with; on a GPU, what NVML reports wins.",
       "vgpu mig profiles");
-  app.add_option("--model", model, "model key (H200, H100-80GB, H100-94GB, A100-40GB, A100-80GB) "
-                                   "or NVML name (\"NVIDIA H200\")")
+  app.add_option("--model", model,
+                 "model key (H200, H100-80GB, H100-94GB, A100-40GB, A100-80GB) "
+                 "or NVML name (\"NVIDIA H200\")")
       ->required();
   app.add_flag("--json", json, "print JSON");
   if (auto code = ParseArgs(app, argc, argv)) return *code;
@@ -72,14 +73,15 @@ int RunMigProfiles(int argc, char** argv) {
   if (json) {
     Json profiles = Json::array();
     for (const mig::Profile& p : m->profiles) profiles.push_back(ProfileJson(p));
-    Json out = {{"model", m->key},
-                {"name", m->display},
-                {"nvml_names", std::vector<std::string>(m->nvml_names.begin(), m->nvml_names.end())},
-                {"sm_count", m->sm_count},
-                {"memory_mib", m->memory_mib},
-                {"placements_confirmed", m->placements_confirmed},
-                {"memory_confirmed", m->memory_confirmed},
-                {"profiles", profiles}};
+    Json out = {
+        {"model", m->key},
+        {"name", m->display},
+        {"nvml_names", std::vector<std::string>(m->nvml_names.begin(), m->nvml_names.end())},
+        {"sm_count", m->sm_count},
+        {"memory_mib", m->memory_mib},
+        {"placements_confirmed", m->placements_confirmed},
+        {"memory_confirmed", m->memory_confirmed},
+        {"profiles", profiles}};
     std::printf("%s\n", out.dump(2).c_str());
     return kExitOk;
   }
@@ -265,8 +267,8 @@ int RunMigPlan(int argc, char** argv) {
       }
     }
   }
-  std::printf("result: %s\n", plan.result.instances.empty() ? "(empty)"
-                                                             : SliceMap(plan.result).c_str());
+  std::printf("result: %s\n",
+              plan.result.instances.empty() ? "(empty)" : SliceMap(plan.result).c_str());
   if (!m->placements_confirmed) {
     std::printf("note: %.*s placements are H100's, unconfirmed on this model\n",
                 static_cast<int>(m->key.size()), m->key.data());

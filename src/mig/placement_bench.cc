@@ -12,10 +12,14 @@ namespace {
 int Kind(const Profile& p) {
   if (p.compute_slices == 1) return p.media_extensions ? 1 : (p.memory_slices == 2 ? 2 : 0);
   switch (p.compute_slices) {
-    case 2: return 3;
-    case 3: return 4;
-    case 4: return 5;
-    default: return 6;
+    case 2:
+      return 3;
+    case 3:
+      return 4;
+    case 4:
+      return 5;
+    default:
+      return 6;
   }
 }
 

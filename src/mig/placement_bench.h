@@ -21,8 +21,8 @@
 namespace vgpu::mig {
 
 struct BenchMix {
-  std::string_view name;           // "small-heavy", "large-heavy", "uniform"
-  std::vector<double> weights;     // per profile index of the table, >= 0
+  std::string_view name;        // "small-heavy", "large-heavy", "uniform"
+  std::vector<double> weights;  // per profile index of the table, >= 0
 };
 
 // The three standard mixes for `table`: weights by compute slices (1g, 1g+me, 1g 2-slice, 2g,
@@ -30,7 +30,7 @@ struct BenchMix {
 std::vector<BenchMix> StandardMixes(const ModelTable& table);
 
 struct BenchSequence {
-  std::vector<int> profiles;     // per arrival
+  std::vector<int> profiles;      // per arrival
   std::vector<double> lifetimes;  // per arrival
 };
 BenchSequence MakeSequence(const ModelTable& table, const BenchMix& mix, uint64_t seed,
