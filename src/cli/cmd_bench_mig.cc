@@ -56,8 +56,8 @@ int RunBenchMig(int argc, char** argv) {
   bool ours_best = true;
   if (!json) {
     std::printf("%d sequences x %d arrivals per model and mix, load %.2f\n", seeds, arrivals, load);
-    std::printf("%-10s %-12s %8s %10s %8s %12s %10s\n", "MODEL", "MIX", "OURS", "FIRST-FIT",
-                "HAMI", "VS-FIRSTFIT", "VS-HAMI");
+    std::printf("%-10s %-12s %8s %10s %8s %12s %10s\n", "MODEL", "MIX", "OURS", "FIRST-FIT", "HAMI",
+                "VS-FIRSTFIT", "VS-HAMI");
   }
   for (const mig::ModelTable* t : tables) {
     for (const mig::BenchMix& mix : mig::StandardMixes(*t)) {
@@ -74,8 +74,8 @@ int RunBenchMig(int argc, char** argv) {
         }
       }
       const double ours = sum[0].rate(), first = sum[1].rate(), hami = sum[2].rate();
-      ours_best = ours_best && sum[0].accepted >= sum[1].accepted &&
-                  sum[0].accepted >= sum[2].accepted;
+      ours_best =
+          ours_best && sum[0].accepted >= sum[1].accepted && sum[0].accepted >= sum[2].accepted;
       if (json) {
         nlohmann::ordered_json row = {{"model", t->key}, {"mix", mix.name}};
         for (int r = 0; r < 3; ++r) {
