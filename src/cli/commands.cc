@@ -11,6 +11,7 @@ std::span<const Command> AllCommands() {
       {"sim", "replay a cluster trace with placement policies", RunSim},
       {"node", "run the node daemon (device plugin, slices, health, metrics)", RunNode},
       {"scheduler", "kube-scheduler extender: place pods on GPU slices", RunScheduler},
+      {"mig", "MIG profiles and layout planning (mig profiles, mig plan)", RunMig},
       {"bench", "measure compute sharing: tenants' shares and waits (bench share)", RunBench},
   };
   return kCommands;

@@ -24,5 +24,7 @@ int RunSim(int argc, char** argv);
 int RunNode(int argc, char** argv);
 int RunScheduler(int argc, char** argv);
 int RunBench(int argc, char** argv);
+int RunMig(int argc, char** argv);
+int RunBenchMig(int argc, char** argv);  // vgpu bench mig (cmd_bench_mig.cc)
 
 }  // namespace vgpu::cli

@@ -119,10 +119,9 @@ Status Add(Layout* layout, Instance inst) {
         return Status::InvalidArgument(what + ": not a profile of " +
                                        std::string(layout->table->key));
       case Refusal::kIllegalStart:
-        return Status::InvalidArgument(what + ": " + std::string(p->name) +
-                                       " cannot start at memory slice " +
-                                       std::to_string(inst.start) + " (legal starts: " +
-                                       SliceText(p->start_mask) + ")");
+        return Status::InvalidArgument(
+            what + ": " + std::string(p->name) + " cannot start at memory slice " +
+            std::to_string(inst.start) + " (legal starts: " + SliceText(p->start_mask) + ")");
       case Refusal::kOverlap: {
         std::string by;
         for (const Instance& other : layout->instances) {
@@ -135,8 +134,8 @@ Status Add(Layout* layout, Instance inst) {
                                           SliceText(check.blocking_slices));
       }
       case Refusal::kMaxCount:
-        return Status::FailedPrecondition(what + ": at most " + std::to_string(p->max_count) +
-                                          " " + std::string(p->name) + " per GPU");
+        return Status::FailedPrecondition(what + ": at most " + std::to_string(p->max_count) + " " +
+                                          std::string(p->name) + " per GPU");
       case Refusal::kInstanceCount:
         return Status::FailedPrecondition(what + ": at most " + std::to_string(kMaxInstances) +
                                           " instances per GPU");
@@ -144,7 +143,8 @@ Status Add(Layout* layout, Instance inst) {
         return Status::FailedPrecondition(
             what + ": needs " + std::to_string(p->compute_slices) + " compute slices, " +
             std::to_string(kComputeSlices - UsedComputeSlices(*layout)) + " left");
-      case Refusal::kNone: break;
+      case Refusal::kNone:
+        break;
     }
   }
   layout->instances.push_back(inst);
@@ -178,8 +178,7 @@ Result<Layout> LayoutFromNames(const ModelTable& table, std::span<const NamedIns
     const int index = table.IndexOf(n.profile);
     if (index < 0) {
       return Status::InvalidArgument(n.profile + "@" + std::to_string(n.start) + ": " +
-                                     std::string(table.key) + " has no MIG profile " +
-                                     n.profile);
+                                     std::string(table.key) + " has no MIG profile " + n.profile);
     }
     Status s = Add(&layout, {index, n.start});
     if (!s.ok()) return Status::InvalidArgument(s.message());

@@ -48,13 +48,13 @@ struct Layout {
 };
 
 enum class Refusal {
-  kNone,             // it fits
-  kUnknownProfile,   // not a profile of this table
-  kIllegalStart,     // the profile cannot start there
-  kOverlap,          // a memory slice it needs is taken
-  kMaxCount,         // the profile's max count is reached
-  kInstanceCount,    // kMaxInstances instances exist
-  kComputeSlices,    // not enough compute slices left
+  kNone,            // it fits
+  kUnknownProfile,  // not a profile of this table
+  kIllegalStart,    // the profile cannot start there
+  kOverlap,         // a memory slice it needs is taken
+  kMaxCount,        // the profile's max count is reached
+  kInstanceCount,   // kMaxInstances instances exist
+  kComputeSlices,   // not enough compute slices left
 };
 
 struct AddCheck {

@@ -39,10 +39,10 @@ struct Engines {
 };
 
 struct Profile {
-  std::string_view name;  // "1g.18gb", "1g.18gb+me"
-  int profile_id = 0;     // NVML GPU instance profile id (nvidia-smi "ID"), e.g. 19
-  int nvml_index = 0;     // NVML_GPU_INSTANCE_PROFILE_* index, e.g. 0x7 for 1_SLICE_REV1
-  int memory_slices = 0;  // of kMemorySlices; also the placement size
+  std::string_view name;   // "1g.18gb", "1g.18gb+me"
+  int profile_id = 0;      // NVML GPU instance profile id (nvidia-smi "ID"), e.g. 19
+  int nvml_index = 0;      // NVML_GPU_INSTANCE_PROFILE_* index, e.g. 0x7 for 1_SLICE_REV1
+  int memory_slices = 0;   // of kMemorySlices; also the placement size
   int compute_slices = 0;  // of kComputeSlices
   int sm_count = 0;        // multiprocessorCount
   int64_t memory_mib = 0;  // memorySizeMB (MiB)
