@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_util.h"
+#include "cli/mig_commands.h"
 #include "device/nvml_backend.h"
 #include "mig/profiles.h"
 #include "node/gpu_modes.h"
@@ -199,5 +200,10 @@ int RunMigStatus(int argc, char** argv) {
   if (json) std::printf("%s\n", out.dump(2).c_str());
   return kExitOk;
 }
+
+[[maybe_unused]] static const bool kMigApply = RegisterMigSubcommand(
+    {"apply", "apply a node's GPU mode file: static MIG layouts, MIG on or off", RunMigApply});
+[[maybe_unused]] static const bool kMigStatus =
+    RegisterMigSubcommand({"status", "each GPU's MIG mode and MIG instances", RunMigStatus});
 
 }  // namespace vgpu::cli

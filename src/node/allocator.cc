@@ -97,6 +97,19 @@ Result<ContainerAllocation> Allocator::AllocateOnce(const std::vector<std::strin
   ContainerAllocation allocation = BuildAllocation(*slice, slices_->layout());
   Status listed = ApplyDeviceList(*slice, state_->devices(), device_list_, &allocation);
   if (!listed.ok()) return listed.WithContext("allocating " + e.Describe());
+  for (size_t i = 0; i < spec.devices.size() && mps_ != nullptr; ++i) {
+    const SliceDevice& d = spec.devices[i];
+    if (state_->Mode(d.node_index) != k8s::GpuMode::kMps || !mps_->Running(d.uuid)) continue;
+    // One MPS server per container is reachable (one pipe directory): the first MPS GPU's.
+    if (allocation.envs.count("CUDA_MPS_PIPE_DIRECTORY")) continue;
+    for (const auto& [k, v] :
+         mps_->ContainerEnv(d.uuid, static_cast<int>(i), d.memory_bytes, d.cores)) {
+      allocation.envs[k] = v;
+    }
+    for (const MpsMount& m : mps_->ContainerMounts(d.uuid)) {
+      allocation.mounts.push_back({m.container_path, m.host_path, false});
+    }
+  }
   return allocation;
 }
 

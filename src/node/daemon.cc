@@ -109,6 +109,7 @@ Status Daemon::Start() {
 Status Daemon::SetUpModes() {
   mps_ = std::make_unique<MpsManager>(options_.mps, backend_.get());
   mode_outcomes_ = SetUpGpuModes(backend_.get(), state_.get(), options_.gpu_modes, mps_.get());
+  allocator_->SetMps(mps_.get());
   std::vector<int> dynamic;
   for (const GpuModeOutcome& o : mode_outcomes_) {
     if (o.mode == GpuMode::kMigDynamic) dynamic.push_back(o.index);

@@ -129,6 +129,12 @@ Status MpsManager::Start(int gpu_index, const std::string& gpu_uuid) {
     VGPU_LOG_WARN("MPS: GPU %s stays in its compute mode: %s", gpu_uuid.c_str(),
                   mode.ToString().c_str());
   }
+  // A control daemon left by an earlier run of the node daemon keeps serving its clients.
+  if (std::filesystem::exists(PipeDir(gpu_uuid) + "/control", ec)) {
+    running_[gpu_uuid] = gpu_index;
+    VGPU_LOG_INFO("MPS: the control daemon for GPU %s runs already", gpu_uuid.c_str());
+    return Status::Ok();
+  }
   Status started = RunControl(gpu_uuid, {"-d"}, "");
   if (!started.ok()) return started.WithContext("starting the MPS control daemon");
   running_[gpu_uuid] = gpu_index;

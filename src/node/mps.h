@@ -5,7 +5,8 @@
 // Start(gpu) creates <root>/<gpu uuid>/{pipe,log}, asks the backend for EXCLUSIVE_PROCESS (a
 // refusal is reported, not fatal: the simulated GPU and some drivers keep the mode) and runs
 // `<control> -d` with CUDA_VISIBLE_DEVICES=<uuid>, CUDA_MPS_PIPE_DIRECTORY and
-// CUDA_MPS_LOG_DIRECTORY set, as NVIDIA documents. Stop(gpu) sends `quit` on the control's stdin
+// CUDA_MPS_LOG_DIRECTORY set, as NVIDIA documents (unless <pipe>/control exists: a control daemon
+// left by an earlier run keeps serving its clients). Stop(gpu) sends `quit` on the control's stdin
 // with the same environment. Commands run synchronously; each must exit 0 within 10 s.
 //
 // ContainerEnv() gives a container on an MPS GPU the same pipe directory (the daemon is reached

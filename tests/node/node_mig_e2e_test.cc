@@ -5,9 +5,11 @@
 // the container's CUDA_VISIBLE_DEVICES) sees one device with the instance's memory and SMs, and
 // one byte more fails; the shared GPU's pod gets its software slice; the instances of the dynamic
 // GPU are gone once the pods end, the static layout stays.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -61,13 +63,14 @@ struct TestPod {
   std::string profile;  // "" for a software slice
   int start;
   uint64_t memory_mib;
+  int cores = 100;
 };
 
 std::string PodJson(const TestPod& p, int order) {
   PodAssignment a;
   ContainerAssignment c;
   c.name = "main";
-  AssignedDevice d{p.gpu, p.index, p.memory_mib << 20, 100};
+  AssignedDevice d{p.gpu, p.index, p.memory_mib << 20, p.cores};
   if (!p.profile.empty()) d.mig = k8s::AssignedMig{p.profile, p.start, ""};
   c.devices.push_back(d);
   a.containers.push_back(c);
@@ -160,7 +163,11 @@ class NodeMigTest : public ::testing::Test {
                                  "4",
                                  "--pod-refresh",
                                  "200ms",
-                                 "--no-pod-watch"},
+                                 "--no-pod-watch",
+                                 "--mps-control",
+                                 root_ + "/mps-control",
+                                 "--mps-dir",
+                                 root_ + "/mps"},
         env_, root_ + "/daemon.log");
   }
 
@@ -271,6 +278,95 @@ TEST_F(NodeMigTest, DynamicStaticAndSharedGpusServeTheirPods) {
   EXPECT_TRUE(Instances(0).empty()) << ReadFile(root_ + "/daemon.log");
   EXPECT_EQ(Instances(2).size(), 4u);
   EXPECT_EQ(daemon_->Stop(SIGTERM, std::chrono::seconds(5)), 0);
+}
+
+// An MPS GPU: the daemon starts one control daemon for it (a fake that records its calls) and
+// the container gets the MPS environment from its slice, beside libvgpu's limit.
+TEST_F(NodeMigTest, MpsGpuGetsItsControlDaemonAndTheContainersTheirLimits) {
+  std::ofstream(root_ + "/devices.conf") << "model=h100 uuid=" << kShared << "\n";
+  std::ofstream(root_ + "/modes.yaml") << "version: v1\ngpus:\n  - devices: all\n    mode: mps\n";
+  std::ofstream(root_ + "/mps-control")
+      << "#!/bin/sh\necho \"$* gpu=$CUDA_VISIBLE_DEVICES pipe=$CUDA_MPS_PIPE_DIRECTORY\" >> '"
+      << root_ << "/mps-calls'\n";
+  fs::permissions(root_ + "/mps-control", fs::perms::owner_all);
+  WritePods({{"tenant", "00000000-0000-4000-8000-000000000009", kShared, 0, "", 0, 8192, 30}});
+  StartDaemon();
+  ASSERT_TRUE(kubelet_->WaitForRegistrations(1, 20'000)) << ReadFile(root_ + "/daemon.log");
+  ASSERT_TRUE(kubelet_->WaitForDevices([](const auto& d) { return d.size() == 4; }, 5000));
+  ASSERT_EQ(ReadFile(root_ + "/mps-calls"),
+            "-d gpu=" + std::string(kShared) + " pipe=" + root_ + "/mps/" + kShared + "/pipe\n")
+      << ReadFile(root_ + "/daemon.log");
+  std::vector<std::string> units;
+  std::vector<std::string> available;
+  for (const auto& d : kubelet_->devices()) available.push_back(d.id());
+  ASSERT_TRUE(kubelet_->GetPreferredAllocation(available, {}, 1, &units).ok());
+  v1beta1::ContainerAllocateResponse r;
+  grpc::Status s = kubelet_->Allocate(units, &r);
+  ASSERT_TRUE(s.ok()) << s.error_message() << ReadFile(root_ + "/daemon.log");
+  EXPECT_EQ(r.envs().at("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "30");
+  EXPECT_EQ(r.envs().at("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "0=8192M");
+  EXPECT_EQ(r.envs().at("CUDA_MPS_PIPE_DIRECTORY"), root_ + "/mps/" + kShared + "/pipe");
+  EXPECT_EQ(r.envs().at("CUDA_DEVICE_MEMORY_LIMIT_0"), "8192m");  // libvgpu's limit too
+  bool mounted = false;
+  for (const auto& m : r.mounts())
+    mounted |= m.container_path() == r.envs().at("CUDA_MPS_PIPE_DIRECTORY");
+  EXPECT_TRUE(mounted);
+}
+
+// `vgpu mig apply` and `vgpu mig status` on the simulated GPU: the static layout is made, a
+// second apply changes nothing, a busy GPU is left as it is (exit 1), a bad file exits 2.
+TEST_F(NodeMigTest, MigApplyAndStatus) {
+  std::string env;
+  for (const std::string& e : env_) env += e + " ";
+  const std::string sim = " --sim --sim-config " + root_ + "/devices.conf";
+  auto apply = vgpu::testing::RunCommand(env + VGPU_BIN + " mig apply --config " + root_ +
+                                         "/modes.yaml" + sim);
+  ASSERT_EQ(apply.exit_code, 0) << apply.out << apply.err;
+  EXPECT_NE(apply.out.find("GPU 2 " + std::string(kStatic)), std::string::npos) << apply.out;
+  EXPECT_NE(apply.out.find("created 3g.71gb@4"), std::string::npos) << apply.out;
+  EXPECT_NE(apply.out.find("GPU 0 " + std::string(kDynamic)), std::string::npos);
+  EXPECT_EQ(Instances(2).size(), 4u);
+  auto again = vgpu::testing::RunCommand(env + VGPU_BIN + " mig apply --config " + root_ +
+                                         "/modes.yaml" + sim);
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_EQ(again.out.find("created"), std::string::npos) << again.out;
+  auto status = vgpu::testing::RunCommand(env + VGPU_BIN + " mig status --json" + sim);
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_NE(status.out.find("\"profile\": \"2g.35gb\""), std::string::npos) << status.out;
+  // A process on GPU 2 keeps it as it is under another layout.
+  std::ofstream(root_ + "/other.yaml") << "version: v1\ngpus:\n  - devices: [2]\n    mode: mig\n   "
+                                          " mig-devices: {\"7g.141gb\": 1}\n";
+  std::vector<std::string> busy_env = env_;
+  busy_env.push_back("CUDA_VISIBLE_DEVICES=" + Instances(2)[0].uuid);
+  const std::string fifo = root_ + "/holder.in";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  int hold = open(fifo.c_str(), O_RDWR | O_CLOEXEC);  // the worker holds its context until closed
+  ASSERT_GE(hold, 0);
+  BackgroundProcess holder(
+      {"/bin/sh", "-c", std::string("exec ") + SIMGPU_WORKER + " limits < " + fifo}, busy_env,
+      root_ + "/holder.log");
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (holder.Log().find("ready") == std::string::npos &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_NE(holder.Log().find("ready"), std::string::npos) << holder.Log();
+  auto refused = vgpu::testing::RunCommand(env + VGPU_BIN + " mig apply --config " + root_ +
+                                           "/other.yaml" + sim);
+  EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
+  EXPECT_NE(refused.out.find("left as it is"), std::string::npos) << refused.out;
+  EXPECT_EQ(Instances(2).size(), 4u);
+  close(hold);
+  until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (holder.Running() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(holder.Stop(SIGKILL, std::chrono::seconds(5)), 0) << holder.Log();
+  std::ofstream(root_ + "/bad.yaml") << "version: v1\ngpus:\n  - devices: all\n    mode: fast\n";
+  auto bad = vgpu::testing::RunCommand(env + VGPU_BIN + " mig apply --config " + root_ +
+                                       "/bad.yaml" + sim);
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("bad.yaml:4"), std::string::npos) << bad.err;
 }
 
 }  // namespace
