@@ -68,12 +68,15 @@ Result<ContainerAllocation> Allocator::AllocateOnce(const std::vector<std::strin
     }
     std::string device_uuid = info->uuid;
     uint64_t capacity = info->memory_total_bytes;
+    int gi = -1, ci = -1;
     const k8s::GpuMode mode = state_->Mode(info->index);
     if (assigned->mig.has_value()) {
       auto instance = ResolveMig(e, *info, *assigned);
       if (!instance) return instance.error();
       device_uuid = instance->uuid;
       capacity = instance->memory_bytes;
+      gi = instance->gi_id;
+      ci = instance->ci_id;
     } else if (mode == k8s::GpuMode::kMig || mode == k8s::GpuMode::kMigDynamic) {
       return Status::FailedPrecondition(e.Describe() + " is assigned GPU " + info->uuid +
                                         " without a MIG instance, but that GPU is in mode " +
@@ -85,7 +88,7 @@ Result<ContainerAllocation> Allocator::AllocateOnce(const std::vector<std::strin
           " MiB on " + device_uuid + ", which has " + std::to_string(capacity >> 20) + " MiB");
     }
     spec.devices.push_back(
-        {device_uuid, info->index, ref->unit, assigned->memory_bytes, assigned->cores});
+        {device_uuid, info->index, ref->unit, assigned->memory_bytes, assigned->cores, gi, ci});
   }
   // CUDA index order inside the container follows the node's GPU order.
   std::sort(spec.devices.begin(), spec.devices.end(),
