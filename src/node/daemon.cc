@@ -63,7 +63,12 @@ Status Daemon::Start() {
   // Assignments first, so that slices surviving a restart keep their containers allocated.
   for (const SliceRecord& r : slices_.List()) {
     std::vector<std::string> units;
-    for (const SliceDevice& d : r.spec.devices) units.push_back(MakeUnitId(d.uuid, d.unit));
+    for (const SliceDevice& d : r.spec.devices) {
+      // A MIG device's slice names the instance; kubelet's units are its parent GPU's.
+      const bool mig = d.uuid.rfind("MIG-", 0) == 0 && d.node_index >= 0 &&
+                       d.node_index < static_cast<int>(state_->devices().size());
+      units.push_back(MakeUnitId(mig ? state_->devices()[d.node_index].uuid : d.uuid, d.unit));
+    }
     store_.Restore(r.spec.pod_uid, r.spec.container, units);
   }
   if (options_.watch_pods) {
@@ -108,7 +113,12 @@ Status Daemon::Start() {
 
 Status Daemon::SetUpModes() {
   mps_ = std::make_unique<MpsManager>(options_.mps, backend_.get());
-  mode_outcomes_ = SetUpGpuModes(backend_.get(), state_.get(), options_.gpu_modes, mps_.get());
+  std::set<int> assigned;  // GPUs with container slices that survived a restart
+  for (const SliceRecord& r : slices_.List()) {
+    for (const SliceDevice& d : r.spec.devices) assigned.insert(d.node_index);
+  }
+  mode_outcomes_ =
+      SetUpGpuModes(backend_.get(), state_.get(), options_.gpu_modes, mps_.get(), assigned);
   allocator_->SetMps(mps_.get());
   std::vector<int> dynamic;
   for (const GpuModeOutcome& o : mode_outcomes_) {

@@ -21,7 +21,8 @@ void RefreshMigInstances(device::DeviceBackend* backend, NodeState* state) {
 }
 
 std::vector<GpuModeOutcome> SetUpGpuModes(device::DeviceBackend* backend, NodeState* state,
-                                          const GpuModeConfig& config, MpsManager* mps) {
+                                          const GpuModeConfig& config, MpsManager* mps,
+                                          const std::set<int>& assigned) {
   std::vector<GpuModeOutcome> out;
   for (const device::DeviceInfo& d : state->devices()) {
     GpuModeOutcome o;
@@ -29,7 +30,7 @@ std::vector<GpuModeOutcome> SetUpGpuModes(device::DeviceBackend* backend, NodeSt
     const GpuModeEntry* e = EntryFor(config, d.index, MigModelKey(d.name));
     o.wanted = e == nullptr ? GpuMode::kShared : e->mode;
     auto sample = backend->Sample(d.index);
-    const bool idle = sample && sample->processes.empty();
+    const bool idle = sample && sample->processes.empty() && assigned.count(d.index) == 0;
     auto mig_mode = backend->GetMigMode(d.index);
     const bool mig_on = mig_mode && mig_mode->current;
     Status s = Status::Ok();

@@ -2,12 +2,14 @@
 // keeps the MIG view of NodeState current.
 //
 // A change (MIG on or off, a static layout, the MPS daemon) is made only on an idle GPU: no
-// process on it (DeviceBackend::Sample) and, for MIG mode changes, no MIG instance in use. A GPU
+// process on it (DeviceBackend::Sample), no container slice on it (`assigned`: the GPU indices
+// that slices surviving a restart use) and, for MIG mode changes, no MIG instance in use. A GPU
 // that cannot be changed now keeps what it is, and that is what the daemon advertises: a GPU with
 // MIG on stays `mig` with the instances it has (static), one with MIG off stays `shared`. Each
 // outcome is logged and returned, never forced.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,7 +29,8 @@ struct GpuModeOutcome {
 
 // `mps` may be null when no GPU is in mode mps.
 std::vector<GpuModeOutcome> SetUpGpuModes(device::DeviceBackend* backend, NodeState* state,
-                                          const GpuModeConfig& config, MpsManager* mps);
+                                          const GpuModeConfig& config, MpsManager* mps,
+                                          const std::set<int>& assigned = {});
 
 // Reads the MIG instances of every mig and mig-dynamic GPU into `state`.
 void RefreshMigInstances(device::DeviceBackend* backend, NodeState* state);
