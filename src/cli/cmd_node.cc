@@ -61,6 +61,10 @@ struct NodeFlags {
   std::string device_list_strategy = "envvar";
   std::string cdi_kind = "nvidia.com/gpu";
   bool pass_device_specs = false;
+  std::string gpu_modes;
+  std::string mig_journal;
+  std::string mps_control = "nvidia-cuda-mps-control";
+  std::string mps_dir = "/run/vgpu/mps";
 };
 
 Status Bad(const std::string& flag, const std::string& why) {
@@ -191,6 +195,20 @@ Result<node::DaemonOptions> BuildOptions(const NodeFlags& f) {
   if (!kind.ok()) return Bad("--cdi-kind", kind.message());
   o.device_list.cdi_kind = f.cdi_kind;
   o.device_list.pass_device_specs = f.pass_device_specs;
+  if (!f.gpu_modes.empty()) {
+    auto modes = node::LoadGpuModeConfig(f.gpu_modes);
+    if (!modes) return modes.error().WithContext("--gpu-modes");
+    o.gpu_modes = std::move(*modes);
+  }
+  if (!f.mig_journal.empty() && f.mig_journal[0] != '/') {
+    return Bad("--mig-journal", "must be an absolute path, got \"" + f.mig_journal + "\"");
+  }
+  o.mig_journal = f.mig_journal;
+  if (!f.mps_dir.empty() && f.mps_dir[0] != '/') {
+    return Bad("--mps-dir", "must be an absolute path, got \"" + f.mps_dir + "\"");
+  }
+  o.mps.control_binary = f.mps_control;
+  o.mps.root = f.mps_dir;
   o.observe_only = f.print_metrics;
   o.version = VGPU_VERSION;
   return o;
@@ -394,6 +412,14 @@ int RunNode(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--pass-device-specs", f.pass_device_specs,
                "Also hand containers the GPUs' device nodes (/dev/nvidia*)");
+  app.add_option("--gpu-modes", f.gpu_modes,
+                 "GPU mode file (YAML: shared, whole, mig, mig-dynamic, mps per GPU; docs/mig.md)");
+  app.add_option("--mig-journal", f.mig_journal,
+                 "Claims journal of mig-dynamic instances (default: next to --slice-dir)");
+  app.add_option("--mps-control", f.mps_control, "The MPS control binary, for GPUs in mode mps")
+      ->capture_default_str();
+  app.add_option("--mps-dir", f.mps_dir, "Root of the MPS pipe and log directories")
+      ->capture_default_str();
   app.add_flag("--print-metrics", f.print_metrics,
                "Print one scrape of /metrics to stdout and exit; creates, removes and publishes "
                "nothing");

@@ -212,7 +212,25 @@ std::string Json(const std::vector<GpuInfo>& gpus, const std::string& note,
          ",\"uuid\":" + JsonString(g.uuid) + ",\"memory_total\":" + std::to_string(g.memory_total) +
          ",\"memory_used\":" + std::to_string(g.memory_used) +
          ",\"utilization_gpu\":" + (g.utilization < 0 ? "null" : std::to_string(g.utilization)) +
-         "}";
+         ",\"mig\":[";
+    for (size_t k = 0; k < g.mig.size(); ++k) {
+      const device::MigInstance& m = g.mig[k];
+      j += (k ? "," : "");
+      j += "{\"profile\":" + JsonString(m.profile) + ",\"start\":" + std::to_string(m.start) +
+           ",\"gi_id\":" + std::to_string(m.gi_id) + ",\"uuid\":" + JsonString(m.uuid) +
+           ",\"memory_total\":" + std::to_string(m.memory_bytes) +
+           ",\"sm_count\":" + std::to_string(m.sm_count) + ",\"slices\":[";
+      bool first = true;
+      for (const TopSlice& t : slices) {
+        if (m.uuid.empty() || std::find(t.uuids.begin(), t.uuids.end(), m.uuid) == t.uuids.end()) {
+          continue;
+        }
+        j += (first ? "" : ",") + JsonString(t.entry.name);
+        first = false;
+      }
+      j += "]}";
+    }
+    j += "]}";
   }
   j += "],\"nvml_note\":" + (note.empty() ? std::string("null") : JsonString(note));
   j += ",\"slices\":[";
@@ -294,6 +312,20 @@ std::string Text(const std::vector<GpuInfo>& gpus, const std::string& note,
                   FormatBytes(g.memory_total).c_str(),
                   g.utilization < 0 ? "n/a" : (std::to_string(g.utilization) + "%").c_str());
     t += line;
+    // MIG instances, each with the slices (containers) inside it.
+    for (const device::MigInstance& m : g.mig) {
+      std::snprintf(line, sizeof line, "       MIG %-11s @%d  %s  %s, %d SMs\n", m.profile.c_str(),
+                    m.start, m.uuid.empty() ? "(no compute instance)" : m.uuid.c_str(),
+                    FormatBytes(m.memory_bytes).c_str(), m.sm_count);
+      t += line;
+      for (const TopSlice& top : slices) {
+        if (m.uuid.empty() ||
+            std::find(top.uuids.begin(), top.uuids.end(), m.uuid) == top.uuids.end()) {
+          continue;
+        }
+        t += "         slice " + SliceTitle(top) + "\n";
+      }
+    }
     for (const ArbiterView& a : arbiters) {
       if (a.uuid != g.uuid || !a.error.empty()) continue;
       std::snprintf(line, sizeof line,

@@ -27,5 +27,6 @@ int RunBench(int argc, char** argv);
 int RunEstimate(int argc, char** argv);
 int RunMig(int argc, char** argv);
 int RunAnalyze(int argc, char** argv);
+int RunBenchMig(int argc, char** argv);  // vgpu bench mig (cmd_bench_mig.cc)
 
 }  // namespace vgpu::cli

@@ -45,6 +45,11 @@ std::vector<GpuInfo> TopGpus::Read() const {
         g.utilization = static_cast<int>(*sample->sm_utilization * 100.0 + 0.5);
       }
     }
+    auto mode = backend_->GetMigMode(d.index);
+    if (mode && mode->current) {
+      auto instances = backend_->MigInstances(d.index);
+      if (instances) g.mig = std::move(*instances);
+    }
     out.push_back(std::move(g));
   }
   return out;

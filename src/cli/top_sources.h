@@ -22,6 +22,8 @@ struct GpuInfo {
   uint64_t memory_total = 0;
   uint64_t memory_used = 0;
   int utilization = -1;  // percent, -1 unknown
+  // MIG instances when MIG is on (each a CUDA device of its own; slices name them by UUID).
+  std::vector<device::MigInstance> mig;
 };
 
 // The GPUs, discovered once (a live view opens NVML once) and sampled at each Read().

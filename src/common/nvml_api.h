@@ -155,6 +155,124 @@ typedef unsigned int nvmlDeviceArchitecture_t;
 #define NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE 16
 #define NVML_VALUE_NOT_AVAILABLE (~0ULL)
 
+// --- MIG (Multi-Instance GPU). Layouts as in nvml.h (NVML API 13); sizes static_assert'ed below.
+typedef struct nvmlGpuInstance_st* nvmlGpuInstance_t;
+typedef struct nvmlComputeInstance_st* nvmlComputeInstance_t;
+
+// Profile indices for nvmlDeviceGetGpuInstanceProfileInfo (the index, not the profile id).
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE 0x0
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE 0x1
+#define NVML_GPU_INSTANCE_PROFILE_3_SLICE 0x2
+#define NVML_GPU_INSTANCE_PROFILE_4_SLICE 0x3
+#define NVML_GPU_INSTANCE_PROFILE_7_SLICE 0x4
+#define NVML_GPU_INSTANCE_PROFILE_8_SLICE 0x5
+#define NVML_GPU_INSTANCE_PROFILE_6_SLICE 0x6
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1 0x7
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1 0x8
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2 0x9
+#define NVML_GPU_INSTANCE_PROFILE_COUNT 0x12
+
+#define NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE 0x0
+#define NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE 0x1
+#define NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE 0x2
+#define NVML_COMPUTE_INSTANCE_PROFILE_4_SLICE 0x3
+#define NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE 0x4
+#define NVML_COMPUTE_INSTANCE_PROFILE_8_SLICE 0x5
+#define NVML_COMPUTE_INSTANCE_PROFILE_6_SLICE 0x6
+#define NVML_COMPUTE_INSTANCE_PROFILE_COUNT 0x8
+#define NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED 0x0
+
+#define NVML_GPU_INSTANCE_PROFILE_CAPS_P2P 0x1
+#define NVML_GPU_INSTANCE_PROFILE_CAPS_GFX 0x2
+
+// A placement counts memory slices (GPU instances) or compute slices (compute instances).
+typedef struct nvmlGpuInstancePlacement_st {
+  unsigned int start;
+  unsigned int size;
+} nvmlGpuInstancePlacement_t;
+
+typedef struct nvmlGpuInstanceProfileInfo_st {
+  unsigned int id;
+  unsigned int isP2pSupported;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int copyEngineCount;
+  unsigned int decoderCount;
+  unsigned int encoderCount;
+  unsigned int jpegCount;
+  unsigned int ofaCount;
+  unsigned long long memorySizeMB;  // MiB
+} nvmlGpuInstanceProfileInfo_t;
+
+typedef struct nvmlGpuInstanceProfileInfo_v2_st {
+  unsigned int version;
+  unsigned int id;
+  unsigned int isP2pSupported;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int copyEngineCount;
+  unsigned int decoderCount;
+  unsigned int encoderCount;
+  unsigned int jpegCount;
+  unsigned int ofaCount;
+  unsigned long long memorySizeMB;
+  char name[96];  // "MIG 1g.18gb"
+} nvmlGpuInstanceProfileInfo_v2_t;
+#define nvmlGpuInstanceProfileInfo_v2 \
+  VGPU_NVML_STRUCT_VERSION(sizeof(nvmlGpuInstanceProfileInfo_v2_t), 2)
+
+typedef struct nvmlGpuInstanceProfileInfo_v3_st {
+  unsigned int version;
+  unsigned int id;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int copyEngineCount;
+  unsigned int decoderCount;
+  unsigned int encoderCount;
+  unsigned int jpegCount;
+  unsigned int ofaCount;
+  unsigned long long memorySizeMB;
+  char name[96];
+  unsigned int capabilities;  // NVML_GPU_INSTANCE_PROFILE_CAPS_*
+} nvmlGpuInstanceProfileInfo_v3_t;
+#define nvmlGpuInstanceProfileInfo_v3 \
+  VGPU_NVML_STRUCT_VERSION(sizeof(nvmlGpuInstanceProfileInfo_v3_t), 3)
+
+typedef struct nvmlGpuInstanceInfo_st {
+  nvmlDevice_t device;  // the parent GPU
+  unsigned int id;
+  unsigned int profileId;
+  nvmlGpuInstancePlacement_t placement;
+} nvmlGpuInstanceInfo_t;
+
+typedef struct nvmlComputeInstanceProfileInfo_st {
+  unsigned int id;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+} nvmlComputeInstanceProfileInfo_t;
+
+typedef struct nvmlComputeInstancePlacement_st {
+  unsigned int start;
+  unsigned int size;
+} nvmlComputeInstancePlacement_t;
+
+typedef struct nvmlComputeInstanceInfo_st {
+  nvmlDevice_t device;  // the parent GPU
+  nvmlGpuInstance_t gpuInstance;
+  unsigned int id;
+  unsigned int profileId;
+  nvmlComputeInstancePlacement_t placement;
+} nvmlComputeInstanceInfo_t;
+
 // Function pointer types of the entry points vgpu uses.
 typedef nvmlReturn_t (*nvmlInit_v2_fn)(void);
 typedef nvmlReturn_t (*nvmlInitWithFlags_fn)(unsigned int flags);
@@ -187,6 +305,56 @@ typedef nvmlReturn_t (*nvmlDeviceGetTemperature_fn)(nvmlDevice_t device,
                                                     unsigned int* temp);
 typedef nvmlReturn_t (*nvmlDeviceGetPowerUsage_fn)(nvmlDevice_t device, unsigned int* milliwatts);
 
+typedef nvmlReturn_t (*nvmlDeviceGetMigMode_fn)(nvmlDevice_t device, unsigned int* current,
+                                                unsigned int* pending);
+typedef nvmlReturn_t (*nvmlDeviceSetMigMode_fn)(nvmlDevice_t device, unsigned int mode,
+                                                nvmlReturn_t* activation_status);
+typedef nvmlReturn_t (*nvmlDeviceGetGpuInstanceProfileInfo_fn)(nvmlDevice_t device,
+                                                               unsigned int profile,
+                                                               nvmlGpuInstanceProfileInfo_t* info);
+typedef nvmlReturn_t (*nvmlDeviceGetGpuInstanceProfileInfoV_fn)(
+    nvmlDevice_t device, unsigned int profile, nvmlGpuInstanceProfileInfo_v2_t* info);
+typedef nvmlReturn_t (*nvmlDeviceGetGpuInstancePossiblePlacements_v2_fn)(
+    nvmlDevice_t device, unsigned int profile_id, nvmlGpuInstancePlacement_t* placements,
+    unsigned int* count);
+typedef nvmlReturn_t (*nvmlDeviceGetGpuInstanceRemainingCapacity_fn)(nvmlDevice_t device,
+                                                                     unsigned int profile_id,
+                                                                     unsigned int* count);
+typedef nvmlReturn_t (*nvmlDeviceCreateGpuInstanceWithPlacement_fn)(
+    nvmlDevice_t device, unsigned int profile_id, const nvmlGpuInstancePlacement_t* placement,
+    nvmlGpuInstance_t* gpu_instance);
+typedef nvmlReturn_t (*nvmlDeviceGetGpuInstances_fn)(nvmlDevice_t device, unsigned int profile_id,
+                                                     nvmlGpuInstance_t* gpu_instances,
+                                                     unsigned int* count);
+typedef nvmlReturn_t (*nvmlDeviceGetGpuInstanceById_fn)(nvmlDevice_t device, unsigned int id,
+                                                        nvmlGpuInstance_t* gpu_instance);
+typedef nvmlReturn_t (*nvmlGpuInstanceGetInfo_fn)(nvmlGpuInstance_t gpu_instance,
+                                                  nvmlGpuInstanceInfo_t* info);
+typedef nvmlReturn_t (*nvmlGpuInstanceDestroy_fn)(nvmlGpuInstance_t gpu_instance);
+typedef nvmlReturn_t (*nvmlGpuInstanceGetComputeInstanceProfileInfo_fn)(
+    nvmlGpuInstance_t gpu_instance, unsigned int profile, unsigned int eng_profile,
+    nvmlComputeInstanceProfileInfo_t* info);
+typedef nvmlReturn_t (*nvmlGpuInstanceCreateComputeInstance_fn)(
+    nvmlGpuInstance_t gpu_instance, unsigned int profile_id,
+    nvmlComputeInstance_t* compute_instance);
+typedef nvmlReturn_t (*nvmlGpuInstanceGetComputeInstances_fn)(
+    nvmlGpuInstance_t gpu_instance, unsigned int profile_id,
+    nvmlComputeInstance_t* compute_instances, unsigned int* count);
+typedef nvmlReturn_t (*nvmlComputeInstanceGetInfo_v2_fn)(nvmlComputeInstance_t compute_instance,
+                                                         nvmlComputeInstanceInfo_t* info);
+typedef nvmlReturn_t (*nvmlComputeInstanceDestroy_fn)(nvmlComputeInstance_t compute_instance);
+typedef nvmlReturn_t (*nvmlDeviceGetMaxMigDeviceCount_fn)(nvmlDevice_t device, unsigned int* count);
+typedef nvmlReturn_t (*nvmlDeviceGetMigDeviceHandleByIndex_fn)(nvmlDevice_t device,
+                                                               unsigned int index,
+                                                               nvmlDevice_t* mig_device);
+typedef nvmlReturn_t (*nvmlDeviceIsMigDeviceHandle_fn)(nvmlDevice_t device, unsigned int* is_mig);
+typedef nvmlReturn_t (*nvmlDeviceGetDeviceHandleFromMigDeviceHandle_fn)(nvmlDevice_t mig_device,
+                                                                        nvmlDevice_t* device);
+typedef nvmlReturn_t (*nvmlDeviceGetGpuInstanceId_fn)(nvmlDevice_t device, unsigned int* id);
+typedef nvmlReturn_t (*nvmlDeviceGetComputeInstanceId_fn)(nvmlDevice_t device, unsigned int* id);
+typedef nvmlReturn_t (*nvmlDeviceSetComputeMode_fn)(nvmlDevice_t device, nvmlComputeMode_t mode);
+typedef nvmlReturn_t (*nvmlDeviceGetComputeMode_fn)(nvmlDevice_t device, nvmlComputeMode_t* mode);
+
 }  // extern "C"
 
 static_assert(sizeof(nvmlMemory_t) == 24, "nvmlMemory_t ABI");
@@ -201,3 +369,17 @@ static_assert(sizeof(nvmlBAR1Memory_t) == 24, "nvmlBAR1Memory_t ABI");
 static_assert(sizeof(nvmlClockType_t) == 4 && sizeof(nvmlEnableState_t) == 4 &&
                   sizeof(nvmlComputeMode_t) == 4 && sizeof(nvmlPstates_t) == 4,
               "NVML enums are 32-bit");
+static_assert(sizeof(nvmlGpuInstancePlacement_t) == 8, "nvmlGpuInstancePlacement_t ABI");
+static_assert(sizeof(nvmlGpuInstanceProfileInfo_t) == 48, "nvmlGpuInstanceProfileInfo_t ABI");
+static_assert(sizeof(nvmlGpuInstanceProfileInfo_v2_t) == 152 &&
+                  offsetof(nvmlGpuInstanceProfileInfo_v2_t, memorySizeMB) == 48,
+              "nvmlGpuInstanceProfileInfo_v2_t ABI");
+static_assert(sizeof(nvmlGpuInstanceProfileInfo_v3_t) == 152 &&
+                  offsetof(nvmlGpuInstanceProfileInfo_v3_t, memorySizeMB) == 40,
+              "nvmlGpuInstanceProfileInfo_v3_t ABI");
+static_assert(nvmlGpuInstanceProfileInfo_v2 == 0x02000098u, "v2 version word");
+static_assert(nvmlGpuInstanceProfileInfo_v3 == 0x03000098u, "v3 version word");
+static_assert(sizeof(nvmlGpuInstanceInfo_t) == 24, "nvmlGpuInstanceInfo_t ABI");
+static_assert(sizeof(nvmlComputeInstanceProfileInfo_t) == 36,
+              "nvmlComputeInstanceProfileInfo_t ABI");
+static_assert(sizeof(nvmlComputeInstanceInfo_t) == 32, "nvmlComputeInstanceInfo_t ABI");

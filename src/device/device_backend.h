@@ -10,6 +10,14 @@
 // - WaitForEvents(timeout) blocks up to `timeout_ms` for health events (NVML XID and ECC events
 //   on real hardware; injected ones on the fake) and returns those that arrived, possibly none.
 //   Backends without event support sleep for the timeout and return none.
+// - MIG: the Mig* methods read and change a GPU's MIG state through the driver (NVML on real and
+//   simulated GPUs; scripted on the fake). What the driver reports wins over any table. A backend
+//   without MIG answers kFailedPrecondition ("not supported"). Errors: kFailedPrecondition when the
+//   GPU is busy (NVML IN_USE) or the mode needs a reset, kResourceExhausted when a placement is
+//   occupied (NVML INSUFFICIENT_RESOURCES), kNotFound for an unknown instance, kUnavailable when
+//   the driver fails otherwise. Create and destroy are not atomic on a real driver: a crash between
+//   the GPU instance and its compute instance leaves a GPU instance without one, which
+//   MigInstances() lists (ci_id < 0) and DestroyMigInstance() removes.
 // - Thread safety: every method may be called from any thread, concurrently.
 #pragma once
 
@@ -96,6 +104,39 @@ struct HealthEvent {
   uint32_t compute_instance_id = kNoInstance;
 };
 
+// A GPU instance profile as the driver reports it.
+struct MigProfileInfo {
+  int profile_id = 0;      // NVML profile id (19 for 1g.*, 9 for 3g.*, ...)
+  std::string name;        // "1g.18gb", "1g.18gb+me" (NVML's name without "MIG ")
+  int memory_slices = 0;   // placement size
+  int compute_slices = 0;  // sliceCount
+  int sm_count = 0;
+  uint64_t memory_bytes = 0;
+  int max_count = 0;        // instanceCount
+  std::vector<int> starts;  // legal placement starts
+};
+
+// One GPU instance with (normally) one compute instance over all its slices: a MIG device.
+struct MigInstance {
+  int gpu_index = 0;
+  std::string uuid;  // "MIG-..." of its compute instance; empty when it has none
+  int gi_id = 0;
+  int ci_id = -1;  // -1: a GPU instance without a compute instance (a half-made one)
+  int profile_id = 0;
+  std::string profile;  // "3g.71gb"
+  int start = 0;        // memory slices [start, start + size)
+  int size = 0;
+  uint64_t memory_bytes = 0;
+  int sm_count = 0;
+};
+
+struct MigModeState {
+  bool current = false;  // MIG enabled now
+  bool pending = false;  // after the next reset
+};
+
+enum class ComputeMode { kDefault, kExclusiveProcess, kProhibited };
+
 // Human-readable name of an event kind: "xid", "ecc-dbe", "ecc-sbe", "recovered",
 // "recovery-action".
 const char* HealthEventKindName(HealthEvent::Kind kind);
@@ -119,6 +160,19 @@ class DeviceBackend {
         "this backend cannot reset a GPU (nvidia-smi -r, then report the recovery)");
   }
   virtual Status Probe(int index) { return Sample(index).status(); }
+
+  // --- MIG and compute mode (see the contract above). ---
+  virtual Result<MigModeState> GetMigMode(int index);
+  // Enables or disables MIG. kFailedPrecondition if the GPU is in use, or if the change waits for
+  // a GPU reset (the pending mode is then set).
+  virtual Status SetMigMode(int index, bool enabled);
+  virtual Result<std::vector<MigProfileInfo>> MigProfiles(int index);
+  virtual Result<std::vector<MigInstance>> MigInstances(int index);
+  // Creates a GPU instance of `profile_id` at `start` and one compute instance over all of it.
+  virtual Result<MigInstance> CreateMigInstance(int index, int profile_id, int start);
+  // Destroys the GPU instance with id `gi_id` and its compute instances.
+  virtual Status DestroyMigInstance(int index, int gi_id);
+  virtual Status SetComputeMode(int index, ComputeMode mode);
 };
 
 }  // namespace vgpu::device

@@ -38,6 +38,25 @@ class FakeBackend final : public DeviceBackend {
 
   int discover_calls() const;
 
+  // MIG: gives GPU `index` these profiles (it then supports MIG, mode off; `toggles_at_once`
+  // false: mode changes wait for ResetGpu, as on A100). Instances are checked for legal starts,
+  // overlap and max counts like a real driver; ids follow NVML's look (see simgpu/mig_state.h).
+  void SetMigProfiles(int index, std::vector<MigProfileInfo> profiles, bool toggles_at_once = true);
+  void ResetGpu(int index);
+  // Marks GPU `index` busy (a process on it): mode changes and destroys fail with IN_USE.
+  void SetBusy(int index, bool busy);
+  ComputeMode compute_mode(int index) const;
+  // Calls that changed MIG state, e.g. "create 0 19@4", "destroy 0 11", "mode 0 on".
+  std::vector<std::string> mig_calls() const;
+
+  Result<MigModeState> GetMigMode(int index) override;
+  Status SetMigMode(int index, bool enabled) override;
+  Result<std::vector<MigProfileInfo>> MigProfiles(int index) override;
+  Result<std::vector<MigInstance>> MigInstances(int index) override;
+  Result<MigInstance> CreateMigInstance(int index, int profile_id, int start) override;
+  Status DestroyMigInstance(int index, int gi_id) override;
+  Status SetComputeMode(int index, ComputeMode mode) override;
+
   std::string Describe() const override;
   Result<std::vector<DeviceInfo>> Discover() override;
   Result<DeviceSample> Sample(int index) override;
@@ -57,6 +76,18 @@ class FakeBackend final : public DeviceBackend {
   std::deque<HealthEvent> events_;
   std::string discovery_error_;
   int discover_calls_ = 0;
+  struct MigGpu {
+    bool supported = false;
+    bool toggles_at_once = true;
+    MigModeState mode;
+    bool busy = false;
+    ComputeMode compute_mode = ComputeMode::kDefault;
+    std::vector<MigProfileInfo> profiles;
+    std::vector<MigInstance> instances;
+  };
+  std::vector<MigGpu> mig_;  // by index, grown on demand
+  std::vector<std::string> mig_calls_;
+  MigGpu& MigLocked(int index);
 };
 
 }  // namespace vgpu::device

@@ -37,6 +37,25 @@ class InjectingBackend final : public DeviceBackend {
   // Counts the resets done (tests).
   int resets() const;
 
+  // MIG and compute mode: the wrapped backend's.
+  Result<MigModeState> GetMigMode(int index) override { return inner_->GetMigMode(index); }
+  Status SetMigMode(int index, bool enabled) override { return inner_->SetMigMode(index, enabled); }
+  Result<std::vector<MigProfileInfo>> MigProfiles(int index) override {
+    return inner_->MigProfiles(index);
+  }
+  Result<std::vector<MigInstance>> MigInstances(int index) override {
+    return inner_->MigInstances(index);
+  }
+  Result<MigInstance> CreateMigInstance(int index, int profile_id, int start) override {
+    return inner_->CreateMigInstance(index, profile_id, start);
+  }
+  Status DestroyMigInstance(int index, int gi_id) override {
+    return inner_->DestroyMigInstance(index, gi_id);
+  }
+  Status SetComputeMode(int index, ComputeMode mode) override {
+    return inner_->SetComputeMode(index, mode);
+  }
+
  private:
   std::unique_ptr<DeviceBackend> inner_;
   mutable std::mutex mu_;

@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/nvml_api.h"
 #include "device/cuda_probe.h"
+#include "device/nvml_mig_api.h"
 
 namespace vgpu::device {
 namespace {
@@ -197,7 +198,8 @@ Result<std::unique_ptr<NvmlBackend>> NvmlBackend::Open(const NvmlBackendOptions&
 }
 
 NvmlBackend::NvmlBackend(NvmlBackendOptions options, std::unique_ptr<Api> api)
-    : options_(std::move(options)), api_(std::move(api)) {
+    : options_(std::move(options)), api_(std::move(api)), mig_(std::make_unique<MigApi>()) {
+  mig_->Load(api_->lib);
   char driver[96] = {};
   char nvml[96] = {};
   std::string v = "NVML";
@@ -210,6 +212,16 @@ NvmlBackend::NvmlBackend(NvmlBackendOptions options, std::unique_ptr<Api> api)
     v += std::string(" (driver ") + driver + ")";
   }
   version_ = v;
+}
+
+void* NvmlBackend::Handle(int index) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (index < 0 || index >= static_cast<int>(handles_.size())) return nullptr;
+  return handles_[index];
+}
+
+std::string NvmlBackend::NvmlError(int code) const {
+  return api_->Error(static_cast<nvmlReturn_t>(code));
 }
 
 NvmlBackend::~NvmlBackend() {

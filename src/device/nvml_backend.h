@@ -45,17 +45,31 @@ class NvmlBackend final : public DeviceBackend {
   std::vector<HealthEvent> WaitForEvents(int timeout_ms) override;
   bool SupportsEvents() const override;
 
+  // MIG through NVML (nvml_backend_mig.cc). Missing entry points: kFailedPrecondition.
+  Result<MigModeState> GetMigMode(int index) override;
+  Status SetMigMode(int index, bool enabled) override;
+  Result<std::vector<MigProfileInfo>> MigProfiles(int index) override;
+  Result<std::vector<MigInstance>> MigInstances(int index) override;
+  Result<MigInstance> CreateMigInstance(int index, int profile_id, int start) override;
+  Status DestroyMigInstance(int index, int gi_id) override;
+  Status SetComputeMode(int index, ComputeMode mode) override;
+
   // Names of the optional entry points this NVML lacks (for the startup log).
   std::vector<std::string> MissingFunctions() const;
 
-  struct Api;  // the loaded entry points (nvml_backend.cc)
+  struct Api;     // the loaded entry points (nvml_backend.cc)
+  struct MigApi;  // the MIG entry points (nvml_backend_mig.cc)
 
  private:
   NvmlBackend(NvmlBackendOptions options, std::unique_ptr<Api> api);
   void SetUpEvents();
+  // The handle of GPU `index` (after Discover), or null.
+  void* Handle(int index) const;
+  std::string NvmlError(int code) const;
 
   NvmlBackendOptions options_;
   std::unique_ptr<Api> api_;
+  std::unique_ptr<MigApi> mig_;
   mutable std::mutex mu_;
   std::vector<void*> handles_;  // nvmlDevice_t per index, filled by Discover()
   std::vector<std::string> uuids_;

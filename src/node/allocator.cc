@@ -66,14 +66,29 @@ Result<ContainerAllocation> Allocator::AllocateOnce(const std::vector<std::strin
       return Status::Internal("unit " + id + " resolved to " + e.Describe() +
                               ", which is not assigned its GPU");
     }
-    if (assigned->memory_bytes > info->memory_total_bytes) {
-      return Status::FailedPrecondition(e.Describe() + " is assigned " +
-                                        std::to_string(assigned->memory_bytes >> 20) +
-                                        " MiB on GPU " + info->uuid + ", which has " +
-                                        std::to_string(info->memory_total_bytes >> 20) + " MiB");
+    std::string device_uuid = info->uuid;
+    uint64_t capacity = info->memory_total_bytes;
+    int gi = -1, ci = -1;
+    const k8s::GpuMode mode = state_->Mode(info->index);
+    if (assigned->mig.has_value()) {
+      auto instance = ResolveMig(e, *info, *assigned);
+      if (!instance) return instance.error();
+      device_uuid = instance->uuid;
+      capacity = instance->memory_bytes;
+      gi = instance->gi_id;
+      ci = instance->ci_id;
+    } else if (mode == k8s::GpuMode::kMig || mode == k8s::GpuMode::kMigDynamic) {
+      return Status::FailedPrecondition(e.Describe() + " is assigned GPU " + info->uuid +
+                                        " without a MIG instance, but that GPU is in mode " +
+                                        std::string(k8s::GpuModeName(mode)));
+    }
+    if (assigned->memory_bytes > capacity) {
+      return Status::FailedPrecondition(
+          e.Describe() + " is assigned " + std::to_string(assigned->memory_bytes >> 20) +
+          " MiB on " + device_uuid + ", which has " + std::to_string(capacity >> 20) + " MiB");
     }
     spec.devices.push_back(
-        {info->uuid, info->index, ref->unit, assigned->memory_bytes, assigned->cores});
+        {device_uuid, info->index, ref->unit, assigned->memory_bytes, assigned->cores, gi, ci});
   }
   // CUDA index order inside the container follows the node's GPU order.
   std::sort(spec.devices.begin(), spec.devices.end(),
@@ -85,7 +100,50 @@ Result<ContainerAllocation> Allocator::AllocateOnce(const std::vector<std::strin
   ContainerAllocation allocation = BuildAllocation(*slice, slices_->layout());
   Status listed = ApplyDeviceList(*slice, state_->devices(), device_list_, &allocation);
   if (!listed.ok()) return listed.WithContext("allocating " + e.Describe());
+  for (size_t i = 0; i < spec.devices.size() && mps_ != nullptr; ++i) {
+    const SliceDevice& d = spec.devices[i];
+    if (state_->Mode(d.node_index) != k8s::GpuMode::kMps || !mps_->Running(d.uuid)) continue;
+    // One MPS server per container is reachable (one pipe directory): the first MPS GPU's.
+    if (allocation.envs.count("CUDA_MPS_PIPE_DIRECTORY")) continue;
+    for (const auto& [k, v] :
+         mps_->ContainerEnv(d.uuid, static_cast<int>(i), d.memory_bytes, d.cores)) {
+      allocation.envs[k] = v;
+    }
+    for (const MpsMount& m : mps_->ContainerMounts(d.uuid)) {
+      allocation.mounts.push_back({m.container_path, m.host_path, false});
+    }
+  }
   return allocation;
+}
+
+Result<device::MigInstance> Allocator::ResolveMig(const AssignmentEntry& e,
+                                                  const device::DeviceInfo& gpu,
+                                                  const AssignedDevice& assigned) {
+  const k8s::AssignedMig& want = *assigned.mig;
+  const std::string what = e.Describe() + ": MIG " + want.profile + "@" +
+                           std::to_string(want.start) + " on GPU " + gpu.uuid;
+  const k8s::GpuMode mode = state_->Mode(gpu.index);
+  if (mode == k8s::GpuMode::kMig) {
+    for (const device::MigInstance& m : state_->MigInstances(gpu.index)) {
+      if (m.profile == want.profile && m.start == want.start && m.ci_id >= 0 &&
+          (want.uuid.empty() || want.uuid == m.uuid)) {
+        return m;
+      }
+    }
+    return Status::FailedPrecondition(what + ": no such instance in the GPU's static layout");
+  }
+  if (mode != k8s::GpuMode::kMigDynamic || mig_ == nullptr) {
+    return Status::FailedPrecondition(what + ": the GPU is in mode " +
+                                      std::string(k8s::GpuModeName(mode)) + ", not mig");
+  }
+  int profile_id = -1;
+  for (const device::MigProfileInfo& p : state_->MigProfiles(gpu.index)) {
+    if (p.name == want.profile) profile_id = p.profile_id;
+  }
+  if (profile_id < 0) return Status::FailedPrecondition(what + ": the GPU has no such profile");
+  auto made = mig_->Acquire(e.pod_uid, gpu.index, profile_id, want.start);
+  if (!made) return made.error().WithContext(what);
+  return made;
 }
 
 Result<ContainerAllocation> Allocator::Allocate(const std::vector<std::string>& unit_ids) {

@@ -23,6 +23,8 @@
 #include "node/assignment_store.h"
 #include "node/device_list.h"
 #include "node/metrics_text.h"
+#include "node/mig_manager.h"
+#include "node/mps.h"
 #include "node/node_state.h"
 #include "node/pod_resources.h"
 #include "node/pod_sync.h"
@@ -36,6 +38,16 @@ class Allocator {
             int64_t (*now_unix)() = nullptr);
 
   Result<ContainerAllocation> Allocate(const std::vector<std::string>& unit_ids);
+  // MIG: the manager of mig-dynamic GPUs' instances (not owned; null: no mig-dynamic GPU). A
+  // device assigned with "mig" resolves to its instance: on a mig-dynamic GPU the manager makes
+  // exactly the assigned (profile, start) for the pod; on a static mig GPU it is the existing
+  // instance there. The container then gets the MIG device (its UUID in the slice and in
+  // NVIDIA_VISIBLE_DEVICES) with the assigned limits inside it. Set before the first Allocate.
+  void SetMigManager(MigManager* manager) { mig_ = manager; }
+  // MPS: containers on GPUs in mode mps get the MPS pipe directory (mounted) and their slice as
+  // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE / CUDA_MPS_PINNED_DEVICE_MEM_LIMIT (mps.h), beside
+  // libvgpu's limits. Not owned; null: no MPS. Set before the first Allocate.
+  void SetMps(const MpsManager* mps) { mps_ = mps; }
   // How containers are handed their GPUs (default: NVIDIA_VISIBLE_DEVICES only). Set before
   // the first Allocate.
   void SetDeviceList(DeviceListOptions options) { device_list_ = std::move(options); }
@@ -66,6 +78,8 @@ class Allocator {
  private:
   Status CheckUnits(const std::vector<std::string>& unit_ids) const;
   Result<ContainerAllocation> AllocateOnce(const std::vector<std::string>& unit_ids);
+  Result<device::MigInstance> ResolveMig(const AssignmentEntry& e, const device::DeviceInfo& gpu,
+                                         const AssignedDevice& assigned);
 
   const NodeState* state_;
   AssignmentStore* store_;
@@ -73,6 +87,8 @@ class Allocator {
   SliceManager* slices_;
   int64_t (*now_unix_)();
   DeviceListOptions device_list_;
+  MigManager* mig_ = nullptr;
+  const MpsManager* mps_ = nullptr;
   std::atomic<uint64_t> ok_{0};
   std::atomic<uint64_t> failed_{0};
   std::atomic<uint64_t> preferred_{0};

@@ -164,6 +164,7 @@ Result<PodAssignment> FromScheduler(const k8s::PodAssignment& assignment,
       ad.index = g.index;
       ad.memory_bytes = static_cast<uint64_t>(g.memory_mib) << 20;
       ad.cores = g.cores;
+      ad.mig = g.mig;
       ca.devices.push_back(std::move(ad));
     }
     out.containers.push_back(std::move(ca));
@@ -228,7 +229,7 @@ std::string FormatAssignment(const PodAssignment& assignment) {
     kc.priority = c.priority;
     for (const AssignedDevice& d : c.devices) {
       kc.gpus.push_back({d.uuid, std::max(d.index, 0), d.cores * 10,
-                         static_cast<int64_t>(d.memory_bytes >> 20), d.cores});
+                         static_cast<int64_t>(d.memory_bytes >> 20), d.cores, d.mig});
     }
     a.containers.push_back(std::move(kc));
   }

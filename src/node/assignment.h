@@ -55,6 +55,9 @@ struct AssignedDevice {
   int index = 0;  // NVML index on the node (informational; the UUID decides; -1 from HAMi)
   uint64_t memory_bytes = 0;
   int cores = 100;
+  // The MIG instance the container runs in on this GPU (the contract's "mig"), if any; the
+  // limits above then apply inside the instance.
+  std::optional<k8s::AssignedMig> mig = std::nullopt;
 };
 
 struct ContainerAssignment {

@@ -51,6 +51,8 @@ Status Daemon::Start() {
     return Status::Ok();
   }
   VGPU_RETURN_IF_ERROR(slices_.Init());
+  Status modes = SetUpModes();
+  if (!modes.ok()) return modes;
   if (!options_.slices.arbiter_dir.empty()) {
     std::vector<std::string> uuids;
     for (const device::DeviceInfo& d : state_->devices()) uuids.push_back(d.uuid);
@@ -68,7 +70,12 @@ Status Daemon::Start() {
   // Assignments first, so that slices surviving a restart keep their containers allocated.
   for (const SliceRecord& r : slices_.List()) {
     std::vector<std::string> units;
-    for (const SliceDevice& d : r.spec.devices) units.push_back(MakeUnitId(d.uuid, d.unit));
+    for (const SliceDevice& d : r.spec.devices) {
+      // A MIG device's slice names the instance; kubelet's units are its parent GPU's.
+      const bool mig = d.uuid.rfind("MIG-", 0) == 0 && d.node_index >= 0 &&
+                       d.node_index < static_cast<int>(state_->devices().size());
+      units.push_back(MakeUnitId(mig ? state_->devices()[d.node_index].uuid : d.uuid, d.unit));
+    }
     store_.Restore(r.spec.pod_uid, r.spec.container, units);
   }
   if (options_.watch_pods) {
@@ -107,6 +114,34 @@ Status Daemon::Start() {
   threads_.emplace_back([this] { HealthLoop(); });
   threads_.emplace_back([this] { SampleLoop(); });
   threads_.emplace_back([this] { HousekeepingLoop(); });
+  return Status::Ok();
+}
+
+Status Daemon::SetUpModes() {
+  mps_ = std::make_unique<MpsManager>(options_.mps, backend_.get());
+  std::set<int> assigned;  // GPUs with container slices that survived a restart
+  for (const SliceRecord& r : slices_.List()) {
+    for (const SliceDevice& d : r.spec.devices) assigned.insert(d.node_index);
+  }
+  mode_outcomes_ =
+      SetUpGpuModes(backend_.get(), state_.get(), options_.gpu_modes, mps_.get(), assigned);
+  allocator_->SetMps(mps_.get());
+  std::vector<int> dynamic;
+  for (const GpuModeOutcome& o : mode_outcomes_) {
+    if (o.mode == GpuMode::kMigDynamic) dynamic.push_back(o.index);
+  }
+  if (dynamic.empty()) return Status::Ok();
+  std::string journal = options_.mig_journal;
+  if (journal.empty()) {
+    std::string root = options_.slices.root;
+    while (root.size() > 1 && root.back() == '/') root.pop_back();
+    journal = root.substr(0, root.rfind('/') == 0 ? 1 : root.rfind('/')) + "/mig-claims";
+  }
+  mig_ = std::make_unique<MigManager>(backend_.get(), journal);
+  Status recovered = mig_->Recover(dynamic);
+  if (!recovered.ok()) return recovered.WithContext("MIG recovery (" + journal + ")");
+  allocator_->SetMigManager(mig_.get());
+  RefreshMigInstances(backend_.get(), state_.get());
   return Status::Ok();
 }
 
@@ -322,6 +357,13 @@ void Daemon::HousekeepNow() {
       VGPU_LOG_INFO("removed slice %s of %s/%s (pod gone)", r.name.c_str(), r.spec.pod_ns.c_str(),
                     r.spec.pod_name.c_str());
     }
+    // MIG instances of pods that are gone (their processes have exited with the pod).
+    if (mig_ != nullptr) {
+      if (mig_->ReleaseGone(live) > 0) inventory_dirty_.store(true);
+    }
+  }
+  if (mig_ != nullptr || !options_.gpu_modes.entries.empty()) {
+    RefreshMigInstances(backend_.get(), state_.get());
   }
   // Always: Publish() patches only a changed text, so this costs nothing when nothing changed,
   // and on return the annotation holds the current inventory even if the loop was publishing

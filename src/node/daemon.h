@@ -37,9 +37,13 @@
 #include "node/cluster.h"
 #include "node/device_list.h"
 #include "node/faults/tenant_levels.h"
+#include "node/gpu_mode_setup.h"
+#include "node/gpu_modes.h"
 #include "node/health.h"
 #include "node/inventory.h"
 #include "node/metrics_server.h"
+#include "node/mig_manager.h"
+#include "node/mps.h"
 #include "node/node_state.h"
 #include "node/plugin_runner.h"
 #include "node/pod_resources.h"
@@ -72,6 +76,11 @@ struct DaemonOptions {
   bool observe_only = false;
   // How Allocate hands a container its GPUs (NVIDIA_VISIBLE_DEVICES, CDI, device nodes).
   DeviceListOptions device_list;
+  // Per-GPU modes (gpu_modes.h; empty: every GPU shared), applied at Start on idle GPUs.
+  GpuModeConfig gpu_modes;
+  // The MIG manager's claims journal (mig_manager.h); empty: <slice root>/../mig-claims.
+  std::string mig_journal;
+  MpsOptions mps;
 };
 
 class Daemon {
@@ -94,6 +103,8 @@ class Daemon {
   PodSync* pods() { return pods_.get(); }
   SliceManager* slices() { return &slices_; }
   InventoryPublisher* inventory() { return inventory_.get(); }
+  MigManager* mig() { return mig_.get(); }
+  const std::vector<GpuModeOutcome>& mode_outcomes() const { return mode_outcomes_; }
   // Runs one sampling round, one health tick, one tenant round and one housekeeping round now
   // (tests).
   void SampleNow();
@@ -108,6 +119,7 @@ class Daemon {
   void HealthLoop();
   void SampleLoop();
   void HousekeepingLoop();
+  Status SetUpModes();
   void OnHealthChanged();
   // Carries out what the health rules asked for: resets, probes, Kubernetes Events.
   void RunHealthActions();
@@ -130,6 +142,9 @@ class Daemon {
   std::unique_ptr<PodResourcesSource> pod_resources_;
   std::unique_ptr<PluginRunner> runner_;
   std::unique_ptr<InventoryPublisher> inventory_;
+  std::unique_ptr<MpsManager> mps_;
+  std::unique_ptr<MigManager> mig_;
+  std::vector<GpuModeOutcome> mode_outcomes_;
   std::unique_ptr<MetricsServer> metrics_;
   std::unique_ptr<SliceQuarantine> quarantine_;
   mutable std::mutex tenant_mu_;  // guards tenants_

@@ -1,7 +1,9 @@
 #include "node/device_list.h"
 
 #include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 namespace vgpu::node {
 namespace {
@@ -74,6 +76,25 @@ std::string CdiAnnotationKey(const std::string& pod_uid) {
   return "cdi.k8s.io/vgpu_" + pod_uid.substr(0, 58);
 }
 
+Result<std::pair<int, int>> MigCapMinors(const std::string& mig_minors, int gpu_minor, int gi_id,
+                                         int ci_id) {
+  const std::string gi = "gpu" + std::to_string(gpu_minor) + "/gi" + std::to_string(gi_id);
+  const std::string gi_key = gi + "/access";
+  const std::string ci_key = gi + "/ci" + std::to_string(ci_id) + "/access";
+  int gi_minor = -1, ci_minor = -1;
+  std::istringstream in(mig_minors);
+  std::string key;
+  int minor = 0;
+  while (in >> key >> minor) {
+    if (key == gi_key) gi_minor = minor;
+    if (key == ci_key) ci_minor = minor;
+  }
+  if (gi_minor < 0 || ci_minor < 0) {
+    return Status::NotFound("mig-minors has no \"" + (gi_minor < 0 ? gi_key : ci_key) + "\"");
+  }
+  return std::pair<int, int>(gi_minor, ci_minor);
+}
+
 Status ApplyDeviceList(const SliceRecord& slice, const std::vector<device::DeviceInfo>& gpus,
                        const DeviceListOptions& options, ContainerAllocation* allocation) {
   if (!options.envvar) allocation->envs["NVIDIA_VISIBLE_DEVICES"] = "void";
@@ -92,9 +113,10 @@ Status ApplyDeviceList(const SliceRecord& slice, const std::vector<device::Devic
   if (!options.pass_device_specs) return Status::Ok();
   std::vector<std::string> paths;
   for (const SliceDevice& d : slice.spec.devices) {
+    const bool mig = d.uuid.rfind("MIG-", 0) == 0;
     const device::DeviceInfo* info = nullptr;
     for (const device::DeviceInfo& g : gpus) {
-      if (g.uuid == d.uuid) info = &g;
+      if (mig ? g.index == d.node_index : g.uuid == d.uuid) info = &g;
     }
     if (info == nullptr || info->minor_number < 0) {
       return Status::FailedPrecondition("GPU " + d.uuid +
@@ -102,6 +124,20 @@ Status ApplyDeviceList(const SliceRecord& slice, const std::vector<device::Devic
                                         "device node is unknown (--pass-device-specs)");
     }
     paths.push_back("/dev/nvidia" + std::to_string(info->minor_number));
+    if (mig) {
+      const std::string file = JoinPath(options.probe_root, "/proc/driver/nvidia-caps/mig-minors");
+      std::ifstream in(file);
+      std::stringstream text;
+      text << in.rdbuf();
+      auto minors = MigCapMinors(text.str(), info->minor_number, d.mig_gi, d.mig_ci);
+      if (!in || !minors) {
+        return Status::FailedPrecondition(
+            "MIG device " + d.uuid + ": its /dev/nvidia-caps nodes are unknown (" +
+            (!in ? file + " cannot be read" : minors.error().message()) + ")");
+      }
+      paths.push_back("/dev/nvidia-caps/nvidia-cap" + std::to_string(minors->first));
+      paths.push_back("/dev/nvidia-caps/nvidia-cap" + std::to_string(minors->second));
+    }
   }
   paths.push_back("/dev/nvidiactl");
   for (const char* optional : {"/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"}) {

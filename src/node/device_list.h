@@ -17,7 +17,13 @@
 // returned too: /dev/nvidia<minor> of each GPU and /dev/nvidiactl, plus /dev/nvidia-uvm,
 // /dev/nvidia-uvm-tools and /dev/nvidia-modeset where they exist.
 //
-// Pure logic apart from the existence checks of the optional device nodes (under probe_root).
+// A MIG device (a slice device whose UUID is "MIG-...") gets its parent GPU's /dev/nvidia<minor>
+// and the /dev/nvidia-caps/nvidia-cap<N> nodes of its GPU instance's and compute instance's access
+// capabilities, N read from <probe_root>/proc/driver/nvidia-caps/mig-minors (as NVIDIA documents:
+// "gpu<minor>/gi<id>/access N", "gpu<minor>/gi<id>/ci<id>/access N").
+//
+// Pure logic apart from the existence checks of the optional device nodes and the mig-minors
+// file (under probe_root).
 #pragma once
 
 #include <string>
@@ -51,6 +57,11 @@ Status CheckCdiKind(const std::string& kind);
 
 // The annotation key of cdi-annotations for a container of the pod `pod_uid`.
 std::string CdiAnnotationKey(const std::string& pod_uid);
+
+// The capability minors of MIG device (GPU minor, GPU instance, compute instance) in the text of
+// mig-minors: {gi access, ci access}. kNotFound naming the missing line.
+Result<std::pair<int, int>> MigCapMinors(const std::string& mig_minors, int gpu_minor, int gi_id,
+                                         int ci_id);
 
 // Adds the device list of `slice` to `allocation` (built by BuildAllocation). `gpus` are the
 // node's GPUs (for the minor numbers). kFailedPrecondition when device specs are asked for and

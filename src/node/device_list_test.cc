@@ -127,5 +127,37 @@ TEST(DeviceListTest, DeviceSpecsNameEachGpuAndTheControlNodes) {
   std::filesystem::remove_all(root);
 }
 
+TEST(DeviceListTest, MigDevicesGetTheirParentsNodeAndTheirCapabilities) {
+  const char* minors =
+      "config 1\nmonitor 2\ngpu6/gi3/access 21\ngpu6/gi3/ci0/access 22\n"
+      "gpu6/gi4/access 23\ngpu6/gi4/ci0/access 24\n";
+  auto m = MigCapMinors(minors, 6, 4, 0);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(*m, (std::pair<int, int>(23, 24)));
+  auto missing = MigCapMinors(minors, 6, 5, 0);
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message().find("gpu6/gi5/access"), std::string::npos);
+
+  const std::string root = "/tmp/vgpu-devlist-mig-" + std::to_string(getpid());
+  std::filesystem::create_directories(root + "/proc/driver/nvidia-caps");
+  DeviceListOptions o;
+  o.pass_device_specs = true;
+  o.probe_root = root;
+  SliceRecord r = TwoGpuSlice();
+  r.spec.devices = {{"MIG-1234", 2, 0, 1 << 30, 100, 4, 0}};
+  ContainerAllocation none;
+  Status unreadable = ApplyDeviceList(r, Gpus(), o, &none);
+  EXPECT_EQ(unreadable.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(unreadable.message().find("mig-minors cannot be read"), std::string::npos);
+  std::ofstream(root + "/proc/driver/nvidia-caps/mig-minors") << minors;
+  ContainerAllocation a;
+  ASSERT_TRUE(ApplyDeviceList(r, Gpus(), o, &a).ok());
+  std::vector<std::string> paths;
+  for (const auto& d : a.devices) paths.push_back(d.container_path);
+  EXPECT_EQ(paths, (std::vector<std::string>{"/dev/nvidia6", "/dev/nvidia-caps/nvidia-cap23",
+                                             "/dev/nvidia-caps/nvidia-cap24", "/dev/nvidiactl"}));
+  std::filesystem::remove_all(root);
+}
+
 }  // namespace
 }  // namespace vgpu::node

@@ -22,6 +22,21 @@ std::string InventoryJson(const NodeState& state, const std::string&) {
     g["health"] = state.health().Healthy(d.uuid) ? "healthy" : "unhealthy";
     g["numa"] = d.numa_node;
     g["nvlink_peers"] = d.nvlink_peers;
+    // The MIG contract (k8s/gpu_inventory.h): "mode" when not shared, "mig" on MIG GPUs.
+    k8s::GpuMode mode = state.Mode(d.index);
+    if (mode != k8s::GpuMode::kShared) g["mode"] = std::string(k8s::GpuModeName(mode));
+    if (mode == k8s::GpuMode::kMig || mode == k8s::GpuMode::kMigDynamic) {
+      g["mig"] = nlohmann::ordered_json::array();
+      for (const device::MigInstance& m : state.MigInstances(d.index)) {
+        if (m.ci_id < 0) continue;  // half made: not usable
+        nlohmann::ordered_json i;
+        i["profile"] = m.profile;
+        i["start"] = m.start;
+        i["uuid"] = m.uuid;
+        i["profile_id"] = m.profile_id;
+        g["mig"].push_back(std::move(i));
+      }
+    }
     j["gpus"].push_back(std::move(g));
   }
   return j.dump();

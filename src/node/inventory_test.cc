@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "k8s/gpu_inventory.h"
 #include "node/assignment.h"
 #include "node/fake_cluster.h"
 
@@ -31,6 +32,28 @@ TEST(InventoryTest, ExtenderFormat) {
             "\"health\":\"healthy\",\"numa\":1,\"nvlink_peers\":[\"GPU-b\"]},"
             "{\"uuid\":\"GPU-b\",\"index\":1,\"model\":\"H100\",\"memory_mib\":81920,\"units\":10,"
             "\"health\":\"healthy\",\"numa\":-1,\"nvlink_peers\":[]}]}");
+}
+
+// The MIG contract: the scheduler's own parser reads the modes and instances the node writes.
+TEST(InventoryTest, ModesAndMigInstancesFollowTheContract) {
+  std::vector<device::DeviceInfo> gpus = TwoGpus();
+  gpus[0].name = gpus[1].name = "NVIDIA H200";
+  gpus[0].memory_total_bytes = gpus[1].memory_total_bytes = 143771ULL << 20;
+  NodeState state(gpus, 10, HealthRules{});
+  state.SetMode(0, k8s::GpuMode::kMigDynamic);
+  state.SetMigInstances(0, {{0, "MIG-one", 1, 0, 9, "3g.71gb", 0, 4, 71168ULL << 20, 60},
+                            {0, "", 11, -1, 19, "1g.18gb", 4, 1, 16384ULL << 20, 16}});
+  state.SetMode(1, k8s::GpuMode::kMps);
+  auto inv = k8s::ParseInventory(InventoryJson(state, "nvidia.com/gpu"));
+  ASSERT_TRUE(inv) << inv.error().ToString() << "\n" << InventoryJson(state, "nvidia.com/gpu");
+  ASSERT_EQ(inv->gpus.size(), 2u);
+  EXPECT_EQ(inv->gpus[0].mode, k8s::GpuMode::kMigDynamic);
+  ASSERT_EQ(inv->gpus[0].mig.size(), 1u);  // the half-made instance is not listed
+  EXPECT_EQ(inv->gpus[0].mig[0].profile, "3g.71gb");
+  EXPECT_EQ(inv->gpus[0].mig[0].uuid, "MIG-one");
+  EXPECT_EQ(inv->gpus[0].mig[0].profile_id, 9);
+  EXPECT_EQ(inv->gpus[1].mode, k8s::GpuMode::kMps);
+  EXPECT_TRUE(inv->gpus[1].mig.empty());
 }
 
 TEST(InventoryTest, PublishedOnlyWhenItChanges) {

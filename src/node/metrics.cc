@@ -49,6 +49,24 @@ void AddGpuMetrics(MetricsBuilder& m, const MetricsSources& src) {
     }
     m.Add("vgpu_gpu_units", kGauge, "Shareable units the GPU is advertised as", l,
           state.units_per_gpu());
+    {
+      Labels ml = l;
+      ml.emplace_back("mode", std::string(k8s::GpuModeName(state.Mode(d.index))));
+      m.Add("vgpu_gpu_mode", kGauge,
+            "The GPU's mode (value 1): shared, whole, mig, mig-dynamic, mps", ml, 1);
+    }
+    // One series per MIG instance, with dcgm-exporter's labels GPU_I_PROFILE and GPU_I_ID.
+    for (const device::MigInstance& mi : state.MigInstances(d.index)) {
+      if (mi.ci_id < 0) continue;
+      Labels il = l;
+      il.emplace_back("GPU_I_PROFILE", mi.profile);
+      il.emplace_back("GPU_I_ID", std::to_string(mi.gi_id));
+      il.emplace_back("mig_uuid", mi.uuid);
+      il.emplace_back("start", std::to_string(mi.start));
+      m.Add("vgpu_mig_instance_memory_total_bytes", kGauge, "Device memory of a MIG instance", il,
+            static_cast<double>(mi.memory_bytes));
+      m.Add("vgpu_mig_instance_multiprocessors", kGauge, "SMs of a MIG instance", il, mi.sm_count);
+    }
     m.Add("vgpu_gpu_nvlink_peers", kGauge, "GPUs of this node reachable over an active NVLink", l,
           static_cast<double>(d.nvlink_peers.size()));
     bool healthy = i < health.size() ? health[i].healthy : true;

@@ -19,7 +19,44 @@ NodeState::NodeState(std::vector<device::DeviceInfo> devices, int units_per_gpu,
     : devices_(std::move(devices)),
       units_per_gpu_(units_per_gpu),
       health_(Uuids(devices_), std::move(rules)),
-      samples_(devices_.size()) {}
+      samples_(devices_.size()),
+      mig_(devices_.size()) {}
+
+void NodeState::SetMode(int index, k8s::GpuMode mode) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (index >= 0 && index < static_cast<int>(mig_.size())) mig_[index].mode = mode;
+}
+
+k8s::GpuMode NodeState::Mode(int index) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return index >= 0 && index < static_cast<int>(mig_.size()) ? mig_[index].mode
+                                                             : k8s::GpuMode::kShared;
+}
+
+void NodeState::SetMigProfiles(int index, std::vector<device::MigProfileInfo> profiles) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (index >= 0 && index < static_cast<int>(mig_.size()))
+    mig_[index].profiles = std::move(profiles);
+}
+
+std::vector<device::MigProfileInfo> NodeState::MigProfiles(int index) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (index < 0 || index >= static_cast<int>(mig_.size())) return {};
+  return mig_[index].profiles;
+}
+
+void NodeState::SetMigInstances(int index, std::vector<device::MigInstance> instances) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (index >= 0 && index < static_cast<int>(mig_.size())) {
+    mig_[index].instances = std::move(instances);
+  }
+}
+
+std::vector<device::MigInstance> NodeState::MigInstances(int index) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (index < 0 || index >= static_cast<int>(mig_.size())) return {};
+  return mig_[index].instances;
+}
 
 const device::DeviceInfo* NodeState::FindByUuid(const std::string& uuid) const {
   for (const auto& d : devices_) {

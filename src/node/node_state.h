@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "device/device_backend.h"
+#include "k8s/gpu_inventory.h"
 #include "node/health.h"
 
 namespace vgpu::node {
@@ -50,6 +51,15 @@ class NodeState {
   void Stop();
   bool stopped() const;
 
+  // Each GPU's mode (shared unless set) and, on mig and mig-dynamic GPUs, the MIG profiles the
+  // driver reports and the instances that exist now (kept current by the daemon).
+  void SetMode(int index, k8s::GpuMode mode);
+  k8s::GpuMode Mode(int index) const;
+  void SetMigProfiles(int index, std::vector<device::MigProfileInfo> profiles);
+  std::vector<device::MigProfileInfo> MigProfiles(int index) const;
+  void SetMigInstances(int index, std::vector<device::MigInstance> instances);
+  std::vector<device::MigInstance> MigInstances(int index) const;
+
   void StoreSample(int index, std::optional<device::DeviceSample> sample);
   // Latest sample per GPU index; std::nullopt where the last sample failed or none was taken.
   std::vector<std::optional<device::DeviceSample>> Samples() const;
@@ -63,6 +73,12 @@ class NodeState {
   uint64_t version_ = 1;
   bool stopped_ = false;
   std::vector<std::optional<device::DeviceSample>> samples_;
+  struct MigView {
+    k8s::GpuMode mode = k8s::GpuMode::kShared;
+    std::vector<device::MigProfileInfo> profiles;
+    std::vector<device::MigInstance> instances;
+  };
+  std::vector<MigView> mig_;
 };
 
 }  // namespace vgpu::node

@@ -65,6 +65,10 @@ struct SliceDevice {
   int unit = 0;
   uint64_t memory_bytes = 0;
   int cores = 100;  // percent
+  // A MIG device (uuid "MIG-..."): its GPU and compute instance ids, for its device nodes (not
+  // stored with the slice; set at Allocate).
+  int mig_gi = -1;
+  int mig_ci = -1;
 };
 
 struct SliceSpec {

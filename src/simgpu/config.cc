@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/units.h"
+#include "simgpu/mig_state.h"
 
 namespace vgpu::simgpu {
 namespace {
@@ -180,10 +181,15 @@ std::string ApplyKey(DeviceSpec* d, std::string_view key, std::string_view value
     Result<int> v = ParseSmallInt(value, 1, 100);
     if (!v) return v.error().message() + " (percent)";
     d->link_coupling_pct = static_cast<uint32_t>(*v);
+  } else if (key == "mig") {
+    if (value != "on" && value != "off") return "must be on or off";
+    d->mig_enabled = value == "on";
+  } else if (key == "mig_layout") {
+    d->mig_layout = value;  // checked against the model's profiles once the line is read
   } else {
     return "unknown key (known: model name memory sms cc clock_mhz memory_clock_mhz bus_width l2 "
            "power_w uuid pci kernel_time context_memory h2d_bandwidth d2h_bandwidth "
-           "link_coupling)";
+           "link_coupling mig mig_layout)";
   }
   return "";
 }
@@ -330,6 +336,9 @@ uint64_t Config::Hash() const {
                   static_cast<unsigned long long>(d.h2d_bytes_per_s),
                   static_cast<unsigned long long>(d.d2h_bytes_per_s), d.link_coupling_pct);
     canonical += buf;
+    if (d.mig_enabled || !d.mig_layout.empty()) {
+      canonical += "mig=" + std::string(d.mig_enabled ? "on" : "off") + "|" + d.mig_layout + "\n";
+    }
   }
   return Fnv1a(canonical);
 }
@@ -378,6 +387,22 @@ Result<Config> ParseConfigText(std::string_view text, std::string_view file_name
       named = named || t.key == "name";
     }
     if (!named) d.name = DefaultName(d);
+    if (!d.mig_layout.empty()) {
+      const mig::ModelTable* table = MigTableFor(d);
+      if (table == nullptr) {
+        return Status::InvalidArgument(Where(file_name, line_number, 1) + ": model " + d.model +
+                                       " has no MIG profiles");
+      }
+      if (!d.mig_enabled) {
+        return Status::InvalidArgument(Where(file_name, line_number, 1) +
+                                       ": mig_layout needs mig=on");
+      }
+      Result<mig::Layout> layout = mig::ParseLayout(*table, d.mig_layout);
+      if (!layout) {
+        return Status::InvalidArgument(Where(file_name, line_number, 1) +
+                                       ": mig_layout: " + layout.error().message());
+      }
+    }
     if (d.context_bytes >= d.memory_bytes) {
       return Status::InvalidArgument(Where(file_name, line_number, 1) +
                                      ": context_memory must be smaller than memory");

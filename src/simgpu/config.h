@@ -21,6 +21,9 @@
 //                             common/units.h; 0: copies are instant); a100 25GB/s
 //   link_coupling=70          percent of a direction's bandwidth kept while the other direction
 //                             copies too (1..100; timeline.h)
+//   mig=on|off                MIG mode at start (default off; see mig_state.h)
+//   mig_layout=3g.71gb@0,1g.18gb@4   GPU instances at start (PROFILE@START, comma-separated),
+//                             each with one compute instance over all its slices; needs mig=on
 //
 // Errors name the file, line and column. Thread safety: pure functions.
 #pragma once
@@ -60,6 +63,8 @@ struct DeviceSpec {
   uint64_t h2d_bytes_per_s = 0;  // 0: instant copies
   uint64_t d2h_bytes_per_s = 0;
   uint32_t link_coupling_pct = 100;
+  bool mig_enabled = false;
+  std::string mig_layout;
 };
 
 struct Config {

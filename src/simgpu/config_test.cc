@@ -125,6 +125,32 @@ TEST(SimgpuConfig, HostLinkKeys) {
   EXPECT_EQ(c->devices[1].link_coupling_pct, 45u);
 }
 
+TEST(SimgpuConfig, MigKeys) {
+  Result<Config> c =
+      ParseConfigText("model=h200 mig=on mig_layout=3g.71gb@0,1g.18gb@4\nmodel=h100\n", "m.conf");
+  ASSERT_TRUE(c.has_value()) << c.error().message();
+  EXPECT_TRUE(c->devices[0].mig_enabled);
+  EXPECT_EQ(c->devices[0].mig_layout, "3g.71gb@0,1g.18gb@4");
+  EXPECT_FALSE(c->devices[1].mig_enabled);
+  Result<Config> off = ParseConfigText("model=h200\nmodel=h100\n", "m.conf");
+  ASSERT_TRUE(off.has_value());
+  EXPECT_NE(c->Hash(), off->Hash());
+  struct Case {
+    const char* text;
+    const char* want;
+  } bad[] = {
+      {"model=h200 mig=yes\n", "m.conf:1:16: mig=\"yes\": must be on or off"},
+      {"model=h200 mig_layout=3g.71gb@0\n", "m.conf:1:1: mig_layout needs mig=on"},
+      {"model=h200 mig=on mig_layout=3g.71gb@0,2g.35gb@2\n", "m.conf:1:1: mig_layout: "},
+      {"model=h200 mig=on mig_layout=1g.10gb@0\n", "1g.10gb"},
+  };
+  for (const Case& b : bad) {
+    Result<Config> r = ParseConfigText(b.text, "m.conf");
+    ASSERT_FALSE(r.has_value()) << b.text;
+    EXPECT_NE(r.error().message().find(b.want), std::string::npos) << r.error().message();
+  }
+}
+
 TEST(SimgpuConfig, Environment) {
   unsetenv("VGPU_SIMGPU_CONFIG");
   setenv("VGPU_SIMGPU_DEVICES", "3", 1);

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "simgpu/mig_state.h"
 
 namespace vgpu::simgpu {
 namespace {
@@ -94,6 +95,7 @@ Result<bool> CreateState(const Config& config, const std::string& path) {
     layout->devices[i].total_bytes = config.devices[i].memory_bytes;
     layout->devices[i].settled_until_ns = now;
   }
+  MigState(layout, &config).InitializeFromConfig();
   std::memcpy(h.magic, kStateMagic, sizeof(kStateMagic));
   munmap(layout, sizeof(SharedStateLayout));
   if (!s.ok()) {
@@ -226,8 +228,7 @@ SharedState::Lock::Lock(SharedState* state) : state_(state) {
 SharedState::Lock::~Lock() { pthread_mutex_unlock(&state_->layout_->header.mutex); }
 
 void SharedState::Repair() {
-  int n = device_count();
-  for (int d = 0; d < n; ++d) {
+  for (int d = 0; d < kMaxRecords; ++d) {
     DeviceRecord& dev = layout_->devices[d];
     uint64_t used = 0;
     for (const ProcessRecord& p : layout_->processes) {
@@ -255,7 +256,7 @@ Result<int> SharedState::RegisterProcess(int32_t pid) {
     std::memset(&p, 0, sizeof(p));
     p.generation = generation;
     p.start_time = ProcessStartTime(pid);
-    for (int d = 0; d < kMaxDevices; ++d) {
+    for (int d = 0; d < kMaxRecords; ++d) {
       std::memset(layout_->process_buckets[d][i], 0, sizeof(layout_->process_buckets[d][i]));
     }
     p.pid = pid;
@@ -267,7 +268,7 @@ Result<int> SharedState::RegisterProcess(int32_t pid) {
 
 void SharedState::ReleaseProcess(int slot) {
   ProcessRecord& p = layout_->processes[slot];
-  for (int d = 0; d < device_count(); ++d) {
+  for (int d = 0; d < kMaxRecords; ++d) {
     DeviceRecord& dev = layout_->devices[d];
     dev.used_bytes -= p.used_bytes[d] <= dev.used_bytes ? p.used_bytes[d] : dev.used_bytes;
     p.used_bytes[d] = 0;

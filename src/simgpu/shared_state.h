@@ -33,9 +33,14 @@
 namespace vgpu::simgpu {
 
 inline constexpr char kStateMagic[8] = {'V', 'G', 'S', 'I', 'M', 'G', 'P', 'U'};
-inline constexpr uint32_t kStateMajor = 1;
-inline constexpr uint32_t kStateMinor = 1;
+inline constexpr uint32_t kStateMajor = 2;
+inline constexpr uint32_t kStateMinor = 0;
 inline constexpr int kMaxProcesses = 64;
+// MIG GPU instances, over all devices. Device record kMaxDevices + i belongs to instance slot i,
+// so an instance has its own memory and kernel timeline (see mig_state.h).
+inline constexpr int kMaxMigInstances = 48;
+inline constexpr int kMaxRecords = kMaxDevices + kMaxMigInstances;
+inline constexpr int kMaxComputeInstances = 8;             // per GPU instance
 inline constexpr int kUtilBuckets = 512;                   // utilization history: 512 x 10 ms
 inline constexpr uint64_t kUtilBucketNs = 10'000'000;      // 10 ms
 inline constexpr int kPendingCapacity = 4096;              // queued kernels per device
@@ -77,11 +82,48 @@ struct ProcessRecord {
   int32_t pid;                       // 0: free slot
   uint32_t generation;               // incremented when the slot is freed
   uint64_t start_time;               // /proc/<pid>/stat field 22; 0 if unknown
-  uint64_t used_bytes[kMaxDevices];  // device memory this process holds
-  uint32_t contexts[kMaxDevices];    // live contexts on each device
-  uint64_t busy_ns[kMaxDevices];     // kernel time queued by this process
-  uint64_t wait_ns[kMaxDevices];     // launch-to-start waits of its kernels
-  uint64_t kernels[kMaxDevices];     // kernels queued
+  uint64_t used_bytes[kMaxRecords];  // device memory this process holds, per device record
+  uint32_t contexts[kMaxRecords];    // live contexts on each device record
+  uint64_t busy_ns[kMaxRecords];     // kernel time queued by this process
+  uint64_t wait_ns[kMaxRecords];     // launch-to-start waits of its kernels
+  uint64_t kernels[kMaxRecords];     // kernels queued
+};
+
+// A compute instance inside a GPU instance. Its placement counts compute slices of the GI.
+struct MigComputeRecord {
+  uint32_t used;        // 0: free
+  uint32_t id;          // compute instance id within the GPU instance
+  uint32_t profile_id;  // NVML compute instance profile id
+  uint32_t start;
+  uint32_t size;
+  uint32_t sm_count;
+  uint32_t generation;  // incremented on create and destroy: older handles are stale
+  uint32_t reserved;
+};
+
+// A GPU instance: whole memory slices [start, start + size) of device `parent`.
+struct MigGpuInstanceRecord {
+  uint32_t used;  // 0: free
+  uint32_t parent;
+  uint32_t id;          // GPU instance id (a function of the placement, as NVML's look)
+  uint32_t profile_id;  // NVML GPU instance profile id
+  uint32_t start;
+  uint32_t size;
+  uint32_t sm_slices;   // compute slices of the profile
+  uint32_t generation;  // incremented on create and destroy: older handles are stale
+  uint64_t memory_bytes;
+  uint32_t sm_count;
+  uint32_t reserved;
+  MigComputeRecord cis[kMaxComputeInstances];
+  char profile_name[32];  // "1g.18gb"
+};
+
+// MIG mode of one configured device (NVML_DEVICE_MIG_ENABLE / _DISABLE).
+struct MigDeviceState {
+  uint32_t current;
+  uint32_t pending;
+  uint32_t compute_mode;  // nvmlComputeMode_t
+  uint32_t reserved;
 };
 
 struct StateHeader {
@@ -99,16 +141,20 @@ struct StateHeader {
 
 struct SharedStateLayout {
   StateHeader header;
-  DeviceRecord devices[kMaxDevices];
+  DeviceRecord devices[kMaxRecords];  // configured devices first, then MIG instance slots
   ProcessRecord processes[kMaxProcesses];
-  UtilBucket process_buckets[kMaxDevices][kMaxProcesses][kUtilBuckets];
+  MigDeviceState mig[kMaxDevices];
+  MigGpuInstanceRecord mig_instances[kMaxMigInstances];
+  UtilBucket process_buckets[kMaxRecords][kMaxProcesses][kUtilBuckets];
 };
 
 static_assert(sizeof(PendingKernel) == 24);
 static_assert(sizeof(UtilBucket) == 16);
 static_assert(offsetof(StateHeader, mutex) == 64);
 static_assert(sizeof(DeviceRecord) == 64 + 24 * kPendingCapacity + 16 * kUtilBuckets + 48);
-static_assert(sizeof(ProcessRecord) == 16 + 8 * kMaxDevices * 4 + 4 * kMaxDevices);
+static_assert(sizeof(ProcessRecord) == 16 + 8 * kMaxRecords * 4 + 4 * kMaxRecords);
+static_assert(sizeof(MigComputeRecord) == 32);
+static_assert(sizeof(MigGpuInstanceRecord) == 48 + 32 * kMaxComputeInstances + 32);
 static_assert(std::is_trivially_copyable_v<SharedStateLayout>);
 
 // The slot of process `pid`, or -1 (read with the lock held, or accept a racy answer).

@@ -94,3 +94,25 @@ TEST(MigCli, Help) {
 
 }  // namespace
 }  // namespace vgpu
+
+namespace vgpu {
+namespace {
+
+TEST(MigCli, BenchMigReportsEveryMixAndOursIsNotWorse) {
+  // The documented run (docs/mig.md): 20 sequences of 5000 arrivals per model and mix.
+  auto r = testing::RunCommand(kVgpu + " bench mig --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(doc["ours_best"].get<bool>());
+  ASSERT_EQ(doc["rows"].size(), 6u);  // 2 models x 3 mixes
+  for (const auto& row : doc["rows"]) {
+    EXPECT_GE(row["ours"]["accepted"], row["first-fit"]["accepted"]) << row.dump();
+    EXPECT_GE(row["ours"]["accepted"], row["hami"]["accepted"]) << row.dump();
+    EXPECT_EQ(row["ours"]["arrivals"], 100000);
+  }
+  EXPECT_EQ(testing::RunCommand(kVgpu + " bench mig --model T4").exit_code, 2);
+  EXPECT_EQ(testing::RunCommand(kVgpu + " bench mig --help").exit_code, 0);
+}
+
+}  // namespace
+}  // namespace vgpu

@@ -8,6 +8,10 @@
  *   simgpu_worker launch NS MS         launches sim_sleep_ns kernels of NS ns back to back (each
  *                                      followed by a stream synchronize) for MS ms, then prints
  *                                      "done KERNELS ELAPSED_MS"
+ *   simgpu_worker limits               prints "count N", "device TOTAL_BYTES SMS NAME" of device
+ *                                      0, "alloc_all OK|ERR" (TOTAL bytes), "alloc_more OK|ERR"
+ *                                      (TOTAL + 1 bytes), then "ready PID"; holds its context
+ *                                      until stdin closes
  * Exit status: 0, or 1 with a message on stderr if a call fails.
  */
 #include <cuda.h>
@@ -119,6 +123,33 @@ static int Launch(uint64_t kernel_ns, double run_ms) {
   return 0;
 }
 
+static int Limits(void) {
+  int count = 0;
+  size_t total = 0;
+  int sms = 0;
+  char name[128];
+  CUdevice dev;
+  CUdeviceptr p;
+  if (UseDevice(0) != 0) return 1;
+  CHECK(cuDeviceGetCount(&count));
+  CHECK(cuDeviceGet(&dev, 0));
+  CHECK(cuDeviceTotalMem(&total, dev));
+  CHECK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+  CHECK(cuDeviceGetName(name, sizeof name, dev));
+  printf("count %d\n", count);
+  printf("device %zu %d %s\n", total, sms, name);
+  CUresult all = cuMemAlloc(&p, total);
+  printf("alloc_all %s\n", all == CUDA_SUCCESS ? "OK" : "ERR");
+  if (all == CUDA_SUCCESS) CHECK(cuMemFree(p));
+  CUresult more = cuMemAlloc(&p, total + 1);
+  printf("alloc_more %s\n", more == CUDA_SUCCESS ? "OK" : "ERR");
+  if (more == CUDA_SUCCESS) CHECK(cuMemFree(p));
+  printf("ready %d\n", (int)getpid());
+  fflush(stdout);
+  WaitForStdinToClose();
+  return 0;
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc >= 2 && strcmp(argv[1], "info") == 0) return Info();
@@ -127,6 +158,7 @@ int main(int argc, char** argv) {
     return Alloc(strtoull(argv[2], NULL, 10), argc >= 4 ? atoi(argv[3]) : 0);
   }
   if (argc >= 2 && strcmp(argv[1], "churn") == 0) return Churn();
+  if (argc >= 2 && strcmp(argv[1], "limits") == 0) return Limits();
   if (argc >= 4 && strcmp(argv[1], "launch") == 0) {
     return Launch(strtoull(argv[2], NULL, 10), atof(argv[3]));
   }

@@ -206,7 +206,8 @@ struct Driver {
   Config config;
   std::unique_ptr<SharedState> state;
   int slot = -1;
-  std::vector<int> visible;                      // CUDA ordinal -> configuration index
+  std::vector<int> visible;                      // CUDA ordinal -> shared-state device record
+  std::vector<DeviceSpec> specs;                 // per ordinal (a MIG device: its instance's)
   std::vector<Context*> primaries;               // per ordinal
   std::vector<Pool*> default_pools;              // per ordinal
   std::vector<Pool*> current_pools;              // per ordinal
@@ -219,7 +220,7 @@ Driver& D();
 // --- Initialization and lookups (process.cc). "Locked" functions need D().mu held. ---
 CUresult CheckInit();
 CUresult CheckDevice(CUdevice dev);
-const DeviceSpec& Spec(int ordinal);
+const DeviceSpec& Spec(int ordinal);  // of a CUDA ordinal (a MIG device's: its own memory, SMs)
 // The calling thread's current context, or CUDA_ERROR_INVALID_CONTEXT.
 CUresult CurrentContext(Context** out);
 Context* AsContext(CUcontext c);  // null unless a live context

@@ -38,7 +38,7 @@ CUresult Launch(const LaunchArgs& a, CUstream h, bool per_thread) {
   std::unique_lock<std::mutex> lock(D().mu);
   Stream* s = nullptr;
   if (CUresult rc = ResolveStreamLocked(h, per_thread, &s); rc != CUDA_SUCCESS) return rc;
-  const DeviceSpec& spec = D().config.devices[s->ctx->phys];
+  const DeviceSpec& spec = Spec(s->ctx->device);
   if (CUresult rc = ValidateLaunch(a, spec); rc != CUDA_SUCCESS) return rc;
   uint64_t blocks = uint64_t{a.grid[0]} * a.grid[1] * a.grid[2];
   uint64_t threads = uint64_t{a.block[0]} * a.block[1] * a.block[2];

@@ -86,7 +86,7 @@ CUresult GetInfo(size_t* free_bytes, size_t* total_bytes) {
   Context* ctx = nullptr;
   if (CUresult rc = CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
   if (free_bytes == nullptr || total_bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  uint64_t total = D().config.devices[ctx->phys].memory_bytes;
+  uint64_t total = Spec(ctx->device).memory_bytes;
   uint64_t used = DeviceUsedBytes(ctx->phys, /*reclaim=*/true);
   *total_bytes = total;
   *free_bytes = used >= total ? 0 : total - used;

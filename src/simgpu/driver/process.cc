@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "simgpu/driver/driver.h"
+#include "simgpu/mig_state.h"
 
 namespace vgpu::simgpu::driver {
 namespace {
@@ -28,14 +29,55 @@ void SetUpLogging() {
   SetLogLevel(level);
 }
 
-// CUDA_VISIBLE_DEVICES: a comma-separated list of indices or UUID prefixes ("GPU-1a2b..."). As
-// with the real driver, the list ends at the first entry that names no device.
-std::vector<int> VisibleDevices(const Config& config) {
-  std::vector<int> visible;
+// The MIG device (compute instance) whose UUID starts with `prefix`: its device record and spec
+// (the GPU instance's memory, the compute instance's SMs). False if none or ambiguous.
+bool FindMigDevice(const Config& config, SharedState* state, const std::string& prefix, int* record,
+                   DeviceSpec* spec) {
+  SharedState::Lock lock(state);
+  const SharedStateLayout* s = state->layout();
+  int found = 0;
+  for (int g = 0; g < kMaxMigInstances; ++g) {
+    const MigGpuInstanceRecord& gi = s->mig_instances[g];
+    if (gi.used == 0 || gi.parent >= config.devices.size()) continue;
+    const DeviceSpec& parent = config.devices[gi.parent];
+    for (const MigComputeRecord& ci : gi.cis) {
+      if (ci.used == 0) continue;
+      std::string uuid = MigUuid(parent, gi.id, ci.id);
+      if (uuid.rfind(prefix, 0) != 0) continue;
+      if (++found > 1) return false;
+      *record = kMaxDevices + g;
+      *spec = parent;
+      spec->memory_bytes = gi.memory_bytes;
+      spec->sm_count = static_cast<int>(ci.sm_count);
+      spec->name = parent.name + " MIG " + gi.profile_name;
+      spec->uuid = uuid;
+      ParseUuid("GPU-" + uuid.substr(4), &spec->uuid_bytes);
+      spec->context_bytes = 0;
+    }
+  }
+  return found == 1;
+}
+
+// CUDA_VISIBLE_DEVICES: a comma-separated list of indices, UUID prefixes ("GPU-1a2b...") or MIG
+// device UUID prefixes ("MIG-..."). As with the real driver, the list ends at the first entry that
+// names no device. A GPU in MIG mode is not a CUDA device itself: only its MIG devices are.
+void VisibleDevices(Driver& d) {
+  const Config& config = d.config;
+  std::vector<bool> mig_on(config.devices.size(), false);
+  {
+    SharedState::Lock lock(d.state.get());
+    for (size_t i = 0; i < config.devices.size(); ++i) {
+      mig_on[i] = d.state->layout()->mig[i].current == 1;
+    }
+  }
   const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
   if (env == nullptr) {
-    for (size_t i = 0; i < config.devices.size(); ++i) visible.push_back(static_cast<int>(i));
-    return visible;
+    for (size_t i = 0; i < config.devices.size(); ++i) {
+      if (mig_on[i]) continue;
+      d.visible.push_back(static_cast<int>(i));
+      d.specs.push_back(config.devices[i]);
+    }
+    return;
   }
   std::string list(env);
   size_t pos = 0;
@@ -47,10 +89,13 @@ std::vector<int> VisibleDevices(const Config& config) {
     while (!item.empty() && item.front() == ' ') item.erase(item.begin());
     while (!item.empty() && item.back() == ' ') item.pop_back();
     int found = -1;
-    if (item.rfind("GPU-", 0) == 0) {
+    DeviceSpec spec;
+    if (item.rfind("MIG-", 0) == 0) {
+      if (!FindMigDevice(config, d.state.get(), item, &found, &spec)) found = -1;
+    } else if (item.rfind("GPU-", 0) == 0) {
       for (size_t i = 0; i < config.devices.size(); ++i) {
         if (config.devices[i].uuid.rfind(item, 0) == 0) {
-          if (found >= 0) return visible;  // ambiguous prefix
+          if (found >= 0) return;  // ambiguous prefix
           found = static_cast<int>(i);
         }
       }
@@ -59,13 +104,19 @@ std::vector<int> VisibleDevices(const Config& config) {
       int index = std::atoi(item.c_str());
       if (index < static_cast<int>(config.devices.size())) found = index;
     }
-    if (found < 0) break;
-    for (int v : visible) {
-      if (v == found) return visible;
+    if (found >= 0 && found < kMaxDevices) {
+      if (mig_on[found])
+        found = -1;
+      else
+        spec = config.devices[found];
     }
-    visible.push_back(found);
+    if (found < 0) break;
+    for (int v : d.visible) {
+      if (v == found) return;
+    }
+    d.visible.push_back(found);
+    d.specs.push_back(spec);
   }
-  return visible;
 }
 
 CUresult InitLocked(Driver& d) {
@@ -94,7 +145,7 @@ CUresult InitLocked(Driver& d) {
   }
   g_registered_pid = static_cast<int32_t>(getpid());
   pthread_atfork(nullptr, nullptr, OnForkChild);
-  d.visible = VisibleDevices(d.config);
+  VisibleDevices(d);
   size_t n = d.visible.size();
   d.primaries.assign(n, nullptr);
   d.default_pools.assign(n, nullptr);
@@ -147,7 +198,7 @@ CUresult CheckDevice(CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
-const DeviceSpec& Spec(int ordinal) { return D().config.devices[D().visible[ordinal]]; }
+const DeviceSpec& Spec(int ordinal) { return D().specs[ordinal]; }
 
 std::vector<Context*>& ThreadContextStack() {
   thread_local std::vector<Context*> stack;
@@ -173,7 +224,7 @@ CUresult CurrentContext(Context** out) {
 CUresult ActivateContextLocked(Context* ctx) {
   Driver& d = D();
   SharedState::Lock lock(d.state.get());
-  uint64_t bytes = d.config.devices[ctx->phys].context_bytes;
+  uint64_t bytes = d.specs[ctx->device].context_bytes;
   if (bytes > 0 && !d.state->TryReserve(d.slot, ctx->phys, bytes)) return CUDA_ERROR_OUT_OF_MEMORY;
   d.state->layout()->processes[d.slot].contexts[ctx->phys]++;
   ctx->active = true;
@@ -183,7 +234,7 @@ CUresult ActivateContextLocked(Context* ctx) {
 void DeactivateContextLocked(Context* ctx) {
   Driver& d = D();
   SharedState::Lock lock(d.state.get());
-  uint64_t bytes = d.config.devices[ctx->phys].context_bytes;
+  uint64_t bytes = d.specs[ctx->device].context_bytes;
   if (bytes > 0) d.state->Release(d.slot, ctx->phys, bytes);
   uint32_t& contexts = d.state->layout()->processes[d.slot].contexts[ctx->phys];
   if (contexts > 0) contexts--;

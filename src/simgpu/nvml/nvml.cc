@@ -54,19 +54,43 @@ struct ProcessRow {
   unsigned pid;
   unsigned long long used;
   int slot;
+  unsigned gi_id;  // 0xFFFFFFFF without MIG
+  unsigned ci_id;
 };
 
-// Processes with a context or memory on device `index`, dead ones reclaimed first.
-std::vector<ProcessRow> Processes(unsigned index) {
+// Processes with a context or memory on device record `record`, dead ones reclaimed first. For
+// a configured device (record < kMaxDevices) the processes on its MIG instances count too, with
+// their instance ids.
+std::vector<ProcessRow> Processes(int record) {
   Library& l = L();
   std::vector<ProcessRow> rows;
   SharedState::Lock lock(l.state.get());
   l.state->MaybeReclaim(MonotonicNs());
   const SharedStateLayout* s = l.state->layout();
-  for (int i = 0; i < kMaxProcesses; ++i) {
-    const ProcessRecord& p = s->processes[i];
-    if (p.pid == 0 || (p.contexts[index] == 0 && p.used_bytes[index] == 0)) continue;
-    rows.push_back({static_cast<unsigned>(p.pid), p.used_bytes[index], i});
+  std::vector<int> records = {record};
+  if (record < kMaxDevices) {
+    for (int g = 0; g < kMaxMigInstances; ++g) {
+      const MigGpuInstanceRecord& gi = s->mig_instances[g];
+      if (gi.used != 0 && static_cast<int>(gi.parent) == record) records.push_back(kMaxDevices + g);
+    }
+  }
+  for (int r : records) {
+    unsigned gi_id = 0xFFFFFFFFu, ci_id = 0xFFFFFFFFu;
+    if (r >= kMaxDevices) {
+      const MigGpuInstanceRecord& gi = s->mig_instances[r - kMaxDevices];
+      gi_id = gi.id;
+      for (const MigComputeRecord& c : gi.cis) {
+        if (c.used != 0) {
+          ci_id = c.id;
+          break;
+        }
+      }
+    }
+    for (int i = 0; i < kMaxProcesses; ++i) {
+      const ProcessRecord& p = s->processes[i];
+      if (p.pid == 0 || (p.contexts[r] == 0 && p.used_bytes[r] == 0)) continue;
+      rows.push_back({static_cast<unsigned>(p.pid), p.used_bytes[r], i, gi_id, ci_id});
+    }
   }
   return rows;
 }
@@ -74,9 +98,13 @@ std::vector<ProcessRow> Processes(unsigned index) {
 template <typename Info>
 nvmlReturn_t RunningProcesses(nvmlDevice_t device, unsigned* count, Info* infos, bool extended) {
   unsigned index = 0;
-  if (nvmlReturn_t rc = CheckDevice(device, &index); rc != NVML_SUCCESS) return rc;
+  int record = 0;
+  bool mig = false;
+  if (nvmlReturn_t rc = CheckAnyDevice(device, &index, &record, &mig); rc != NVML_SUCCESS) {
+    return rc;
+  }
   if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  std::vector<ProcessRow> rows = Processes(index);
+  std::vector<ProcessRow> rows = Processes(record);
   unsigned capacity = *count;
   *count = static_cast<unsigned>(rows.size());
   if (rows.size() > capacity || (infos == nullptr && !rows.empty())) {
@@ -88,22 +116,36 @@ nvmlReturn_t RunningProcesses(nvmlDevice_t device, unsigned* count, Info* infos,
     infos[i].usedGpuMemory = rows[i].used;
     if constexpr (sizeof(Info) >= sizeof(nvmlProcessInfo_v2_t)) {
       if (extended) {
-        infos[i].gpuInstanceId = 0xFFFFFFFFu;
-        infos[i].computeInstanceId = 0xFFFFFFFFu;
+        infos[i].gpuInstanceId = rows[i].gi_id;
+        infos[i].computeInstanceId = rows[i].ci_id;
       }
     }
   }
   return NVML_SUCCESS;
 }
 
+// A MIG device reports its GPU instance's memory; a MIG-enabled GPU its own total and what all
+// its instances use.
 nvmlReturn_t MemoryInfo(nvmlDevice_t device, unsigned long long* total, unsigned long long* used) {
   unsigned index = 0;
-  if (nvmlReturn_t rc = CheckDevice(device, &index); rc != NVML_SUCCESS) return rc;
+  int record = 0;
+  bool mig = false;
+  if (nvmlReturn_t rc = CheckAnyDevice(device, &index, &record, &mig); rc != NVML_SUCCESS) {
+    return rc;
+  }
   Library& l = L();
   SharedState::Lock lock(l.state.get());
   l.state->MaybeReclaim(MonotonicNs());
-  *total = l.state->layout()->devices[index].total_bytes;
-  *used = l.state->layout()->devices[index].used_bytes;
+  const SharedStateLayout* s = l.state->layout();
+  *total = s->devices[record].total_bytes;
+  *used = s->devices[record].used_bytes;
+  if (!mig) {
+    for (int g = 0; g < kMaxMigInstances; ++g) {
+      if (s->mig_instances[g].used != 0 && s->mig_instances[g].parent == index) {
+        *used += s->devices[kMaxDevices + g].used_bytes;
+      }
+    }
+  }
   if (*used > *total) *used = *total;
   return NVML_SUCCESS;
 }
@@ -256,6 +298,7 @@ SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDev
       return NVML_SUCCESS;
     }
   }
+  if (std::strncmp(uuid, "MIG-", 4) == 0) return FindMigDeviceByUuid(uuid, device);
   return NVML_ERROR_NOT_FOUND;
 }
 
@@ -292,15 +335,19 @@ SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned in
 SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name,
                                                unsigned int length) {
   unsigned i = 0;
-  if (nvmlReturn_t rc = CheckDevice(device, &i); rc != NVML_SUCCESS) return rc;
-  return CopyString(Spec(i).name, name, length);
+  int record = 0;
+  bool mig = false;
+  if (nvmlReturn_t rc = CheckAnyDevice(device, &i, &record, &mig); rc != NVML_SUCCESS) return rc;
+  return CopyString(mig ? MigDeviceName(device) : Spec(i).name, name, length);
 }
 
 SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid,
                                                unsigned int length) {
   unsigned i = 0;
-  if (nvmlReturn_t rc = CheckDevice(device, &i); rc != NVML_SUCCESS) return rc;
-  return CopyString(Spec(i).uuid, uuid, length);
+  int record = 0;
+  bool mig = false;
+  if (nvmlReturn_t rc = CheckAnyDevice(device, &i, &record, &mig); rc != NVML_SUCCESS) return rc;
+  return CopyString(mig ? MigDeviceUuid(device) : Spec(i).uuid, uuid, length);
 }
 
 SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
@@ -347,6 +394,7 @@ SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
   unsigned i = 0;
   if (nvmlReturn_t rc = CheckDevice(device, &i); rc != NVML_SUCCESS) return rc;
   if (utilization == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (MigEnabled(i)) return NVML_ERROR_NOT_SUPPORTED;  // as NVML on MIG-enabled GPUs
   utilization->gpu = Utilization(i, -1);
   utilization->memory = 0;  // memory-controller activity is not simulated
   return NVML_SUCCESS;
@@ -360,6 +408,7 @@ SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetProcessUtilization(
   unsigned index = 0;
   if (nvmlReturn_t rc = CheckDevice(device, &index); rc != NVML_SUCCESS) return rc;
   if (processSamplesCount == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (MigEnabled(index)) return NVML_ERROR_NOT_SUPPORTED;
   uint64_t now_us = RealtimeMicros();
   uint64_t now = MonotonicNs();
   uint64_t window = kUtilizationWindowNs;

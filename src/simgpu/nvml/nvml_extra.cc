@@ -150,22 +150,6 @@ SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device,
   return NVML_SUCCESS;
 }
 
-SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device,
-                                                      nvmlComputeMode_t* mode) {
-  SIMGPU_DEVICE_OR_RETURN(device, mode);
-  *mode = NVML_COMPUTEMODE_DEFAULT;
-  return NVML_SUCCESS;
-}
-
-SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* currentMode,
-                                                  unsigned int* pendingMode) {
-  SIMGPU_DEVICE_OR_RETURN(device, currentMode);
-  if (pendingMode == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  *currentMode = NVML_DEVICE_MIG_DISABLE;  // MIG is not simulated
-  *pendingMode = NVML_DEVICE_MIG_DISABLE;
-  return NVML_SUCCESS;
-}
-
 SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t device, nvmlEnableState_t* current,
                                                   nvmlEnableState_t* pending) {
   SIMGPU_DEVICE_OR_RETURN(device, current);

@@ -1,0 +1,155 @@
+#include "node/gpu_modes.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+namespace vgpu::node {
+namespace {
+
+std::string Where(const std::string& file, const YAML::Node& node) {
+  const YAML::Mark m = node.Mark();
+  if (m.line < 0) return file;
+  return file + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
+}
+
+Status Bad(const std::string& file, const YAML::Node& node, const std::string& why) {
+  return Status::InvalidArgument(Where(file, node) + ": " + why);
+}
+
+bool IsProfileName(const std::string& s) {
+  // "1g.18gb", "1g.18gb+me", "7g.141gb"
+  size_t g = s.find("g.");
+  return g != std::string::npos && g > 0 && s.size() > g + 4 &&
+         std::all_of(s.begin(), s.begin() + static_cast<long>(g), ::isdigit);
+}
+
+Result<GpuModeEntry> ParseEntry(const YAML::Node& e, const std::string& file, int number) {
+  std::string where = "gpus[" + std::to_string(number) + "]";
+  if (!e.IsMap()) return Bad(file, e, where + ": must be a map");
+  GpuModeEntry entry;
+  for (const auto& kv : e) {
+    std::string key = kv.first.as<std::string>();
+    if (key != "devices" && key != "model" && key != "mode" && key != "mig-devices") {
+      return Bad(file, kv.first,
+                 where + ": unknown key \"" + key + "\" (known: devices model mode mig-devices)");
+    }
+  }
+  const YAML::Node devices = e["devices"];
+  if (!devices) return Bad(file, e, where + ": devices is missing (\"all\" or a list of indices)");
+  if (devices.IsScalar() && devices.as<std::string>() == "all") {
+    // all
+  } else if (devices.IsSequence()) {
+    for (const YAML::Node& d : devices) {
+      int index = -1;
+      if (!d.IsScalar() || !YAML::convert<int>::decode(d, index) || index < 0 || index > 63) {
+        return Bad(file, d, where + ".devices: not a GPU index 0..63");
+      }
+      entry.devices.push_back(index);
+    }
+    if (entry.devices.empty()) return Bad(file, devices, where + ".devices: empty list");
+  } else {
+    return Bad(file, devices, where + ".devices: must be \"all\" or a list of indices");
+  }
+  if (const YAML::Node model = e["model"]) {
+    if (!model.IsScalar()) return Bad(file, model, where + ".model: must be a model key");
+    entry.model = model.as<std::string>();
+  }
+  const YAML::Node mode = e["mode"];
+  if (!mode || !mode.IsScalar()) {
+    return Bad(file, mode ? mode : e,
+               where + ".mode: missing (shared, whole, mig, mig-dynamic or mps)");
+  }
+  std::optional<GpuMode> parsed = k8s::ParseGpuMode(mode.as<std::string>());
+  if (!parsed) {
+    return Bad(file, mode,
+               where + ".mode: \"" + mode.as<std::string>() +
+                   "\" is not a mode (shared, whole, mig, mig-dynamic, mps)");
+  }
+  entry.mode = *parsed;
+  const YAML::Node mig = e["mig-devices"];
+  if (mig && entry.mode != GpuMode::kMig) {
+    return Bad(file, mig, where + ".mig-devices: only for mode mig");
+  }
+  if (entry.mode == GpuMode::kMig) {
+    if (!mig || !mig.IsMap() || mig.size() == 0) {
+      return Bad(file, mig ? mig : e,
+                 where + ".mig-devices: mode mig needs profile counts, e.g. {\"3g.71gb\": 2}");
+    }
+    for (const auto& kv : mig) {
+      std::string profile = kv.first.as<std::string>();
+      int count = 0;
+      if (!IsProfileName(profile)) {
+        return Bad(
+            file, kv.first,
+            where + ".mig-devices: \"" + profile + "\" is not a MIG profile name (like 3g.71gb)");
+      }
+      if (!kv.second.IsScalar() || !YAML::convert<int>::decode(kv.second, count) || count < 0 ||
+          count > 7) {
+        return Bad(file, kv.second, where + ".mig-devices." + profile + ": not a count 0..7");
+      }
+      if (count > 0) entry.mig_devices.emplace_back(profile, count);
+    }
+  }
+  return entry;
+}
+
+}  // namespace
+
+Result<GpuModeConfig> ParseGpuModeConfig(std::string_view yaml, const std::string& file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(file + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  if (!root.IsMap()) return Status::InvalidArgument(file + ": must be a YAML map (version, gpus)");
+  const YAML::Node version = root["version"];
+  if (!version || !version.IsScalar() || version.as<std::string>() != "v1") {
+    return Bad(file, version ? version : root, "version: must be v1");
+  }
+  for (const auto& kv : root) {
+    std::string key = kv.first.as<std::string>();
+    if (key != "version" && key != "gpus") {
+      return Bad(file, kv.first, "unknown key \"" + key + "\" (known: version gpus)");
+    }
+  }
+  const YAML::Node gpus = root["gpus"];
+  if (!gpus || !gpus.IsSequence()) return Bad(file, gpus ? gpus : root, "gpus: must be a list");
+  GpuModeConfig config;
+  int number = 0;
+  try {
+    for (const YAML::Node& e : gpus) {
+      Result<GpuModeEntry> entry = ParseEntry(e, file, number++);
+      if (!entry) return entry.error();
+      config.entries.push_back(std::move(*entry));
+    }
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(file + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  return config;
+}
+
+Result<GpuModeConfig> LoadGpuModeConfig(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound(path + ": cannot open the GPU mode file");
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseGpuModeConfig(text.str(), path);
+}
+
+const GpuModeEntry* EntryFor(const GpuModeConfig& config, int index, std::string_view model_key) {
+  for (const GpuModeEntry& e : config.entries) {
+    if (!e.devices.empty() &&
+        std::find(e.devices.begin(), e.devices.end(), index) == e.devices.end()) {
+      continue;
+    }
+    if (!e.model.empty() && e.model != model_key) continue;
+    return &e;
+  }
+  return nullptr;
+}
+
+}  // namespace vgpu::node

@@ -1,0 +1,54 @@
+// GPU modes: which GPUs of the node run software slices, whole, MIG (static or on demand) or MPS,
+// read from the node's configuration file (`vgpu node --gpu-modes FILE`, `vgpu mig apply`).
+//
+// The file is YAML in the style of NVIDIA's mig-parted (docs/mig.md, "The node"):
+//
+//   version: v1
+//   gpus:
+//     - devices: all            # "all" or a list of NVML indices
+//       mode: shared            # shared | whole | mig | mig-dynamic | mps
+//     - devices: [1]
+//       model: H200             # optional: only GPUs whose MIG table is this model
+//       mode: mig
+//       mig-devices:            # mode mig only: how many instances of each profile
+//         "1g.18gb": 2
+//         "3g.71gb": 1
+//
+// The first entry that matches a GPU decides its mode; a GPU no entry matches is `shared` (the
+// daemon's behaviour without the file). Errors are kInvalidArgument naming the file, the entry
+// and the key (what is wrong and where). Pure functions.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+#include "k8s/gpu_inventory.h"
+
+namespace vgpu::node {
+
+// The inventory contract's modes and spelling (k8s/gpu_inventory.h).
+using GpuMode = k8s::GpuMode;
+using k8s::GpuModeName;
+
+struct GpuModeEntry {
+  std::vector<int> devices;  // empty: all
+  std::string model;         // empty: any
+  GpuMode mode = GpuMode::kShared;
+  std::vector<std::pair<std::string, int>> mig_devices;  // profile name, count (in file order)
+};
+
+struct GpuModeConfig {
+  std::vector<GpuModeEntry> entries;
+};
+
+Result<GpuModeConfig> ParseGpuModeConfig(std::string_view yaml, const std::string& file);
+Result<GpuModeConfig> LoadGpuModeConfig(const std::string& path);
+
+// The entry that decides GPU `index` (whose MIG table key is `model_key`, "" if none), or null
+// (shared).
+const GpuModeEntry* EntryFor(const GpuModeConfig& config, int index, std::string_view model_key);
+
+}  // namespace vgpu::node

@@ -1,0 +1,373 @@
+// `vgpu node --sim --gpu-modes` end to end: a node with an H200 in mode mig-dynamic, an H100 in
+// mode shared and an H200 with a static MIG layout, driven by the kubelet emulator. Pods assigned
+// as the scheduler records them (docs/scheduler.md: 10 GiB -> 1g.18gb, 30 GiB -> a 35 GB profile,
+// 70 GiB -> 3g.71gb) get exactly their instances; a process in each container (simgpu_worker with
+// the container's CUDA_VISIBLE_DEVICES) sees one device with the instance's memory and SMs, and
+// one byte more fails; the shared GPU's pod gets its software slice; the instances of the dynamic
+// GPU are gone once the pods end, the static layout stays.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "background_process.h"
+#include "device/nvml_backend.h"
+#include "kubelet_emulator.h"
+#include "mig/profiles.h"
+#include "node/assignment.h"
+#include "run_command.h"
+
+namespace vgpu::node {
+namespace {
+
+namespace fs = std::filesystem;
+using vgpu::testing::BackgroundProcess;
+using vgpu::testing::FreePort;
+using vgpu::testing::KubeletEmulator;
+
+constexpr const char* kDynamic = "GPU-a1111111-2222-4333-8444-555555555555";
+constexpr const char* kShared = "GPU-b6666666-7777-4888-8999-aaaaaaaaaaaa";
+constexpr const char* kStatic = "GPU-c6666666-7777-4888-8999-bbbbbbbbbbbb";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string Quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+struct TestPod {
+  std::string name;
+  std::string uid;
+  std::string gpu;
+  int index;
+  std::string profile;  // "" for a software slice
+  int start;
+  uint64_t memory_mib;
+  int cores = 100;
+};
+
+std::string PodJson(const TestPod& p, int order) {
+  PodAssignment a;
+  ContainerAssignment c;
+  c.name = "main";
+  AssignedDevice d{p.gpu, p.index, p.memory_mib << 20, p.cores};
+  if (!p.profile.empty()) d.mig = k8s::AssignedMig{p.profile, p.start, ""};
+  c.devices.push_back(d);
+  a.containers.push_back(c);
+  return R"({"metadata": {"name": ")" + p.name + R"(", "namespace": "ml", "uid": ")" + p.uid +
+         R"(", "creationTimestamp": "2025-01-01T00:00:0)" + std::to_string(order) +
+         R"(Z", "annotations": {"vgpu.io/assigned-gpus": )" + Quote(FormatAssignment(a)) +
+         R"(, "vgpu.io/assigned-at": "2025-01-01T00:00:0)" + std::to_string(order) +
+         R"(.000Z"}}, "spec": {"nodeName": "mig-node"}, "status": {"phase": "Pending"}})";
+}
+
+uint64_t ProfileMib(const std::string& name) {
+  return static_cast<uint64_t>(mig::ModelByKey("H200")->Find(name)->memory_mib);
+}
+int ProfileSms(const std::string& name) { return mig::ModelByKey("H200")->Find(name)->sm_count; }
+
+class NodeMigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = "/tmp/vgpu-mig-e2e-" + std::to_string(getpid());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    std::ofstream(root_ + "/devices.conf")
+        << "model=h200 uuid=" << kDynamic << "\nmodel=h100 uuid=" << kShared
+        << "\nmodel=h200 uuid=" << kStatic << "\n";
+    std::ofstream(root_ + "/modes.yaml") << "version: v1\ngpus:\n"
+                                         << "  - devices: [0]\n    mode: mig-dynamic\n"
+                                         << "  - devices: [2]\n    mode: mig\n"
+                                         << "    mig-devices: {\"3g.71gb\": 1, \"2g.35gb\": 1, "
+                                            "\"1g.18gb\": 2}\n"
+                                         << "  - devices: all\n    mode: shared\n";
+    pods_ = {
+        {"small", "00000000-0000-4000-8000-000000000001", kDynamic, 0, "1g.18gb", 6,
+         ProfileMib("1g.18gb")},
+        {"medium", "00000000-0000-4000-8000-000000000002", kDynamic, 0, "1g.35gb", 4,
+         ProfileMib("1g.35gb")},
+        {"large", "00000000-0000-4000-8000-000000000003", kDynamic, 0, "3g.71gb", 0,
+         ProfileMib("3g.71gb")},
+        {"soft", "00000000-0000-4000-8000-000000000004", kShared, 1, "", 0, 6144},
+        // A software slice of 20 GiB inside the static layout's 2g.35gb.
+        {"static", "00000000-0000-4000-8000-000000000005", kStatic, 2, "2g.35gb", 0, 20480},
+    };
+    WritePods(pods_);
+    kubelet_ = std::make_unique<KubeletEmulator>(root_ + "/kubelet");
+    ASSERT_TRUE(kubelet_->Start());
+    env_ = {"VGPU_SIMGPU_STATE=" + root_ + "/simstate", "VGPU_SIMGPU_LOG_LEVEL=1",
+            "VGPU_SIMGPU_CONFIG=" + root_ + "/devices.conf"};
+  }
+
+  void TearDown() override {
+    if (daemon_) daemon_->Stop(SIGKILL, std::chrono::seconds(10));
+    daemon_.reset();
+    kubelet_.reset();
+    fs::remove_all(root_);
+  }
+
+  void WritePods(const std::vector<TestPod>& pods) {
+    std::string items;
+    for (size_t i = 0; i < pods.size(); ++i) {
+      items += (i ? "," : "") + PodJson(pods[i], static_cast<int>(i));
+    }
+    std::ofstream(root_ + "/pods.json.tmp") << R"({"items": [)" << items << "]}";
+    fs::rename(root_ + "/pods.json.tmp", root_ + "/pods.json");
+  }
+
+  void StartDaemon() {
+    port_ = FreePort();
+    daemon_ = std::make_unique<BackgroundProcess>(
+        std::vector<std::string>{VGPU_BIN,
+                                 "node",
+                                 "--sim",
+                                 "--sim-config",
+                                 root_ + "/devices.conf",
+                                 "--gpu-modes",
+                                 root_ + "/modes.yaml",
+                                 "--mig-journal",
+                                 root_ + "/mig-claims",
+                                 "--kubelet-dir",
+                                 root_ + "/kubelet",
+                                 "--slice-dir",
+                                 root_ + "/slices",
+                                 "--arbiter-dir",
+                                 root_ + "/arbiter",
+                                 "--node-name",
+                                 "mig-node",
+                                 "--pods-file",
+                                 root_ + "/pods.json",
+                                 "--metrics-listen",
+                                 "127.0.0.1:" + std::to_string(port_),
+                                 "--units-per-gpu",
+                                 "4",
+                                 "--pod-refresh",
+                                 "200ms",
+                                 "--no-pod-watch",
+                                 "--mps-control",
+                                 root_ + "/mps-control",
+                                 "--mps-dir",
+                                 root_ + "/mps"},
+        env_, root_ + "/daemon.log");
+  }
+
+  // The MIG instances of GPU `index` as the simulated NVML reports them now.
+  std::vector<device::MigInstance> Instances(int index) {
+    for (const std::string& e : env_) {
+      size_t eq = e.find('=');
+      setenv(e.substr(0, eq).c_str(), e.substr(eq + 1).c_str(), 1);
+    }
+    device::NvmlBackendOptions o;
+    o.library_path = VGPU_SIMGPU_NVML;
+    o.cuda_library_path = "";
+    auto b = device::NvmlBackend::Open(o);
+    if (!b || !(*b)->Discover()) return {};
+    auto i = (*b)->MigInstances(index);
+    return i ? *i : std::vector<device::MigInstance>{};
+  }
+
+  // Runs simgpu_worker's `limits` in the container's view of the GPU.
+  std::map<std::string, std::string> RunInContainer(const std::string& visible) {
+    std::vector<std::string> env = env_;
+    env.push_back("CUDA_VISIBLE_DEVICES=" + visible);
+    std::string cmd;
+    for (const std::string& e : env) cmd += e + " ";
+    cmd += std::string(SIMGPU_WORKER) + " limits < /dev/null 2>&1";
+    FILE* f = popen(cmd.c_str(), "r");
+    std::map<std::string, std::string> out;
+    char line[512];
+    while (f != nullptr && std::fgets(line, sizeof(line), f) != nullptr) {
+      std::string l(line);
+      if (!l.empty() && l.back() == '\n') l.pop_back();
+      size_t sp = l.find(' ');
+      if (sp != std::string::npos) out[l.substr(0, sp)] = l.substr(sp + 1);
+    }
+    if (f != nullptr) pclose(f);
+    return out;
+  }
+
+  std::string root_;
+  std::vector<TestPod> pods_;
+  std::vector<std::string> env_;
+  std::unique_ptr<KubeletEmulator> kubelet_;
+  std::unique_ptr<BackgroundProcess> daemon_;
+  int port_ = 0;
+};
+
+TEST_F(NodeMigTest, DynamicStaticAndSharedGpusServeTheirPods) {
+  StartDaemon();
+  ASSERT_TRUE(kubelet_->WaitForRegistrations(1, 20'000)) << ReadFile(root_ + "/daemon.log");
+  ASSERT_TRUE(kubelet_->WaitForDevices([](const auto& d) { return d.size() == 12; }, 5000));
+  // The static layout was applied at start.
+  std::vector<device::MigInstance> fixed = Instances(2);
+  ASSERT_EQ(fixed.size(), 4u) << ReadFile(root_ + "/daemon.log");
+  EXPECT_TRUE(Instances(0).empty());
+
+  std::vector<std::string> available;
+  for (const auto& d : kubelet_->devices()) available.push_back(d.id());
+  for (const TestPod& p : pods_) {
+    SCOPED_TRACE(p.name);
+    std::vector<std::string> units;
+    ASSERT_TRUE(kubelet_->GetPreferredAllocation(available, {}, 1, &units).ok());
+    ASSERT_EQ(units.size(), 1u);
+    ASSERT_EQ(units[0].rfind(p.gpu, 0), 0u) << units[0];
+    available.erase(std::find(available.begin(), available.end(), units[0]));
+    v1beta1::ContainerAllocateResponse r;
+    grpc::Status s = kubelet_->Allocate(units, &r);
+    ASSERT_TRUE(s.ok()) << s.error_message() << ReadFile(root_ + "/daemon.log");
+    const std::string visible = r.envs().at("NVIDIA_VISIBLE_DEVICES");
+    std::map<std::string, std::string> seen = RunInContainer(visible);
+    EXPECT_EQ(seen["count"], "1");
+    if (p.profile.empty()) {
+      EXPECT_EQ(visible, p.gpu);
+      EXPECT_EQ(r.envs().at("CUDA_DEVICE_MEMORY_LIMIT_0"), "6144m");
+      continue;
+    }
+    ASSERT_EQ(visible.rfind("MIG-", 0), 0u) << visible;
+    const uint64_t bytes = ProfileMib(p.profile) << 20;
+    EXPECT_EQ(seen["device"].substr(0, seen["device"].find(' ', seen["device"].find(' ') + 1)),
+              std::to_string(bytes) + " " + std::to_string(ProfileSms(p.profile)));
+    EXPECT_EQ(seen["alloc_all"], "OK");    // the instance's memory, all of it
+    EXPECT_EQ(seen["alloc_more"], "ERR");  // and not one byte more
+    EXPECT_EQ(r.envs().at("CUDA_DEVICE_MEMORY_LIMIT_0"), std::to_string(p.memory_mib) + "m");
+    if (p.gpu == kStatic) {
+      bool in_layout = false;
+      for (const auto& m : fixed) in_layout |= m.uuid == visible;
+      EXPECT_TRUE(in_layout);
+    }
+  }
+  std::vector<device::MigInstance> made = Instances(0);
+  ASSERT_EQ(made.size(), 3u);
+  EXPECT_EQ(made[0].profile + "@" + std::to_string(made[0].start), "3g.71gb@0");
+  EXPECT_EQ(made[1].profile + "@" + std::to_string(made[1].start), "1g.35gb@4");
+  EXPECT_EQ(made[2].profile + "@" + std::to_string(made[2].start), "1g.18gb@6");
+
+  // /metrics: one series per MIG instance with dcgm-exporter's labels.
+  httplib::Client client("127.0.0.1", port_);
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics && metrics->status == 200);
+  EXPECT_NE(metrics->body.find("GPU_I_PROFILE=\"1g.35gb\""), std::string::npos);
+  EXPECT_NE(metrics->body.find("vgpu_gpu_mode{node=\"mig-node\",gpu=\"0\""), std::string::npos);
+
+  // The pods end: the dynamic instances are destroyed, the static layout stays.
+  WritePods({});
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!Instances(0).empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(Instances(0).empty()) << ReadFile(root_ + "/daemon.log");
+  EXPECT_EQ(Instances(2).size(), 4u);
+  EXPECT_EQ(daemon_->Stop(SIGTERM, std::chrono::seconds(5)), 0);
+}
+
+// An MPS GPU: the daemon starts one control daemon for it (a fake that records its calls) and
+// the container gets the MPS environment from its slice, beside libvgpu's limit.
+TEST_F(NodeMigTest, MpsGpuGetsItsControlDaemonAndTheContainersTheirLimits) {
+  std::ofstream(root_ + "/devices.conf") << "model=h100 uuid=" << kShared << "\n";
+  std::ofstream(root_ + "/modes.yaml") << "version: v1\ngpus:\n  - devices: all\n    mode: mps\n";
+  std::ofstream(root_ + "/mps-control")
+      << "#!/bin/sh\necho \"$* gpu=$CUDA_VISIBLE_DEVICES pipe=$CUDA_MPS_PIPE_DIRECTORY\" >> '"
+      << root_ << "/mps-calls'\n";
+  fs::permissions(root_ + "/mps-control", fs::perms::owner_all);
+  WritePods({{"tenant", "00000000-0000-4000-8000-000000000009", kShared, 0, "", 0, 8192, 30}});
+  StartDaemon();
+  ASSERT_TRUE(kubelet_->WaitForRegistrations(1, 20'000)) << ReadFile(root_ + "/daemon.log");
+  ASSERT_TRUE(kubelet_->WaitForDevices([](const auto& d) { return d.size() == 4; }, 5000));
+  ASSERT_EQ(ReadFile(root_ + "/mps-calls"),
+            "-d gpu=" + std::string(kShared) + " pipe=" + root_ + "/mps/" + kShared + "/pipe\n")
+      << ReadFile(root_ + "/daemon.log");
+  std::vector<std::string> units;
+  std::vector<std::string> available;
+  for (const auto& d : kubelet_->devices()) available.push_back(d.id());
+  ASSERT_TRUE(kubelet_->GetPreferredAllocation(available, {}, 1, &units).ok());
+  v1beta1::ContainerAllocateResponse r;
+  grpc::Status s = kubelet_->Allocate(units, &r);
+  ASSERT_TRUE(s.ok()) << s.error_message() << ReadFile(root_ + "/daemon.log");
+  EXPECT_EQ(r.envs().at("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "30");
+  EXPECT_EQ(r.envs().at("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "0=8192M");
+  EXPECT_EQ(r.envs().at("CUDA_MPS_PIPE_DIRECTORY"), root_ + "/mps/" + kShared + "/pipe");
+  EXPECT_EQ(r.envs().at("CUDA_DEVICE_MEMORY_LIMIT_0"), "8192m");  // libvgpu's limit too
+  bool mounted = false;
+  for (const auto& m : r.mounts())
+    mounted |= m.container_path() == r.envs().at("CUDA_MPS_PIPE_DIRECTORY");
+  EXPECT_TRUE(mounted);
+}
+
+// `vgpu mig apply` and `vgpu mig status` on the simulated GPU: the static layout is made, a
+// second apply changes nothing, a busy GPU is left as it is (exit 1), a bad file exits 2.
+TEST_F(NodeMigTest, MigApplyAndStatus) {
+  std::string env;
+  for (const std::string& e : env_) env += e + " ";
+  const std::string sim = " --sim --sim-config " + root_ + "/devices.conf";
+  auto apply = vgpu::testing::RunCommand(env + VGPU_BIN + " mig apply --config " + root_ +
+                                         "/modes.yaml" + sim);
+  ASSERT_EQ(apply.exit_code, 0) << apply.out << apply.err;
+  EXPECT_NE(apply.out.find("GPU 2 " + std::string(kStatic)), std::string::npos) << apply.out;
+  EXPECT_NE(apply.out.find("created 3g.71gb@4"), std::string::npos) << apply.out;
+  EXPECT_NE(apply.out.find("GPU 0 " + std::string(kDynamic)), std::string::npos);
+  EXPECT_EQ(Instances(2).size(), 4u);
+  auto again = vgpu::testing::RunCommand(env + VGPU_BIN + " mig apply --config " + root_ +
+                                         "/modes.yaml" + sim);
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_EQ(again.out.find("created"), std::string::npos) << again.out;
+  auto status = vgpu::testing::RunCommand(env + VGPU_BIN + " mig status --json" + sim);
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_NE(status.out.find("\"profile\": \"2g.35gb\""), std::string::npos) << status.out;
+  // A process on GPU 2 keeps it as it is under another layout.
+  std::ofstream(root_ + "/other.yaml") << "version: v1\ngpus:\n  - devices: [2]\n    mode: mig\n   "
+                                          " mig-devices: {\"7g.141gb\": 1}\n";
+  std::vector<std::string> busy_env = env_;
+  busy_env.push_back("CUDA_VISIBLE_DEVICES=" + Instances(2)[0].uuid);
+  const std::string fifo = root_ + "/holder.in";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  int hold = open(fifo.c_str(), O_RDWR | O_CLOEXEC);  // the worker holds its context until closed
+  ASSERT_GE(hold, 0);
+  BackgroundProcess holder(
+      {"/bin/sh", "-c", std::string("exec ") + SIMGPU_WORKER + " limits < " + fifo}, busy_env,
+      root_ + "/holder.log");
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (holder.Log().find("ready") == std::string::npos &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_NE(holder.Log().find("ready"), std::string::npos) << holder.Log();
+  auto refused = vgpu::testing::RunCommand(env + VGPU_BIN + " mig apply --config " + root_ +
+                                           "/other.yaml" + sim);
+  EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
+  EXPECT_NE(refused.out.find("left as it is"), std::string::npos) << refused.out;
+  EXPECT_EQ(Instances(2).size(), 4u);
+  close(hold);
+  until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (holder.Running() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(holder.Stop(SIGKILL, std::chrono::seconds(5)), 0) << holder.Log();
+  std::ofstream(root_ + "/bad.yaml") << "version: v1\ngpus:\n  - devices: all\n    mode: fast\n";
+  auto bad = vgpu::testing::RunCommand(env + VGPU_BIN + " mig apply --config " + root_ +
+                                       "/bad.yaml" + sim);
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("bad.yaml:4"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace vgpu::node
