@@ -98,10 +98,9 @@ Result<MigChoice> ChooseMig(const NodeInventory& node, const std::vector<PodAssi
         if (!best || Better(c, *best)) best = c;
       }
       if (!found) {
-        note(request.profile.empty()
-                 ? where + ": no free MIG instance with >= " +
-                       std::to_string(*request.memory_mib) + " MiB"
-                 : where + ": no free " + request.profile + " instance");
+        note(request.profile.empty() ? where + ": no free MIG instance with >= " +
+                                           std::to_string(*request.memory_mib) + " MiB"
+                                     : where + ": no free " + request.profile + " instance");
       }
       continue;
     }

@@ -36,7 +36,7 @@
 namespace vgpu::k8s {
 
 struct MigRequest {
-  std::string profile;               // "1g.18gb" from nvidia.com/mig-1g.18gb; "" = by memory
+  std::string profile;                // "1g.18gb" from nvidia.com/mig-1g.18gb; "" = by memory
   std::optional<int64_t> memory_mib;  // for a memory request (required when profile is "")
   std::optional<int> cores;           // percent, 1..100
 };

@@ -57,9 +57,9 @@ TEST(MigPlacement, DynamicGpuGetsTheSmallestFittingProfile) {
 
 TEST(MigPlacement, StaticGpuHandsOutFreeInstancesByNameOrMemory) {
   NodeInventory node;
-  node.gpus.push_back(Gpu(0, GpuMode::kMig,
-                          {{"3g.71gb", 0, "MIG-a", 9}, {"1g.18gb", 4, "MIG-b", 19},
-                           {"1g.18gb+me", 5, "MIG-c", 20}}));
+  node.gpus.push_back(Gpu(
+      0, GpuMode::kMig,
+      {{"3g.71gb", 0, "MIG-a", 9}, {"1g.18gb", 4, "MIG-b", 19}, {"1g.18gb+me", 5, "MIG-c", 20}}));
   std::vector<PodAssignment> on_node;
   auto a = ChooseMig(node, on_node, {"1g.18gb", std::nullopt, std::nullopt});
   ASSERT_TRUE(a.has_value());
