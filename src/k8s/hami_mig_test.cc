@@ -13,14 +13,15 @@ TEST(HamiMig, ParsesAndAppliesToTheHamiAssignment) {
   EXPECT_EQ((*a)[0].gpu_uuid, "GPU-1");
   EXPECT_EQ((*a)[0].mig.start, 6);
   EXPECT_EQ((*a)[0].mig.uuid, "MIG-x");
-  Json pod = {{"metadata",
-               {{"namespace", "ns"},
-                {"name", "p"},
-                {"annotations",
-                 {{"hami.io/vgpu-devices-allocated", "GPU-1,NVIDIA,16384,100:;"},
-                  {"hami.io/vgpu-node", "n"},
-                  {kHamiMigAllocationsAnnotation,
-                   R"([{"gpuUUID":"GPU-1","profile":"1g.18gb","placement":{"start":6,"size":1}}])"}}}}}};
+  Json pod = {
+      {"metadata",
+       {{"namespace", "ns"},
+        {"name", "p"},
+        {"annotations",
+         {{"hami.io/vgpu-devices-allocated", "GPU-1,NVIDIA,16384,100:;"},
+          {"hami.io/vgpu-node", "n"},
+          {kHamiMigAllocationsAnnotation,
+           R"([{"gpuUUID":"GPU-1","profile":"1g.18gb","placement":{"start":6,"size":1}}])"}}}}}};
   auto got = AssignmentOfPod(pod);
   ASSERT_TRUE(got.has_value()) << got.error().ToString();
   ASSERT_TRUE(got->has_value());
@@ -32,7 +33,8 @@ TEST(HamiMig, ParsesAndAppliesToTheHamiAssignment) {
 
 TEST(HamiMig, ErrorsNameTheEntry) {
   EXPECT_FALSE(ParseHamiMigAllocations("{}").has_value());
-  auto e = ParseHamiMigAllocations(R"([{"gpuUUID":"G","profile":"1g.18gb","placement":{"start":9}}])");
+  auto e =
+      ParseHamiMigAllocations(R"([{"gpuUUID":"G","profile":"1g.18gb","placement":{"start":9}}])");
   ASSERT_FALSE(e.has_value());
   EXPECT_NE(e.error().message().find("[0].placement.start"), std::string::npos);
   auto p = ParseHamiMigAllocations(R"([{"gpuUUID":"G","placement":{"start":0}}])");
