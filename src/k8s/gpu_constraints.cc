@@ -15,6 +15,19 @@ bool ConstraintContext::GpuUsable(const sched::PodRequest& r, const sched::Clust
   if (static_cast<size_t>(i) >= facts.size()) return true;
   const GpuFacts& f = facts[static_cast<size_t>(i)];
   if (!f.healthy || g.pods >= f.units) return false;
+  switch (f.mode) {
+    case GpuMode::kShared:
+      break;
+    case GpuMode::kWhole:
+      if (g.pods >= 1) return false;
+      break;
+    case GpuMode::kMig:
+    case GpuMode::kMigDynamic:
+      return false;
+    case GpuMode::kMps:
+      if (pod == nullptr || !pod->allow_shared_fault_domain) return false;
+      break;
+  }
   return pod == nullptr || !pod->HasUuidConstraints() || pod->AllowsUuid(f.uuid);
 }
 

@@ -1,6 +1,9 @@
 // Per-GPU facts the placement engine does not model, applied through its plugin interfaces:
-// health, the number of shareable units (pods) a GPU takes, and a pod's UUID allow / forbid
-// lists.
+// health, the number of shareable units (pods) a GPU takes, a pod's UUID allow / forbid lists,
+// and the GPU's mode (gpu_inventory.h): software slices go only on "shared" GPUs, one pod on a
+// "whole" GPU, "mig" and "mig-dynamic" GPUs are never given software slices (MIG instances are
+// decided by mig_placement.h), and an "mps" GPU takes only pods that allow a shared fault domain
+// (fails closed: with no pod in context, nothing new goes on an MPS GPU).
 //
 // Contract:
 // - ConstraintContext is owned by the caller (PlacementState), which points `gpus` at the per-node
@@ -17,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "k8s/gpu_inventory.h"
 #include "k8s/pod_request.h"
 #include "sched/framework.h"
 
@@ -26,6 +30,7 @@ struct GpuFacts {
   std::string uuid;
   bool healthy = true;
   int units = 10;
+  GpuMode mode = GpuMode::kShared;
 };
 
 struct ConstraintContext {

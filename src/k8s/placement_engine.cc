@@ -36,7 +36,7 @@ Status PlacementState::BuildEngine(Engine* e) const {
         e->model_capacity.push_back(g.memory_mib);
       }
       spec.gpus.push_back(sched::GpuSpec{*id, g.memory_mib});
-      facts.push_back(GpuFacts{g.uuid, g.healthy, g.units});
+      facts.push_back(GpuFacts{g.uuid, g.healthy, g.units, g.mode});
     }
     if (skip) continue;
     auto nid = e->cluster->AddNode(spec);

@@ -333,5 +333,31 @@ TEST_F(Fixture, ConcurrentAssumesNeverOverCommit) {
   EXPECT_GT(milli, 7000);  // the cluster filled up
 }
 
+TEST_F(Fixture, SoftwareSlicesKeepOffMigGpusAndMpsGpusTakeOnlyConsentingPods) {
+  auto s = Make();
+  NodeInventory inv = Gpus(3, "NVIDIA H200", 143771, 10, "m");
+  inv.gpus[0].mode = GpuMode::kMig;
+  inv.gpus[1].mode = GpuMode::kMigDynamic;
+  inv.gpus[2].mode = GpuMode::kMps;
+  s->UpsertNode("m", inv);
+  PodGpuRequest plain = Req(1, 30, 10000);
+  FilterResult f = s->Filter(plain, {"m"});
+  EXPECT_TRUE(f.feasible.empty()) << "a pod that does not allow a shared fault domain";
+  EXPECT_FALSE(s->Assume("u1", "ns", "p1", plain, "m").has_value());
+  PodGpuRequest consenting = plain;
+  consenting.allow_shared_fault_domain = true;
+  EXPECT_EQ(s->Filter(consenting, {"m"}).feasible, std::vector<std::string>{"m"});
+  auto t = s->Assume("u2", "ns", "p2", consenting, "m");
+  ASSERT_TRUE(t.has_value()) << t.error().ToString();
+  EXPECT_EQ(t->assignment.containers[0].gpus[0].uuid, "mGPU-2");
+  // A whole GPU takes one pod.
+  auto w = Make();
+  NodeInventory whole = Gpus(1, "NVIDIA H200", 143771, 10, "w");
+  whole.gpus[0].mode = GpuMode::kWhole;
+  w->UpsertNode("w", whole);
+  ASSERT_TRUE(w->Assume("u3", "ns", "p3", Req(1, 10, 1000), "w").has_value());
+  EXPECT_FALSE(w->Assume("u4", "ns", "p4", Req(1, 10, 1000), "w").has_value());
+}
+
 }  // namespace
 }  // namespace vgpu::k8s

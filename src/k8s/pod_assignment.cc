@@ -1,4 +1,5 @@
 #include "k8s/pod_assignment.h"
+#include "k8s/hami_mig.h"
 #include "k8s/json_scan.h"
 
 #include <algorithm>
@@ -217,6 +218,14 @@ Result<std::optional<PodAssignment>> AssignmentOfPod(const Json& pod) {
     }
     auto a = ParseHamiAllocation(hami, node);
     if (!a) return a.error().WithContext("pod " + who + ": annotation " + kHamiAllocatedAnnotation);
+    if (const std::string mig = AnnotationOf(pod, kHamiMigAllocationsAnnotation); !mig.empty()) {
+      auto allocations = ParseHamiMigAllocations(mig);
+      if (!allocations) {
+        return allocations.error().WithContext("pod " + who + ": annotation " +
+                                               kHamiMigAllocationsAnnotation);
+      }
+      ApplyHamiMigAllocations(*allocations, &*a);
+    }
     if (a->containers.empty()) return std::optional<PodAssignment>();
     return std::optional<PodAssignment>(std::move(*a));
   }

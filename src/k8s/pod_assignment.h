@@ -24,7 +24,8 @@
 // - App containers use distinct GPUs; an init container uses GPUs of the pod's set.
 //
 // HAMi's hami.io/vgpu-devices-allocated ("uuid,NVIDIA,memMiB,cores:" per GPU, ';' between
-// containers) with hami.io/vgpu-node is read for pods placed by HAMi before a migration.
+// containers) with hami.io/vgpu-node is read for pods placed by HAMi before a migration, with
+// the MIG instances of hami.io/vgpu-mig-allocations (hami_mig.h) as the entries' "mig".
 #pragma once
 
 #include <chrono>

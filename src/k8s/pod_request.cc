@@ -167,6 +167,7 @@ Result<PodGpuRequest> ParsePodGpuRequest(const Json& pod, const RequestOptions& 
   out.nouse_types = SplitList(AnnotationOf(pod, n.NoUseTypes()));
   out.use_uuids = SplitList(AnnotationOf(pod, n.UseUuids()));
   out.nouse_uuids = SplitList(AnnotationOf(pod, n.NoUseUuids()));
+  out.allow_shared_fault_domain = AnnotationOf(pod, "vgpu.io/allow-shared-fault-domain") == "true";
   auto host = PodHostRequestOf(pod);
   if (!host) return host.error();
   out.host = *host;

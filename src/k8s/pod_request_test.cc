@@ -145,5 +145,14 @@ TEST(PodRequest, EnvelopeSumsAppContainersAndTakesMaxOfInit) {
   EXPECT_EQ(s->memory_mib, 3000);
 }
 
+TEST(PodRequest, SharedFaultDomainConsentComesFromTheAnnotation) {
+  const Json c = Container("main", {{"nvidia.com/gpu", "1"}});
+  EXPECT_FALSE(ParsePodGpuRequest(Pod({c}), {})->allow_shared_fault_domain);
+  EXPECT_FALSE(ParsePodGpuRequest(Pod({c}, {}, {{"vgpu.io/allow-shared-fault-domain", "yes"}}), {})
+                   ->allow_shared_fault_domain);
+  EXPECT_TRUE(ParsePodGpuRequest(Pod({c}, {}, {{"vgpu.io/allow-shared-fault-domain", "true"}}), {})
+                  ->allow_shared_fault_domain);
+}
+
 }  // namespace
 }  // namespace vgpu::k8s
