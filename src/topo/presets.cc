@@ -52,7 +52,9 @@ std::vector<std::string> HalvesText(int n, const std::string& first, const std::
   return v;
 }
 
-L SocketLevel(int a, int b, int n, L inside) { return (a < n / 2) == (b < n / 2) ? inside : L::kSystem; }
+L SocketLevel(int a, int b, int n, L inside) {
+  return (a < n / 2) == (b < n / 2) ? inside : L::kSystem;
+}
 
 Topology HgxH200() {
   Topology t = Base(
@@ -65,9 +67,9 @@ Topology HgxH200() {
 
 Topology DgxA100() {
   std::vector<int> numa = {3, 3, 1, 1, 7, 7, 5, 5};
-  std::vector<std::string> aff = {"48-63,176-191",   "48-63,176-191", "16-31,144-159",
-                                  "16-31,144-159",   "112-127,240-255", "112-127,240-255",
-                                  "80-95,208-223",   "80-95,208-223"};
+  std::vector<std::string> aff = {"48-63,176-191", "48-63,176-191",   "16-31,144-159",
+                                  "16-31,144-159", "112-127,240-255", "112-127,240-255",
+                                  "80-95,208-223", "80-95,208-223"};
   Topology t = Base(
       8, [](int a, int b) { return a / 2 == b / 2 ? L::kMultiple : L::kSystem; }, numa, aff);
   AllToAllSwitch(&t, 12);
@@ -86,8 +88,7 @@ L Dgx1PascalLevel(int a, int b) {
 }
 
 Topology Dgx1Volta() {
-  Topology t = Base(8, Dgx1VoltaLevel, Halves(8, 0, 1),
-                    HalvesText(8, "0-19,40-59", "20-39,60-79"));
+  Topology t = Base(8, Dgx1VoltaLevel, Halves(8, 0, 1), HalvesText(8, "0-19,40-59", "20-39,60-79"));
   const int kLinks[][3] = {{0, 1, 1}, {0, 2, 1}, {0, 3, 2}, {0, 4, 2}, {1, 2, 2}, {1, 3, 1},
                            {1, 5, 2}, {2, 3, 2}, {2, 6, 1}, {3, 7, 1}, {4, 5, 1}, {4, 6, 1},
                            {4, 7, 2}, {5, 6, 2}, {5, 7, 1}, {6, 7, 2}};
@@ -97,8 +98,8 @@ Topology Dgx1Volta() {
 }
 
 Topology Dgx1Pascal() {
-  Topology t = Base(8, Dgx1PascalLevel, Halves(8, 0, 1),
-                    HalvesText(8, "0-19,40-59", "20-39,60-79"));
+  Topology t =
+      Base(8, Dgx1PascalLevel, Halves(8, 0, 1), HalvesText(8, "0-19,40-59", "20-39,60-79"));
   const int kLinks[][2] = {{0, 1}, {0, 2}, {0, 3}, {0, 4}, {1, 2}, {1, 3}, {1, 5}, {2, 3},
                            {2, 6}, {3, 7}, {4, 5}, {4, 6}, {4, 7}, {5, 6}, {5, 7}, {6, 7}};
   for (const auto& l : kLinks) Direct(&t, l[0], l[1], 1);
@@ -137,13 +138,12 @@ Topology PcieSwitchTree(int n, int per_switch) {
 }
 
 Topology Rtx8000x4() {
-  Topology t = Base(
-      4,
-      [](int a, int b) {
-        if ((a == 0 && b == 1) || (a == 2 && b == 3)) return L::kNode;
-        return L::kSystem;
-      },
-      {0, 0, 1, 1}, {"0-11", "0-11", "12-23", "12-23"});
+  Topology t = Base(4,
+                    [](int a, int b) {
+                      if ((a == 0 && b == 1) || (a == 2 && b == 3)) return L::kNode;
+                      return L::kSystem;
+                    },
+                    {0, 0, 1, 1}, {"0-11", "0-11", "12-23", "12-23"});
   Direct(&t, 0, 3, 2);
   Direct(&t, 1, 2, 2);
   t.description = "4 x RTX 8000: NV2 bridges join 0-3 and 1-2 across sockets";
@@ -153,8 +153,8 @@ Topology Rtx8000x4() {
 }  // namespace
 
 std::vector<std::string> PresetNames() {
-  return {"hgx-h200", "dgx-a100", "dgx1-volta",    "pcie4-nvbridge", "pcie8-2socket",
-          "pcie8-switch", "dgx2", "pcie16-switch", "rtx8000x4",      "dgx1-pascal"};
+  return {"hgx-h200",     "dgx-a100", "dgx1-volta",    "pcie4-nvbridge", "pcie8-2socket",
+          "pcie8-switch", "dgx2",     "pcie16-switch", "rtx8000x4",      "dgx1-pascal"};
 }
 
 std::vector<std::string> ServerPresetNames() {

@@ -6,8 +6,8 @@
 //   dgx1-volta      8 x V100 SXM2, hybrid cube-mesh of NV1 and NV2 links (go-gpuallocator fixture)
 //   pcie4-nvbridge  4 x A100 PCIe, NVLink bridges (NV12) join 0-1 and 2-3, SYS across
 //   pcie8-2socket   8 PCIe GPUs, NODE inside a socket (0-3, 4-7), SYS across
-//   pcie8-switch    8 PCIe GPUs behind PCIe switches: PIX in a switch pair, PXB in a socket, SYS across
-//   dgx2            16 x V100, NV6 to every peer through NVSwitch (decision-time benchmark)
+//   pcie8-switch    8 PCIe GPUs behind PCIe switches: PIX in a switch pair, PXB in a socket, SYS
+//   across dgx2            16 x V100, NV6 to every peer through NVSwitch (decision-time benchmark)
 //   pcie16-switch   16 PCIe GPUs: 4 switches of 4 (PIX), PXB in a socket, SYS across
 //   rtx8000x4       4 x RTX 8000, NV2 bridges 0-3 and 1-2 (go-gpuallocator fixture)
 //   dgx1-pascal     8 x P100, NV1 cube-mesh (go-gpuallocator fixture)

@@ -184,11 +184,10 @@ Result<Topology> ParseTopoMatrix(std::string_view text, std::string_view file) {
                                      w[0].text + "\" (expected GPU" + std::to_string(rows) + ")");
     }
     if (index != rows || rows >= n) {
-      return Status::InvalidArgument(Where(file, line_no, w[0].column) + "row " + w[0].text +
-                                     (rows >= n ? " beyond the header's " + std::to_string(n) +
-                                                      " GPU columns"
-                                                : " out of order (expected GPU" +
-                                                      std::to_string(rows) + ")"));
+      return Status::InvalidArgument(
+          Where(file, line_no, w[0].column) + "row " + w[0].text +
+          (rows >= n ? " beyond the header's " + std::to_string(n) + " GPU columns"
+                     : " out of order (expected GPU" + std::to_string(rows) + ")"));
     }
     // Link cells run until the first word that is not a link token.
     std::vector<Cell> row;
@@ -202,11 +201,11 @@ Result<Topology> ParseTopoMatrix(std::string_view text, std::string_view file) {
       int position = static_cast<int>(row.size());
       bool diagonal = position < columns && gpu_columns[index] == position;
       if (self != diagonal) {
-        return Status::InvalidArgument(
-            Where(file, line_no, c.column) +
-            (self ? "\"X\" (self) off the diagonal" : "GPU" + std::to_string(index) +
-                                                          " against itself must be \"X\", not \"" +
-                                                          c.text + "\""));
+        return Status::InvalidArgument(Where(file, line_no, c.column) +
+                                       (self ? "\"X\" (self) off the diagonal"
+                                             : "GPU" + std::to_string(index) +
+                                                   " against itself must be \"X\", not \"" +
+                                                   c.text + "\""));
       }
       row.push_back(std::move(c));
     }
@@ -214,18 +213,18 @@ Result<Topology> ParseTopoMatrix(std::string_view text, std::string_view file) {
       int col = k < w.size() ? w[k].column : static_cast<int>(lines[i].size()) + 1;
       if (static_cast<int>(row.size()) < columns && k < w.size()) {
         // A word where a link cell should be: an unknown token, or a short row.
-        bool affinity = std::isdigit(static_cast<unsigned char>(w[k].text[0])) ||
-                        w[k].text == "N/A";
+        bool affinity =
+            std::isdigit(static_cast<unsigned char>(w[k].text[0])) || w[k].text == "N/A";
         if (!affinity) {
-          return Status::InvalidArgument(
-              Where(file, line_no, col) + "unknown link token \"" + w[k].text +
-              "\" (known: X, NV#, PIX, PXB, PHB, NODE, SYS)");
+          return Status::InvalidArgument(Where(file, line_no, col) + "unknown link token \"" +
+                                         w[k].text +
+                                         "\" (known: X, NV#, PIX, PXB, PHB, NODE, SYS)");
         }
       }
-      return Status::InvalidArgument(Where(file, line_no, col) + "row GPU" +
-                                     std::to_string(index) + " has " +
-                                     std::to_string(row.size()) + " link cells; the header has " +
-                                     std::to_string(columns) + " columns");
+      return Status::InvalidArgument(Where(file, line_no, col) + "row GPU" + std::to_string(index) +
+                                     " has " + std::to_string(row.size()) +
+                                     " link cells; the header has " + std::to_string(columns) +
+                                     " columns");
     }
     // Affinity columns: CPU affinity, then NUMA affinity when the header has it.
     if (k < w.size()) t.MutableGpu(index).cpu_affinity = w[k].text == "N/A" ? "" : w[k].text;
@@ -235,8 +234,8 @@ Result<Topology> ParseTopoMatrix(std::string_view text, std::string_view file) {
       bool ok = !s.empty() && s.size() < 6;
       for (char ch : s) ok = ok && ch >= '0' && ch <= '9';
       if (!ok) {
-        return Status::InvalidArgument(Where(file, line_no, w[k + 1].column) +
-                                       "NUMA affinity \"" + s + "\" is not a node number");
+        return Status::InvalidArgument(Where(file, line_no, w[k + 1].column) + "NUMA affinity \"" +
+                                       s + "\" is not a node number");
       }
       for (char ch : s) numa = numa * 10 + (ch - '0');
       t.MutableGpu(index).numa_node = numa;
@@ -256,11 +255,11 @@ Result<Topology> ParseTopoMatrix(std::string_view text, std::string_view file) {
       const Cell& x = cells[a][gpu_columns[b]];
       const Cell& y = cells[b][gpu_columns[a]];
       if (x.text != y.text) {
-        return Status::InvalidArgument(
-            Where(file, row_line[a], x.column) + "asymmetric matrix: GPU" + std::to_string(a) +
-            "->GPU" + std::to_string(b) + " is " + x.text + " but GPU" + std::to_string(b) +
-            "->GPU" + std::to_string(a) + " (line " + std::to_string(row_line[b]) + ") is " +
-            y.text);
+        return Status::InvalidArgument(Where(file, row_line[a], x.column) +
+                                       "asymmetric matrix: GPU" + std::to_string(a) + "->GPU" +
+                                       std::to_string(b) + " is " + x.text + " but GPU" +
+                                       std::to_string(b) + "->GPU" + std::to_string(a) + " (line " +
+                                       std::to_string(row_line[b]) + ") is " + y.text);
       }
     }
   }

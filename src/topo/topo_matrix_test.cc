@@ -28,8 +28,8 @@ TEST(TopoMatrix, PublishedMatricesMatchPresetsCellForCell) {
   struct Case {
     const char* file;
     const char* preset;
-  } cases[] = {{"hgx-h100-nccl1264.txt", "hgx-h200"}, {"dgx-a100.txt", "dgx-a100"},
-               {"dgx1-volta.txt", "dgx1-volta"},      {"pcie4-nvbridge.txt", "pcie4-nvbridge"},
+  } cases[] = {{"hgx-h100-nccl1264.txt", "hgx-h200"},  {"dgx-a100.txt", "dgx-a100"},
+               {"dgx1-volta.txt", "dgx1-volta"},       {"pcie4-nvbridge.txt", "pcie4-nvbridge"},
                {"pcie8-2socket.txt", "pcie8-2socket"}, {"pcie8-switch.txt", "pcie8-switch"}};
   for (const Case& c : cases) {
     std::string text = Read(c.file);

@@ -27,7 +27,7 @@ bool ParsePcieLevelToken(std::string_view token, PcieLevel* level) {
     PcieLevel level;
   };
   // "CPU" is the pre-NODE name nvidia-smi printed for the same level.
-  static constexpr Entry kTable[] = {{"PIX", PcieLevel::kSingle},   {"PXB", PcieLevel::kMultiple},
+  static constexpr Entry kTable[] = {{"PIX", PcieLevel::kSingle},     {"PXB", PcieLevel::kMultiple},
                                      {"PHB", PcieLevel::kHostBridge}, {"NODE", PcieLevel::kNode},
                                      {"CPU", PcieLevel::kNode},       {"SYS", PcieLevel::kSystem},
                                      {"SOC", PcieLevel::kSystem}};

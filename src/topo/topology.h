@@ -51,8 +51,8 @@ struct PairLink {
 };
 
 struct GpuPlace {
-  int numa_node = -1;         // -1: unknown
-  std::string cpu_affinity;   // "0-55,112-167"; empty: unknown
+  int numa_node = -1;        // -1: unknown
+  std::string cpu_affinity;  // "0-55,112-167"; empty: unknown
   bool operator==(const GpuPlace&) const = default;
 };
 
@@ -98,9 +98,9 @@ struct NvLinkEnd {
 struct RawGpu {
   int numa_node = -1;
   std::string cpu_affinity;
-  std::vector<NvLinkEnd> links;        // active links only
-  std::vector<PcieLevel> ancestor;     // per peer index (own index ignored)
-  std::vector<bool> p2p;               // per peer index
+  std::vector<NvLinkEnd> links;     // active links only
+  std::vector<PcieLevel> ancestor;  // per peer index (own index ignored)
+  std::vector<bool> p2p;            // per peer index
 };
 Topology BuildTopology(const std::vector<RawGpu>& gpus);
 
