@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "topo/topology.h"
 
 namespace vgpu::device {
 
@@ -100,6 +101,11 @@ class DeviceBackend {
   virtual std::vector<HealthEvent> WaitForEvents(int timeout_ms) = 0;
   // True when health events come from the driver (false: only sampling failures are seen).
   virtual bool SupportsEvents() const = 0;
+  // How the GPUs are joined (topo/topology.h), indexed as Discover() lists them. kUnavailable
+  // when the backend or driver cannot tell; the default has no topology.
+  virtual Result<topo::Topology> ReadTopology() {
+    return Status::Unavailable(Describe() + " reports no GPU topology");
+  }
 };
 
 }  // namespace vgpu::device

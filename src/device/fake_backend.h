@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,8 +44,12 @@ class FakeBackend final : public DeviceBackend {
   Result<DeviceSample> Sample(int index) override;
   std::vector<HealthEvent> WaitForEvents(int timeout_ms) override;
   bool SupportsEvents() const override { return true; }
+  // The topology ReadTopology() returns; without one it is kUnavailable.
+  void SetTopology(topo::Topology topology);
+  Result<topo::Topology> ReadTopology() override;
 
  private:
+  std::optional<topo::Topology> topology_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<DeviceInfo> devices_;

@@ -30,6 +30,7 @@ class InjectingBackend final : public DeviceBackend {
   Result<DeviceSample> Sample(int index) override;
   std::vector<HealthEvent> WaitForEvents(int timeout_ms) override;
   bool SupportsEvents() const override { return true; }
+  Result<topo::Topology> ReadTopology() override { return inner_->ReadTopology(); }
 
  private:
   std::unique_ptr<DeviceBackend> inner_;

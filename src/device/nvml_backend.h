@@ -44,6 +44,10 @@ class NvmlBackend final : public DeviceBackend {
   Result<DeviceSample> Sample(int index) override;
   std::vector<HealthEvent> WaitForEvents(int timeout_ms) override;
   bool SupportsEvents() const override;
+  // From nvmlDeviceGetTopologyCommonAncestor, nvmlDeviceGetP2PStatus and the NVLink calls (a
+  // link whose remote device type is SWITCH counts as an NVSwitch link); CPU affinity from sysfs
+  // (local_cpulist). Calls Discover() first. nvml_topology.cc.
+  Result<topo::Topology> ReadTopology() override;
 
   // Names of the optional entry points this NVML lacks (for the startup log).
   std::vector<std::string> MissingFunctions() const;
@@ -53,6 +57,7 @@ class NvmlBackend final : public DeviceBackend {
  private:
   NvmlBackend(NvmlBackendOptions options, std::unique_ptr<Api> api);
   void SetUpEvents();
+  void* LibraryHandle() const;
 
   NvmlBackendOptions options_;
   std::unique_ptr<Api> api_;

@@ -61,6 +61,7 @@ Topology HgxH200() {
       8, [](int a, int b) { return SocketLevel(a, b, 8, L::kNode); }, Halves(8, 0, 1),
       HalvesText(8, "0-55,112-167", "56-111,168-223"));
   AllToAllSwitch(&t, 18);
+  t.pcie_generation = 5;
   t.description = "HGX H200 8-GPU: NV18 to every peer through NVSwitch, two sockets";
   return t;
 }
@@ -93,6 +94,7 @@ Topology Dgx1Volta() {
                            {1, 5, 2}, {2, 3, 2}, {2, 6, 1}, {3, 7, 1}, {4, 5, 1}, {4, 6, 1},
                            {4, 7, 2}, {5, 6, 2}, {5, 7, 1}, {6, 7, 2}};
   for (const auto& l : kLinks) Direct(&t, l[0], l[1], l[2]);
+  t.pcie_generation = 3;
   t.description = "DGX-1 Volta: hybrid cube-mesh of NV1 and NV2 links, two sockets";
   return t;
 }
@@ -103,6 +105,7 @@ Topology Dgx1Pascal() {
   const int kLinks[][2] = {{0, 1}, {0, 2}, {0, 3}, {0, 4}, {1, 2}, {1, 3}, {1, 5}, {2, 3},
                            {2, 6}, {3, 7}, {4, 5}, {4, 6}, {4, 7}, {5, 6}, {5, 7}, {6, 7}};
   for (const auto& l : kLinks) Direct(&t, l[0], l[1], 1);
+  t.pcie_generation = 3;
   t.description = "DGX-1 Pascal: cube-mesh of NV1 links, two sockets";
   return t;
 }
@@ -146,6 +149,7 @@ Topology Rtx8000x4() {
                     {0, 0, 1, 1}, {"0-11", "0-11", "12-23", "12-23"});
   Direct(&t, 0, 3, 2);
   Direct(&t, 1, 2, 2);
+  t.pcie_generation = 3;
   t.description = "4 x RTX 8000: NV2 bridges join 0-3 and 1-2 across sockets";
   return t;
 }
@@ -176,15 +180,18 @@ std::optional<Topology> Preset(std::string_view name) {
     t = Pcie8TwoSocket();
   } else if (name == "pcie8-switch") {
     t = PcieSwitchTree(8, 2);
+    t.pcie_generation = 5;
     t.description = "8 PCIe GPUs behind PCIe switches: PIX in a pair, PXB in a socket, SYS across";
   } else if (name == "dgx2") {
     t = Base(
         16, [](int a, int b) { return SocketLevel(a, b, 16, L::kNode); }, Halves(16, 0, 1),
         HalvesText(16, "0-23,48-71", "24-47,72-95"));
     AllToAllSwitch(&t, 6);
+    t.pcie_generation = 3;
     t.description = "DGX-2: 16 x V100, NV6 to every peer through NVSwitch";
   } else if (name == "pcie16-switch") {
     t = PcieSwitchTree(16, 4);
+    t.pcie_generation = 5;
     t.description = "16 PCIe GPUs: switches of 4 (PIX), PXB inside a socket, SYS across";
   } else if (name == "rtx8000x4") {
     t = Rtx8000x4();

@@ -76,6 +76,9 @@ class Topology {
   // The `topo -m` token of a pair: "NV12" or the PCIe token.
   std::string Token(int a, int b) const;
 
+  // PCIe generation of the GPUs' links (3, 4, 5); scales the PCIe figures of the bandwidth
+  // model. `topo -m` does not show it: parsed and NVML-read topologies keep the default.
+  int pcie_generation = 4;
   std::string name;         // preset name or source, for messages
   std::string description;  // one line, for `vgpu topo` and docs
 
