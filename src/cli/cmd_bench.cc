@@ -540,11 +540,14 @@ int RunTenant(int argc, char** argv) {
 int RunBench(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "share") == 0) return RunShare(argc - 1, argv + 1);
   if (argc >= 2 && std::strcmp(argv[1], "tenant") == 0) return RunTenant(argc - 1, argv + 1);
+  if (argc >= 2 && std::strcmp(argv[1], "topo") == 0) return RunBenchTopo(argc - 1, argv + 1);
   bool help = argc >= 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0);
   std::fprintf(help ? stdout : stderr,
                "Usage: vgpu bench share [options] --tenant NAME[:key=value,...] ...\n"
                "  share   run tenants of busy kernels and report their GPU shares and waits\n"
-               "          (vgpu bench share --help)\n");
+               "          (vgpu bench share --help)\n"
+               "  topo    GPU set choice on topology presets against besteffort, HAMi and\n"
+               "          lowest-index (vgpu bench topo --help)\n");
   if (help) return kExitOk;
   if (argc < 2) {
     std::fprintf(stderr, "vgpu bench: no benchmark given\n");

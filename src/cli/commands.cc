@@ -12,6 +12,7 @@ std::span<const Command> AllCommands() {
       {"node", "run the node daemon (device plugin, slices, health, metrics)", RunNode},
       {"scheduler", "kube-scheduler extender: place pods on GPU slices", RunScheduler},
       {"bench", "measure compute sharing: tenants' shares and waits (bench share)", RunBench},
+      {"topo", "the GPUs' topology in the nvidia-smi topo -m format", RunTopo},
   };
   return kCommands;
 }

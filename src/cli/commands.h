@@ -24,5 +24,7 @@ int RunSim(int argc, char** argv);
 int RunNode(int argc, char** argv);
 int RunScheduler(int argc, char** argv);
 int RunBench(int argc, char** argv);
+int RunTopo(int argc, char** argv);
+int RunBenchTopo(int argc, char** argv);  // vgpu bench topo (cmd_bench_topo.cc)
 
 }  // namespace vgpu::cli

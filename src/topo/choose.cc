@@ -165,31 +165,38 @@ SetChoice ChooseSet(Evaluator& ev, GpuMask free, int k, const CommPattern& patte
   if (options.lookahead) {
     for (int s : kSizes) whole[s] = BestBusBandwidth(ev, all, s);
   }
-  GpuMask chosen = 0;
-  double chosen_future = -1;
-  int chosen_span = 0;
+  // The near ties, fewest NUMA nodes first; on nodes of more than 8 GPUs the lookahead looks at
+  // kLookaheadSets of them only, and only at sizes it can enumerate exactly.
+  std::vector<size_t> ties;
+  std::vector<int> spans(candidates.size(), 0);
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (primary[i] < best - tolerance) continue;
+    spans[i] = NumaSpan(ev.topology(), candidates[i]);
+    ties.push_back(i);
+  }
+  std::stable_sort(ties.begin(), ties.end(), [&](size_t a, size_t b) {
+    if (spans[a] != spans[b]) return spans[a] < spans[b];
+    return MaskGpus(candidates[a]) < MaskGpus(candidates[b]);
+  });
+  const bool large = ev.size() > 8;
+  if (large && ties.size() > static_cast<size_t>(kLookaheadSets)) ties.resize(kLookaheadSets);
+  GpuMask chosen = 0;
+  double chosen_future = -1;
+  for (size_t i : ties) {
     GpuMask rest = free & ~candidates[i];
     double future = 0;
     if (options.lookahead) {
       for (int s : kSizes) {
-        if (whole[s] > 0 && MaskCount(rest) >= s)
-          future += BestBusBandwidth(ev, rest, s) / whole[s];
+        int left = MaskCount(rest);
+        if (whole[s] <= 0 || left < s) continue;
+        if (large && Binomial(left, s) > kExactSets) continue;
+        future += BestBusBandwidth(ev, rest, s) / whole[s];
       }
     }
-    int span = NumaSpan(ev.topology(), candidates[i]);
-    bool better = chosen == 0 || future > chosen_future + 1e-12 ||
-                  (std::abs(future - chosen_future) <= 1e-12 && span < chosen_span);
-    // Lowest indices first, as lists ({0,3} before {1,2}).
-    if (!better && chosen != 0 && std::abs(future - chosen_future) <= 1e-12 &&
-        span == chosen_span) {
-      better = MaskGpus(candidates[i]) < MaskGpus(chosen);
-    }
-    if (better) {
+    // Ties are in (span, indices) order: only a strictly better future replaces the first.
+    if (chosen == 0 || future > chosen_future + 1e-12) {
       chosen = candidates[i];
       chosen_future = future;
-      chosen_span = span;
     }
   }
   std::vector<int> gpus = MaskGpus(chosen);
