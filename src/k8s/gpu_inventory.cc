@@ -73,7 +73,10 @@ std::string FormatInventory(const NodeInventory& inv) {
            ",\"memory_mib\":" + std::to_string(g.memory_mib) +
            ",\"units\":" + std::to_string(g.units) + ",\"health\":\"" +
            (g.healthy ? "healthy" : "unhealthy") + "\",\"numa\":" + std::to_string(g.numa) +
-           ",\"nvlink_peers\":" + Json(g.nvlink_peers).dump() + "}";
+           ",\"nvlink_peers\":" + Json(g.nvlink_peers).dump() +
+           (inv.links.count(g.index) == 0 ? std::string()
+                                          : ",\"links\":" + Json(inv.links.at(g.index)).dump()) +
+           "}";
   }
   out += "]}";
   return out;
@@ -128,6 +131,13 @@ Result<NodeInventory> ParseInventory(std::string_view text) {
       for (const Json& peer : *p) {
         if (!peer.is_string()) return Bad(where + ".nvlink_peers", "must be a list of UUIDs");
         gpu.nvlink_peers.push_back(peer.get<std::string>());
+      }
+    }
+    if (auto l = g.find("links"); l != g.end() && !l->is_null()) {
+      if (!l->is_array()) return Bad(where + ".links", "must be a list of topo -m tokens");
+      for (const Json& token : *l) {
+        if (!token.is_string()) return Bad(where + ".links", "must be a list of topo -m tokens");
+        inv.links[gpu.index].push_back(token.get<std::string>());
       }
     }
     inv.gpus.push_back(std::move(gpu));
