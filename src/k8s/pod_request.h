@@ -77,6 +77,8 @@ struct PodGpuRequest {
   std::vector<ContainerGpuRequest> containers;  // those that ask for GPUs, in spec order
   std::vector<std::string> use_types, nouse_types, use_uuids, nouse_uuids;
   HostResources host;  // the pod's CPU and memory requests (host_request.h)
+  // The annotation vgpu.io/comm-pattern as given (validated by ParsePodGpuRequest); "" = none.
+  std::string comm_pattern;
   bool HasGpus() const { return !containers.empty(); }
   // Neither GPUs nor CPU nor memory: the pod takes nothing the placement engine counts.
   bool TakesNothing() const { return !HasGpus() && host.IsZero(); }

@@ -34,6 +34,17 @@ Status Daemon::Start() {
                 options_.units_per_gpu);
   state_ =
       std::make_unique<NodeState>(std::move(*devices), options_.units_per_gpu, options_.health);
+  // The topology, for the inventory's `links` rows (docs/topology.md); optional.
+  if (auto topology = backend_->ReadTopology();
+      topology && topology->size() == static_cast<int>(state_->devices().size())) {
+    std::vector<std::vector<std::string>> rows(topology->size());
+    for (int a = 0; a < topology->size(); ++a) {
+      for (int b = 0; b < topology->size(); ++b) rows[a].push_back(topology->Token(a, b));
+    }
+    state_->SetTopologyRows(std::move(rows));
+  } else if (!topology) {
+    VGPU_LOG_INFO("GPU topology unknown: %s", topology.error().message().c_str());
+  }
   pods_ = std::make_unique<PodSync>(cluster_, options_.node_name, &store_);
   allocator_ = std::make_unique<Allocator>(state_.get(), &store_, pods_.get(), &slices_);
   allocator_->SetDeviceList(options_.device_list);

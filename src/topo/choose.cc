@@ -32,16 +32,23 @@ void ForEachSubset(const std::vector<int>& gpus, int k, const std::function<void
   }
 }
 
+int NumaSpan(const Topology& t, GpuMask set) {
+  std::set<int> nodes;
+  for (int g : MaskGpus(set)) nodes.insert(t.Gpu(g).numa_node);
+  return static_cast<int>(nodes.size());
+}
+
 // Beam search: sets grown one GPU at a time, ranked by (slowest pair, summed pairs).
 std::vector<GpuMask> BeamCandidates(Evaluator& ev, GpuMask free, int k) {
   struct Partial {
     GpuMask mask;
     double min_pair;
     double sum;
+    int span;  // NUMA nodes
   };
   std::vector<int> gpus = MaskGpus(free);
   std::vector<Partial> beam;
-  for (int g : gpus) beam.push_back({GpuMask{1} << g, 1e300, 0});
+  for (int g : gpus) beam.push_back({GpuMask{1} << g, 1e300, 0, 1});
   for (int size = 1; size < k; ++size) {
     std::vector<Partial> next;
     std::set<GpuMask> seen;
@@ -49,17 +56,19 @@ std::vector<GpuMask> BeamCandidates(Evaluator& ev, GpuMask free, int k) {
       for (int g : gpus) {
         GpuMask bit = GpuMask{1} << g;
         if ((p.mask & bit) || !seen.insert(p.mask | bit).second) continue;
-        Partial q{p.mask | bit, p.min_pair, p.sum};
+        Partial q{p.mask | bit, p.min_pair, p.sum, 0};
         for (int h : MaskGpus(p.mask)) {
           q.min_pair = std::min(q.min_pair, ev.Pair(g, h));
           q.sum += ev.Pair(g, h);
         }
+        q.span = NumaSpan(ev.topology(), q.mask);
         next.push_back(q);
       }
     }
     std::sort(next.begin(), next.end(), [](const Partial& a, const Partial& b) {
       if (a.min_pair != b.min_pair) return a.min_pair > b.min_pair;
       if (a.sum != b.sum) return a.sum > b.sum;
+      if (a.span != b.span) return a.span < b.span;
       return a.mask < b.mask;
     });
     if (static_cast<int>(next.size()) > kBeamWidth) next.resize(kBeamWidth);
@@ -80,12 +89,6 @@ std::vector<GpuMask> Candidates(Evaluator& ev, GpuMask free, int k, bool* exact)
     out = BeamCandidates(ev, free, k);
   }
   return out;
-}
-
-int NumaSpan(const Topology& t, GpuMask set) {
-  std::set<int> nodes;
-  for (int g : MaskGpus(set)) nodes.insert(t.Gpu(g).numa_node);
-  return static_cast<int>(nodes.size());
 }
 
 }  // namespace
@@ -189,7 +192,7 @@ SetChoice ChooseSet(Evaluator& ev, GpuMask free, int k, const CommPattern& patte
       for (int s : kSizes) {
         int left = MaskCount(rest);
         if (whole[s] <= 0 || left < s) continue;
-        if (large && Binomial(left, s) > kExactSets) continue;
+        if (large && Binomial(left, s) > kLookaheadSubsets) continue;
         future += BestBusBandwidth(ev, rest, s) / whole[s];
       }
     }

@@ -10,7 +10,8 @@
 //      each relative to the best an s-subset of the whole node offers;
 //   3. fewer NUMA nodes spanned; then the lowest GPU indices.
 // On nodes of more than 8 GPUs, (2) looks at the kLookaheadSets near ties that span the fewest
-// NUMA nodes (lowest indices first), and at the sizes whose subsets it can enumerate exactly.
+// NUMA nodes (lowest indices first), and only at the sizes with at most kLookaheadSubsets subsets
+// of the remaining GPUs. The beam search breaks ties by NUMA span, then indices.
 // For k = 1 every GPU ties on (1), so (2) keeps the well-connected GPUs free.
 // Search: every k-subset of the free GPUs when there are at most kExactSets of them (all nodes
 // of up to 8 GPUs; 16 GPUs for k <= 3 or k >= 13); otherwise a beam search (width kBeamWidth)
@@ -29,7 +30,8 @@ namespace vgpu::topo {
 
 inline constexpr int kExactSets = 2000;
 inline constexpr int kBeamWidth = 48;
-inline constexpr int kLookaheadSets = 24;
+inline constexpr int kLookaheadSets = 8;
+inline constexpr int kLookaheadSubsets = 300;
 
 struct ChooseOptions {
   double tie_tolerance = 1e-9;  // relative; 0.05 would treat sets within 5% as ties
