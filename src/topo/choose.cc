@@ -33,9 +33,12 @@ void ForEachSubset(const std::vector<int>& gpus, int k, const std::function<void
 }
 
 int NumaSpan(const Topology& t, GpuMask set) {
-  std::set<int> nodes;
-  for (int g : MaskGpus(set)) nodes.insert(t.Gpu(g).numa_node);
-  return static_cast<int>(nodes.size());
+  uint64_t nodes = 0;  // NUMA nodes 0..62; unknown (-1) and larger ones share bit 63
+  for (GpuMask m = set; m != 0; m &= m - 1) {
+    int numa = t.Gpu(__builtin_ctz(m)).numa_node;
+    nodes |= uint64_t{1} << (numa >= 0 && numa < 63 ? numa : 63);
+  }
+  return __builtin_popcountll(nodes);
 }
 
 // Beam search: sets grown one GPU at a time, ranked by (slowest pair, summed pairs).
@@ -57,7 +60,8 @@ std::vector<GpuMask> BeamCandidates(Evaluator& ev, GpuMask free, int k) {
         GpuMask bit = GpuMask{1} << g;
         if ((p.mask & bit) || !seen.insert(p.mask | bit).second) continue;
         Partial q{p.mask | bit, p.min_pair, p.sum, 0};
-        for (int h : MaskGpus(p.mask)) {
+        for (GpuMask m = p.mask; m != 0; m &= m - 1) {
+          int h = __builtin_ctz(m);
           q.min_pair = std::min(q.min_pair, ev.Pair(g, h));
           q.sum += ev.Pair(g, h);
         }
