@@ -17,6 +17,7 @@ std::span<const Command> AllCommands() {
        RunEstimate},
       {"analyze", "anomalies, load forecasts, memory right-sizing, tuning rules on series",
        RunAnalyze},
+      {"topo", "the GPUs' topology in the nvidia-smi topo -m format", RunTopo},
   };
   return kCommands;
 }

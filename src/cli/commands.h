@@ -28,5 +28,7 @@ int RunEstimate(int argc, char** argv);
 int RunMig(int argc, char** argv);
 int RunAnalyze(int argc, char** argv);
 int RunBenchMig(int argc, char** argv);  // vgpu bench mig (cmd_bench_mig.cc)
+int RunTopo(int argc, char** argv);
+int RunBenchTopo(int argc, char** argv);  // vgpu bench topo (cmd_bench_topo.cc)
 
 }  // namespace vgpu::cli

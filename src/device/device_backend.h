@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "topo/topology.h"
 
 namespace vgpu::device {
 
@@ -173,6 +174,11 @@ class DeviceBackend {
   // Destroys the GPU instance with id `gi_id` and its compute instances.
   virtual Status DestroyMigInstance(int index, int gi_id);
   virtual Status SetComputeMode(int index, ComputeMode mode);
+  // How the GPUs are joined (topo/topology.h), indexed as Discover() lists them. kUnavailable
+  // when the backend or driver cannot tell; the default has no topology.
+  virtual Result<topo::Topology> ReadTopology() {
+    return Status::Unavailable(Describe() + " reports no GPU topology");
+  }
 };
 
 }  // namespace vgpu::device

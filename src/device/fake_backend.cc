@@ -156,4 +156,15 @@ int FakeBackend::resets() const {
   return resets_;
 }
 
+void FakeBackend::SetTopology(topo::Topology topology) {
+  std::lock_guard<std::mutex> lock(mu_);
+  topology_ = std::move(topology);
+}
+
+Result<topo::Topology> FakeBackend::ReadTopology() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!topology_) return Status::Unavailable("fake backend: no topology set");
+  return *topology_;
+}
+
 }  // namespace vgpu::device

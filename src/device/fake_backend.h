@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,8 +67,13 @@ class FakeBackend final : public DeviceBackend {
   Status Reset(int index) override;
   int resets() const;
 
+  // The topology ReadTopology() returns; without one it is kUnavailable.
+  void SetTopology(topo::Topology topology);
+  Result<topo::Topology> ReadTopology() override;
+
  private:
   int resets_ = 0;
+  std::optional<topo::Topology> topology_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<DeviceInfo> devices_;

@@ -55,6 +55,7 @@ class InjectingBackend final : public DeviceBackend {
   Status SetComputeMode(int index, ComputeMode mode) override {
     return inner_->SetComputeMode(index, mode);
   }
+  Result<topo::Topology> ReadTopology() override { return inner_->ReadTopology(); }
 
  private:
   std::unique_ptr<DeviceBackend> inner_;

@@ -234,6 +234,8 @@ NvmlBackend::~NvmlBackend() {
 
 std::string NvmlBackend::Describe() const { return version_; }
 
+void* NvmlBackend::LibraryHandle() const { return api_->lib; }
+
 std::vector<std::string> NvmlBackend::MissingFunctions() const { return api_->missing; }
 
 namespace {

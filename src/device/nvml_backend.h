@@ -44,6 +44,10 @@ class NvmlBackend final : public DeviceBackend {
   Result<DeviceSample> Sample(int index) override;
   std::vector<HealthEvent> WaitForEvents(int timeout_ms) override;
   bool SupportsEvents() const override;
+  // From nvmlDeviceGetTopologyCommonAncestor, nvmlDeviceGetP2PStatus and the NVLink calls (a
+  // link whose remote device type is SWITCH counts as an NVSwitch link); CPU affinity from sysfs
+  // (local_cpulist). Calls Discover() first. nvml_topology.cc.
+  Result<topo::Topology> ReadTopology() override;
 
   // MIG through NVML (nvml_backend_mig.cc). Missing entry points: kFailedPrecondition.
   Result<MigModeState> GetMigMode(int index) override;
@@ -66,6 +70,7 @@ class NvmlBackend final : public DeviceBackend {
   // The handle of GPU `index` (after Discover), or null.
   void* Handle(int index) const;
   std::string NvmlError(int code) const;
+  void* LibraryHandle() const;
 
   NvmlBackendOptions options_;
   std::unique_ptr<Api> api_;

@@ -112,10 +112,9 @@ TEST_F(SimNvmlTest, SamplesDegradeGracefully) {
   EXPECT_FALSE(s->nvlink_transmit_bytes_total.has_value());
   EXPECT_TRUE(s->nvlink_links.empty());
   EXPECT_EQ(backend_->Sample(5).error().code(), StatusCode::kNotFound);
-  // The simulated library does not export nvmlDeviceGetNumaNodeId: it is reported missing, and
-  // discovery used the sysfs fallback instead (DiscoversDevices).
-  auto missing = backend_->MissingFunctions();
-  EXPECT_NE(std::find(missing.begin(), missing.end(), "nvmlDeviceGetNumaNodeId"), missing.end());
+  // Without a configured topology the simulated nvmlDeviceGetNumaNodeId answers NOT_SUPPORTED,
+  // and discovery used the sysfs fallback instead (DiscoversDevices).
+  EXPECT_EQ(backend_->ReadTopology().error().code(), StatusCode::kUnavailable);
 }
 
 TEST_F(SimNvmlTest, NoEventsOnTheSimulation) {

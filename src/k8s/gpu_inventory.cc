@@ -149,6 +149,7 @@ std::string FormatInventory(const NodeInventory& inv) {
            ",\"units\":" + std::to_string(g.units) + ",\"health\":\"" +
            (g.healthy ? "healthy" : "unhealthy") + "\",\"numa\":" + std::to_string(g.numa) +
            ",\"nvlink_peers\":" + Json(g.nvlink_peers).dump();
+    if (inv.links.count(g.index) != 0) out += ",\"links\":" + Json(inv.links.at(g.index)).dump();
     // Written only when not the default, so inventories without MIG keep their text.
     if (g.mode != GpuMode::kShared) out += ",\"mode\":\"" + std::string(GpuModeName(g.mode)) + "\"";
     if (!g.mig.empty()) {
@@ -230,6 +231,13 @@ Result<NodeInventory> ParseInventory(std::string_view text) {
       gpu.mode = *mode;
     }
     VGPU_RETURN_IF_ERROR(ParseMigInstances(g, where, &gpu));
+    if (auto l = g.find("links"); l != g.end() && !l->is_null()) {
+      if (!l->is_array()) return Bad(where + ".links", "must be a list of topo -m tokens");
+      for (const Json& token : *l) {
+        if (!token.is_string()) return Bad(where + ".links", "must be a list of topo -m tokens");
+        inv.links[gpu.index].push_back(token.get<std::string>());
+      }
+    }
     inv.gpus.push_back(std::move(gpu));
   }
   VGPU_RETURN_IF_ERROR(Finish(inv, "gpus"));

@@ -21,6 +21,10 @@
 //   memory slice (0..7), profile_id the NVML profile id (optional). When the model has a MIG table
 //   (src/mig/profiles.h) the profiles must be its own and the layout legal (no overlap, max
 //   counts, legal starts).
+//   the same node reachable over NVLink (optional). links (optional, written when the node knows
+//   its topology): this GPU's row of the `nvidia-smi topo -m` matrix, one token per GPU in index
+//   order ("X" for itself, "NV18", "PIX", "PXB", "PHB", "NODE", "SYS"); the extender's topology
+//   (k8s/placement_topology.h) uses it when every GPU has one.
 // - Unknown fields are ignored (later minor additions); another "version" is refused.
 // - The publisher writes the annotation only when its content changes; FormatInventory gives a
 //   canonical text (GPUs by index, fixed key order) so equal inventories compare equal as text.
@@ -30,6 +34,7 @@
 // is parsed too, for clusters migrating from HAMi. Its "type" drops the "NVIDIA-" prefix HAMi adds.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -79,6 +84,7 @@ enum class InventorySource { kVgpu, kHami };
 struct NodeInventory {
   std::vector<InventoryGpu> gpus;  // sorted by index
   InventorySource source = InventorySource::kVgpu;
+  std::map<int, std::vector<std::string>> links;  // by GPU index: the optional `links` rows
   friend bool operator==(const NodeInventory&, const NodeInventory&) = default;
 };
 

@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "k8s/placement_state.h"
+#include "k8s/placement_topology.h"
 #include "sched/registry.h"
 
 namespace vgpu::k8s {
@@ -47,6 +48,7 @@ Status PlacementState::BuildEngine(Engine* e) const {
     e->facts.push_back(std::move(facts));
     e->schedulable.push_back(inv.source == InventorySource::kVgpu ? 1 : 0);
     e->node_names.push_back(name);
+    e->topology.push_back(std::make_unique<topo::Evaluator>(TopologyOfInventory(inv)));
   }
   sched::PolicyArgs args;
   args.models = e->models.get();
@@ -238,8 +240,10 @@ std::optional<AssumeTicket> PlacementState::Decide(const std::string& uid, const
   sched::PodRequest gpus_only = v.request;
   gpus_only.cpu_milli = gpus_only.memory_mib = 0;
   const bool host_fits = engine_.cluster->FitsHost(v.request, id);
-  const sched::GpuSet gpus =
+  sched::GpuSet gpus =
       engine_.selector->SelectGpus(host_fits ? v.request : gpus_only, *engine_.cluster, id, rng_);
+  // Multi-GPU pods: the set with the best predicted collective bandwidth (placement_topology.h).
+  gpus = TopologyGpuChoice(*engine_.topology[id], *engine_.cluster, id, v.request, gpus);
   ctx_.pod = nullptr;
   if (sched::GpuCount(gpus) != v.request.num_gpus) return std::nullopt;
   const sched::PodKey key = next_key_++;

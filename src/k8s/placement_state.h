@@ -73,6 +73,7 @@
 #include "k8s/pod_assignment.h"
 #include "k8s/pod_request.h"
 #include "sched/scheduler.h"
+#include "topo/bandwidth.h"
 
 namespace vgpu::k8s {
 
@@ -271,14 +272,15 @@ class PlacementState {
     std::unique_ptr<sched::ModelRegistry> models;
     std::unique_ptr<sched::Cluster> cluster;
     std::optional<sched::Scheduler> scheduler;
-    ConstrainedSelector* selector = nullptr;   // owned by the scheduler's policy
-    std::vector<std::vector<GpuFacts>> facts;  // by engine node id
-    std::vector<uint8_t> schedulable;          // by engine node id
-    std::vector<std::string> model_name;       // by model id
-    std::vector<int64_t> model_capacity;       // by model id
-    std::vector<std::string> node_names;       // by engine node id
-    NameIndex by_name;                         // over node_names
-    std::vector<HostLoad> host;                // by engine node id
+    ConstrainedSelector* selector = nullptr;                 // owned by the scheduler's policy
+    std::vector<std::vector<GpuFacts>> facts;                // by engine node id
+    std::vector<uint8_t> schedulable;                        // by engine node id
+    std::vector<std::string> model_name;                     // by model id
+    std::vector<int64_t> model_capacity;                     // by model id
+    std::vector<std::string> node_names;                     // by engine node id
+    NameIndex by_name;                                       // over node_names
+    std::vector<HostLoad> host;                              // by engine node id
+    std::vector<std::unique_ptr<topo::Evaluator>> topology;  // by engine node id
   };
 
   // Verdicts of one request shape at one version (see the contract).

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "k8s/placement_state.h"
+#include "k8s/placement_topology.h"
 
 namespace vgpu::k8s {
 namespace {
@@ -134,6 +135,17 @@ void PlacementState::Rank(Memo& m, const PodGpuRequest& r, const std::vector<sch
     }
   }
   ctx_.pod = nullptr;
+  // Multi-GPU pods: nodes ranked by the best GPU set each offers first (placement_topology.h).
+  std::vector<double> bandwidth(n, 0.0);
+  bool multi = false;
+  for (size_t k = 0; k < n; ++k) {
+    if (m.feasible[k] == 0 || m.variant[k] < 0) continue;
+    const sched::PodRequest& req = m.variants[m.variant[k]].request;
+    if (req.num_gpus < 2) continue;
+    multi = true;
+    bandwidth[k] = BestSetBandwidth(*engine_.topology[ids[k]], *engine_.cluster, ids[k], req);
+  }
+  if (multi) RankByTopology(&m.raw, m.feasible, bandwidth);
   std::vector<uint32_t> rank(n);
   for (size_t k = 0; k < n; ++k) rank[k] = engine_.scheduler->TieRank(ids[k]);
   m.choice = EngineChoice(m.raw, m.feasible, rank);

@@ -5,6 +5,7 @@
 
 #include "k8s/quantity.h"
 #include "sched/types.h"
+#include "topo/pattern.h"
 
 namespace vgpu::k8s {
 namespace {
@@ -177,6 +178,20 @@ Result<PodGpuRequest> ParsePodGpuRequest(const Json& pod, const RequestOptions& 
     return Status::InvalidArgument("the containers ask for " + std::to_string(app_gpus) + " " +
                                    n.Gpu() + " together; a node has at most " +
                                    std::to_string(sched::kMaxGpusPerNode));
+  }
+  // The communication pattern (docs/topology.md): checked here, so a malformed one is the pod's
+  // unschedulable reason, naming the annotation and the field.
+  const std::string pattern = AnnotationOf(pod, std::string(topo::kCommPatternAnnotation));
+  if (!pattern.empty()) {
+    if (app_gpus < 2) {
+      return Status::InvalidArgument(std::string(topo::kCommPatternAnnotation) +
+                                     ": a communication pattern needs 2 or more GPUs, the pod "
+                                     "asks for " +
+                                     std::to_string(app_gpus));
+    }
+    auto parsed = topo::ParseCommPattern(pattern, app_gpus);
+    if (!parsed) return parsed.error();
+    out.comm_pattern = pattern;
   }
   return out;
 }

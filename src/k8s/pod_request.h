@@ -79,6 +79,8 @@ struct PodGpuRequest {
   HostResources host;  // the pod's CPU and memory requests (host_request.h)
   // vgpu.io/allow-shared-fault-domain: "true": the pod may share an MPS GPU's fault domain.
   bool allow_shared_fault_domain = false;
+  // The annotation vgpu.io/comm-pattern as given (validated by ParsePodGpuRequest); "" = none.
+  std::string comm_pattern;
   bool HasGpus() const { return !containers.empty(); }
   // Neither GPUs nor CPU nor memory: the pod takes nothing the placement engine counts.
   bool TakesNothing() const { return !HasGpus() && host.IsZero(); }

@@ -16,6 +16,22 @@ Json Pod(const std::vector<Json>& containers, const std::vector<Json>& init = {}
           {"spec", {{"containers", Json(containers)}, {"initContainers", Json(init)}}}};
 }
 
+TEST(PodRequest, CommunicationPatternIsCheckedNamingTheField) {
+  const std::vector<Json> two = {
+      Json{{"name", "main"}, {"resources", {{"limits", {{"nvidia.com/gpu", "2"}}}}}}};
+  auto ok = ParsePodGpuRequest(Pod(two, {}, {{"vgpu.io/comm-pattern", "pipeline"}}), {});
+  ASSERT_TRUE(ok.has_value()) << ok.error().ToString();
+  EXPECT_EQ(ok->comm_pattern, "pipeline");
+  auto bad = ParsePodGpuRequest(Pod(two, {}, {{"vgpu.io/comm-pattern", "tp=2,dp=2"}}), {});
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().message(),
+            "vgpu.io/comm-pattern: tp*dp = 4 ranks but the pod asks for 2 GPUs (more ranks than "
+            "GPUs)");
+  auto row = ParsePodGpuRequest(Pod(two, {}, {{"vgpu.io/comm-pattern", "matrix=0 1;1"}}), {});
+  ASSERT_FALSE(row.has_value());
+  EXPECT_NE(row.error().message().find("matrix row 1 has 1 values, expected 2"), std::string::npos);
+}
+
 TEST(PodRequest, ReadsHamiResources) {
   const Json pod =
       Pod({Container("main", {{"nvidia.com/gpu", "2"},

@@ -36,6 +36,17 @@ Status Daemon::Start() {
                 options_.units_per_gpu);
   state_ =
       std::make_unique<NodeState>(std::move(*devices), options_.units_per_gpu, options_.health);
+  // The topology, for the inventory's `links` rows (docs/topology.md); optional.
+  if (auto topology = backend_->ReadTopology();
+      topology && topology->size() == static_cast<int>(state_->devices().size())) {
+    std::vector<std::vector<std::string>> rows(topology->size());
+    for (int a = 0; a < topology->size(); ++a) {
+      for (int b = 0; b < topology->size(); ++b) rows[a].push_back(topology->Token(a, b));
+    }
+    state_->SetTopologyRows(std::move(rows));
+  } else if (!topology) {
+    VGPU_LOG_INFO("GPU topology unknown: %s", topology.error().message().c_str());
+  }
   pods_ = std::make_unique<PodSync>(cluster_, options_.node_name, &store_);
   // A pause lease outlives three sampling rounds: a daemon that stops renewing it releases it.
   quarantine_ = std::make_unique<SliceQuarantine>(

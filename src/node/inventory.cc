@@ -12,7 +12,9 @@ std::string InventoryJson(const NodeState& state, const std::string&) {
   nlohmann::ordered_json j;
   j["version"] = 1;
   j["gpus"] = nlohmann::ordered_json::array();
-  for (const device::DeviceInfo& d : state.devices()) {
+  const auto& rows = state.topology_rows();
+  for (size_t i = 0; i < state.devices().size(); ++i) {
+    const device::DeviceInfo& d = state.devices()[i];
     nlohmann::ordered_json g;
     g["uuid"] = d.uuid;
     g["index"] = d.index;
@@ -22,6 +24,7 @@ std::string InventoryJson(const NodeState& state, const std::string&) {
     g["health"] = state.health().Healthy(d.uuid) ? "healthy" : "unhealthy";
     g["numa"] = d.numa_node;
     g["nvlink_peers"] = d.nvlink_peers;
+    if (i < rows.size() && !rows[i].empty()) g["links"] = rows[i];
     // The MIG contract (k8s/gpu_inventory.h): "mode" when not shared, "mig" on MIG GPUs.
     k8s::GpuMode mode = state.Mode(d.index);
     if (mode != k8s::GpuMode::kShared) g["mode"] = std::string(k8s::GpuModeName(mode));

@@ -56,6 +56,16 @@ TEST(InventoryTest, ModesAndMigInstancesFollowTheContract) {
   EXPECT_TRUE(inv->gpus[1].mig.empty());
 }
 
+// The topology rows, when known, in the extender's canonical form (k8s::FormatInventory).
+TEST(InventoryTest, TopologyRowsAsLinks) {
+  NodeState state(TwoGpus(), 10, HealthRules{});
+  state.SetTopologyRows({{"X", "NV12"}, {"NV12", "X"}});
+  std::string text = InventoryJson(state, "nvidia.com/gpu");
+  EXPECT_NE(text.find("\"nvlink_peers\":[\"GPU-b\"],\"links\":[\"X\",\"NV12\"]}"),
+            std::string::npos)
+      << text;
+}
+
 TEST(InventoryTest, PublishedOnlyWhenItChanges) {
   NodeState state(TwoGpus(), 10, HealthRules{});
   FakeCluster cluster;

@@ -39,6 +39,13 @@ class NodeState {
   // nullptr when no GPU of this node has that UUID.
   const device::DeviceInfo* FindByUuid(const std::string& uuid) const;
 
+  // Each GPU's row of the `nvidia-smi topo -m` matrix (docs/topology.md), by device position;
+  // empty when the topology is unknown. Set once, before the state is shared (Daemon::Start).
+  void SetTopologyRows(std::vector<std::vector<std::string>> rows) {
+    topology_rows_ = std::move(rows);
+  }
+  const std::vector<std::vector<std::string>>& topology_rows() const { return topology_rows_; }
+
   // Every unit of every GPU, in GPU order, with the GPU's health.
   std::vector<UnitView> Units() const;
 
@@ -66,6 +73,7 @@ class NodeState {
 
  private:
   const std::vector<device::DeviceInfo> devices_;
+  std::vector<std::vector<std::string>> topology_rows_;
   const int units_per_gpu_;
   HealthTracker health_;
   mutable std::mutex mu_;

@@ -7,6 +7,8 @@
 
 #include "common/units.h"
 #include "simgpu/mig_state.h"
+#include "topo/presets.h"
+#include "topo/topo_matrix.h"
 
 namespace vgpu::simgpu {
 namespace {
@@ -340,6 +342,7 @@ uint64_t Config::Hash() const {
       canonical += "mig=" + std::string(d.mig_enabled ? "on" : "off") + "|" + d.mig_layout + "\n";
     }
   }
+  if (has_topology) canonical += "topology=" + topology_spec;
   return Fnv1a(canonical);
 }
 
@@ -347,6 +350,7 @@ Result<Config> ParseConfigText(std::string_view text, std::string_view file_name
   Config config;
   config.source = file_name;
   int line_number = 0;
+  int topology_line = 0;
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t end = text.find('\n', pos);
@@ -361,6 +365,15 @@ Result<Config> ParseConfigText(std::string_view text, std::string_view file_name
       return Status::InvalidArgument(Where(file_name, line_number, column) + ": " + error);
     }
     if (tokens.empty()) continue;
+    if (tokens[0].key == "topology") {
+      if (tokens.size() != 1) {
+        return Status::InvalidArgument(Where(file_name, line_number, tokens[1].key_column) +
+                                       ": topology= stands alone on its line");
+      }
+      config.topology_spec = tokens[0].value;
+      topology_line = line_number;
+      continue;
+    }
     int index = static_cast<int>(config.devices.size());
     if (index >= kMaxDevices) {
       return Status::OutOfRange(Where(file_name, line_number, 1) + ": more than " +
@@ -420,7 +433,40 @@ Result<Config> ParseConfigText(std::string_view text, std::string_view file_name
       }
     }
   }
+  if (!config.topology_spec.empty()) {
+    std::string spec = config.topology_spec;
+    Status s = ApplyTopology(&config, spec, Where(file_name, topology_line, 1));
+    if (!s.ok()) return s;
+  }
   return config;
+}
+
+Result<topo::Topology> LoadTopologySpec(const std::string& spec) {
+  if (std::optional<topo::Topology> preset = topo::Preset(spec)) return *preset;
+  std::ifstream in(spec);
+  if (!in) {
+    std::string names;
+    for (const std::string& n : topo::PresetNames()) names += " " + n;
+    return Status::NotFound("\"" + spec + "\" is neither a preset (" + names.substr(1) +
+                            ") nor a readable nvidia-smi topo -m file");
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return topo::ParseTopoMatrix(buffer.str(), spec);
+}
+
+Status ApplyTopology(Config* config, const std::string& spec, const std::string& where) {
+  Result<topo::Topology> t = LoadTopologySpec(spec);
+  if (!t) return Status::InvalidArgument(where + ": topology=" + spec + ": " + t.error().message());
+  if (t->size() != static_cast<int>(config->devices.size())) {
+    return Status::InvalidArgument(
+        where + ": topology " + spec + " has " + std::to_string(t->size()) + " GPUs but " +
+        std::to_string(config->devices.size()) + " devices are configured");
+  }
+  config->topology_spec = spec;
+  config->topology = std::move(*t);
+  config->has_topology = true;
+  return Status::Ok();
 }
 
 Result<Config> LoadConfigFromEnvironment() {
@@ -431,10 +477,18 @@ Result<Config> LoadConfigFromEnvironment() {
     }
     std::stringstream buffer;
     buffer << in.rdbuf();
-    return ParseConfigText(buffer.str(), path);
+    Result<Config> parsed = ParseConfigText(buffer.str(), path);
+    const char* env_topology = std::getenv("VGPU_SIMGPU_TOPOLOGY");
+    if (parsed && !parsed->has_topology && env_topology != nullptr && *env_topology != '\0') {
+      Status s = ApplyTopology(&*parsed, env_topology, "VGPU_SIMGPU_TOPOLOGY");
+      if (!s.ok()) return s;
+    }
+    return parsed;
   }
   Config config;
   int count = 1;
+  const char* env_topology = std::getenv("VGPU_SIMGPU_TOPOLOGY");
+  bool topology = env_topology != nullptr && *env_topology != '\0';
   if (const char* n = std::getenv("VGPU_SIMGPU_DEVICES"); n != nullptr && *n != '\0') {
     Result<int> v = ParseSmallInt(n, 1, kMaxDevices);
     if (!v) {
@@ -444,10 +498,24 @@ Result<Config> LoadConfigFromEnvironment() {
     }
     count = *v;
     config.source = std::string("VGPU_SIMGPU_DEVICES=") + n;
+  } else if (topology) {
+    Result<topo::Topology> t = LoadTopologySpec(env_topology);
+    if (!t) return Status::InvalidArgument("VGPU_SIMGPU_TOPOLOGY: " + t.error().message());
+    if (t->size() > kMaxDevices) {
+      return Status::OutOfRange(std::string("VGPU_SIMGPU_TOPOLOGY=") + env_topology + ": " +
+                                std::to_string(t->size()) + " GPUs, more than " +
+                                std::to_string(kMaxDevices));
+    }
+    count = t->size();
+    config.source = std::string("VGPU_SIMGPU_TOPOLOGY=") + env_topology;
   } else {
     config.source = "default (one device)";
   }
   for (int i = 0; i < count; ++i) config.devices.push_back(DefaultDevice(i));
+  if (topology) {
+    Status s = ApplyTopology(&config, env_topology, "VGPU_SIMGPU_TOPOLOGY");
+    if (!s.ok()) return s;
+  }
   return config;
 }
 

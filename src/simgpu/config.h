@@ -24,6 +24,11 @@
 //   mig=on|off                MIG mode at start (default off; see mig_state.h)
 //   mig_layout=3g.71gb@0,1g.18gb@4   GPU instances at start (PROFILE@START, comma-separated),
 //                             each with one compute instance over all its slices; needs mig=on
+// A line `topology=NAME|PATH` (alone on its line, not a device) gives the GPUs' topology: a preset
+// of src/topo/presets.h or a saved `nvidia-smi topo -m` file; VGPU_SIMGPU_TOPOLOGY=NAME|PATH does
+// the same from the environment (the config file's line wins), and without a config file or
+// VGPU_SIMGPU_DEVICES the device count is the topology's. The count must match the topology's.
+// Without a topology the simulated NVML reports no NVLink and no topology (NOT_SUPPORTED).
 //
 // Errors name the file, line and column. Thread safety: pure functions.
 #pragma once
@@ -35,6 +40,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "topo/topology.h"
 
 namespace vgpu::simgpu {
 
@@ -70,6 +76,9 @@ struct DeviceSpec {
 struct Config {
   std::vector<DeviceSpec> devices;
   std::string source;  // where it came from, for messages: a path, "VGPU_SIMGPU_DEVICES=2", ...
+  std::string topology_spec;  // preset name or topo -m path; empty: no topology
+  bool has_topology = false;
+  topo::Topology topology;  // when has_topology: one GPU per device
 
   // A stable 64-bit digest of every device field: processes with equal configs share state.
   uint64_t Hash() const;
@@ -81,6 +90,13 @@ DeviceSpec DefaultDevice(int index, std::string_view model = "h100");
 
 // Parses config text; `file_name` is used in error messages ("file:line:column: ...").
 Result<Config> ParseConfigText(std::string_view text, std::string_view file_name);
+
+// A preset by name, else a saved `nvidia-smi topo -m` file at that path.
+Result<topo::Topology> LoadTopologySpec(const std::string& spec);
+
+// Loads `spec` (a preset name or a saved `nvidia-smi topo -m` path) into config->topology and
+// checks it has one GPU per device; `where` prefixes messages.
+Status ApplyTopology(Config* config, const std::string& spec, const std::string& where);
 
 // Reads the configuration from the environment as described above.
 Result<Config> LoadConfigFromEnvironment();

@@ -172,5 +172,41 @@ TEST(SimgpuConfig, Environment) {
   unsetenv("VGPU_SIMGPU_CONFIG");
 }
 
+TEST(SimgpuConfig, TopologyLineAndEnvironment) {
+  Result<Config> c = ParseConfigText(
+      "topology=pcie4-nvbridge\nmodel=a100\nmodel=a100\n"
+      "model=a100\nmodel=a100\n",
+      "t.conf");
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_EQ(c->devices.size(), 4u);
+  ASSERT_TRUE(c->has_topology);
+  EXPECT_EQ(c->topology.Token(0, 1), "NV12");
+  EXPECT_NE(c->Hash(),
+            ParseConfigText("model=a100\nmodel=a100\nmodel=a100\nmodel=a100\n", "t.conf")->Hash());
+  c = ParseConfigText("topology=pcie4-nvbridge\nmodel=a100\n", "t.conf");
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().message(),
+            "t.conf:1:1: topology pcie4-nvbridge has 4 GPUs but 1 devices are configured");
+  c = ParseConfigText("topology=nope\nmodel=a100\n", "t.conf");
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().message().find("t.conf:1:1: topology=nope: \"nope\" is neither a preset"),
+            std::string::npos)
+      << c.error().message();
+  c = ParseConfigText("topology=dgx2 model=a100\n", "t.conf");
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.error().message(), "t.conf:1:15: topology= stands alone on its line");
+  setenv("VGPU_SIMGPU_TOPOLOGY", "hgx-h200", 1);
+  c = LoadConfigFromEnvironment();
+  ASSERT_TRUE(c) << c.error().message();
+  EXPECT_EQ(c->devices.size(), 8u);  // the topology's GPU count
+  EXPECT_TRUE(c->topology.Link(2, 6).via_nvswitch);
+  setenv("VGPU_SIMGPU_DEVICES", "2", 1);
+  c = LoadConfigFromEnvironment();
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().message().find("has 8 GPUs but 2 devices"), std::string::npos);
+  unsetenv("VGPU_SIMGPU_DEVICES");
+  unsetenv("VGPU_SIMGPU_TOPOLOGY");
+}
+
 }  // namespace
 }  // namespace vgpu::simgpu
