@@ -102,7 +102,8 @@ Status Run(const DraFlags& f) {
   if (node.empty()) return Bad("--node-name", "not given, and no $NODE_NAME or host name");
 
   auto config = k8s::LoadDefaultConfig(f.kubeconfig);
-  if (!config) return f.kubeconfig.empty() ? config.error() : Bad("--kubeconfig", config.error().message());
+  if (!config)
+    return f.kubeconfig.empty() ? config.error() : Bad("--kubeconfig", config.error().message());
   k8s::ClientOptions client_options;
   client_options.user_agent = "vgpu-dra";
   auto client = k8s::HttpKubeClient::Create(*config, client_options);
@@ -137,8 +138,7 @@ Status Run(const DraFlags& f) {
       &driver);
   VGPU_RETURN_IF_ERROR(server.Start());
   agent.Start();
-  VGPU_LOG_INFO("DRA driver %s on node %s: %zu GPUs", f.driver.c_str(), node.c_str(),
-                gpus->size());
+  VGPU_LOG_INFO("DRA driver %s on node %s: %zu GPUs", f.driver.c_str(), node.c_str(), gpus->size());
   int signal = 0;
   sigwait(&signals, &signal);
   VGPU_LOG_INFO("%s: shutting down", signal == SIGTERM ? "SIGTERM" : "SIGINT");

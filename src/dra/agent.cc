@@ -26,8 +26,7 @@ std::vector<std::string> Uuids(const std::vector<device::DeviceInfo>& gpus) {
 std::string PcieRootOf(const std::string& sysfs_root, const std::string& pci_bus_id) {
   if (pci_bus_id.empty()) return "";
   std::error_code ec;
-  const auto real =
-      std::filesystem::canonical(sysfs_root + "/bus/pci/devices/" + pci_bus_id, ec);
+  const auto real = std::filesystem::canonical(sysfs_root + "/bus/pci/devices/" + pci_bus_id, ec);
   if (ec) return "";
   const std::string devices = std::filesystem::canonical(sysfs_root + "/devices", ec).string();
   if (ec) return "";

@@ -35,15 +35,15 @@ json CdiSpec(const std::string& claim_uid, const node::ContainerAllocation& allo
   if (!allocation.devices.empty()) {
     json nodes = json::array();
     for (const auto& d : allocation.devices) {
-      nodes.push_back({{"path", d.container_path},
-                       {"hostPath", d.host_path},
-                       {"permissions", d.permissions}});
+      nodes.push_back(
+          {{"path", d.container_path}, {"hostPath", d.host_path}, {"permissions", d.permissions}});
     }
     edits["deviceNodes"] = nodes;
   }
-  return {{"cdiVersion", kCdiVersion},
-          {"kind", kCdiKind},
-          {"devices", json::array({{{"name", CdiDeviceName(claim_uid)}, {"containerEdits", edits}}})}};
+  return {
+      {"cdiVersion", kCdiVersion},
+      {"kind", kCdiKind},
+      {"devices", json::array({{{"name", CdiDeviceName(claim_uid)}, {"containerEdits", edits}}})}};
 }
 
 Status WriteCdiSpec(const std::string& dir, const std::string& claim_uid,

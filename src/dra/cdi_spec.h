@@ -18,8 +18,8 @@ namespace vgpu::dra {
 inline constexpr const char* kCdiKind = "vgpu.io/gpu";
 inline constexpr const char* kCdiVersion = "0.6.0";
 
-std::string CdiDeviceName(const std::string& claim_uid);           // "claim-<uid>"
-std::string CdiDeviceId(const std::string& claim_uid);             // "vgpu.io/gpu=claim-<uid>"
+std::string CdiDeviceName(const std::string& claim_uid);  // "claim-<uid>"
+std::string CdiDeviceId(const std::string& claim_uid);    // "vgpu.io/gpu=claim-<uid>"
 std::string CdiSpecPath(const std::string& dir, const std::string& claim_uid);
 
 nlohmann::json CdiSpec(const std::string& claim_uid, const node::ContainerAllocation& allocation);

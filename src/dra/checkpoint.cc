@@ -19,7 +19,8 @@ Result<PreparedClaims> LoadCheckpoint(const std::string& path) {
   const json j = json::parse(text.str(), nullptr, false);
   if (!j.is_object() || j.value("version", 0) != 1 || !j.contains("claims") ||
       !j["claims"].is_object()) {
-    return Status::InvalidArgument("checkpoint " + path + ": not a vgpu DRA checkpoint (version 1)");
+    return Status::InvalidArgument("checkpoint " + path +
+                                   ": not a vgpu DRA checkpoint (version 1)");
   }
   try {
     for (const auto& [uid, c] : j["claims"].items()) {

@@ -33,8 +33,9 @@ Result<ClaimAllocation> ParseClaim(const json& claim, const ClaimRef& ref,
   if (!claim.is_object()) return Bad(ref, "(object)", "not a JSON object");
   const std::string uid = Str(claim.value("metadata", json::object()), "uid");
   if (!ref.uid.empty() && uid != ref.uid) {
-    return Bad(ref, "metadata.uid",
-               "is \"" + uid + "\", kubelet asked for \"" + ref.uid + "\" (the claim was replaced)");
+    return Bad(
+        ref, "metadata.uid",
+        "is \"" + uid + "\", kubelet asked for \"" + ref.uid + "\" (the claim was replaced)");
   }
   const json* alloc = nullptr;
   if (claim.contains("status") && claim["status"].is_object() &&

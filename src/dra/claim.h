@@ -30,12 +30,12 @@ struct AllocatedDevice {
   std::string request;
   std::string pool;
   std::string device;
-  std::string share_id;                  // "" for a device given to one claim only
-  bool has_memory = false;               // consumedCapacity.memory was given
-  int64_t memory_bytes = 0;              // consumedCapacity.memory
-  bool has_cores = false;                // consumedCapacity.cores was given
-  int cores = 0;                         // consumedCapacity.cores (percent)
-  std::string field;                     // "status.allocation.devices.results[i]"
+  std::string share_id;      // "" for a device given to one claim only
+  bool has_memory = false;   // consumedCapacity.memory was given
+  int64_t memory_bytes = 0;  // consumedCapacity.memory
+  bool has_cores = false;    // consumedCapacity.cores was given
+  int cores = 0;             // consumedCapacity.cores (percent)
+  std::string field;         // "status.allocation.devices.results[i]"
 };
 
 struct OpaqueConfig {

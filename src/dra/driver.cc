@@ -77,8 +77,8 @@ const device::DeviceInfo* Driver::FindDevice(const std::string& name) const {
 Status Driver::CheckHealth(const PreparedClaim& claim) const {
   for (const PreparedDevice& d : claim.devices) {
     if (healthy_ && !healthy_(d.uuid)) {
-      return Status::Unavailable(claim.ref.Describe() + ": device " + d.device + " (GPU " +
-                                 d.uuid + ") is unhealthy");
+      return Status::Unavailable(claim.ref.Describe() + ": device " + d.device + " (GPU " + d.uuid +
+                                 ") is unhealthy");
     }
   }
   return Status::Ok();
@@ -89,7 +89,8 @@ Result<PreparedClaim> Driver::PrepareOne(const ClaimRef& ref) {
     return Status::InvalidArgument(ref.Describe() + ": namespace, name and uid are required");
   }
   auto object = claims_->GetClaim(ref.ns, ref.name);
-  if (!object) return Status(object.error().code(), ref.Describe() + ": " + object.error().message());
+  if (!object)
+    return Status(object.error().code(), ref.Describe() + ": " + object.error().message());
   auto alloc = ParseClaim(*object, ref, options_.driver);
   if (!alloc) return alloc.error();
 
@@ -115,13 +116,12 @@ Result<PreparedClaim> Driver::PrepareOne(const ClaimRef& ref) {
       return Status::Unavailable(ref.Describe() + ": " + d.field + ".device: " + d.device +
                                  " (GPU " + gpu->uuid + ") is unhealthy");
     }
-    const uint64_t memory = d.has_memory ? static_cast<uint64_t>(d.memory_bytes)
-                                         : gpu->memory_total_bytes;
+    const uint64_t memory =
+        d.has_memory ? static_cast<uint64_t>(d.memory_bytes) : gpu->memory_total_bytes;
     if (memory > gpu->memory_total_bytes) {
-      return Status::InvalidArgument(ref.Describe() + ": " + d.field +
-                                     ".consumedCapacity.memory: " + std::to_string(memory) +
-                                     " bytes exceed the GPU's " +
-                                     std::to_string(gpu->memory_total_bytes));
+      return Status::InvalidArgument(
+          ref.Describe() + ": " + d.field + ".consumedCapacity.memory: " + std::to_string(memory) +
+          " bytes exceed the GPU's " + std::to_string(gpu->memory_total_bytes));
     }
     const int cores = d.has_cores ? d.cores : 100;
     auto it = position.find(d.device);
@@ -165,13 +165,14 @@ Result<PreparedClaim> Driver::PrepareOne(const ClaimRef& ref) {
   }
   if (Status s = WriteCdiSpec(options_.cdi_dir, ref.uid, allocation); !s.ok()) {
     (void)slices_.Remove(record->name);
-    return Status(s.code(), ref.Describe() + ": CDI directory " + options_.cdi_dir + ": " +
-                                s.message());
+    return Status(s.code(),
+                  ref.Describe() + ": CDI directory " + options_.cdi_dir + ": " + s.message());
   }
   out.slice = record->name;
   for (PreparedDevice& d : out.devices) {
     d.cdi_ids.push_back(CdiDeviceId(ref.uid));
-    if (!options_.nvidia_cdi_kind.empty()) d.cdi_ids.push_back(options_.nvidia_cdi_kind + "=" + d.uuid);
+    if (!options_.nvidia_cdi_kind.empty())
+      d.cdi_ids.push_back(options_.nvidia_cdi_kind + "=" + d.uuid);
   }
   return out;
 }

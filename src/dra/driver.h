@@ -40,9 +40,9 @@ struct DriverOptions {
   std::string driver = kDriverName;
   std::string pool;  // the node's name
   std::string cdi_dir = "/var/run/cdi";
-  std::string state_dir = "/var/lib/vgpu/dra";  // checkpoint.json
-  node::SliceLayout slices;                     // root defaults to <state_dir>/slices
-  node::DeviceListOptions device_list;          // NVIDIA_VISIBLE_DEVICES, device nodes
+  std::string state_dir = "/var/lib/vgpu/dra";     // checkpoint.json
+  node::SliceLayout slices;                        // root defaults to <state_dir>/slices
+  node::DeviceListOptions device_list;             // NVIDIA_VISIBLE_DEVICES, device nodes
   std::string nvidia_cdi_kind = "nvidia.com/gpu";  // "": return only vgpu.io/gpu ids
 };
 

@@ -30,9 +30,9 @@ TEST(GpuConfig, ErrorsNameTheField) {
     const char* field;
     json value;
   };
-  for (const Case& c : {Case{"guarantee", 101}, Case{"priority", "urgent"},
-                        Case{"timeSlice", "5s"}, Case{"weight", 0}, Case{"mode", "greedy"},
-                        Case{"colour", "red"}, Case{"guarantee", json::array()}}) {
+  for (const Case& c : {Case{"guarantee", 101}, Case{"priority", "urgent"}, Case{"timeSlice", "5s"},
+                        Case{"weight", 0}, Case{"mode", "greedy"}, Case{"colour", "red"},
+                        Case{"guarantee", json::array()}}) {
     json p = Base();
     p[c.field] = c.value;
     auto r = ParseGpuConfig(p, "claim a/b: config[0]");

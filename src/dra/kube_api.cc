@@ -34,8 +34,8 @@ Status SlicePublisher::Publish(const std::vector<SliceGpu>& gpus) {
       auto got = client_->Get(k8s::ResourceKind::kResourceSlice, "", s["metadata"]["name"]);
       if (!got && got.error().code() != StatusCode::kNotFound) return got.error();
       if (got) {
-        generation_ = std::max<int64_t>(
-            generation_, (*got)["spec"]["pool"].value("generation", int64_t{0}));
+        generation_ =
+            std::max<int64_t>(generation_, (*got)["spec"]["pool"].value("generation", int64_t{0}));
       }
     }
   }

@@ -19,14 +19,14 @@ struct Model {
 
 // Longest needles first where one contains another.
 constexpr Model kModels[] = {
-    {"GB200", "Blackwell", "10.0", true}, {"B200", "Blackwell", "10.0", true},
-    {"H200", "Hopper", "9.0", true},      {"H100", "Hopper", "9.0", true},
-    {"H800", "Hopper", "9.0", true},      {"H20", "Hopper", "9.0", true},
-    {"GH200", "Hopper", "9.0", true},     {"A100", "Ampere", "8.0", true},
-    {"A800", "Ampere", "8.0", true},      {"A30", "Ampere", "8.0", true},
-    {"A40", "Ampere", "8.6", false},      {"A10", "Ampere", "8.6", false},
+    {"GB200", "Blackwell", "10.0", true},  {"B200", "Blackwell", "10.0", true},
+    {"H200", "Hopper", "9.0", true},       {"H100", "Hopper", "9.0", true},
+    {"H800", "Hopper", "9.0", true},       {"H20", "Hopper", "9.0", true},
+    {"GH200", "Hopper", "9.0", true},      {"A100", "Ampere", "8.0", true},
+    {"A800", "Ampere", "8.0", true},       {"A30", "Ampere", "8.0", true},
+    {"A40", "Ampere", "8.6", false},       {"A10", "Ampere", "8.6", false},
     {"L40", "Ada Lovelace", "8.9", false}, {"L4", "Ada Lovelace", "8.9", false},
-    {"T4", "Turing", "7.5", false},       {"V100", "Volta", "7.0", false},
+    {"T4", "Turing", "7.5", false},        {"V100", "Volta", "7.0", false},
 };
 
 std::string Quantity(uint64_t v) { return std::to_string(v); }
@@ -106,8 +106,8 @@ std::string DriverVersionOf(const std::string& description) {
   if (p == std::string::npos) return "";
   p += key.size();
   size_t e = p;
-  while (e < description.size() && (std::isdigit(static_cast<unsigned char>(description[e])) ||
-                                    description[e] == '.')) {
+  while (e < description.size() &&
+         (std::isdigit(static_cast<unsigned char>(description[e])) || description[e] == '.')) {
     ++e;
   }
   return description.substr(p, e - p);
@@ -163,7 +163,8 @@ std::vector<json> BuildResourceSlices(const std::string& node, const std::string
   for (const SliceGpu& g : gpus) {
     if (g.healthy) devices.push_back(WholeGpu(g));
   }
-  for (size_t i = 0, k = 0; i < devices.size() || k == 0; i += kMaxDevicesPerSliceWithCounters, ++k) {
+  for (size_t i = 0, k = 0; i < devices.size() || k == 0;
+       i += kMaxDevicesPerSliceWithCounters, ++k) {
     json s = Slice(prefix + "-devices-" + std::to_string(k), node, driver, generation);
     json list = json::array();
     for (size_t j = i; j < devices.size() && j < i + kMaxDevicesPerSliceWithCounters; ++j) {

@@ -33,7 +33,7 @@ struct SliceGpu {
   device::DeviceInfo info;
   bool healthy = true;
   bool mig_capable = false;
-  std::string architecture;       // "Hopper"; "" unknown
+  std::string architecture;        // "Hopper"; "" unknown
   std::string compute_capability;  // "9.0"; "" unknown
   std::string driver_version;      // "550.54.15"; "" unknown
   std::string pcie_root;           // "pci0000:00"; "" unknown

@@ -1,8 +1,8 @@
 // The DRA kubelet plugin over unix sockets, driven by DraKubeletEmulator with the real dra/v1
 // and registration messages, claims read from the fake API server: registration, 32 claims at
 // once, retries, Unprepare, a daemon restart in between, a kubelet restart, bad input.
-#include <gtest/gtest.h>
 #include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
@@ -113,9 +113,9 @@ class DraPluginTest : public ::testing::Test {
     return o;
   }
   void StartDaemon() {
-    driver_ = std::make_unique<Driver>(Options(), Gpus(), claims_.get(), [this](const std::string& u) {
-      return unhealthy_.count(u) == 0;
-    });
+    driver_ =
+        std::make_unique<Driver>(Options(), Gpus(), claims_.get(),
+                                 [this](const std::string& u) { return unhealthy_.count(u) == 0; });
     ASSERT_TRUE(driver_->Init().ok());
     PluginServerOptions p;
     p.registry_dir = root_ + "/registry";
@@ -132,17 +132,23 @@ class DraPluginTest : public ::testing::Test {
 
   // Allocates `n` claims with the structured-parameters rules and stores them in the API server.
   std::vector<ClaimArg> MakeClaims(int n, std::map<std::string, std::pair<int64_t, int>>* want) {
-    testing::TestAllocator alloc(kDriverName, BuildResourceSlices("node-a", kDriverName, SliceGpus(), 1));
+    testing::TestAllocator alloc(kDriverName,
+                                 BuildResourceSlices("node-a", kDriverName, SliceGpus(), 1));
     std::vector<ClaimArg> out;
     for (int i = 0; i < n; ++i) {
       const std::string uid = "uid-" + std::to_string(i);
       const int64_t memory = (1LL << 30) + static_cast<int64_t>(i) * (3 << 20);
       const int cores = 5 + i % 7;
       std::string why;
-      auto claim = alloc.Allocate({"ns", "claim-" + std::to_string(i), uid, "gpu", "type", "gpu",
-                                   {{"memory", std::to_string(memory)},
-                                    {"cores", std::to_string(cores)}}},
-                                  &why);
+      auto claim =
+          alloc.Allocate({"ns",
+                          "claim-" + std::to_string(i),
+                          uid,
+                          "gpu",
+                          "type",
+                          "gpu",
+                          {{"memory", std::to_string(memory)}, {"cores", std::to_string(cores)}}},
+                         &why);
       EXPECT_TRUE(claim) << why;
       if (!claim) continue;
       api_.PutResourceClaim(*claim);
@@ -273,12 +279,10 @@ TEST_F(DraPluginTest, RegistersAgainAfterAKubeletRestart) {
 }
 
 json ClaimOn(const std::string& name, const std::string& uid, const std::string& device) {
-  json result = {{"request", "gpu"},
-                 {"driver", "gpu.vgpu.io"},
-                 {"pool", "node-a"},
-                 {"device", device},
-                 {"shareID", "s-" + uid},
-                 {"consumedCapacity", {{"memory", "4Gi"}, {"cores", "30"}}}};
+  json result = {
+      {"request", "gpu"},      {"driver", "gpu.vgpu.io"},
+      {"pool", "node-a"},      {"device", device},
+      {"shareID", "s-" + uid}, {"consumedCapacity", {{"memory", "4Gi"}, {"cores", "30"}}}};
   return {{"metadata", {{"namespace", "ns"}, {"name", name}, {"uid", uid}}},
           {"status", {{"allocation", {{"devices", {{"results", json::array({result})}}}}}}}};
 }
@@ -286,44 +290,52 @@ json ClaimOn(const std::string& name, const std::string& uid, const std::string&
 TEST_F(DraPluginTest, BadClaimsFailAloneNamingTheClaimAndTheField) {
   json bad_config = ClaimOn("bad-config", "u-cfg", "gpu-0");
   bad_config["status"]["allocation"]["devices"]["config"] = json::array(
-      {{{"source", "FromClaim"},
-        {"opaque",
-         {{"driver", "gpu.vgpu.io"},
-          {"parameters",
-           {{"apiVersion", "vgpu.io/v1alpha1"}, {"kind", "GpuConfig"}, {"guarantee", 150}}}}}}}});
-  api_.PutResourceClaim(bad_config);
-  json malformed = ClaimOn("malformed", "u-mal", "gpu-0");
-  malformed["status"]["allocation"]["devices"]["config"] = json::array(
-      {{{"opaque", {{"driver", "gpu.vgpu.io"}, {"parameters", "not an object"}}}}});
-  api_.PutResourceClaim(malformed);
-  api_.PutResourceClaim(ClaimOn("elsewhere", "u-dev", "gpu-9"));
-  api_.PutResourceClaim(ClaimOn("good", "u-good", "gpu-1"));
-  drapb::NodePrepareResourcesResponse resp;
-  ASSERT_TRUE(kubelet_
-                  ->Prepare({{"ns", "u-cfg", "bad-config"},
-                             {"ns", "u-mal", "malformed"},
-                             {"ns", "u-dev", "elsewhere"},
-                             {"ns", "u-none", "missing"},
-                             {"ns", "u-good", "good"}},
-                            &resp)
-                  .ok());
-  auto error_of = [&](const std::string& uid) { return resp.claims().at(uid).error(); };
-  EXPECT_NE(error_of("u-cfg").find("claim ns/bad-config"), std::string::npos);
-  EXPECT_NE(error_of("u-cfg").find("config[0].opaque.parameters.guarantee"), std::string::npos)
-      << error_of("u-cfg");
-  EXPECT_NE(error_of("u-mal").find("claim ns/malformed: status.allocation.devices.config[0]"),
-            std::string::npos)
-      << error_of("u-mal");
-  EXPECT_NE(error_of("u-dev").find("claim ns/elsewhere: status.allocation.devices.results[0]"
-                                   ".device: node node-a has no device \"gpu-9\""),
-            std::string::npos)
-      << error_of("u-dev");
-  EXPECT_NE(error_of("u-none").find("claim ns/missing"), std::string::npos);
-  EXPECT_EQ(error_of("u-good"), "");
-  EXPECT_EQ(resp.claims().at("u-good").devices_size(), 1);
-  EXPECT_EQ(driver_->prepared_count(), 1u);
-  // Nothing of the failed claims is left on disk.
-  EXPECT_EQ(std::distance(fs::directory_iterator(root_ + "/cdi"), fs::directory_iterator()), 1);
+      {
+    {
+      {"source", "FromClaim"}, {
+        "opaque", {
+          {"driver", "gpu.vgpu.io"}, {
+            "parameters", {
+              {"apiVersion", "vgpu.io/v1alpha1"}, {"kind", "GpuConfig"}, { "guarantee", 150 }
+            }
+          }
+        }
+      }
+    }}
+});
+api_.PutResourceClaim(bad_config);
+json malformed = ClaimOn("malformed", "u-mal", "gpu-0");
+malformed["status"]["allocation"]["devices"]["config"] =
+    json::array({{{"opaque", {{"driver", "gpu.vgpu.io"}, {"parameters", "not an object"}}}}});
+api_.PutResourceClaim(malformed);
+api_.PutResourceClaim(ClaimOn("elsewhere", "u-dev", "gpu-9"));
+api_.PutResourceClaim(ClaimOn("good", "u-good", "gpu-1"));
+drapb::NodePrepareResourcesResponse resp;
+ASSERT_TRUE(kubelet_
+                ->Prepare({{"ns", "u-cfg", "bad-config"},
+                           {"ns", "u-mal", "malformed"},
+                           {"ns", "u-dev", "elsewhere"},
+                           {"ns", "u-none", "missing"},
+                           {"ns", "u-good", "good"}},
+                          &resp)
+                .ok());
+auto error_of = [&](const std::string& uid) { return resp.claims().at(uid).error(); };
+EXPECT_NE(error_of("u-cfg").find("claim ns/bad-config"), std::string::npos);
+EXPECT_NE(error_of("u-cfg").find("config[0].opaque.parameters.guarantee"), std::string::npos)
+    << error_of("u-cfg");
+EXPECT_NE(error_of("u-mal").find("claim ns/malformed: status.allocation.devices.config[0]"),
+          std::string::npos)
+    << error_of("u-mal");
+EXPECT_NE(error_of("u-dev").find("claim ns/elsewhere: status.allocation.devices.results[0]"
+                                 ".device: node node-a has no device \"gpu-9\""),
+          std::string::npos)
+    << error_of("u-dev");
+EXPECT_NE(error_of("u-none").find("claim ns/missing"), std::string::npos);
+EXPECT_EQ(error_of("u-good"), "");
+EXPECT_EQ(resp.claims().at("u-good").devices_size(), 1);
+EXPECT_EQ(driver_->prepared_count(), 1u);
+// Nothing of the failed claims is left on disk.
+EXPECT_EQ(std::distance(fs::directory_iterator(root_ + "/cdi"), fs::directory_iterator()), 1);
 }
 
 TEST_F(DraPluginTest, AnUnwritableCdiDirectoryFailsTheClaimNotTheDaemon) {

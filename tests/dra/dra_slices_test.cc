@@ -93,7 +93,12 @@ TEST(TestAllocatorOnSlices, ConsumableCapacityIsSummedAndRounded) {
   TestAllocator a(kDriverName, BuildResourceSlices("n", kDriverName, Gpus(1), 1));
   std::string why;
   // 4 GiB + 1 byte rounds up to the next MiB step.
-  auto c1 = a.Allocate({"ns", "c1", "u1", "gpu", "type", "gpu",
+  auto c1 = a.Allocate({"ns",
+                        "c1",
+                        "u1",
+                        "gpu",
+                        "type",
+                        "gpu",
                         {{"memory", std::to_string((4LL << 30) + 1)}, {"cores", "30"}}},
                        &why);
   ASSERT_TRUE(c1) << why;
@@ -102,20 +107,16 @@ TEST(TestAllocatorOnSlices, ConsumableCapacityIsSummedAndRounded) {
   EXPECT_EQ(r["consumedCapacity"]["cores"], "30");
   EXPECT_TRUE(r.contains("shareID"));
   // 70 % of the cores are left: 70 fits, then nothing.
-  ASSERT_TRUE(a.Allocate({"ns", "c2", "u2", "gpu", "type", "gpu",
-                          {{"memory", "1Gi"}, {"cores", "70"}}},
-                         &why));
-  EXPECT_FALSE(
-      a.Allocate({"ns", "c3", "u3", "gpu", "type", "gpu", {{"memory", "1Gi"}, {"cores", "1"}}},
-                 &why));
+  ASSERT_TRUE(a.Allocate(
+      {"ns", "c2", "u2", "gpu", "type", "gpu", {{"memory", "1Gi"}, {"cores", "70"}}}, &why));
+  EXPECT_FALSE(a.Allocate(
+      {"ns", "c3", "u3", "gpu", "type", "gpu", {{"memory", "1Gi"}, {"cores", "1"}}}, &why));
   // A claim that names no cores takes the default: all of them.
   a.Release("u2");
   EXPECT_FALSE(a.Allocate({"ns", "c4", "u4", "gpu", "type", "gpu", {{"memory", "1Gi"}}}, &why));
-  ASSERT_TRUE(a.Allocate({"ns", "c5", "u5", "gpu", "type", "gpu",
-                          {{"memory", "1Gi"}, {"cores", "70"}}},
-                         &why));
-  EXPECT_FALSE(
-      a.Allocate({"ns", "c6", "u6", "gpu", "type", "gpu", {{"cores", "101"}}}, &why));
+  ASSERT_TRUE(a.Allocate(
+      {"ns", "c5", "u5", "gpu", "type", "gpu", {{"memory", "1Gi"}, {"cores", "70"}}}, &why));
+  EXPECT_FALSE(a.Allocate({"ns", "c6", "u6", "gpu", "type", "gpu", {{"cores", "101"}}}, &why));
 }
 
 }  // namespace

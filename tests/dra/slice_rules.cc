@@ -222,8 +222,7 @@ std::optional<json> TestAllocator::Allocate(const TestRequest& req, std::string*
   for (size_t i = 0; i < devices_.size(); ++i) {
     Device& d = devices_[i];
     const json attrs = d.spec.value("attributes", json::object());
-    if (!attrs.contains(req.attribute) ||
-        attrs[req.attribute].value("string", "") != req.value) {
+    if (!attrs.contains(req.attribute) || attrs[req.attribute].value("string", "") != req.value) {
       continue;
     }
     const bool shared = d.spec.value("allowMultipleAllocations", false);
@@ -283,8 +282,7 @@ std::optional<json> TestAllocator::Allocate(const TestRequest& req, std::string*
                 {"kind", "ResourceClaim"},
                 {"metadata",
                  {{"namespace", req.claim_ns}, {"name", req.claim_name}, {"uid", req.claim_uid}}},
-                {"status",
-                 {{"allocation", {{"devices", {{"results", json::array({result})}}}}}}}};
+                {"status", {{"allocation", {{"devices", {{"results", json::array({result})}}}}}}}};
   }
   return std::nullopt;
 }

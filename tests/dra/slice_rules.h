@@ -19,8 +19,8 @@
 //                           whose counters do not fit is not allocatable.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,8 +35,8 @@ std::vector<std::string> ValidateResourceSlices(const std::vector<json>& slices)
 struct TestRequest {
   std::string claim_ns, claim_name, claim_uid;
   std::string request = "gpu";
-  std::string attribute = "type";  // the device must have this string attribute ...
-  std::string value = "gpu";       // ... with this value
+  std::string attribute = "type";               // the device must have this string attribute ...
+  std::string value = "gpu";                    // ... with this value
   std::map<std::string, std::string> capacity;  // e.g. {"memory": "4Gi", "cores": "30"}
 };
 
