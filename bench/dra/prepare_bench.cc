@@ -84,7 +84,12 @@ struct Node {
     for (int i = 0; i < n; ++i) {
       std::string why;
       const std::string uid = "bench-" + std::to_string(i);
-      auto c = alloc.Allocate({"ns", "c" + std::to_string(i), uid, "gpu", "type", "gpu",
+      auto c = alloc.Allocate({"ns",
+                               "c" + std::to_string(i),
+                               uid,
+                               "gpu",
+                               "type",
+                               "gpu",
                                {{"memory", "1Gi"}, {"cores", "3"}}},
                               &why);
       api.PutResourceClaim(*c);
@@ -100,18 +105,17 @@ void BM_Prepare(benchmark::State& state) {
   std::vector<double> samples;
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
-    testing::drapb::NodePrepareResourcesResponse resp;
+    vgpu::testing::drapb::NodePrepareResourcesResponse resp;
     if (!node.kubelet->Prepare(claims, &resp).ok() ||
         resp.claims_size() != static_cast<int>(claims.size())) {
       state.SkipWithError("Prepare failed");
       break;
     }
-    const double s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     state.SetIterationTime(s);
     samples.push_back(s * 1e6);
     state.PauseTiming();
-    testing::drapb::NodeUnprepareResourcesResponse un;
+    vgpu::testing::drapb::NodeUnprepareResourcesResponse un;
     (void)node.kubelet->Unprepare(claims, &un);
     state.ResumeTiming();
   }

@@ -111,8 +111,9 @@ void Agent::SampleLoop() {
     bool changed = false;
     for (const SliceGpu& g : gpus_) {
       auto s = backend_->Sample(g.info.index);
-      changed = health_.OnSample(g.info.uuid, s.ok(), s.ok() ? "" : s.error().message(), NowNs()) ||
-                changed;
+      changed =
+          health_.OnSample(g.info.uuid, s.has_value(), s ? "" : s.error().message(), NowNs()) ||
+          changed;
     }
     changed = health_.Tick(NowNs()) || changed;
     bool publish = false;

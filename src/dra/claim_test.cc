@@ -25,7 +25,7 @@ json Claim() {
 
 TEST(Claim, ReadsThisDriversResultsAndConfigs) {
   auto a = ParseClaim(Claim(), {"ns", "u1", "c"}, "gpu.vgpu.io");
-  ASSERT_TRUE(a.ok()) << a.error().ToString();
+  ASSERT_TRUE(a.has_value()) << a.error().ToString();
   ASSERT_EQ(a->devices.size(), 1u);
   EXPECT_EQ(a->devices[0].device, "gpu-0");
   EXPECT_EQ(a->devices[0].share_id, "s1");
@@ -43,24 +43,24 @@ TEST(Claim, ErrorsNameTheClaimAndField) {
   json c = Claim();
   c["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"]["cores"] = "101";
   auto a = ParseClaim(c, {"ns", "u1", "c"}, "gpu.vgpu.io");
-  ASSERT_FALSE(a.ok());
+  ASSERT_FALSE(a.has_value());
   EXPECT_NE(a.error().message().find(
                 "claim ns/c: status.allocation.devices.results[0].consumedCapacity.cores"),
             std::string::npos)
       << a.error().message();
 
   auto replaced = ParseClaim(Claim(), {"ns", "u2", "c"}, "gpu.vgpu.io");
-  ASSERT_FALSE(replaced.ok());
+  ASSERT_FALSE(replaced.has_value());
   EXPECT_NE(replaced.error().message().find("metadata.uid"), std::string::npos);
 
   json unallocated = Claim();
   unallocated.erase("status");
   auto u = ParseClaim(unallocated, {"ns", "u1", "c"}, "gpu.vgpu.io");
-  ASSERT_FALSE(u.ok());
+  ASSERT_FALSE(u.has_value());
   EXPECT_NE(u.error().message().find("status.allocation"), std::string::npos);
 
   auto none = ParseClaim(Claim(), {"ns", "u1", "c"}, "mig.vgpu.io");
-  EXPECT_FALSE(none.ok());
+  EXPECT_FALSE(none.has_value());
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "dra/driver.h"
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
 #include <set>

@@ -17,7 +17,7 @@ TEST(GpuConfig, ReadsEveryField) {
   p["weight"] = 2;
   p["timeSlice"] = "2ms";
   auto c = ParseGpuConfig(p, "claim a/b: config[0]");
-  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  ASSERT_TRUE(c.has_value()) << c.error().ToString();
   EXPECT_EQ(c->level, node::kLevelHigh);
   EXPECT_EQ(c->guarantee, 30);
   EXPECT_EQ(c->mode, "elastic");
@@ -36,16 +36,16 @@ TEST(GpuConfig, ErrorsNameTheField) {
     json p = Base();
     p[c.field] = c.value;
     auto r = ParseGpuConfig(p, "claim a/b: config[0]");
-    ASSERT_FALSE(r.ok()) << c.field;
+    ASSERT_FALSE(r.has_value()) << c.field;
     EXPECT_NE(r.error().message().find("claim a/b: config[0]." + std::string(c.field)),
               std::string::npos)
         << r.error().message();
   }
   auto wrong_kind = ParseGpuConfig({{"apiVersion", "vgpu.io/v1alpha1"}, {"kind", "Other"}}, "c");
-  ASSERT_FALSE(wrong_kind.ok());
+  ASSERT_FALSE(wrong_kind.has_value());
   EXPECT_NE(wrong_kind.error().message().find("c.kind"), std::string::npos);
-  EXPECT_FALSE(ParseGpuConfig(json::object(), "c").ok());
-  EXPECT_FALSE(ParseGpuConfig(json("text"), "c").ok());
+  EXPECT_FALSE(ParseGpuConfig(json::object(), "c").has_value());
+  EXPECT_FALSE(ParseGpuConfig(json("text"), "c").has_value());
 }
 
 }  // namespace

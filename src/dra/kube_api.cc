@@ -1,5 +1,7 @@
 #include "dra/kube_api.h"
 
+#include <algorithm>
+
 #include "common/log.h"
 
 namespace vgpu::dra {

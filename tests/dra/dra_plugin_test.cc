@@ -6,6 +6,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "dra/cdi_spec.h"
@@ -25,6 +27,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using vgpu::testing::DraKubeletEmulator;
 using ClaimArg = DraKubeletEmulator::ClaimArg;
+namespace drapb = vgpu::testing::drapb;
 
 constexpr int kGpus = 4;
 
@@ -88,7 +91,7 @@ class DraPluginTest : public ::testing::Test {
     k8s::ClientOptions options;
     options.initial_backoff = std::chrono::milliseconds(10);
     auto client = k8s::HttpKubeClient::Create(api_.ClientConfig(), options);
-    ASSERT_TRUE(client.ok()) << client.error().ToString();
+    ASSERT_TRUE(client.has_value()) << client.error().ToString();
     client_ = std::move(*client);
     claims_ = std::make_unique<KubeClaimSource>(client_.get());
     kubelet_ = std::make_unique<DraKubeletEmulator>(root_ + "/registry");

@@ -2,6 +2,7 @@
 // copy, and claims allocated from them by the structured-parameters rules.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>

@@ -198,7 +198,8 @@ TestAllocator::TestAllocator(std::string driver, std::vector<json> slices)
       Device dev;
       dev.pool = pool;
       dev.spec = d;
-      for (const auto& [c, v] : d.value("capacity", json::object()).items()) {
+      const json capacity = d.value("capacity", json::object());
+      for (const auto& [c, v] : capacity.items()) {
         dev.capacity[c] = Quantity(v["value"]);
       }
       devices_.push_back(std::move(dev));

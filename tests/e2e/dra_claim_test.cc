@@ -71,15 +71,15 @@ TEST(DraClaimTest, PreparedClaimsRunWithExactlyTheirMemoryAndCores) {
   nvml.library_path = std::string(SIMGPU_DIR) + "/libnvidia-ml.so.1";
   nvml.cuda_library_path = std::string(SIMGPU_DIR) + "/libcuda.so.1";
   auto backend = device::NvmlBackend::Open(nvml);
-  ASSERT_TRUE(backend.ok()) << backend.error().ToString();
+  ASSERT_TRUE(backend.has_value()) << backend.error().ToString();
   auto gpus = (*backend)->Discover();
-  ASSERT_TRUE(gpus.ok());
+  ASSERT_TRUE(gpus.has_value());
   ASSERT_EQ(gpus->size(), 1u);
 
   k8s::testing::FakeApiServer api(
       k8s::testing::FakeApiServer::Options{.tls = false, .token = "", .threads = 16});
   auto client = k8s::HttpKubeClient::Create(api.ClientConfig());
-  ASSERT_TRUE(client.ok());
+  ASSERT_TRUE(client.has_value());
   dra::SlicePublisher publisher(client->get(), "e2e-node", dra::kDriverName);
   dra::Agent agent(dra::AgentOptions{.sample_interval_ms = 200}, backend->get(), *gpus, &publisher);
   agent.Start();
@@ -128,7 +128,6 @@ TEST(DraClaimTest, PreparedClaimsRunWithExactlyTheirMemoryAndCores) {
   std::map<std::string, ContainerSpec> containers;
   for (const char* name : {"a", "b"}) {
     containers[name] = FromCdi(dra::CdiSpecPath(root + "/cdi", std::string("uid-") + name));
-    containers[name].mounts.size();
   }
   auto env_of = [&](const std::string& name) {
     std::vector<std::string> r = runtime;
@@ -136,9 +135,11 @@ TEST(DraClaimTest, PreparedClaimsRunWithExactlyTheirMemoryAndCores) {
     return containers[name].Environment(r, vgpu::testing::kSanitizerRuntime);
   };
   // Memory: exactly the claimed bytes, one more fails.
-  for (const auto& [name, bytes] : std::map<std::string, int64_t>{{"a", 4 * kGiB}, {"b", 2 * kGiB}}) {
+  for (const auto& [name, bytes] :
+       std::map<std::string, int64_t>{{"a", 4 * kGiB}, {"b", 2 * kGiB}}) {
     int code = -1;
-    const std::string out = RunToCompletion({WORKER_PATH, std::to_string(bytes)}, env_of(name), &code);
+    const std::string out =
+        RunToCompletion({WORKER_PATH, std::to_string(bytes)}, env_of(name), &code);
     EXPECT_EQ(code, 0) << out;
     auto seen = Lines(out);
     EXPECT_EQ(seen["device.0"], kGpu) << out;
