@@ -12,7 +12,7 @@
 
 namespace vgpu::dra {
 
-namespace drapb = k8s::io::kubelet::pkg::apis::dra::v1;
+namespace drapb = ::k8s::io::kubelet::pkg::apis::dra::v1;
 namespace regpb = pluginregistration;
 
 namespace {

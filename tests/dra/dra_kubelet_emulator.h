@@ -22,7 +22,7 @@
 
 namespace vgpu::testing {
 
-namespace drapb = k8s::io::kubelet::pkg::apis::dra::v1;
+namespace drapb = ::k8s::io::kubelet::pkg::apis::dra::v1;
 
 class DraKubeletEmulator {
  public:

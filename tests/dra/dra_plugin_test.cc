@@ -292,53 +292,43 @@ json ClaimOn(const std::string& name, const std::string& uid, const std::string&
 
 TEST_F(DraPluginTest, BadClaimsFailAloneNamingTheClaimAndTheField) {
   json bad_config = ClaimOn("bad-config", "u-cfg", "gpu-0");
-  bad_config["status"]["allocation"]["devices"]["config"] = json::array(
-      {
-    {
-      {"source", "FromClaim"}, {
-        "opaque", {
-          {"driver", "gpu.vgpu.io"}, {
-            "parameters", {
-              {"apiVersion", "vgpu.io/v1alpha1"}, {"kind", "GpuConfig"}, { "guarantee", 150 }
-            }
-          }
-        }
-      }
-    }}
-});
-api_.PutResourceClaim(bad_config);
-json malformed = ClaimOn("malformed", "u-mal", "gpu-0");
-malformed["status"]["allocation"]["devices"]["config"] =
-    json::array({{{"opaque", {{"driver", "gpu.vgpu.io"}, {"parameters", "not an object"}}}}});
-api_.PutResourceClaim(malformed);
-api_.PutResourceClaim(ClaimOn("elsewhere", "u-dev", "gpu-9"));
-api_.PutResourceClaim(ClaimOn("good", "u-good", "gpu-1"));
-drapb::NodePrepareResourcesResponse resp;
-ASSERT_TRUE(kubelet_
-                ->Prepare({{"ns", "u-cfg", "bad-config"},
-                           {"ns", "u-mal", "malformed"},
-                           {"ns", "u-dev", "elsewhere"},
-                           {"ns", "u-none", "missing"},
-                           {"ns", "u-good", "good"}},
-                          &resp)
-                .ok());
-auto error_of = [&](const std::string& uid) { return resp.claims().at(uid).error(); };
-EXPECT_NE(error_of("u-cfg").find("claim ns/bad-config"), std::string::npos);
-EXPECT_NE(error_of("u-cfg").find("config[0].opaque.parameters.guarantee"), std::string::npos)
-    << error_of("u-cfg");
-EXPECT_NE(error_of("u-mal").find("claim ns/malformed: status.allocation.devices.config[0]"),
-          std::string::npos)
-    << error_of("u-mal");
-EXPECT_NE(error_of("u-dev").find("claim ns/elsewhere: status.allocation.devices.results[0]"
-                                 ".device: node node-a has no device \"gpu-9\""),
-          std::string::npos)
-    << error_of("u-dev");
-EXPECT_NE(error_of("u-none").find("claim ns/missing"), std::string::npos);
-EXPECT_EQ(error_of("u-good"), "");
-EXPECT_EQ(resp.claims().at("u-good").devices_size(), 1);
-EXPECT_EQ(driver_->prepared_count(), 1u);
-// Nothing of the failed claims is left on disk.
-EXPECT_EQ(std::distance(fs::directory_iterator(root_ + "/cdi"), fs::directory_iterator()), 1);
+  json parameters = {{"apiVersion", "vgpu.io/v1alpha1"}, {"kind", "GpuConfig"}, {"guarantee", 150}};
+  json opaque = {{"driver", "gpu.vgpu.io"}, {"parameters", parameters}};
+  json entry = {{"source", "FromClaim"}, {"opaque", opaque}};
+  bad_config["status"]["allocation"]["devices"]["config"] = json::array({entry});
+  api_.PutResourceClaim(bad_config);
+  json malformed = ClaimOn("malformed", "u-mal", "gpu-0");
+  malformed["status"]["allocation"]["devices"]["config"] =
+      json::array({{{"opaque", {{"driver", "gpu.vgpu.io"}, {"parameters", "not an object"}}}}});
+  api_.PutResourceClaim(malformed);
+  api_.PutResourceClaim(ClaimOn("elsewhere", "u-dev", "gpu-9"));
+  api_.PutResourceClaim(ClaimOn("good", "u-good", "gpu-1"));
+  drapb::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(kubelet_
+                  ->Prepare({{"ns", "u-cfg", "bad-config"},
+                             {"ns", "u-mal", "malformed"},
+                             {"ns", "u-dev", "elsewhere"},
+                             {"ns", "u-none", "missing"},
+                             {"ns", "u-good", "good"}},
+                            &resp)
+                  .ok());
+  auto error_of = [&](const std::string& uid) { return resp.claims().at(uid).error(); };
+  EXPECT_NE(error_of("u-cfg").find("claim ns/bad-config"), std::string::npos);
+  EXPECT_NE(error_of("u-cfg").find("config[0].opaque.parameters.guarantee"), std::string::npos)
+      << error_of("u-cfg");
+  EXPECT_NE(error_of("u-mal").find("claim ns/malformed: status.allocation.devices.config[0]"),
+            std::string::npos)
+      << error_of("u-mal");
+  EXPECT_NE(error_of("u-dev").find("claim ns/elsewhere: status.allocation.devices.results[0]"
+                                   ".device: node node-a has no device \"gpu-9\""),
+            std::string::npos)
+      << error_of("u-dev");
+  EXPECT_NE(error_of("u-none").find("claim ns/missing"), std::string::npos);
+  EXPECT_EQ(error_of("u-good"), "");
+  EXPECT_EQ(resp.claims().at("u-good").devices_size(), 1);
+  EXPECT_EQ(driver_->prepared_count(), 1u);
+  // Nothing of the failed claims is left on disk.
+  EXPECT_EQ(std::distance(fs::directory_iterator(root_ + "/cdi"), fs::directory_iterator()), 1);
 }
 
 TEST_F(DraPluginTest, AnUnwritableCdiDirectoryFailsTheClaimNotTheDaemon) {
