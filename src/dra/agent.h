@@ -22,7 +22,7 @@ namespace vgpu::dra {
 struct AgentOptions {
   int sample_interval_ms = 5000;
   int publish_interval_ms = 10000;
-  node::HealthRules health;
+  node::HealthRules health{};
   std::string sysfs_root = "/sys";  // for the GPUs' PCIe roots
 };
 

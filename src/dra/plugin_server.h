@@ -31,8 +31,8 @@ namespace vgpu::dra {
 
 struct PluginServerOptions {
   std::string registry_dir = "/var/lib/kubelet/plugins_registry";
-  std::string plugin_dir;        // default /var/lib/kubelet/plugins/<driver>
-  std::string kubelet_endpoint;  // dra.sock's path as kubelet sees it; default its own path
+  std::string plugin_dir{};        // default /var/lib/kubelet/plugins/<driver>
+  std::string kubelet_endpoint{};  // dra.sock's path as kubelet sees it; default its own path
   int check_ms = 500;
 };
 

@@ -30,13 +30,13 @@ inline constexpr int kMaxCountersPerSet = 32;
 inline constexpr int kMigMemorySlices = 8;
 
 struct SliceGpu {
-  device::DeviceInfo info;
+  device::DeviceInfo info{};
   bool healthy = true;
   bool mig_capable = false;
-  std::string architecture;        // "Hopper"; "" unknown
-  std::string compute_capability;  // "9.0"; "" unknown
-  std::string driver_version;      // "550.54.15"; "" unknown
-  std::string pcie_root;           // "pci0000:00"; "" unknown
+  std::string architecture{};        // "Hopper"; "" unknown
+  std::string compute_capability{};  // "9.0"; "" unknown
+  std::string driver_version{};      // "550.54.15"; "" unknown
+  std::string pcie_root{};           // "pci0000:00"; "" unknown
 };
 
 // Architecture, compute capability and MIG capability from the product name (A100, A30, H100,

@@ -39,7 +39,7 @@ using vgpu::testing::ChildProcess;
 using vgpu::testing::DraKubeletEmulator;
 using vgpu::testing::RunToCompletion;
 
-constexpr const char* kGpu = "GPU-e2edra00-aaaa-4000-8000-000000000000";
+constexpr const char* kGpu = "GPU-e2ed0a00-aaaa-4000-8000-000000000000";
 constexpr int64_t kGiB = 1LL << 30;
 constexpr uint64_t kRunNs = 3'000'000'000ULL;
 constexpr uint64_t kMeasureFromNs = 1'000'000'000ULL;
