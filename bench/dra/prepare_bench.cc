@@ -3,12 +3,14 @@
 // into a slice (limits file, accounting region), a CDI spec and the checkpoint (fsynced), then
 // unprepared (not timed). Reports the p50 and p99 of one call, for 1 claim and for 32 claims
 // in one call, on 4 GPUs of 80 GiB.
-//   build/bin/bench_dra_prepare --benchmark_min_time=2s
+//   build/bin/bench_dra_prepare --benchmark_min_time=2
+//   VGPU_BENCH_DIR=/dev/shm build/bin/bench_dra_prepare --benchmark_min_time=2   (no disk)
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 
 #include "dra/driver.h"
@@ -39,8 +41,11 @@ struct Node {
   std::vector<device::DeviceInfo> gpus;
 
   Node() {
-    char tmpl[] = "/tmp/drab.XXXXXX";
-    root = mkdtemp(tmpl);
+    // $VGPU_BENCH_DIR (default /tmp) holds the driver's files: the disk's fsync latency is most
+    // of the time.
+    const char* dir = std::getenv("VGPU_BENCH_DIR");
+    std::string tmpl = std::string(dir != nullptr ? dir : "/tmp") + "/drab.XXXXXX";
+    root = mkdtemp(tmpl.data());
     for (int i = 0; i < 4; ++i) {
       device::DeviceInfo g;
       g.index = i;

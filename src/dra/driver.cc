@@ -1,9 +1,12 @@
 #include "dra/driver.h"
 
 #include <algorithm>
+#include <atomic>
 #include <ctime>
 #include <filesystem>
+#include <optional>
 #include <set>
+#include <thread>
 
 #include "common/log.h"
 #include "dra/cdi_spec.h"
@@ -17,6 +20,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kContainer = "claim";
+// Claims of one NodePrepareResources call prepared at the same time.
+constexpr size_t kPrepareThreads = 8;
 
 node::SliceLayout WithRoot(node::SliceLayout layout, const std::string& state_dir) {
   if (layout.root.empty() || layout.root == node::SliceLayout{}.root) {
@@ -182,6 +187,7 @@ std::map<std::string, Driver::PrepareResult> Driver::Prepare(const std::vector<C
   std::lock_guard<std::mutex> lock(mu_);
   std::map<std::string, PrepareResult> out;
   std::vector<std::string> added;
+  std::vector<ClaimRef> fresh;  // not prepared yet, each once
   for (const ClaimRef& ref : claims) {
     PrepareResult& r = out[ref.uid];
     auto it = prepared_.find(ref.uid);
@@ -193,15 +199,34 @@ std::map<std::string, Driver::PrepareResult> Driver::Prepare(const std::vector<C
       }
       continue;
     }
-    auto p = PrepareOne(ref);
+    if (std::none_of(fresh.begin(), fresh.end(),
+                     [&](const ClaimRef& f) { return f.uid == ref.uid; })) {
+      fresh.push_back(ref);
+    }
+  }
+  // Each claim has its own files (slice directory, CDI spec): they are made in parallel, so
+  // that the fsyncs of many claims overlap.
+  std::vector<std::optional<Result<PreparedClaim>>> results(fresh.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < fresh.size();) results[i] = PrepareOne(fresh[i]);
+  };
+  std::vector<std::thread> workers;
+  const size_t threads = std::min<size_t>(fresh.size(), kPrepareThreads);
+  for (size_t t = 1; t < threads; ++t) workers.emplace_back(work);
+  work();
+  for (std::thread& t : workers) t.join();
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    PrepareResult& r = out[fresh[i].uid];
+    Result<PreparedClaim>& p = *results[i];
     if (!p) {
       r.error = p.error().message();
       VGPU_LOG_WARN("NodePrepareResources: %s", r.error.c_str());
       continue;
     }
     r.devices = p->devices;
-    prepared_[ref.uid] = std::move(*p);
-    added.push_back(ref.uid);
+    prepared_[fresh[i].uid] = std::move(*p);
+    added.push_back(fresh[i].uid);
   }
   if (!added.empty()) {
     if (Status s = SaveCheckpoint(CheckpointPath(options_), prepared_); !s.ok()) {

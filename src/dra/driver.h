@@ -17,7 +17,8 @@
 // Errors are per claim and name the claim and the field; the other claims of the call go on.
 // Init() creates the directories, loads the checkpoint and removes slices and CDI specs of this
 // driver that the checkpoint does not know (left by a crash between the steps).
-// Thread-safe: calls are serialized.
+// Thread-safe: calls are serialized; the new claims of one Prepare call are made in parallel
+// (up to 8 at a time), each in its own files, and the checkpoint is saved once per call.
 #pragma once
 
 #include <functional>

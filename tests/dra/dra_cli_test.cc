@@ -42,12 +42,31 @@ TEST(DraCliTest, PublishesRegistersPreparesAndStops) {
   fs::create_directories(root + "/registry");
   k8s::testing::FakeApiServer api;
   const std::string kubeconfig = k8s::testing::WriteKubeconfig(api, root);
-  BackgroundProcess daemon(
-      {VGPU_BIN, "dra", "--sim", "--sim-devices", "2", "--kubeconfig", kubeconfig, "--node-name",
-       "cli-node", "--registry-dir", root + "/registry", "--plugin-dir", root + "/plugin",
-       "--cdi-dir", root + "/cdi", "--state-dir", root + "/state", "--libvgpu",
-       root + "/libvgpu.so", "--arbiter-dir", root + "/arbiter", "--sample-interval-ms", "200"},
-      {"VGPU_SIMGPU_STATE=" + root + "/simstate", "VGPU_SIMGPU_LOG_LEVEL=1"}, root + "/dra.log");
+  BackgroundProcess daemon({VGPU_BIN,
+                            "dra",
+                            "--sim",
+                            "--sim-devices",
+                            "2",
+                            "--kubeconfig",
+                            kubeconfig,
+                            "--node-name",
+                            "cli-node",
+                            "--registry-dir",
+                            root + "/registry",
+                            "--plugin-dir",
+                            root + "/plugin",
+                            "--cdi-dir",
+                            root + "/cdi",
+                            "--state-dir",
+                            root + "/state",
+                            "--libvgpu",
+                            root + "/libvgpu.so",
+                            "--arbiter-dir",
+                            root + "/arbiter",
+                            "--sample-interval-ms",
+                            "200"},
+                           {"VGPU_SIMGPU_STATE=" + root + "/simstate", "VGPU_SIMGPU_LOG_LEVEL=1"},
+                           root + "/dra.log");
   vgpu::testing::DraKubeletEmulator kubelet(root + "/registry");
   kubelet.Start();
   ASSERT_TRUE(kubelet.WaitForRegistrations(1, 30'000)) << daemon.Log();
