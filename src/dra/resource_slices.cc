@@ -76,6 +76,30 @@ json WholeGpu(const SliceGpu& g) {
            json::array({{{"counterSet", name}, {"counters", consumes["counters"]}}})}};
 }
 
+json MigDevice(const SliceGpu& g, const MigDeviceSpec& m) {
+  json attrs = WholeGpu(g)["attributes"];
+  attrs["type"] = {{"string", "mig"}};
+  attrs["profile"] = {{"string", m.profile}};
+  attrs["parentUUID"] = {{"string", g.info.uuid}};
+  if (m.uuid.empty()) {
+    attrs.erase("uuid");
+  } else {
+    attrs["uuid"] = {{"string", m.uuid}};
+  }
+  json counters = {{"memory", {{"value", Quantity(m.memory_bytes)}}},
+                   {"multiprocessors", {{"value", Quantity(m.sm_count)}}}};
+  for (int s = m.start; s < m.start + m.memory_slices && s < kMigMemorySlices; ++s) {
+    counters["memory-slice-" + std::to_string(s)] = {{"value", "1"}};
+  }
+  return {{"name", MigDeviceName(g.info.index, m)},
+          {"attributes", attrs},
+          {"capacity",
+           {{"memory", {{"value", Quantity(m.memory_bytes)}}},
+            {"multiprocessors", {{"value", Quantity(m.sm_count)}}}}},
+          {"consumesCounters",
+           json::array({{{"counterSet", GpuDeviceName(g.info.index)}, {"counters", counters}}})}};
+}
+
 json Slice(const std::string& name, const std::string& node, const std::string& driver,
            int64_t generation) {
   return {{"apiVersion", "resource.k8s.io/v1"},
@@ -88,6 +112,14 @@ json Slice(const std::string& name, const std::string& node, const std::string& 
 }
 
 }  // namespace
+
+std::string MigDeviceName(int gpu_index, const MigDeviceSpec& mig) {
+  std::string p = mig.profile;
+  for (char& c : p) {
+    if (c == '.' || c == '+') c = '-';
+  }
+  return GpuDeviceName(gpu_index) + "-mig-" + p + "-" + std::to_string(mig.start);
+}
 
 void FillFromProductName(SliceGpu* gpu) {
   for (const Model& m : kModels) {
@@ -161,7 +193,11 @@ std::vector<json> BuildResourceSlices(const std::string& node, const std::string
   }
   std::vector<json> devices;
   for (const SliceGpu& g : gpus) {
-    if (g.healthy) devices.push_back(WholeGpu(g));
+    if (!g.healthy) continue;
+    devices.push_back(WholeGpu(g));
+    if (g.mig_capable) {
+      for (const MigDeviceSpec& m : g.mig_devices) devices.push_back(MigDevice(g, m));
+    }
   }
   for (size_t i = 0, k = 0; i < devices.size() || k == 0;
        i += kMaxDevicesPerSliceWithCounters, ++k) {

@@ -122,3 +122,67 @@ TEST(TestAllocatorOnSlices, ConsumableCapacityIsSummedAndRounded) {
 
 }  // namespace
 }  // namespace vgpu::dra
+
+namespace vgpu::dra {
+namespace {
+
+// An H100 80GB's 1g.10gb (7 placements) and 7g.80gb (1) MIG devices, by the MIG user guide.
+SliceGpu H100WithMig() {
+  SliceGpu g = Gpus(1)[0];
+  for (int start = 0; start < 7; ++start) {
+    g.mig_devices.push_back({"1g.10gb", start, 1, 16, 9856ULL << 20, ""});
+  }
+  g.mig_devices.push_back({"7g.80gb", 0, 8, 132, 79872ULL << 20, ""});
+  return g;
+}
+
+TEST(MigDevices, ArePublishedWithinTheRulesAndConsumeTheirPlacement) {
+  const std::vector<json> slices = BuildResourceSlices("n", kDriverName, {H100WithMig()}, 1);
+  EXPECT_EQ(ValidateResourceSlices(slices), std::vector<std::string>{});
+  const json& devices = slices.back()["spec"]["devices"];
+  ASSERT_EQ(devices.size(), 9u);
+  const json& mig = devices[3];  // 1g.10gb at start 2
+  EXPECT_EQ(mig["name"], "gpu-0-mig-1g-10gb-2");
+  EXPECT_EQ(mig["attributes"]["type"]["string"], "mig");
+  EXPECT_EQ(mig["attributes"]["profile"]["string"], "1g.10gb");
+  EXPECT_EQ(mig["attributes"]["parentUUID"]["string"], Gpus(1)[0].info.uuid);
+  EXPECT_FALSE(mig.contains("allowMultipleAllocations"));
+  const json& counters = mig["consumesCounters"][0]["counters"];
+  EXPECT_TRUE(counters.contains("memory-slice-2"));
+  EXPECT_FALSE(counters.contains("memory-slice-1"));
+  EXPECT_FALSE(counters.contains("memory-slice-3"));
+}
+
+// A GPU with a MIG device allocated offers no software capacity, and the reverse; MIG devices
+// of different placements mix.
+TEST(MigDevices, AndSoftwareSlicesExcludeEachOtherPerGpu) {
+  const std::vector<json> slices = BuildResourceSlices("n", kDriverName, {H100WithMig()}, 1);
+  std::string why;
+  {
+    TestAllocator a(kDriverName, slices);
+    ASSERT_TRUE(a.Allocate(
+        {"ns", "s", "u-s", "gpu", "type", "gpu", {{"memory", "1Gi"}, {"cores", "10"}}}, &why));
+    EXPECT_FALSE(a.Allocate({"ns", "m", "u-m", "gpu", "type", "mig", {}}, &why));
+    EXPECT_NE(why.find("counters"), std::string::npos) << why;
+    // A second software slice still fits: the whole-GPU device consumed the counters once.
+    EXPECT_TRUE(a.Allocate(
+        {"ns", "s2", "u-s2", "gpu", "type", "gpu", {{"memory", "1Gi"}, {"cores", "10"}}}, &why));
+    a.Release("u-s");
+    a.Release("u-s2");
+    EXPECT_TRUE(a.Allocate({"ns", "m", "u-m", "gpu", "type", "mig", {}}, &why)) << why;
+  }
+  TestAllocator a(kDriverName, slices);
+  auto m1 = a.Allocate({"ns", "m1", "u-m1", "gpu", "type", "mig", {}}, &why);
+  ASSERT_TRUE(m1) << why;
+  EXPECT_EQ(m1->at("status")["allocation"]["devices"]["results"][0]["device"],
+            "gpu-0-mig-1g-10gb-0");
+  EXPECT_FALSE(a.Allocate(
+      {"ns", "s", "u-s", "gpu", "type", "gpu", {{"memory", "1Gi"}, {"cores", "10"}}}, &why));
+  auto m2 = a.Allocate({"ns", "m2", "u-m2", "gpu", "type", "mig", {}}, &why);
+  ASSERT_TRUE(m2) << why;
+  EXPECT_EQ(m2->at("status")["allocation"]["devices"]["results"][0]["device"],
+            "gpu-0-mig-1g-10gb-1");
+}
+
+}  // namespace
+}  // namespace vgpu::dra
