@@ -50,27 +50,31 @@ void DraKubeletEmulator::Restart(bool wipe) {
 void DraKubeletEmulator::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (running_) {
-    std::vector<std::string> fresh;
+    // A socket is new when its path is unknown or holds another inode (the plugin made it again
+    // between two scans), as kubelet's file watcher sees a delete and a create.
+    std::vector<std::pair<std::string, std::string>> fresh;
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(dir_, ec)) {
       struct stat st;
       const std::string p = e.path().string();
-      if (::stat(p.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && known_.count(p) == 0) {
-        fresh.push_back(p);
-      }
+      if (::stat(p.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+      auto it = known_.find(p);
+      // The inode and its change time: a new socket may reuse a freed inode number.
+      const std::string id = std::to_string(st.st_ino) + ":" + std::to_string(st.st_ctim.tv_sec) +
+                             "." + std::to_string(st.st_ctim.tv_nsec);
+      if (it == known_.end() || it->second != id) fresh.push_back({p, id});
     }
-    // A socket that went away is forgotten, so that a new one at the same path registers.
     for (auto it = known_.begin(); it != known_.end();) {
       it = fs::exists(it->first, ec) ? std::next(it) : known_.erase(it);
     }
     lock.unlock();
-    for (const std::string& p : fresh) Register(p);
+    for (const auto& [p, id] : fresh) Register(p, id);
     lock.lock();
     cv_.wait_for(lock, std::chrono::milliseconds(50));
   }
 }
 
-void DraKubeletEmulator::Register(const std::string& socket) {
+void DraKubeletEmulator::Register(const std::string& socket, const std::string& id) {
   auto channel = grpc::CreateChannel("unix://" + socket, grpc::InsecureChannelCredentials());
   auto stub = pluginregistration::Registration::NewStub(channel);
   grpc::ClientContext ctx;
@@ -88,7 +92,7 @@ void DraKubeletEmulator::Register(const std::string& socket) {
   pluginregistration::RegistrationStatusResponse resp;
   (void)stub->NotifyRegistrationStatus(&ctx2, status, &resp);
   std::lock_guard<std::mutex> lock(mu_);
-  known_[socket] = info.endpoint();
+  known_[socket] = id;
   if (ok) {
     ++registrations_;
     last_info_ = info;
@@ -115,6 +119,9 @@ pluginregistration::PluginInfo DraKubeletEmulator::last_info() const {
 
 namespace {
 
+// kubelet's timeout for the DRA calls.
+constexpr std::chrono::seconds kCallTimeout{45};
+
 template <typename Request>
 void Fill(const std::vector<DraKubeletEmulator::ClaimArg>& claims, Request* r) {
   for (const auto& c : claims) {
@@ -127,37 +134,32 @@ void Fill(const std::vector<DraKubeletEmulator::ClaimArg>& claims, Request* r) {
 
 }  // namespace
 
+std::unique_ptr<drapb::DRAPlugin::Stub> DraKubeletEmulator::Stub() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (endpoint_.empty()) return nullptr;
+  return drapb::DRAPlugin::NewStub(
+      grpc::CreateChannel("unix://" + endpoint_, grpc::InsecureChannelCredentials()));
+}
+
 grpc::Status DraKubeletEmulator::Prepare(const std::vector<ClaimArg>& claims,
                                          drapb::NodePrepareResourcesResponse* out) {
-  std::string endpoint;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    endpoint = endpoint_;
-  }
-  if (endpoint.empty()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "no driver registered");
-  auto stub = drapb::DRAPlugin::NewStub(
-      grpc::CreateChannel("unix://" + endpoint, grpc::InsecureChannelCredentials()));
+  auto stub = Stub();
+  if (!stub) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "no driver registered");
   drapb::NodePrepareResourcesRequest req;
   Fill(claims, &req);
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(45));
+  ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
   return stub->NodePrepareResources(&ctx, req, out);
 }
 
 grpc::Status DraKubeletEmulator::Unprepare(const std::vector<ClaimArg>& claims,
                                            drapb::NodeUnprepareResourcesResponse* out) {
-  std::string endpoint;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    endpoint = endpoint_;
-  }
-  if (endpoint.empty()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "no driver registered");
-  auto stub = drapb::DRAPlugin::NewStub(
-      grpc::CreateChannel("unix://" + endpoint, grpc::InsecureChannelCredentials()));
+  auto stub = Stub();
+  if (!stub) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "no driver registered");
   drapb::NodeUnprepareResourcesRequest req;
   Fill(claims, &req);
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(45));
+  ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
   return stub->NodeUnprepareResources(&ctx, req, out);
 }
 

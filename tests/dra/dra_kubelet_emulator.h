@@ -47,14 +47,15 @@ class DraKubeletEmulator {
 
  private:
   void Loop();
-  void Register(const std::string& socket);
+  void Register(const std::string& socket, const std::string& id);
+  std::unique_ptr<drapb::DRAPlugin::Stub> Stub() const;  // nullptr: none registered
 
   const std::string dir_;
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   bool running_ = false;
   std::thread thread_;
-  std::map<std::string, std::string> known_;  // registration socket -> endpoint
+  std::map<std::string, std::string> known_;  // registration socket -> inode:ctime
   int registrations_ = 0;
   pluginregistration::PluginInfo last_info_;
   std::string endpoint_;
