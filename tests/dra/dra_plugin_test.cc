@@ -363,3 +363,44 @@ TEST_F(DraPluginTest, AClaimOnAnUnhealthyGpuReportsAnError) {
 
 }  // namespace
 }  // namespace vgpu::dra
+
+namespace vgpu::dra {
+namespace {
+
+// The pool generation goes up with every change of the node's slices, also across restarts,
+// and an unchanged node writes nothing.
+TEST_F(DraPluginTest, SlicePublisherBumpsTheGenerationOnEveryChange) {
+  SlicePublisher publisher(client_.get(), "node-a", kDriverName);
+  std::vector<SliceGpu> gpus = SliceGpus();
+  ASSERT_TRUE(publisher.Publish(gpus).ok());
+  EXPECT_EQ(publisher.generation(), 1);
+  const uint64_t writes = publisher.writes();
+  EXPECT_EQ(writes, 2u);  // the counters slice and the devices slice
+  ASSERT_TRUE(publisher.Publish(gpus).ok());
+  EXPECT_EQ(publisher.writes(), writes);
+  gpus[1].healthy = false;
+  ASSERT_TRUE(publisher.Publish(gpus).ok());
+  EXPECT_EQ(publisher.generation(), 2);
+  for (const json& s : api_.ResourceSlices()) {
+    EXPECT_EQ(s["spec"]["pool"]["generation"], 2);
+    if (s["spec"].contains("devices")) EXPECT_EQ(s["spec"]["devices"].size(), 3u);
+  }
+  EXPECT_EQ(testing::ValidateResourceSlices(api_.ResourceSlices()), std::vector<std::string>{});
+  // A new process (a restart) starts above what is published.
+  SlicePublisher again(client_.get(), "node-a", kDriverName);
+  ASSERT_TRUE(again.Publish(SliceGpus()).ok());
+  EXPECT_EQ(again.generation(), 3);
+  // A failing API server: the error is returned, and the next Publish writes.
+  gpus = SliceGpus();
+  gpus[0].healthy = false;
+  api_.FailNext(20, 500);
+  EXPECT_FALSE(again.Publish(gpus).ok());
+  api_.ClearFaults();
+  ASSERT_TRUE(again.Publish(gpus).ok());
+  for (const json& s : api_.ResourceSlices()) {
+    if (s["spec"].contains("devices")) EXPECT_EQ(s["spec"]["devices"].size(), 3u);
+  }
+}
+
+}  // namespace
+}  // namespace vgpu::dra
