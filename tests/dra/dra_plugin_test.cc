@@ -383,7 +383,9 @@ TEST_F(DraPluginTest, SlicePublisherBumpsTheGenerationOnEveryChange) {
   EXPECT_EQ(publisher.generation(), 2);
   for (const json& s : api_.ResourceSlices()) {
     EXPECT_EQ(s["spec"]["pool"]["generation"], 2);
-    if (s["spec"].contains("devices")) EXPECT_EQ(s["spec"]["devices"].size(), 3u);
+    if (s["spec"].contains("devices")) {
+      EXPECT_EQ(s["spec"]["devices"].size(), 3u);
+    }
   }
   EXPECT_EQ(testing::ValidateResourceSlices(api_.ResourceSlices()), std::vector<std::string>{});
   // A new process (a restart) starts above what is published.
@@ -398,7 +400,9 @@ TEST_F(DraPluginTest, SlicePublisherBumpsTheGenerationOnEveryChange) {
   api_.ClearFaults();
   ASSERT_TRUE(again.Publish(gpus).ok());
   for (const json& s : api_.ResourceSlices()) {
-    if (s["spec"].contains("devices")) EXPECT_EQ(s["spec"]["devices"].size(), 3u);
+    if (s["spec"].contains("devices")) {
+      EXPECT_EQ(s["spec"]["devices"].size(), 3u);
+    }
   }
 }
 
