@@ -10,6 +10,7 @@ std::span<const Command> AllCommands() {
       {"gc", "remove stale slices of vgpu run whose processes are all gone", RunGc},
       {"sim", "replay a cluster trace with placement policies", RunSim},
       {"node", "run the node daemon (device plugin, slices, health, metrics)", RunNode},
+      {"dra", "run the Kubernetes DRA driver (ResourceSlices, claims prepared by CDI)", RunDra},
       {"scheduler", "kube-scheduler extender: place pods on GPU slices", RunScheduler},
       {"mig", "MIG profiles and layout planning (mig profiles, mig plan)", RunMig},
       {"bench", "measure compute sharing: tenants' shares and waits (bench share)", RunBench},

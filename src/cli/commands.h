@@ -22,6 +22,7 @@ int RunTop(int argc, char** argv);
 int RunGc(int argc, char** argv);
 int RunSim(int argc, char** argv);
 int RunNode(int argc, char** argv);
+int RunDra(int argc, char** argv);
 int RunScheduler(int argc, char** argv);
 int RunBench(int argc, char** argv);
 int RunEstimate(int argc, char** argv);

@@ -17,19 +17,27 @@ std::string_view KindName(ResourceKind kind) {
       return "secrets";
     case ResourceKind::kEvent:
       return "events";
+    case ResourceKind::kResourceClaim:
+      return "resourceclaims";
+    case ResourceKind::kResourceSlice:
+      return "resourceslices";
   }
   return "pods";
 }
 
 bool Namespaced(ResourceKind kind) {
   return kind == ResourceKind::kPod || kind == ResourceKind::kSecret ||
-         kind == ResourceKind::kEvent;
+         kind == ResourceKind::kEvent || kind == ResourceKind::kResourceClaim;
 }
 
 std::string_view ApiGroupPath(ResourceKind kind) {
-  return kind == ResourceKind::kMutatingWebhookConfiguration
-             ? "/apis/admissionregistration.k8s.io/v1"
-             : "/api/v1";
+  if (kind == ResourceKind::kMutatingWebhookConfiguration) {
+    return "/apis/admissionregistration.k8s.io/v1";
+  }
+  if (kind == ResourceKind::kResourceClaim || kind == ResourceKind::kResourceSlice) {
+    return "/apis/resource.k8s.io/v1";
+  }
+  return "/api/v1";
 }
 
 std::string_view PatchContentType(PatchType type) {

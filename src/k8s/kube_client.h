@@ -34,11 +34,22 @@ using Json = nlohmann::json;
 
 // Nodes and pods (core API); the scheduler's own MutatingWebhookConfiguration (cluster-scoped,
 // admissionregistration.k8s.io/v1), whose caBundle it keeps current; the Secret (core API,
-// namespaced) that holds the webhook's CA and serving certificate.
-enum class ResourceKind { kNode, kPod, kMutatingWebhookConfiguration, kSecret, kEvent };
-// "nodes" / "pods" / "mutatingwebhookconfigurations" / "secrets" / "events"
+// namespaced) that holds the webhook's CA and serving certificate; the node's Events
+// (namespaced). The DRA driver's ResourceClaims (namespaced) and ResourceSlices (cluster-scoped),
+// resource.k8s.io/v1.
+enum class ResourceKind {
+  kNode,
+  kPod,
+  kMutatingWebhookConfiguration,
+  kSecret,
+  kEvent,
+  kResourceClaim,
+  kResourceSlice
+};
+// "nodes" / "pods" / "mutatingwebhookconfigurations" / "secrets" / "events" / "resourceclaims" /
+// "resourceslices"
 std::string_view KindName(ResourceKind kind);
-// Whether objects of the kind live in a namespace (pods, secrets).
+// Whether objects of the kind live in a namespace (pods, secrets, resource claims).
 bool Namespaced(ResourceKind kind);
 // The API path of the kind's group and version: "/api/v1" or "/apis/<group>/<version>".
 std::string_view ApiGroupPath(ResourceKind kind);

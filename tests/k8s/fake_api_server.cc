@@ -201,6 +201,7 @@ FakeApiServer::FakeApiServer(Options options) : options_(std::move(options)) {
                  }));
 
   RouteSecrets([&guard](Handler h) -> Handler { return guard(std::move(h)); });
+  RouteResources([&guard](Handler h) -> Handler { return guard(std::move(h)); });
 
   port_ = server_->bind_to_any_port("127.0.0.1");
   thread_ = std::thread([this] { server_->listen_after_bind(); });
@@ -313,6 +314,8 @@ std::map<std::string, Json>& FakeApiServer::Store(const std::string& kind) {
   if (kind == "nodes") return nodes_;
   if (kind == "pods") return pods_;
   if (kind == "secrets") return secrets_;
+  if (kind == "resourceclaims") return claims_;
+  if (kind == "resourceslices") return slices_;
   return webhook_configs_;
 }
 

@@ -6,6 +6,8 @@
 //   POST   /api/v1/namespaces/<ns>/pods/<name>/binding
 //   GET/PATCH /apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/<name>
 //   POST   /api/v1/namespaces/<ns>/secrets      GET/PUT /api/v1/namespaces/<ns>/secrets/<name>
+//   GET    /apis/resource.k8s.io/v1/namespaces/<ns>/resourceclaims/<name>
+//   GET/POST /apis/resource.k8s.io/v1/resourceslices   GET/PUT .../resourceslices/<name>
 // Behaviour follows the real server where vgpu depends on it: bearer-token and client-certificate
 // authentication, resourceVersions, list paging (limit/continue), label selectors (k=v) and field
 // selectors (spec.nodeName=, status.phase!=), JSON merge and strategic merge patches of
@@ -69,6 +71,9 @@ class FakeApiServer {
   void PutSecret(Json secret);
   Json GetSecret(const std::string& ns, const std::string& name) const;  // null when absent
   int64_t resource_version() const;
+  // resource.k8s.io/v1 (fake_api_resource.cc).
+  void PutResourceClaim(Json claim);
+  std::vector<Json> ResourceSlices() const;
 
   // ---- Faults ----
   // The next `n` requests of `method` ("" = any) are answered with `status`.
@@ -110,6 +115,7 @@ class FakeApiServer {
   // Routes of secrets (fake_api_secrets.cc); `guard` wraps each handler (auth, faults, counts).
   using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
   void RouteSecrets(const std::function<Handler(Handler)>& guard);
+  void RouteResources(const std::function<Handler(Handler)>& guard);
   void HandleCreateSecret(const std::string& ns, const httplib::Request& req,
                           httplib::Response& res);
   void HandleUpdateSecret(const std::string& ns, const std::string& name,
@@ -135,6 +141,8 @@ class FakeApiServer {
   std::map<std::string, Json> pods_;             // ns/name -> object
   std::map<std::string, Json> webhook_configs_;  // name -> object
   std::map<std::string, Json> secrets_;          // ns/name -> object
+  std::map<std::string, Json> claims_;           // ns/name -> ResourceClaim
+  std::map<std::string, Json> slices_;           // name -> ResourceSlice
   int64_t next_uid_ = 1;
   std::vector<Event> log_;
   struct Fault {

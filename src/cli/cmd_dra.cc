@@ -1,0 +1,201 @@
+// `vgpu dra`: the Kubernetes DRA driver (resource.k8s.io/v1) for this node: registers with
+// kubelet as DRA plugin gpu.vgpu.io, prepares claims into slices (libvgpu.so, limits file,
+// accounting region) handed to containers by CDI, publishes the node's ResourceSlices. Runs
+// until SIGTERM or SIGINT. docs/dra.md.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+
+#include "cli/cli_util.h"
+#include "cli/commands.h"
+#include "common/log.h"
+#include "device/injecting_backend.h"
+#include "device/nvml_backend.h"
+#include "dra/agent.h"
+#include "dra/driver.h"
+#include "dra/kube_api.h"
+#include "dra/plugin_server.h"
+#include "k8s/http_kube_client.h"
+#include "k8s/kube_config.h"
+
+namespace vgpu::cli {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr std::string_view kCommand = "dra";
+
+struct DraFlags {
+  bool sim = false;
+  std::string sim_config;
+  int sim_devices = 0;
+  std::string nvml_library = "libnvidia-ml.so.1";
+  std::string node_name;
+  std::string kubeconfig;
+  std::string driver = dra::kDriverName;
+  std::string registry_dir = "/var/lib/kubelet/plugins_registry";
+  std::string plugin_dir;
+  std::string cdi_dir = "/var/run/cdi";
+  std::string state_dir = "/var/lib/vgpu/dra";
+  std::string libvgpu = "/usr/local/vgpu/libvgpu.so";
+  std::string arbiter_dir = "/run/vgpu/arbiter";
+  std::string nvidia_cdi_kind = "nvidia.com/gpu";
+  bool no_preload = false;
+  int sample_interval_ms = 5000;
+  int log_level = 3;
+};
+
+Status Bad(const std::string& flag, const std::string& why) {
+  return Status::InvalidArgument(flag + ": " + why);
+}
+
+Result<std::unique_ptr<device::DeviceBackend>> OpenBackend(const DraFlags& f) {
+  device::NvmlBackendOptions options;
+  options.library_path = f.nvml_library;
+  if (f.sim) {
+    Result<std::string> sim_dir = SimulatedGpuDir("--sim");
+    if (!sim_dir) return sim_dir.error();
+    std::error_code ec;
+    if (!f.sim_config.empty()) {
+      if (!fs::is_regular_file(f.sim_config, ec)) return Bad("--sim-config", "no such file");
+      setenv("VGPU_SIMGPU_CONFIG", f.sim_config.c_str(), 1);
+    } else if (f.sim_devices > 0) {
+      setenv("VGPU_SIMGPU_DEVICES", std::to_string(f.sim_devices).c_str(), 1);
+    }
+    options.library_path = (fs::path(*sim_dir) / "libnvidia-ml.so.1").string();
+    options.cuda_library_path = (fs::path(*sim_dir) / "libcuda.so.1").string();
+  }
+  auto nvml = device::NvmlBackend::Open(options);
+  if (!nvml) return nvml.error();
+  std::unique_ptr<device::DeviceBackend> backend = std::move(*nvml);
+  if (f.sim) backend = std::make_unique<device::InjectingBackend>(std::move(backend));
+  return backend;
+}
+
+Status Run(const DraFlags& f) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  if (f.log_level < 0 || f.log_level > 4) {
+    return Bad("--log-level", "must be 0..4, got " + std::to_string(f.log_level));
+  }
+  SetLogLevel(static_cast<LogLevel>(f.log_level));
+  SetLogTag("vgpu dra");
+  if (!f.sim && (!f.sim_config.empty() || f.sim_devices != 0)) {
+    return Bad(f.sim_config.empty() ? "--sim-devices" : "--sim-config", "needs --sim");
+  }
+  if (f.sim_devices < 0 || f.sim_devices > 16) {
+    return Bad("--sim-devices", "must be 1..16, got " + std::to_string(f.sim_devices));
+  }
+  if (f.sample_interval_ms < 100) return Bad("--sample-interval-ms", "must be >= 100");
+  std::string node = f.node_name;
+  if (node.empty() && std::getenv("NODE_NAME") != nullptr) node = std::getenv("NODE_NAME");
+  if (node.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    node = host;
+  }
+  if (node.empty()) return Bad("--node-name", "not given, and no $NODE_NAME or host name");
+
+  auto config = k8s::LoadDefaultConfig(f.kubeconfig);
+  if (!config)
+    return f.kubeconfig.empty() ? config.error() : Bad("--kubeconfig", config.error().message());
+  k8s::ClientOptions client_options;
+  client_options.user_agent = "vgpu-dra";
+  auto client = k8s::HttpKubeClient::Create(*config, client_options);
+  if (!client) return client.error();
+
+  auto backend = OpenBackend(f);
+  if (!backend) return backend.error();
+  auto gpus = (*backend)->Discover();
+  if (!gpus) return gpus.error();
+  if (gpus->empty()) return Status::FailedPrecondition("no GPU found");
+
+  dra::SlicePublisher publisher(client->get(), node, f.driver);
+  dra::Agent agent(dra::AgentOptions{.sample_interval_ms = f.sample_interval_ms}, backend->get(),
+                   *gpus, &publisher);
+  dra::KubeClaimSource claims(client->get());
+  dra::DriverOptions options;
+  options.driver = f.driver;
+  options.pool = node;
+  options.cdi_dir = f.cdi_dir;
+  options.state_dir = f.state_dir;
+  options.slices.host_libvgpu = f.libvgpu;
+  options.slices.container_libvgpu = f.libvgpu;
+  options.slices.arbiter_dir = f.arbiter_dir;
+  options.slices.preload = !f.no_preload;
+  if (f.sim) options.slices.context_overhead = 0;
+  options.nvidia_cdi_kind = f.nvidia_cdi_kind;
+  dra::Driver driver(options, *gpus, &claims,
+                     [&agent](const std::string& uuid) { return agent.Healthy(uuid); });
+  VGPU_RETURN_IF_ERROR(driver.Init());
+  dra::PluginServer server(
+      dra::PluginServerOptions{.registry_dir = f.registry_dir, .plugin_dir = f.plugin_dir},
+      &driver);
+  VGPU_RETURN_IF_ERROR(server.Start());
+  agent.Start();
+  VGPU_LOG_INFO("DRA driver %s on node %s: %zu GPUs", f.driver.c_str(), node.c_str(), gpus->size());
+  int signal = 0;
+  sigwait(&signals, &signal);
+  VGPU_LOG_INFO("%s: shutting down", signal == SIGTERM ? "SIGTERM" : "SIGINT");
+  server.Stop();
+  agent.Stop();
+  return Status::Ok();
+}
+
+}  // namespace
+
+int RunDra(int argc, char** argv) {
+  CLI::App app(
+      "Runs the vgpu Kubernetes DRA driver (resource.k8s.io/v1, Kubernetes 1.34 or later) on this "
+      "node: publishes the GPUs as ResourceSlices (shareable by memory and cores), registers with "
+      "kubelet as a DRA plugin, and prepares each allocated ResourceClaim as an enforced slice "
+      "(libvgpu.so, a read-only limits file, an accounting region) handed to the container "
+      "by a CDI spec. Stops on SIGTERM. See docs/dra.md.",
+      "vgpu dra");
+  DraFlags f;
+  app.add_flag("--sim", f.sim, "Use the simulated GPU (build/lib/simgpu) instead of the driver");
+  app.add_option("--sim-config", f.sim_config, "Simulated devices (docs/simgpu.md); needs --sim");
+  app.add_option("--sim-devices", f.sim_devices, "Number of default simulated GPUs; needs --sim");
+  app.add_option("--nvml-library", f.nvml_library, "NVML library to load")->capture_default_str();
+  app.add_option("--node-name", f.node_name,
+                 "This node's name, the pool of its ResourceSlices (default: $NODE_NAME, else "
+                 "the host name)");
+  app.add_option("--kubeconfig", f.kubeconfig,
+                 "kubeconfig file (default: in-cluster service account, $KUBECONFIG, "
+                 "~/.kube/config)");
+  app.add_option("--driver-name", f.driver, "DRA driver name")->capture_default_str();
+  app.add_option("--registry-dir", f.registry_dir, "kubelet's plugin registration directory")
+      ->capture_default_str();
+  app.add_option("--plugin-dir", f.plugin_dir,
+                 "Directory of the driver's dra.sock (default /var/lib/kubelet/plugins/<driver>)");
+  app.add_option("--cdi-dir", f.cdi_dir, "Directory of the CDI specs the runtime reads")
+      ->capture_default_str();
+  app.add_option("--state-dir", f.state_dir,
+                 "Directory of the checkpoint and the claims' slices (host path)")
+      ->capture_default_str();
+  app.add_option("--libvgpu", f.libvgpu, "Host path of libvgpu.so, mounted into containers")
+      ->capture_default_str();
+  app.add_option("--arbiter-dir", f.arbiter_dir,
+                 "Host directory of the per-GPU compute arbiters (shared with vgpu node)")
+      ->capture_default_str();
+  app.add_option("--nvidia-cdi-kind", f.nvidia_cdi_kind,
+                 "Also return <kind>=<GPU UUID> CDI ids for the NVIDIA runtime's spec "
+                 "(nvidia-ctk cdi generate --device-name-strategy=uuid); '' for none")
+      ->capture_default_str();
+  app.add_flag("--no-preload", f.no_preload,
+               "Do not mount /etc/ld.so.preload (the image preloads libvgpu.so itself)");
+  app.add_option("--sample-interval-ms", f.sample_interval_ms, "How often GPUs are sampled")
+      ->capture_default_str();
+  app.add_option("--log-level", f.log_level, "0 silent, 1 errors, 2 warnings, 3 info, 4 debug")
+      ->capture_default_str();
+  AllowEmptyValues(app, {"--nvidia-cdi-kind"});
+  if (auto code = ParseArgs(app, argc, argv)) return *code;
+  return ReportStatus(kCommand, Run(f));
+}
+
+}  // namespace vgpu::cli

@@ -1,0 +1,28 @@
+#include "dra/agent.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+
+namespace vgpu::dra {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(PcieRoot, IsTheFirstElementOfTheDevicesSysfsPath) {
+  char tmpl[] = "/tmp/sysfs.XXXXXX";
+  const std::string root = mkdtemp(tmpl);
+  const std::string dev = root + "/devices/pci0000:17/0000:17:00.0/0000:18:00.0";
+  fs::create_directories(dev);
+  fs::create_directories(root + "/bus/pci/devices");
+  fs::create_symlink("../../../devices/pci0000:17/0000:17:00.0/0000:18:00.0",
+                     root + "/bus/pci/devices/0000:18:00.0");
+  EXPECT_EQ(PcieRootOf(root, "0000:18:00.0"), "pci0000:17");
+  EXPECT_EQ(PcieRootOf(root, "0000:19:00.0"), "");
+  EXPECT_EQ(PcieRootOf(root, ""), "");
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace vgpu::dra

@@ -1,0 +1,92 @@
+// Driver: NodePrepareResources / NodeUnprepareResources of the vgpu DRA driver, without gRPC.
+//
+// Prepare(claim):
+//   1. a claim already in the checkpoint gets the answer it got before (its GPUs must still be
+//      healthy, else an error naming the GPU);
+//   2. otherwise the ResourceClaim is read from the API server (ClaimSource) and its allocation
+//      for this driver parsed (dra/claim.h): each result must name this node's pool and one of
+//      its devices (gpu-<index>, dra/resource_slices.h), on a healthy GPU; the memory and cores it
+//      consumed (consumedCapacity; the whole GPU when absent) become the slice's limits, and the
+//      opaque configs (dra/gpu_config.h) its compute settings;
+//   3. a slice is created (node/slice.h: the limits file, the accounting region), then a CDI spec
+//      with its container edits (dra/cdi_spec.h), then the checkpoint is saved; a failure undoes
+//      the steps before it. The answer is one Device per allocation result with the CDI ids
+//      vgpu.io/gpu=claim-<uid> and, when nvidia_cdi_kind is set, <kind>=<GPU UUID>.
+// Unprepare(claim): removes the CDI spec, the slice and the checkpoint entry; a claim that is not
+// prepared is not an error (kubelet retries).
+// Errors are per claim and name the claim and the field; the other claims of the call go on.
+// Init() creates the directories, loads the checkpoint and removes slices and CDI specs of this
+// driver that the checkpoint does not know (left by a crash between the steps).
+// Thread-safe: calls are serialized; the new claims of one Prepare call are made in parallel
+// (up to 8 at a time), each in its own files, and the checkpoint is saved once per call.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "device/device_backend.h"
+#include "dra/checkpoint.h"
+#include "dra/claim.h"
+#include "node/device_list.h"
+#include "node/slice.h"
+
+namespace vgpu::dra {
+
+inline constexpr const char* kDriverName = "gpu.vgpu.io";
+
+struct DriverOptions {
+  std::string driver = kDriverName;
+  std::string pool;  // the node's name
+  std::string cdi_dir = "/var/run/cdi";
+  std::string state_dir = "/var/lib/vgpu/dra";     // checkpoint.json
+  node::SliceLayout slices;                        // root defaults to <state_dir>/slices
+  node::DeviceListOptions device_list;             // NVIDIA_VISIBLE_DEVICES, device nodes
+  std::string nvidia_cdi_kind = "nvidia.com/gpu";  // "": return only vgpu.io/gpu ids
+};
+
+// Reads ResourceClaims (the API server; a fake in tests).
+class ClaimSource {
+ public:
+  virtual ~ClaimSource() = default;
+  virtual Result<nlohmann::json> GetClaim(const std::string& ns, const std::string& name) = 0;
+};
+
+// The device name of the whole GPU with NVML index `index`: "gpu-<index>".
+std::string GpuDeviceName(int index);
+
+class Driver {
+ public:
+  using HealthFn = std::function<bool(const std::string& uuid)>;
+  Driver(DriverOptions options, std::vector<device::DeviceInfo> gpus, ClaimSource* claims,
+         HealthFn healthy);
+
+  Status Init();
+
+  struct PrepareResult {
+    std::vector<PreparedDevice> devices;
+    std::string error;
+  };
+  std::map<std::string, PrepareResult> Prepare(const std::vector<ClaimRef>& claims);
+  std::map<std::string, std::string> Unprepare(const std::vector<ClaimRef>& claims);
+
+  size_t prepared_count() const;
+  const DriverOptions& options() const { return options_; }
+
+ private:
+  Result<PreparedClaim> PrepareOne(const ClaimRef& ref);
+  Status CheckHealth(const PreparedClaim& claim) const;
+  const device::DeviceInfo* FindDevice(const std::string& name) const;
+
+  DriverOptions options_;
+  std::vector<device::DeviceInfo> gpus_;
+  ClaimSource* claims_;
+  HealthFn healthy_;
+  node::SliceManager slices_;
+  mutable std::mutex mu_;
+  PreparedClaims prepared_;
+};
+
+}  // namespace vgpu::dra

@@ -1,0 +1,77 @@
+// The ResourceSlices (resource.k8s.io/v1) that describe one node's GPUs to kube-scheduler.
+// Pool <node>, all slices with nodeName <node> and the same pool generation:
+//
+//   <node>-gpu.vgpu.io-counters-<k>   sharedCounters only: per GPU one counter set gpu-<i>
+//                                     {memory (bytes), multiprocessors, and memory-slice-0..7
+//                                     on MIG-capable GPUs}; at most 8 sets per slice
+//   <node>-gpu.vgpu.io-devices-<k>    devices only, at most 64 per slice (they consume counters):
+//     gpu-<i>: the whole GPU, allowMultipleAllocations, capacity
+//       memory: bytes, requestPolicy default = all, validRange {min 1Mi, step 1Mi}
+//       cores:  percent, requestPolicy default 100, validRange {min 1, max 100, step 1}
+//     consuming all of gpu-<i>'s counters (a MIG device of the same GPU consumes part of them,
+//     so the scheduler never gives out a software slice and a MIG device of one GPU together);
+//     attributes: type "gpu", uuid, productName, architecture, cudaComputeCapability (version),
+//     driverVersion (version), index, numaNode, resource.kubernetes.io/pcieRoot;
+//     gpu-<i>-mig-<profile>-<start>: one per MIG profile and placement the GPU offers, given to
+//     one claim, consuming the profile's memory and multiprocessors and the memory slices of its
+//     placement from gpu-<i>'s counters; attributes type "mig", profile, parentUUID, uuid (once
+//     the instance exists) and the parent's attributes; capacity memory, multiprocessors.
+//
+// An unhealthy GPU's device is left out (its counter set stays). Pure logic.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "device/device_backend.h"
+
+namespace vgpu::dra {
+
+inline constexpr int kMaxDevicesPerSliceWithCounters = 64;
+inline constexpr int kMaxCounterSetsPerSlice = 8;
+inline constexpr int kMaxCountersPerSet = 32;
+inline constexpr int kMigMemorySlices = 8;
+
+// One MIG device a GPU can offer: a GPU instance profile at one placement (start memory slice).
+// Filled from the MIG profile tables for GPUs in MIG mode.
+struct MigDeviceSpec {
+  std::string profile;    // "1g.18gb", "1g.18gb+me"
+  int start = 0;          // first memory slice
+  int memory_slices = 1;  // placement size
+  int sm_count = 0;       // multiprocessors
+  uint64_t memory_bytes = 0;
+  std::string uuid{};  // "MIG-..." when the instance exists, else ""
+};
+
+// The device name of a MIG device: "gpu-<i>-mig-<profile>-<start>", the profile's '.' and '+'
+// spelled '-' ("gpu-0-mig-1g-18gb-0", "gpu-0-mig-1g-18gb-me-3").
+std::string MigDeviceName(int gpu_index, const MigDeviceSpec& mig);
+
+struct SliceGpu {
+  device::DeviceInfo info{};
+  bool healthy = true;
+  bool mig_capable = false;
+  std::string architecture{};                // "Hopper"; "" unknown
+  std::string compute_capability{};          // "9.0"; "" unknown
+  std::string driver_version{};              // "550.54.15"; "" unknown
+  std::string pcie_root{};                   // "pci0000:00"; "" unknown
+  std::vector<MigDeviceSpec> mig_devices{};  // the MIG devices it offers (MIG mode)
+};
+
+// Architecture, compute capability and MIG capability from the product name (A100, A30, H100,
+// H200, H20, B200, L4, L40, T4, V100...); unknown names keep the fields empty.
+void FillFromProductName(SliceGpu* gpu);
+
+// "550.54.15" from a backend description "NVML ... (driver 550.54.15)"; "" when absent.
+std::string DriverVersionOf(const std::string& backend_description);
+
+// A version attribute's semantic version: "9.0" -> "9.0.0", "550.54.15" stays; "" when the text
+// is not dotted numbers.
+std::string SemVer(const std::string& dotted);
+
+std::vector<nlohmann::json> BuildResourceSlices(const std::string& node, const std::string& driver,
+                                                const std::vector<SliceGpu>& gpus,
+                                                int64_t generation);
+
+}  // namespace vgpu::dra

@@ -1,0 +1,188 @@
+// The driver's ResourceSlices against the API's shapes and limits (slice_rules.h) and a golden
+// copy, and claims allocated from them by the structured-parameters rules.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "dra/driver.h"
+#include "dra/resource_slices.h"
+#include "slice_rules.h"
+
+namespace vgpu::dra {
+namespace {
+
+using nlohmann::json;
+using testing::TestAllocator;
+using testing::TestRequest;
+using testing::ValidateResourceSlices;
+
+std::vector<SliceGpu> Gpus(int n, const std::string& model = "NVIDIA H100 80GB HBM3") {
+  std::vector<SliceGpu> out;
+  for (int i = 0; i < n; ++i) {
+    SliceGpu g;
+    g.info.index = i;
+    char uuid[64];
+    std::snprintf(uuid, sizeof(uuid), "GPU-00000000-0000-0000-0000-%012d", i);
+    g.info.uuid = uuid;
+    g.info.name = model;
+    g.info.memory_total_bytes = 80ULL << 30;
+    g.info.sm_count = 132;
+    g.info.numa_node = i / 4;
+    g.driver_version = "550.54.15";
+    g.pcie_root = "pci0000:" + std::to_string(10 + i / 2);
+    FillFromProductName(&g);
+    out.push_back(g);
+  }
+  return out;
+}
+
+TEST(ResourceSlices, MatchTheGoldenCopyAndTheApiRules) {
+  const std::vector<json> slices = BuildResourceSlices("node-a", kDriverName, Gpus(2), 3);
+  EXPECT_EQ(ValidateResourceSlices(slices), std::vector<std::string>{});
+  const std::string golden_path = std::string(VGPU_DRA_DATA) + "/resource_slices_golden.json";
+  const std::string text = json(slices).dump(2) + "\n";
+  if (std::getenv("VGPU_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(golden_path) << text;
+  }
+  std::ifstream in(golden_path);
+  std::stringstream golden;
+  golden << in.rdbuf();
+  EXPECT_EQ(text, golden.str()) << "regenerate with VGPU_UPDATE_GOLDEN=1 after checking the diff";
+}
+
+TEST(ResourceSlices, StayWithinLimitsOnLargeNodes) {
+  for (int n : {1, 8, 9, 16, 65}) {
+    const std::vector<json> slices = BuildResourceSlices("node-b", kDriverName, Gpus(n), 1);
+    EXPECT_EQ(ValidateResourceSlices(slices), std::vector<std::string>{}) << n << " GPUs";
+    int devices = 0;
+    for (const json& s : slices) devices += s["spec"].value("devices", json::array()).size();
+    EXPECT_EQ(devices, n);
+  }
+}
+
+TEST(ResourceSlices, LeaveOutUnhealthyGpusAndNonMigCounters) {
+  auto gpus = Gpus(2, "NVIDIA L4");
+  gpus[1].healthy = false;
+  const std::vector<json> slices = BuildResourceSlices("node-c", kDriverName, gpus, 1);
+  EXPECT_EQ(ValidateResourceSlices(slices), std::vector<std::string>{});
+  const json& devices = slices.back()["spec"]["devices"];
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_EQ(devices[0]["name"], "gpu-0");
+  EXPECT_FALSE(slices[0]["spec"]["sharedCounters"][0]["counters"].contains("memory-slice-0"));
+  EXPECT_EQ(devices[0]["attributes"]["cudaComputeCapability"]["version"], "8.9.0");
+}
+
+TEST(ResourceSlices, ValidatorCatchesBrokenSlices) {
+  std::vector<json> slices = BuildResourceSlices("node-a", kDriverName, Gpus(1), 1);
+  slices.back()["spec"]["devices"][0]["attributes"]["bad name"] = {{"string", "x"}};
+  slices.back()["spec"]["devices"][0]["capacity"]["cores"]["requestPolicy"]["default"] = "101";
+  slices[0]["spec"]["pool"]["generation"] = 2;
+  EXPECT_EQ(ValidateResourceSlices(slices).size(), 3u);
+}
+
+TEST(ResourceSlices, VersionsAreSemantic) {
+  EXPECT_EQ(SemVer("9.0"), "9.0.0");
+  EXPECT_EQ(SemVer("550.54.03"), "550.54.3");
+  EXPECT_EQ(SemVer("abc"), "");
+  EXPECT_EQ(DriverVersionOf("NVML 12.550.54 (driver 550.54.15)"), "550.54.15");
+}
+
+TEST(TestAllocatorOnSlices, ConsumableCapacityIsSummedAndRounded) {
+  TestAllocator a(kDriverName, BuildResourceSlices("n", kDriverName, Gpus(1), 1));
+  std::string why;
+  // 4 GiB + 1 byte rounds up to the next MiB step.
+  auto c1 = a.Allocate({"ns",
+                        "c1",
+                        "u1",
+                        "gpu",
+                        "type",
+                        "gpu",
+                        {{"memory", std::to_string((4LL << 30) + 1)}, {"cores", "30"}}},
+                       &why);
+  ASSERT_TRUE(c1) << why;
+  const json& r = (*c1)["status"]["allocation"]["devices"]["results"][0];
+  EXPECT_EQ(r["consumedCapacity"]["memory"], std::to_string((4LL << 30) + (1 << 20)));
+  EXPECT_EQ(r["consumedCapacity"]["cores"], "30");
+  EXPECT_TRUE(r.contains("shareID"));
+  // 70 % of the cores are left: 70 fits, then nothing.
+  ASSERT_TRUE(a.Allocate(
+      {"ns", "c2", "u2", "gpu", "type", "gpu", {{"memory", "1Gi"}, {"cores", "70"}}}, &why));
+  EXPECT_FALSE(a.Allocate(
+      {"ns", "c3", "u3", "gpu", "type", "gpu", {{"memory", "1Gi"}, {"cores", "1"}}}, &why));
+  // A claim that names no cores takes the default: all of them.
+  a.Release("u2");
+  EXPECT_FALSE(a.Allocate({"ns", "c4", "u4", "gpu", "type", "gpu", {{"memory", "1Gi"}}}, &why));
+  ASSERT_TRUE(a.Allocate(
+      {"ns", "c5", "u5", "gpu", "type", "gpu", {{"memory", "1Gi"}, {"cores", "70"}}}, &why));
+  EXPECT_FALSE(a.Allocate({"ns", "c6", "u6", "gpu", "type", "gpu", {{"cores", "101"}}}, &why));
+}
+
+}  // namespace
+}  // namespace vgpu::dra
+
+namespace vgpu::dra {
+namespace {
+
+// An H100 80GB's 1g.10gb (7 placements) and 7g.80gb (1) MIG devices, by the MIG user guide.
+SliceGpu H100WithMig() {
+  SliceGpu g = Gpus(1)[0];
+  for (int start = 0; start < 7; ++start) {
+    g.mig_devices.push_back({"1g.10gb", start, 1, 16, 9856ULL << 20, ""});
+  }
+  g.mig_devices.push_back({"7g.80gb", 0, 8, 132, 79872ULL << 20, ""});
+  return g;
+}
+
+TEST(MigDevices, ArePublishedWithinTheRulesAndConsumeTheirPlacement) {
+  const std::vector<json> slices = BuildResourceSlices("n", kDriverName, {H100WithMig()}, 1);
+  EXPECT_EQ(ValidateResourceSlices(slices), std::vector<std::string>{});
+  const json& devices = slices.back()["spec"]["devices"];
+  ASSERT_EQ(devices.size(), 9u);
+  const json& mig = devices[3];  // 1g.10gb at start 2
+  EXPECT_EQ(mig["name"], "gpu-0-mig-1g-10gb-2");
+  EXPECT_EQ(mig["attributes"]["type"]["string"], "mig");
+  EXPECT_EQ(mig["attributes"]["profile"]["string"], "1g.10gb");
+  EXPECT_EQ(mig["attributes"]["parentUUID"]["string"], Gpus(1)[0].info.uuid);
+  EXPECT_FALSE(mig.contains("allowMultipleAllocations"));
+  const json& counters = mig["consumesCounters"][0]["counters"];
+  EXPECT_TRUE(counters.contains("memory-slice-2"));
+  EXPECT_FALSE(counters.contains("memory-slice-1"));
+  EXPECT_FALSE(counters.contains("memory-slice-3"));
+}
+
+// A GPU with a MIG device allocated offers no software capacity, and the reverse; MIG devices
+// of different placements mix.
+TEST(MigDevices, AndSoftwareSlicesExcludeEachOtherPerGpu) {
+  const std::vector<json> slices = BuildResourceSlices("n", kDriverName, {H100WithMig()}, 1);
+  std::string why;
+  {
+    TestAllocator a(kDriverName, slices);
+    ASSERT_TRUE(a.Allocate(
+        {"ns", "s", "u-s", "gpu", "type", "gpu", {{"memory", "1Gi"}, {"cores", "10"}}}, &why));
+    EXPECT_FALSE(a.Allocate({"ns", "m", "u-m", "gpu", "type", "mig", {}}, &why));
+    EXPECT_NE(why.find("counters"), std::string::npos) << why;
+    // A second software slice still fits: the whole-GPU device consumed the counters once.
+    EXPECT_TRUE(a.Allocate(
+        {"ns", "s2", "u-s2", "gpu", "type", "gpu", {{"memory", "1Gi"}, {"cores", "10"}}}, &why));
+    a.Release("u-s");
+    a.Release("u-s2");
+    EXPECT_TRUE(a.Allocate({"ns", "m", "u-m", "gpu", "type", "mig", {}}, &why)) << why;
+  }
+  TestAllocator a(kDriverName, slices);
+  auto m1 = a.Allocate({"ns", "m1", "u-m1", "gpu", "type", "mig", {}}, &why);
+  ASSERT_TRUE(m1) << why;
+  EXPECT_EQ(m1->at("status")["allocation"]["devices"]["results"][0]["device"],
+            "gpu-0-mig-1g-10gb-0");
+  EXPECT_FALSE(a.Allocate(
+      {"ns", "s", "u-s", "gpu", "type", "gpu", {{"memory", "1Gi"}, {"cores", "10"}}}, &why));
+  auto m2 = a.Allocate({"ns", "m2", "u-m2", "gpu", "type", "mig", {}}, &why);
+  ASSERT_TRUE(m2) << why;
+  EXPECT_EQ(m2->at("status")["allocation"]["devices"]["results"][0]["device"],
+            "gpu-0-mig-1g-10gb-1");
+}
+
+}  // namespace
+}  // namespace vgpu::dra

@@ -1,0 +1,181 @@
+// End to end with DRA on one simulated GPU (16 GiB), against the local API server of tests/k8s:
+//   - the driver publishes the node's ResourceSlices; they pass the API's rules (slice_rules.h);
+//   - a test allocator that follows the structured-parameters rules allocates from them claim
+//     "a" (4 GiB, 30 % of the cores) and claim "b" (2 GiB, 70 %); a third claim for 1 % of the
+//     cores does not fit (the cores are all taken);
+//   - kubelet (DraKubeletEmulator) prepares "a" and "b" through the driver's dra/v1 socket;
+//   - the containers run as processes with the CDI spec's edits (container_runtime.h): "a" gets
+//     exactly 4 GiB (one more byte fails), "b" exactly 2 GiB, and "a"'s saturating kernels run
+//     30 % of the time (within 3 points) while "b" saturates the GPU too.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "child_process.h"
+#include "container_runtime.h"
+#include "device/nvml_backend.h"
+#include "dra/agent.h"
+#include "dra/cdi_spec.h"
+#include "dra/driver.h"
+#include "dra/kube_api.h"
+#include "dra/plugin_server.h"
+#include "dra_kubelet_emulator.h"
+#include "e2e_util.h"
+#include "fake_api_server.h"
+#include "k8s/http_kube_client.h"
+#include "sanitizer_env.h"
+#include "slice_rules.h"
+
+namespace vgpu::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using vgpu::testing::ChildProcess;
+using vgpu::testing::DraKubeletEmulator;
+using vgpu::testing::RunToCompletion;
+
+constexpr const char* kGpu = "GPU-e2ed0a00-aaaa-4000-8000-000000000000";
+constexpr int64_t kGiB = 1LL << 30;
+constexpr uint64_t kRunNs = 3'000'000'000ULL;
+constexpr uint64_t kMeasureFromNs = 1'000'000'000ULL;
+
+ContainerSpec FromCdi(const std::string& path) {
+  ContainerSpec c;
+  const json spec = json::parse(ReadFile(path), nullptr, false);
+  if (!spec.is_object()) return c;
+  const json& edits = spec["devices"][0]["containerEdits"];
+  for (const json& e : edits["env"]) {
+    const std::string s = e;
+    c.envs[s.substr(0, s.find('='))] = s.substr(s.find('=') + 1);
+  }
+  for (const json& m : edits["mounts"]) {
+    c.mounts.push_back({m["containerPath"], m["hostPath"], m["options"][0] == "ro"});
+  }
+  return c;
+}
+
+TEST(DraClaimTest, PreparedClaimsRunWithExactlyTheirMemoryAndCores) {
+  const std::string root = "/tmp/vgpu-e2e-dra-" + std::to_string(getpid());
+  fs::remove_all(root);
+  fs::create_directories(root + "/registry");
+  fs::create_directories(root + "/arbiter");
+  std::ofstream(root + "/devices.conf") << "model=h100 memory=16GiB uuid=" << kGpu << "\n";
+  setenv("VGPU_SIMGPU_CONFIG", (root + "/devices.conf").c_str(), 1);
+  setenv("VGPU_SIMGPU_STATE", (root + "/simgpu.state").c_str(), 1);
+  device::NvmlBackendOptions nvml;
+  nvml.library_path = std::string(SIMGPU_DIR) + "/libnvidia-ml.so.1";
+  nvml.cuda_library_path = std::string(SIMGPU_DIR) + "/libcuda.so.1";
+  auto backend = device::NvmlBackend::Open(nvml);
+  ASSERT_TRUE(backend.has_value()) << backend.error().ToString();
+  auto gpus = (*backend)->Discover();
+  ASSERT_TRUE(gpus.has_value());
+  ASSERT_EQ(gpus->size(), 1u);
+
+  k8s::testing::FakeApiServer api(
+      k8s::testing::FakeApiServer::Options{.tls = false, .token = "", .threads = 16});
+  auto client = k8s::HttpKubeClient::Create(api.ClientConfig());
+  ASSERT_TRUE(client.has_value());
+  dra::SlicePublisher publisher(client->get(), "e2e-node", dra::kDriverName);
+  dra::Agent agent(dra::AgentOptions{.sample_interval_ms = 200}, backend->get(), *gpus, &publisher);
+  agent.Start();
+  ASSERT_EQ(publisher.generation(), 1);
+  const std::vector<json> slices = api.ResourceSlices();
+  EXPECT_EQ(dra::testing::ValidateResourceSlices(slices), std::vector<std::string>{});
+
+  dra::testing::TestAllocator allocator(dra::kDriverName, slices);
+  std::string why;
+  auto a = allocator.Allocate(
+      {"default", "a", "uid-a", "gpu", "type", "gpu", {{"memory", "4Gi"}, {"cores", "30"}}}, &why);
+  ASSERT_TRUE(a) << why;
+  auto b = allocator.Allocate(
+      {"default", "b", "uid-b", "gpu", "type", "gpu", {{"memory", "2Gi"}, {"cores", "70"}}}, &why);
+  ASSERT_TRUE(b) << why;
+  EXPECT_FALSE(allocator.Allocate(
+      {"default", "c", "uid-c", "gpu", "type", "gpu", {{"memory", "1Gi"}, {"cores", "1"}}}, &why));
+  api.PutResourceClaim(*a);
+  api.PutResourceClaim(*b);
+
+  dra::KubeClaimSource claims(client->get());
+  dra::DriverOptions options;
+  options.pool = "e2e-node";
+  options.cdi_dir = root + "/cdi";
+  options.state_dir = root + "/state";
+  options.slices.host_libvgpu = LIBVGPU_PATH;
+  options.slices.arbiter_dir = root + "/arbiter";
+  options.slices.context_overhead = 0;
+  dra::Driver driver(options, *gpus, &claims,
+                     [&agent](const std::string& uuid) { return agent.Healthy(uuid); });
+  ASSERT_TRUE(driver.Init().ok());
+  dra::PluginServer server({.registry_dir = root + "/registry", .plugin_dir = root + "/plugin"},
+                           &driver);
+  ASSERT_TRUE(server.Start().ok());
+  DraKubeletEmulator kubelet(root + "/registry");
+  kubelet.Start();
+  ASSERT_TRUE(kubelet.WaitForRegistrations(1, 10'000));
+  testing::drapb::NodePrepareResourcesResponse prepared;
+  ASSERT_TRUE(
+      kubelet.Prepare({{"default", "uid-a", "a"}, {"default", "uid-b", "b"}}, &prepared).ok());
+  for (const char* uid : {"uid-a", "uid-b"}) {
+    ASSERT_EQ(prepared.claims().at(uid).error(), "") << uid;
+  }
+
+  const std::vector<std::string> runtime = SimGpuRuntimeEnv(SIMGPU_DIR, root);
+  std::map<std::string, ContainerSpec> containers;
+  for (const char* name : {"a", "b"}) {
+    containers[name] = FromCdi(dra::CdiSpecPath(root + "/cdi", std::string("uid-") + name));
+  }
+  auto env_of = [&](const std::string& name) {
+    std::vector<std::string> r = runtime;
+    r.push_back(SimGpuVisibleDevices(containers[name], {kGpu}));
+    return containers[name].Environment(r, vgpu::testing::kSanitizerRuntime);
+  };
+  // Memory: exactly the claimed bytes, one more fails.
+  for (const auto& [name, bytes] :
+       std::map<std::string, int64_t>{{"a", 4 * kGiB}, {"b", 2 * kGiB}}) {
+    int code = -1;
+    const std::string out =
+        RunToCompletion({WORKER_PATH, std::to_string(bytes)}, env_of(name), &code);
+    EXPECT_EQ(code, 0) << out;
+    auto seen = Lines(out);
+    EXPECT_EQ(seen["device.0"], kGpu) << out;
+    EXPECT_EQ(seen["first.0"], "CUDA_SUCCESS") << name << "\n" << out;
+    EXPECT_EQ(seen["extra.0"], "CUDA_ERROR_OUT_OF_MEMORY") << name << "\n" << out;
+  }
+  // Cores: both saturate the GPU; a gets its 30 %.
+  std::map<std::string, std::unique_ptr<ChildProcess>> tenants;
+  for (const char* name : {"a", "b"}) {
+    tenants[name] = std::make_unique<ChildProcess>(
+        std::vector<std::string>{VGPU_BIN, "bench", "tenant", "--kernel-ns", "1000000", "--depth",
+                                 "11", "--stop-ns", std::to_string(kRunNs), "--out",
+                                 root + "/" + name + ".kernels"},
+        env_of(name));
+  }
+  for (auto& [name, t] : tenants) ASSERT_EQ(t->ReadLine(60'000), "ready") << name;
+  const uint64_t start = MonotonicNs() + 300'000'000ULL;
+  for (auto& [name, t] : tenants) t->Write(std::to_string(start) + "\n");
+  for (auto& [name, t] : tenants) ASSERT_EQ(t->ReadLine(30'000), "done") << name;
+  const double share_a = ShareOf(root + "/a.kernels", start + kMeasureFromNs, start + kRunNs);
+  const double share_b = ShareOf(root + "/b.kernels", start + kMeasureFromNs, start + kRunNs);
+  std::printf("e2e: DRA claim a share %.1f %%, b %.1f %%\n", share_a, share_b);
+  EXPECT_NEAR(share_a, 30.0, 3.0);
+  EXPECT_NEAR(share_b, 70.0, 8.0);
+  for (auto& [name, t] : tenants) {
+    t->CloseStdin();
+    EXPECT_EQ(t->Wait(30'000), 0) << name;
+  }
+
+  testing::drapb::NodeUnprepareResourcesResponse un;
+  ASSERT_TRUE(kubelet.Unprepare({{"default", "uid-a", "a"}, {"default", "uid-b", "b"}}, &un).ok());
+  kubelet.Stop();
+  server.Stop();
+  agent.Stop();
+  if (!::testing::Test::HasFailure()) fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace vgpu::e2e
