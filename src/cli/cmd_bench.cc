@@ -503,7 +503,7 @@ int RunBench(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "topo") == 0) return RunBenchTopo(argc - 1, argv + 1);
   bool help = argc >= 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0);
   std::fprintf(help ? stdout : stderr,
-               "Usage: vgpu bench share|copy|oversub|mig [options] --tenant NAME[:key=value,...] ...\n"
+               "Usage: vgpu bench share|copy|oversub|mig|topo [options]\n"
                "  share   run tenants of busy kernels and report their GPU shares and waits\n"
                "          (vgpu bench share --help)\n"
                "  copy    run tenants of host-device copies and report their target and\n"

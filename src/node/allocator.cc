@@ -143,6 +143,7 @@ Result<device::MigInstance> Allocator::ResolveMig(const AssignmentEntry& e,
   if (profile_id < 0) return Status::FailedPrecondition(what + ": the GPU has no such profile");
   auto made = mig_->Acquire(e.pod_uid, gpu.index, profile_id, want.start);
   if (!made) return made.error().WithContext(what);
+  if (mig_changed_) mig_changed_();
   return made;
 }
 

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,9 @@ class Allocator {
   // instance there. The container then gets the MIG device (its UUID in the slice and in
   // NVIDIA_VISIBLE_DEVICES) with the assigned limits inside it. Set before the first Allocate.
   void SetMigManager(MigManager* manager) { mig_ = manager; }
+  // Called after a MIG instance was made for a container, so the node's view (inventory,
+  // /metrics, top) lists it at once rather than at the next housekeeping round.
+  void SetMigChanged(std::function<void()> changed) { mig_changed_ = std::move(changed); }
   // MPS: containers on GPUs in mode mps get the MPS pipe directory (mounted) and their slice as
   // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE / CUDA_MPS_PINNED_DEVICE_MEM_LIMIT (mps.h), beside
   // libvgpu's limits. Not owned; null: no MPS. Set before the first Allocate.
@@ -88,6 +92,7 @@ class Allocator {
   int64_t (*now_unix_)();
   DeviceListOptions device_list_;
   MigManager* mig_ = nullptr;
+  std::function<void()> mig_changed_;
   const MpsManager* mps_ = nullptr;
   std::atomic<uint64_t> ok_{0};
   std::atomic<uint64_t> failed_{0};

@@ -152,6 +152,10 @@ Status Daemon::SetUpModes() {
   Status recovered = mig_->Recover(dynamic);
   if (!recovered.ok()) return recovered.WithContext("MIG recovery (" + journal + ")");
   allocator_->SetMigManager(mig_.get());
+  allocator_->SetMigChanged([this] {
+    RefreshMigInstances(backend_.get(), state_.get());
+    inventory_dirty_.store(true);
+  });
   RefreshMigInstances(backend_.get(), state_.get());
   return Status::Ok();
 }

@@ -16,7 +16,12 @@ void RefreshMigInstances(device::DeviceBackend* backend, NodeState* state) {
     GpuMode mode = state->Mode(d.index);
     if (mode != GpuMode::kMig && mode != GpuMode::kMigDynamic) continue;
     auto instances = backend->MigInstances(d.index);
-    if (instances) state->SetMigInstances(d.index, std::move(*instances));
+    if (instances) {
+      state->SetMigInstances(d.index, std::move(*instances));
+    } else {
+      VGPU_LOG_WARN("GPU %d: MIG instances unknown: %s", d.index,
+                    instances.error().ToString().c_str());
+    }
   }
 }
 
