@@ -502,19 +502,18 @@ int RunBench(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "mig") == 0) return RunBenchMig(argc - 1, argv + 1);
   if (argc >= 2 && std::strcmp(argv[1], "topo") == 0) return RunBenchTopo(argc - 1, argv + 1);
   bool help = argc >= 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0);
-  std::fprintf(
-      help ? stdout : stderr,
-      "Usage: vgpu bench share|copy|oversub|mig [options] --tenant NAME[:key=value,...] ...\n"
-      "  share   run tenants of busy kernels and report their GPU shares and waits\n"
-      "          (vgpu bench share --help)\n"
-      "  copy    run tenants of host-device copies and report their target and\n"
-      "          achieved rates (vgpu bench copy --help)\n"
-      "  oversub slowdown of managed memory against working set on the simulated\n"
-      "          GPU's UVM model (vgpu bench oversub --help)\n"
-      "  mig     MIG placement quality: acceptance of ours, first-fit and HAMi's rule\n"
-      "          (vgpu bench mig --help)\n"
-      "  topo    GPU set choice on topology presets against besteffort, HAMi and\n"
-      "          lowest-index (vgpu bench topo --help)\n");
+  std::fprintf(help ? stdout : stderr,
+               "Usage: vgpu bench share|copy|oversub|mig [options] --tenant NAME[:key=value,...] ...\n"
+               "  share   run tenants of busy kernels and report their GPU shares and waits\n"
+               "          (vgpu bench share --help)\n"
+               "  copy    run tenants of host-device copies and report their target and\n"
+               "          achieved rates (vgpu bench copy --help)\n"
+               "  oversub slowdown of managed memory against working set on the simulated\n"
+               "          GPU's UVM model (vgpu bench oversub --help)\n"
+               "  mig     MIG placement quality: acceptance of ours, first-fit and HAMi's rule\n"
+               "          (vgpu bench mig --help)\n"
+               "  topo    GPU set choice on topology presets against besteffort, HAMi and\n"
+               "          lowest-index (vgpu bench topo --help)\n");
   if (help) return kExitOk;
   if (argc < 2) {
     std::fprintf(stderr, "vgpu bench: no benchmark given\n");
