@@ -89,7 +89,8 @@ void PlacementState::ResolveMig(Memo& m, const PodGpuRequest& r,
     m.mig_why[id] = choice.error().message();
     if (m.state[id] == Memo::kNever) {
       // Preemption might help when the node's MIG GPUs, free of tracked pods, would hold it.
-      const NodeInventory empty = WithoutDynamicInstances(nodes_.at(engine_.node_names[id]).inventory);
+      const NodeInventory empty =
+          WithoutDynamicInstances(nodes_.at(engine_.node_names[id]).inventory);
       m.state[id] = ChooseMig(empty, {}, *req, &r) ? Memo::kCould : Memo::kNever;
     }
   }
@@ -129,8 +130,14 @@ void PlacementState::MigReasons(const Memo& m, const std::vector<sched::NodeId>&
     if (base != kCould && base != kNever && base != kNoVariant) continue;
     const std::string& why = m.mig_why[ids[i]];
     if (why.empty()) continue;
-    const std::string text = (m.variants.empty() ? std::string("vgpu: ") : out->reasons[base] + "; ") +
-                             "MIG: " + why;
+    // The software-slice reason only where a software slice could go.
+    const bool slices = std::any_of(
+        engine_.facts[ids[i]].begin(), engine_.facts[ids[i]].end(), [](const GpuFacts& f) {
+          return f.mode != GpuMode::kMig && f.mode != GpuMode::kMigDynamic;
+        });
+    const std::string text =
+        (m.variants.empty() || !slices ? std::string("vgpu: ") : out->reasons[base] + "; ") +
+        "MIG: " + why;
     auto it = index.find(text);
     if (it == index.end()) {
       if (out->reasons.size() >= 255) continue;  // keep the general reason

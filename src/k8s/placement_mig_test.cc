@@ -14,8 +14,8 @@ constexpr int64_t kGiB = 1024;
 
 InventoryGpu H200(const std::string& node, int index, GpuMode mode,
                   std::vector<InventoryMigInstance> mig = {}) {
-  InventoryGpu g{node + "-GPU-" + std::to_string(index), index, "NVIDIA H200", 143771, 10, true, 0,
-                 {}};
+  InventoryGpu g{
+      node + "-GPU-" + std::to_string(index), index, "NVIDIA H200", 143771, 10, true, 0, {}};
   g.mode = mode;
   g.mig = std::move(mig);
   return g;
@@ -60,8 +60,8 @@ TEST(PlacementMig, DynamicGpuGetsSmallestProfilesWithoutOverlapAndReleasesThem) 
   auto s = Make();
   s->UpsertNode("n", Node({H200("n", 0, GpuMode::kMigDynamic)}));
   std::vector<AssignedMig> got;
-  for (auto [uid, gib] : std::vector<std::pair<std::string, int64_t>>{
-           {"a", 10}, {"b", 30}, {"c", 69}}) {
+  for (auto [uid, gib] :
+       std::vector<std::pair<std::string, int64_t>>{{"a", 10}, {"b", 30}, {"c", 69}}) {
     FilterResult f = s->Filter(Mem(gib * kGiB), {"n"}, {uid, "ns", uid});
     ASSERT_EQ(f.feasible, std::vector<std::string>{"n"}) << gib << " GiB";
     auto t = s->Assume(uid, "ns", uid, Mem(gib * kGiB), "n");
@@ -102,8 +102,7 @@ TEST(PlacementMig, DynamicGpuGetsSmallestProfilesWithoutOverlapAndReleasesThem) 
 TEST(PlacementMig, InstancesTheNodeReportsAreNotGivenTwice) {
   auto s = Make();
   // The node created 1g.18gb@6 for pod a and reports it; the assignment has no UUID.
-  s->UpsertNode("n", Node({H200("n", 0, GpuMode::kMigDynamic,
-                                {{"1g.18gb", 6, "MIG-aaaa", 19}})}));
+  s->UpsertNode("n", Node({H200("n", 0, GpuMode::kMigDynamic, {{"1g.18gb", 6, "MIG-aaaa", 19}})}));
   auto a = s->Assume("a", "ns", "a", Mem(10 * kGiB), "n");
   ASSERT_TRUE(a.has_value());
   const int a_start = Only(*a).mig->start;
