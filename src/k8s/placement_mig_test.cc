@@ -198,5 +198,24 @@ TEST(PlacementMig, ScorePrefersTheChoiceThatKeepsTheLargestProfilePlaceable) {
   EXPECT_GE(Only(*t).mig->start, 4);
 }
 
+TEST(PlacementMig, NarrowModeAnswersTheBestMigNodeAndBindDecidesThere) {
+  StateOptions o;
+  o.filter_mode = FilterMode::kNarrow;
+  auto made = PlacementState::Create(o);
+  ASSERT_TRUE(made.has_value());
+  auto& s = *made;
+  s->UpsertNode("empty", Node({H200("empty", 0, GpuMode::kMigDynamic)}));
+  s->UpsertNode("half", Node({H200("half", 0, GpuMode::kMigDynamic, {{"3g.71gb", 0, "M", 9}})}));
+  FilterResult f = s->Filter(Mem(10 * kGiB), {"half", "empty"}, {"u", "ns", "p"});
+  EXPECT_EQ(f.feasible, std::vector<std::string>{"empty"});
+  EXPECT_EQ(f.narrowed, 1u);
+  EXPECT_EQ(s->counts().pods_held, 0u);  // no hold of a MIG choice: bind decides it
+  auto t = s->Assume("u", "ns", "p", Mem(10 * kGiB), "empty");
+  ASSERT_TRUE(t.has_value()) << t.error().ToString();
+  EXPECT_EQ(Only(*t).mig->profile, "1g.18gb");
+  EXPECT_EQ(s->counts().pods_assumed, 1u);
+  EXPECT_TRUE(s->CheckConsistency().ok());
+}
+
 }  // namespace
 }  // namespace vgpu::k8s
