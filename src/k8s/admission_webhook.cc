@@ -51,8 +51,23 @@ struct ContainerScan {
   bool managed = false;    // names any managed resource
   bool has_count = false;  // names <prefix>/gpu
   bool gets_gpu = false;   // the parser gives it one or more GPUs
+  bool mig = false;        // it asks for a MIG profile (<prefix>/mig-<profile>): no count added
   bool privileged = false;
 };
+
+// Whether the container names a resource <prefix>/mig-<profile>.
+bool NamesMig(const Json& c, const std::string& mig_prefix) {
+  const Json* res = Member(c, "resources");
+  if (res == nullptr) return false;
+  for (const char* section : {"limits", "requests"}) {
+    const Json* sec = Member(*res, section);
+    if (sec == nullptr || !sec->is_object()) continue;
+    for (const auto& [key, value] : sec->items()) {
+      if (key.size() > mig_prefix.size() && key.starts_with(mig_prefix)) return true;
+    }
+  }
+  return false;
+}
 
 bool Names(const Json& c, const std::string& resource) {
   const Json* res = Member(c, "resources");
@@ -72,12 +87,13 @@ ContainerScan Scan(const Json& c, std::string pointer, const RequestOptions& opt
   s.name = StringMember(c, "name");
   s.has_count = Names(c, n.Gpu());
   s.managed = s.has_count || Names(c, n.Memory()) || Names(c, n.MemoryPercent()) ||
-              Names(c, n.Cores()) || Names(c, n.Priority());
+              Names(c, n.Cores()) || Names(c, n.Priority()) || NamesMig(c, n.MigPrefix());
   if (s.managed) {
     // The container alone, as a pod, through the extender's parser.
     const Json one = {{"spec", {{"containers", Json::array({c})}}}};
     auto r = ParsePodGpuRequest(one, options);
     s.gets_gpu = r && r->HasGpus();
+    s.mig = r && r->AsksMigProfile();
   }
   const Json* sc = Member(c, "securityContext");
   const Json* priv = sc != nullptr ? Member(*sc, "privileged") : nullptr;
@@ -216,7 +232,7 @@ AdmissionWebhook::Mutation AdmissionWebhook::MutateRequests(const Json& pod) con
                           options_.scheduler_name);
     }
     for (const ContainerScan& s : scans) {
-      if (s.gets_gpu && !s.has_count) {
+      if (s.gets_gpu && !s.has_count && !s.mig) {
         AddGpuCount(s, options_.names.Gpu(), &m.patch);
         m.changes.push_back("container '" + s.name + "': " + options_.names.Gpu() + "=1");
       }

@@ -115,6 +115,17 @@ TEST(AdmissionWebhook, ReadsRequestsAndPriorityAlone) {
   EXPECT_EQ(a.patch[0]["value"], "vgpu-scheduler");
 }
 
+TEST(AdmissionWebhook, SendsAMigProfilePodToVgpuWithoutAddingAGpuCount) {
+  AdmissionWebhook hook({});
+  const Json pod =
+      Pod({Container("cuda", {{"nvidia.com/mig-1g.18gb", 1}, {"nvidia.com/gpumem", 8000}})});
+  const Answer a = Ask(hook, ReviewBody(pod));
+  EXPECT_EQ(a.response["allowed"], true);
+  // Only the scheduler name: nvidia.com/gpu beside a MIG profile would make the pod invalid.
+  EXPECT_EQ(a.patch, Json::parse(R"([{"op":"replace","path":"/spec/schedulerName",
+                                      "value":"vgpu-scheduler"}])"));
+}
+
 TEST(AdmissionWebhook, LeavesAPodWithoutGpuResourcesAlone) {
   AdmissionWebhook hook({});
   const Json pod = Pod({Container("web", {{"cpu", "500m"}, {"memory", "1Gi"}})});

@@ -42,6 +42,15 @@ std::vector<AssignedMig> AssignedOn(const std::vector<PodAssignment>& on_node,
 
 }  // namespace
 
+bool AssignmentHasMig(const PodAssignment& a) {
+  for (const ContainerAssignment& c : a.containers) {
+    for (const AssignedGpu& g : c.gpus) {
+      if (g.mig) return true;
+    }
+  }
+  return false;
+}
+
 std::optional<std::string> MigProfileOfResource(std::string_view resource) {
   if (!resource.starts_with(mig::kMigResourcePrefix)) return std::nullopt;
   std::string_view p = resource.substr(mig::kMigResourcePrefix.size());

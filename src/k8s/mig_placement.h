@@ -45,6 +45,9 @@ struct MigRequest {
 // other resource names.
 std::optional<std::string> MigProfileOfResource(std::string_view resource);
 
+// Whether any GPU of the assignment names a MIG instance.
+bool AssignmentHasMig(const PodAssignment& a);
+
 struct MigChoice {
   int gpu_index = 0;
   std::string gpu_uuid;

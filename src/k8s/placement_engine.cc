@@ -91,6 +91,7 @@ void PlacementState::RebuildIfDirty() {
   for (auto& [uid, t] : pods_) {
     t.keys.clear();
     t.host_node = -1;
+    t.mig_placed = false;
     order.emplace_back(uid, &t);
   }
   std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
@@ -111,6 +112,7 @@ void PlacementState::PlaceNow(Tracked& t) {
   auto nid = NodeIdOf(t.node);
   if (!nid) return;  // the node is not known (yet): placed when it appears
   if (t.HasGpus()) PlaceGpus(t, *nid);
+  t.mig_placed = AssignmentHasMig(t.assignment);
   ChargeHost(t, *nid);
 }
 
@@ -130,6 +132,7 @@ void PlacementState::PlaceGpus(Tracked& t, sched::NodeId n) {
   std::map<int, std::pair<int32_t, int64_t>> per_gpu;
   for (const ContainerAssignment& c : t.assignment.containers) {
     for (const AssignedGpu& g : c.gpus) {
+      if (g.mig) continue;  // a MIG instance: counted by placement_mig.cc, not the engine
       const int i = resolve(g);
       if (i < 0) {
         VGPU_LOG_ERROR("pod %s/%s: GPU %s is not on node %s; its reservation is not counted",
@@ -193,6 +196,7 @@ void PlacementState::Unplace(Tracked& t) {
     if (engine_.scheduler) engine_.scheduler->Unreserve(k);
   }
   t.keys.clear();
+  t.mig_placed = false;
   UnchargeHost(t);
 }
 
@@ -278,6 +282,13 @@ std::vector<PlacementState::Variant> PlacementState::Variants(const PodGpuReques
     v.request.cpu_milli = r.host.cpu_milli;
     v.request.memory_mib = r.host.memory_mib;
     out.push_back(v);
+    return out;
+  }
+  if (r.AsksMigProfile()) {  // MIG GPUs only (placement_mig.cc)
+    if (why_none != nullptr) {
+      *why_none = options_.request.names.MigPrefix() + r.containers.front().mig_profile +
+                  " is served only by GPUs in mode mig or mig-dynamic; the node has none";
+    }
     return out;
   }
   std::set<int64_t> capacities(engine_.model_capacity.begin(), engine_.model_capacity.end());
@@ -461,7 +472,7 @@ Status PlacementState::CheckConsistency() {
       return Status::Internal(c.name(n) + ": CPU or memory disagrees with the tracked pods");
     }
   }
-  return Status::Ok();
+  return CheckMigConsistency();
 }
 
 }  // namespace vgpu::k8s

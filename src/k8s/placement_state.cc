@@ -290,7 +290,7 @@ Result<AssumeTicket> PlacementState::Assume(const std::string& uid, const std::s
       t.deadline = options_.clock() + options_.assume_ttl;
       return AssumeTicket{t.assignment, t.generation};
     }
-    if (!t.held && t.HasGpus() && !t.keys.empty()) {
+    if (!t.held && t.HasGpus() && t.HoldsGpus()) {
       // The pod holds GPUs on another node: bound there, or an earlier bind whose outcome is
       // unknown. Moving it could leave a running pod uncounted; the caller settles it first.
       return Status::FailedPrecondition(
@@ -318,6 +318,7 @@ Result<AssumeTicket> PlacementState::Assume(const std::string& uid, const std::s
   if (!id || engine_.schedulable[*id] == 0) {
     return Status::FailedPrecondition("node " + node + " has no vgpu GPU inventory");
   }
+  if (request.AsksMigProfile()) return AssumeMig(uid, ns, name, request, *id);
   std::string why_none;
   std::vector<Variant> variants = Variants(request, &why_none);
   if (variants.empty())
@@ -355,16 +356,22 @@ Result<AssumeTicket> PlacementState::Assume(const std::string& uid, const std::s
   if (best != nullptr) {
     if (auto ticket = Decide(uid, ns, name, request, *best, *id, false)) return *ticket;
   }
-  return Status::ResourceExhausted("node " + node + " has no room for pod " + ns + "/" + name +
-                                   ": " +
-                                   ReasonText(variants, CouldEverFit(request, variants, *id)));
+  std::string mig_why;  // a one-GPU pod with a memory size may take a MIG instance instead
+  if (HasMigGpus(*id)) {
+    auto mig = AssumeMig(uid, ns, name, request, *id);
+    if (mig) return mig;
+    if (auto why = MigChoiceOn(request, *id); !why) mig_why = "; MIG: " + why.error().message();
+  }
+  return Status::ResourceExhausted(
+      "node " + node + " has no room for pod " + ns + "/" + name + ": " +
+      ReasonText(variants, CouldEverFit(request, variants, *id)) + mig_why);
 }
 
 std::optional<PlacementState::Expired> PlacementState::UnsettledElsewhere(const std::string& uid,
                                                                           const std::string& node) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = pods_.find(uid);
-  if (it == pods_.end() || it->second.in_flight || it->second.held || it->second.keys.empty() ||
+  if (it == pods_.end() || it->second.in_flight || it->second.held || !it->second.HoldsGpus() ||
       it->second.node == node) {
     return std::nullopt;
   }
@@ -449,7 +456,7 @@ PlacementState::Counts PlacementState::counts() {
   for (const auto& [uid, t] : pods_) {
     if (t.held) ++c.pods_held;
     if (!t.HasGpus() || t.held) continue;
-    if (t.keys.empty()) {
+    if (!t.HoldsGpus()) {
       ++c.pods_unplaced;
     } else if (t.bound) {
       ++c.pods_bound;

@@ -49,6 +49,15 @@
 // - ExpiredAssumptions lists assumed pods past their deadline that are not in flight; the caller
 //   asks the API server and calls ExpireIfUnbound only for pods it found unbound, so a reservation
 //   is never dropped for a pod that is running.
+// - MIG (placement_mig.cc, mig_placement.h): a pod asking for a MIG profile by name
+//   (nvidia.com/mig-<profile>) goes only to "mig" / "mig-dynamic" GPUs; a one-GPU pod with a
+//   memory size (nvidia.com/gpumem) goes to a software slice when one fits on the node (shared
+//   GPUs), else to a MIG instance (the smallest fitting one). Filter says whether an instance
+//   fits (ChooseMig's reason when not), Score ranks MIG-served nodes by the choice (least
+//   instance memory, then the resulting layout's capacity: the largest profile kept placeable)
+//   below every node a software slice fits, and Assume records the instance as the assignment's
+//   "mig" entry. The instances of tracked pods (assumed or bound, not yet reported by the node)
+//   count as taken until the pod goes away; none is given twice (CheckConsistency checks it).
 // - Thread-safe: one mutex around the engine; every call takes microseconds to a few ms.
 #pragma once
 
@@ -69,6 +78,7 @@
 #include "k8s/gpu_constraints.h"
 #include "k8s/gpu_inventory.h"
 #include "k8s/host_request.h"
+#include "k8s/mig_placement.h"
 #include "k8s/name_index.h"
 #include "k8s/pod_assignment.h"
 #include "k8s/pod_request.h"
@@ -250,8 +260,10 @@ class PlacementState {
     uint64_t generation = 0;
     std::vector<sched::PodKey> keys;  // GPU reservations in the engine
     int64_t host_node = -1;           // engine node charged with `host`; -1 = none
+    bool mig_placed = false;          // its MIG instances count on `node` (placement_mig.cc)
     bool HasGpus() const { return !assignment.containers.empty(); }
-    bool Placed() const { return !keys.empty() || host_node >= 0; }
+    bool Placed() const { return !keys.empty() || host_node >= 0 || mig_placed; }
+    bool HoldsGpus() const { return !keys.empty() || mig_placed; }
   };
   // The CPU and memory of the tracked pods on one engine node, and its engine reservation.
   struct HostLoad {
@@ -307,12 +319,31 @@ class PlacementState {
     std::vector<int> variant;       // per scored id: the memory class of its raw score
     size_t choice = 0;              // index into scored_ids, or kNoChoice
     std::vector<int64_t> scores;    // 0..10 per scored id
+    // MIG (placement_mig.cc), by engine node id: served by a MIG instance, the instance's raw
+    // score, or why no instance fits ("" = not judged).
+    std::vector<uint8_t> mig;
+    std::vector<int64_t> mig_raw;
+    std::vector<std::string> mig_why;
   };
 
   explicit PlacementState(StateOptions options);
   void Changed() { ++version_; }
   Memo& MemoFor(const PodGpuRequest& r);
   void Resolve(Memo& m, const PodGpuRequest& r, const std::vector<sched::NodeId>& todo);
+  // ---- MIG (placement_mig.cc) ----
+  // The nodes of `todo` that no software slice serves, judged for a MIG instance.
+  void ResolveMig(Memo& m, const PodGpuRequest& r, const std::vector<sched::NodeId>& todo);
+  // MIG-served nodes' raw scores put below every software-slice node's (Rank).
+  void RankMig(Memo& m, const std::vector<sched::NodeId>& ids);
+  // Per-node MIG reasons into the filter's answer.
+  void MigReasons(const Memo& m, const std::vector<sched::NodeId>& ids, NodeVerdicts* out) const;
+  bool HasMigGpus(sched::NodeId n) const;
+  // The pod's MIG choice on engine node `n` given the tracked pods' instances there.
+  Result<MigChoice> MigChoiceOn(const PodGpuRequest& r, sched::NodeId n) const;
+  // Assume by a MIG instance on `n`.
+  Result<AssumeTicket> AssumeMig(const std::string& uid, const std::string& ns,
+                                 const std::string& name, const PodGpuRequest& r, sched::NodeId n);
+  Status CheckMigConsistency() const;
   // Ranks `ids` (engine nodes) for `r` into the memo: raw scores, the engine's choice, 0..10.
   void Rank(Memo& m, const PodGpuRequest& r, const std::vector<sched::NodeId>& ids);
   // The narrow filter mode over the verdicts (placement_narrow.cc).

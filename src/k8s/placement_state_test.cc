@@ -341,9 +341,18 @@ TEST_F(Fixture, SoftwareSlicesKeepOffMigGpusAndMpsGpusTakeOnlyConsentingPods) {
   inv.gpus[2].mode = GpuMode::kMps;
   s->UpsertNode("m", inv);
   PodGpuRequest plain = Req(1, 30, 10000);
+  // No software slice for a pod that does not allow a shared fault domain: it gets a MIG
+  // instance on the mig-dynamic GPU (the static one lists none), never the MPS GPU.
   FilterResult f = s->Filter(plain, {"m"});
-  EXPECT_TRUE(f.feasible.empty()) << "a pod that does not allow a shared fault domain";
-  EXPECT_FALSE(s->Assume("u1", "ns", "p1", plain, "m").has_value());
+  EXPECT_EQ(f.feasible, std::vector<std::string>{"m"});
+  auto mig = s->Assume("u1", "ns", "p1", plain, "m");
+  ASSERT_TRUE(mig.has_value()) << mig.error().ToString();
+  EXPECT_EQ(mig->assignment.containers[0].gpus[0].uuid, "mGPU-1");
+  ASSERT_TRUE(mig->assignment.containers[0].gpus[0].mig.has_value());
+  EXPECT_EQ(mig->assignment.containers[0].gpus[0].mig->profile, "1g.18gb");
+  PodGpuRequest two = Req(2, 30, 10000);  // MIG serves one-GPU pods only
+  EXPECT_TRUE(s->Filter(two, {"m"}).feasible.empty());
+  EXPECT_FALSE(s->Assume("u0", "ns", "p0", two, "m").has_value());
   PodGpuRequest consenting = plain;
   consenting.allow_shared_fault_domain = true;
   EXPECT_EQ(s->Filter(consenting, {"m"}).feasible, std::vector<std::string>{"m"});

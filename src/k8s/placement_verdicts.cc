@@ -20,7 +20,8 @@ bool SamePlacement(const PodGpuRequest& a, const PodGpuRequest& b) {
     const ContainerGpuRequest& x = a.containers[i];
     const ContainerGpuRequest& y = b.containers[i];
     if (x.init != y.init || x.count != y.count || x.memory_mib != y.memory_mib ||
-        x.memory_percent != y.memory_percent || x.cores != y.cores) {
+        x.memory_percent != y.memory_percent || x.cores != y.cores ||
+        x.mig_profile != y.mig_profile) {
       return false;
     }
   }
@@ -59,6 +60,9 @@ PlacementState::Memo& PlacementState::MemoFor(const PodGpuRequest& r) {
   const size_t n = engine_.node_names.size();
   fresh->state.assign(n, Memo::kUnknown);
   fresh->fits.assign(fresh->variants.size(), std::vector<uint8_t>(n, 0));
+  fresh->mig.assign(n, 0);
+  fresh->mig_raw.assign(n, 0);
+  fresh->mig_why.assign(n, std::string());
   const size_t cap = std::max<size_t>(1, options_.memo_shapes);
   if (options_.memo_shapes == 0) memos_.clear();  // kept for this call only
   if (memos_.size() < cap) {
@@ -76,6 +80,7 @@ void PlacementState::Resolve(Memo& m, const PodGpuRequest& r,
   if (todo.empty()) return;
   if (m.variants.empty()) {
     for (sched::NodeId id : todo) m.state[id] = Memo::kNever;
+    ResolveMig(m, r, todo);
     return;
   }
   ctx_.pod = &r;
@@ -99,6 +104,7 @@ void PlacementState::Resolve(Memo& m, const PodGpuRequest& r,
     }
   }
   ctx_.pod = nullptr;
+  ResolveMig(m, r, todo);
 }
 
 void PlacementState::Rank(Memo& m, const PodGpuRequest& r, const std::vector<sched::NodeId>& ids) {
@@ -146,6 +152,7 @@ void PlacementState::Rank(Memo& m, const PodGpuRequest& r, const std::vector<sch
     bandwidth[k] = BestSetBandwidth(*engine_.topology[ids[k]], *engine_.cluster, ids[k], req);
   }
   if (multi) RankByTopology(&m.raw, m.feasible, bandwidth);
+  RankMig(m, ids);
   std::vector<uint32_t> rank(n);
   for (size_t k = 0; k < n; ++k) rank[k] = engine_.scheduler->TieRank(ids[k]);
   m.choice = EngineChoice(m.raw, m.feasible, rank);
@@ -233,6 +240,7 @@ void PlacementState::FilterVerdicts(const PodRef& pod, const PodGpuRequest& requ
   texts[kHostShort] = HostText(request.host, false);
   texts[kHostNever] = HostText(request.host, true);
   texts[kNarrowedOut] = "vgpu: another node fits the pod better (filter mode narrow)";
+  MigReasons(m, ids, out);
   if (options_.filter_mode == FilterMode::kNarrow && !pos.empty()) {
     std::vector<sched::NodeId> feasible_ids;
     feasible_ids.reserve(pos.size());

@@ -58,10 +58,11 @@ Status CheckKnownResources(const Json& container, const std::string& cname,
     for (const auto& [key, value] : sec->items()) {
       if (key.rfind(prefix, 0) != 0) continue;
       if (std::find(std::begin(known), std::end(known), key) != std::end(known)) continue;
+      if (key.starts_with(names.MigPrefix()) && key.size() > names.MigPrefix().size()) continue;
       return Status::InvalidArgument("container '" + cname + "': unknown resource " + key +
                                      " (vgpu understands " + names.Gpu() + ", " + names.Memory() +
                                      ", " + names.MemoryPercent() + ", " + names.Cores() + ", " +
-                                     names.Priority() + ")");
+                                     names.Priority() + ", " + names.MigPrefix() + "<profile>)");
     }
   }
   return Status::Ok();
@@ -84,6 +85,29 @@ Result<std::optional<int64_t>> ReadValue(const Json& container, const std::strin
   return std::optional<int64_t>(*q);
 }
 
+// The <prefix>/mig-<profile> resources a container names (limits and requests), "" when none;
+// an error for two different profiles.
+Result<std::string> MigProfileOf(const Json& container, const std::string& cname,
+                                 const ResourceNames& names) {
+  std::string found;
+  auto res = container.find("resources");
+  if (res == container.end() || !res->is_object()) return found;
+  const std::string prefix = names.MigPrefix();
+  for (const char* section : {"limits", "requests"}) {
+    auto sec = res->find(section);
+    if (sec == res->end() || !sec->is_object()) continue;
+    for (const auto& [key, value] : sec->items()) {
+      if (!key.starts_with(prefix) || key.size() == prefix.size()) continue;
+      if (!found.empty() && found != key) {
+        return Status::InvalidArgument("container '" + cname + "': asks for two MIG profiles, " +
+                                       found + " and " + key);
+      }
+      found = key;
+    }
+  }
+  return found;
+}
+
 Result<std::optional<ContainerGpuRequest>> ParseContainer(const Json& c, bool init,
                                                           const RequestOptions& o) {
   if (!c.is_object()) return Status::InvalidArgument("a container is not an object");
@@ -101,7 +125,28 @@ Result<std::optional<ContainerGpuRequest>> ParseContainer(const Json& c, bool in
   if (!cores) return cores.error();
   auto prio = ReadValue(c, name, n.Priority(), 0, 1);
   if (!prio) return prio.error();
+  auto mig_resource = MigProfileOf(c, name, n);
+  if (!mig_resource) return mig_resource.error();
   const bool has_mem = mem->has_value() && **mem > 0;
+  if (!mig_resource->empty()) {
+    auto mig_count = ReadValue(c, name, *mig_resource, 0, 1);
+    if (!mig_count) return mig_count.error();
+    if (**mig_count == 0) return std::optional<ContainerGpuRequest>();
+    if (count->has_value() || pct->has_value()) {
+      return Status::InvalidArgument("container '" + name + "': " + *mig_resource +
+                                     " cannot be combined with " + n.Gpu() + " or " +
+                                     n.MemoryPercent());
+    }
+    ContainerGpuRequest r;
+    r.name = name;
+    r.init = init;
+    r.count = 1;
+    r.mig_profile = mig_resource->substr(n.MigPrefix().size());
+    if (has_mem) r.memory_mib = **mem;
+    if (cores->has_value()) r.cores = static_cast<int>(**cores);
+    if (prio->has_value()) r.priority = static_cast<int>(**prio);
+    return std::optional<ContainerGpuRequest>(std::move(r));
+  }
   const bool asks_share = has_mem || pct->has_value() || cores->has_value();
   if (count->has_value() && **count == 0) {
     if (asks_share) {
@@ -174,6 +219,14 @@ Result<PodGpuRequest> ParsePodGpuRequest(const Json& pod, const RequestOptions& 
   out.host = *host;
   int app_gpus = 0;
   for (const auto& c : out.containers) app_gpus += c.init ? 0 : c.count;
+  const bool any_mig = std::any_of(out.containers.begin(), out.containers.end(),
+                                   [](const auto& c) { return !c.mig_profile.empty(); });
+  if (any_mig && out.containers.size() > 1) {
+    return Status::InvalidArgument(
+        "a pod that asks for a MIG profile (" + n.MigPrefix() +
+        "<profile>) may have only one container that asks for GPUs; this one has " +
+        std::to_string(out.containers.size()));
+  }
   if (app_gpus > sched::kMaxGpusPerNode) {
     return Status::InvalidArgument("the containers ask for " + std::to_string(app_gpus) + " " +
                                    n.Gpu() + " together; a node has at most " +

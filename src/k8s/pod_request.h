@@ -6,6 +6,12 @@
 //   <prefix>/gpumem-percentage   memory per GPU as a percent of the GPU's memory (1..100)
 //   <prefix>/gpucores            compute per GPU in percent (1..100; 100 = the GPU alone)
 //   <prefix>/priority            0 (high) or 1 (low); passed to the node, not used for placement
+//   <prefix>/mig-<profile>       one MIG instance of that profile (NVIDIA's mixed-strategy names,
+//                                nvidia.com/mig-1g.18gb, nvidia.com/mig-1g.18gb.me): value 1, not
+//                                with <prefix>/gpu or gpumem-percentage; gpumem and gpucores then
+//                                limit the container inside the instance. A pod asking for one
+//                                has no other GPU container. Such a request goes only to MIG GPUs
+//                                (mig_placement.h).
 //   annotations <prefix>/use-gputype, nouse-gputype   comma-separated model substrings
 //                                                     (case-insensitive), allow / forbid
 //   annotations <prefix>/use-gpuuuid, nouse-gpuuuid   comma-separated GPU UUIDs, allow / forbid
@@ -55,6 +61,7 @@ struct ResourceNames {
   std::string NoUseTypes() const { return prefix + "/nouse-gputype"; }
   std::string UseUuids() const { return prefix + "/use-gpuuuid"; }
   std::string NoUseUuids() const { return prefix + "/nouse-gpuuuid"; }
+  std::string MigPrefix() const { return prefix + "/mig-"; }
 };
 
 struct RequestOptions {
@@ -70,6 +77,7 @@ struct ContainerGpuRequest {
   std::optional<int> memory_percent;
   std::optional<int> cores;
   int priority = -1;
+  std::string mig_profile;  // from <prefix>/mig-<profile>, as written ("1g.18gb.me"); "" = none
   friend bool operator==(const ContainerGpuRequest&, const ContainerGpuRequest&) = default;
 };
 
@@ -82,6 +90,10 @@ struct PodGpuRequest {
   // The annotation vgpu.io/comm-pattern as given (validated by ParsePodGpuRequest); "" = none.
   std::string comm_pattern;
   bool HasGpus() const { return !containers.empty(); }
+  // A pod asking for a MIG profile by name (<prefix>/mig-<profile>): served by MIG GPUs only.
+  bool AsksMigProfile() const {
+    return containers.size() == 1 && !containers.front().mig_profile.empty();
+  }
   // Neither GPUs nor CPU nor memory: the pod takes nothing the placement engine counts.
   bool TakesNothing() const { return !HasGpus() && host.IsZero(); }
   // Whether a GPU model / UUID passes the type / UUID annotations.

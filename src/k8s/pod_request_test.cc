@@ -170,5 +170,49 @@ TEST(PodRequest, SharedFaultDomainConsentComesFromTheAnnotation) {
                   ->allow_shared_fault_domain);
 }
 
+TEST(PodRequest, ReadsNvidiaMigResourceNames) {
+  auto one = ParsePodGpuRequest(Pod({Container("main", {{"nvidia.com/mig-1g.18gb", "1"}})}), {});
+  ASSERT_TRUE(one.has_value()) << one.error().ToString();
+  ASSERT_EQ(one->containers.size(), 1u);
+  EXPECT_EQ(one->containers[0].mig_profile, "1g.18gb");
+  EXPECT_EQ(one->containers[0].count, 1);
+  EXPECT_TRUE(one->AsksMigProfile());
+  // gpumem and gpucores limit the container inside the instance; ".me" is kept as written.
+  auto inner = ParsePodGpuRequest(Pod({Container("main", {{"nvidia.com/mig-3g.71gb.me", "1"},
+                                                          {"nvidia.com/gpumem", "30000"},
+                                                          {"nvidia.com/gpucores", "50"}})}),
+                                  {});
+  ASSERT_TRUE(inner.has_value()) << inner.error().ToString();
+  EXPECT_EQ(inner->containers[0].mig_profile, "3g.71gb.me");
+  EXPECT_EQ(inner->containers[0].memory_mib, 30000);
+  EXPECT_EQ(inner->containers[0].cores, 50);
+  // Bad combinations name the container and the resource.
+  auto two = ParsePodGpuRequest(Pod({Container("main", {{"nvidia.com/mig-1g.18gb", "2"}})}), {});
+  ASSERT_FALSE(two.has_value());
+  EXPECT_EQ(two.error().message(), "container 'main': nvidia.com/mig-1g.18gb=2 is outside 0..1");
+  auto with_gpu = ParsePodGpuRequest(
+      Pod({Container("main", {{"nvidia.com/mig-1g.18gb", "1"}, {"nvidia.com/gpu", "1"}})}), {});
+  ASSERT_FALSE(with_gpu.has_value());
+  EXPECT_NE(with_gpu.error().message().find("cannot be combined with nvidia.com/gpu"),
+            std::string::npos);
+  auto both = ParsePodGpuRequest(
+      Pod({Container("main", {{"nvidia.com/mig-1g.18gb", "1"}, {"nvidia.com/mig-2g.35gb", "1"}})}),
+      {});
+  ASSERT_FALSE(both.has_value());
+  EXPECT_NE(both.error().message().find("two MIG profiles"), std::string::npos);
+  auto pods = ParsePodGpuRequest(Pod({Container("a", {{"nvidia.com/mig-1g.18gb", "1"}}),
+                                      Container("b", {{"nvidia.com/gpu", "1"}})}),
+                                 {});
+  ASSERT_FALSE(pods.has_value());
+  EXPECT_NE(pods.error().message().find("only one container that asks for GPUs"),
+            std::string::npos);
+  // A zero count asks for nothing; other unknown names stay errors.
+  auto zero = ParsePodGpuRequest(Pod({Container("main", {{"nvidia.com/mig-1g.18gb", "0"}})}), {});
+  ASSERT_TRUE(zero.has_value());
+  EXPECT_FALSE(zero->HasGpus());
+  EXPECT_FALSE(
+      ParsePodGpuRequest(Pod({Container("main", {{"nvidia.com/mig-", "1"}})}), {}).has_value());
+}
+
 }  // namespace
 }  // namespace vgpu::k8s

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -19,6 +20,12 @@ uint64_t MonotonicNs();
 
 // The whole file; "" when it cannot be read.
 std::string ReadFile(const std::string& path);
+
+// The words of `line` (no quoting: the paths in tests hold no spaces).
+std::vector<std::string> Words(const std::string& line);
+
+// Polls `pred` every 20 ms until it holds (true) or `timeout_ms` passes (false).
+bool WaitFor(const std::function<bool()>& pred, int timeout_ms);
 
 // "key value" lines of a worker's output.
 std::map<std::string, std::string> Lines(const std::string& out);

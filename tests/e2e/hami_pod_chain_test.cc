@@ -102,24 +102,6 @@ Json HamiPod(const std::string& name, const std::string& memory, const std::stri
   return ApiServerDefaults(pod.value_or(Json::object()), "default", "uid-" + name);
 }
 
-// The words of `line` (no quoting: the paths here hold no spaces).
-std::vector<std::string> Words(const std::string& line) {
-  std::vector<std::string> words;
-  std::istringstream in(line);
-  for (std::string w; in >> w;) words.push_back(w);
-  return words;
-}
-
-// Polls `pred` every 20 ms until it holds or `timeout_ms` passes.
-bool WaitFor(const std::function<bool()>& pred, int timeout_ms) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
-}
-
 class HamiPodChainTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -263,9 +263,18 @@ TEST_F(NodeMigTest, DynamicStaticAndSharedGpusServeTheirPods) {
   EXPECT_EQ(made[2].profile + "@" + std::to_string(made[2].start), "1g.18gb@6");
 
   // /metrics: one series per MIG instance with dcgm-exporter's labels.
+  // (The daemon reads the instances back from NVML at its next housekeeping, --pod-refresh.)
   httplib::Client client("127.0.0.1", port_);
-  auto metrics = client.Get("/metrics");
-  ASSERT_TRUE(metrics && metrics->status == 200);
+  httplib::Result metrics{nullptr, httplib::Error::Unknown};
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);;) {
+    metrics = client.Get("/metrics");
+    ASSERT_TRUE(metrics && metrics->status == 200);
+    if (metrics->body.find("GPU_I_PROFILE=\"1g.35gb\"") != std::string::npos ||
+        std::chrono::steady_clock::now() > until) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   EXPECT_NE(metrics->body.find("GPU_I_PROFILE=\"1g.35gb\""), std::string::npos);
   EXPECT_NE(metrics->body.find("vgpu_gpu_mode{node=\"mig-node\",gpu=\"0\""), std::string::npos);
 
