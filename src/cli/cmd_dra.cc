@@ -11,9 +11,8 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/gpu_backend.h"
 #include "common/log.h"
-#include "device/injecting_backend.h"
-#include "device/nvml_backend.h"
 #include "dra/agent.h"
 #include "dra/driver.h"
 #include "dra/kube_api.h"
@@ -52,26 +51,7 @@ Status Bad(const std::string& flag, const std::string& why) {
 }
 
 Result<std::unique_ptr<device::DeviceBackend>> OpenBackend(const DraFlags& f) {
-  device::NvmlBackendOptions options;
-  options.library_path = f.nvml_library;
-  if (f.sim) {
-    Result<std::string> sim_dir = SimulatedGpuDir("--sim");
-    if (!sim_dir) return sim_dir.error();
-    std::error_code ec;
-    if (!f.sim_config.empty()) {
-      if (!fs::is_regular_file(f.sim_config, ec)) return Bad("--sim-config", "no such file");
-      setenv("VGPU_SIMGPU_CONFIG", f.sim_config.c_str(), 1);
-    } else if (f.sim_devices > 0) {
-      setenv("VGPU_SIMGPU_DEVICES", std::to_string(f.sim_devices).c_str(), 1);
-    }
-    options.library_path = (fs::path(*sim_dir) / "libnvidia-ml.so.1").string();
-    options.cuda_library_path = (fs::path(*sim_dir) / "libcuda.so.1").string();
-  }
-  auto nvml = device::NvmlBackend::Open(options);
-  if (!nvml) return nvml.error();
-  std::unique_ptr<device::DeviceBackend> backend = std::move(*nvml);
-  if (f.sim) backend = std::make_unique<device::InjectingBackend>(std::move(backend));
-  return backend;
+  return OpenGpuBackend({f.sim, f.nvml_library, f.sim_config, f.sim_devices});
 }
 
 Status Run(const DraFlags& f) {

@@ -11,10 +11,9 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/gpu_backend.h"
 #include "common/log.h"
 #include "common/units.h"
-#include "device/injecting_backend.h"
-#include "device/nvml_backend.h"
 #include "node/daemon.h"
 #include "node/file_cluster.h"
 #include "node/unit_id.h"
@@ -215,34 +214,7 @@ Result<node::DaemonOptions> BuildOptions(const NodeFlags& f) {
 }
 
 Result<std::unique_ptr<device::DeviceBackend>> OpenBackend(const NodeFlags& f) {
-  device::NvmlBackendOptions options;
-  options.library_path = f.nvml_library;
-  if (f.sim) {
-    Result<std::string> sim_dir = SimulatedGpuDir("--sim");
-    if (!sim_dir) return sim_dir.error();
-    const fs::path dir = *sim_dir;
-    std::error_code ec;
-    if (!f.sim_config.empty()) {
-      if (!fs::is_regular_file(f.sim_config, ec)) {
-        return Bad("--sim-config",
-                   (fs::exists(f.sim_config, ec) ? "not a regular file: " : "no such file: ") +
-                       f.sim_config);
-      }
-      setenv("VGPU_SIMGPU_CONFIG", f.sim_config.c_str(), 1);
-    } else if (f.sim_devices > 0) {
-      setenv("VGPU_SIMGPU_DEVICES", std::to_string(f.sim_devices).c_str(), 1);
-    }
-    options.library_path = (dir / "libnvidia-ml.so.1").string();
-    options.cuda_library_path = (dir / "libcuda.so.1").string();
-  }
-  auto nvml = device::NvmlBackend::Open(options);
-  if (!nvml) return nvml.error();
-  for (const std::string& name : (*nvml)->MissingFunctions()) {
-    VGPU_LOG_DEBUG("NVML lacks %s; the values it gives are not reported", name.c_str());
-  }
-  std::unique_ptr<device::DeviceBackend> backend = std::move(*nvml);
-  if (f.sim) backend = std::make_unique<device::InjectingBackend>(std::move(backend));
-  return backend;
+  return OpenGpuBackend({f.sim, f.nvml_library, f.sim_config, f.sim_devices});
 }
 
 Result<std::unique_ptr<node::ClusterClient>> OpenCluster(const NodeFlags& f) {
