@@ -63,7 +63,9 @@
 //       launch_failures  u64  kernel launches the driver refused (libvgpu.so counts)
 //       oom_refusals     u64  allocations refused over the memory limit (libvgpu.so counts)
 //       held_launches    u64  launches that waited for a pause to end (libvgpu.so counts)
-//     spare                 zero
+//     telemetry_area (minor 4, 2368..2623), resize_area (2624..2879), spill_area (2880..3007),
+//     probe_area (3008..3071): reserved for the fields documented with their types; zero = unused
+//     spare                 zero (3072..4095)
 //   ProcSlot[kMaxProcs] (offset 4096, 256 bytes each)
 //     pid            i32  process id in its pid namespace; 0 = free slot
 //     flags          u32  reserved
@@ -99,7 +101,7 @@ namespace vgpu::shm {
 
 inline constexpr uint64_t kRegionMagic = 0x45434c5355504756ULL;  // "VGPUSLCE" little-endian
 inline constexpr uint32_t kRegionMajor = 1;
-inline constexpr uint32_t kRegionMinor = 3;
+inline constexpr uint32_t kRegionMinor = 4;
 inline constexpr int kMaxDevices = 16;
 inline constexpr int kMaxProcs = 1024;
 inline constexpr uint64_t kNoLimit = ~0ULL;
@@ -184,7 +186,11 @@ struct RegionHeader {
   uint8_t spare0[1792 - 1768];
   CopyQosState copy;
   TenantControl control;
-  uint8_t spare[4096 - 2368];
+  uint8_t telemetry_area[2624 - 2368];  // (minor 4) per-slice counters
+  uint8_t resize_area[2880 - 2624];     // (minor 4) live resize control
+  uint8_t spill_area[3008 - 2880];      // (minor 4) memory spill state
+  uint8_t probe_area[3072 - 3008];      // (minor 4) fault probe state
+  uint8_t spare[4096 - 3072];
 };
 
 struct alignas(64) ProcSlot {
@@ -224,7 +230,11 @@ static_assert(offsetof(RegionHeader, parent_checksum) == 1760);
 static_assert(offsetof(RegionHeader, spare0) == 1768);
 static_assert(offsetof(RegionHeader, copy) == 1792);
 static_assert(offsetof(RegionHeader, control) == 2304);
-static_assert(offsetof(RegionHeader, spare) == 2368);
+static_assert(offsetof(RegionHeader, telemetry_area) == 2368);
+static_assert(offsetof(RegionHeader, resize_area) == 2624);
+static_assert(offsetof(RegionHeader, spill_area) == 2880);
+static_assert(offsetof(RegionHeader, probe_area) == 3008);
+static_assert(offsetof(RegionHeader, spare) == 3072);
 static_assert(offsetof(TenantControl, launch_failures) == 16);
 static_assert(offsetof(TenantControl, held_launches) == 32);
 static_assert(sizeof(RegionHeader) == 4096);
