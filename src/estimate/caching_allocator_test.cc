@@ -15,9 +15,9 @@ TEST(CachingAllocatorModel, RoundsAndSizesSegmentsAsPyTorch) {
   EXPECT_EQ(CachingAllocatorModel::RoundSize(1), 512);
   EXPECT_EQ(CachingAllocatorModel::RoundSize(512), 512);
   EXPECT_EQ(CachingAllocatorModel::RoundSize(513), 1024);
-  EXPECT_EQ(CachingAllocatorModel::SegmentSize(kMi), 2 * kMi);            // small pool
-  EXPECT_EQ(CachingAllocatorModel::SegmentSize(kMi + 512), 20 * kMi);     // 1-10 MiB
-  EXPECT_EQ(CachingAllocatorModel::SegmentSize(10 * kMi), 10 * kMi);      // >= 10 MiB: 2 MiB steps
+  EXPECT_EQ(CachingAllocatorModel::SegmentSize(kMi), 2 * kMi);         // small pool
+  EXPECT_EQ(CachingAllocatorModel::SegmentSize(kMi + 512), 20 * kMi);  // 1-10 MiB
+  EXPECT_EQ(CachingAllocatorModel::SegmentSize(10 * kMi), 10 * kMi);   // >= 10 MiB: 2 MiB steps
   EXPECT_EQ(CachingAllocatorModel::SegmentSize(25 * kMi), 26 * kMi);
 }
 

@@ -79,14 +79,14 @@ TEST(SlidingWindowKvCache, Gemma2SlidesOnEveryOtherLayer) {
   EXPECT_EQ(e.per_gpu.kv_cache, 131072.0 * (21 * 512 + 21 * 385));
   // vLLM starts when the budget holds that one sequence (check_enough_kv_cache_memory).
   const double one = 131072.0 * (21 * 512 + 21 * 385);
-  EXPECT_FALSE(ServeOn(e, (e.per_gpu.weights + e.per_gpu.activations + e.per_gpu.framework +
-                           one * 0.99) /
-                              in.gpu_memory_utilization)
-                   .starts);
-  EXPECT_TRUE(ServeOn(e, (e.per_gpu.weights + e.per_gpu.activations + e.per_gpu.framework +
-                          one * 1.01) /
-                             in.gpu_memory_utilization)
-                  .starts);
+  EXPECT_FALSE(
+      ServeOn(e, (e.per_gpu.weights + e.per_gpu.activations + e.per_gpu.framework + one * 0.99) /
+                     in.gpu_memory_utilization)
+          .starts);
+  EXPECT_TRUE(
+      ServeOn(e, (e.per_gpu.weights + e.per_gpu.activations + e.per_gpu.framework + one * 1.01) /
+                     in.gpu_memory_utilization)
+          .starts);
 }
 
 constexpr const char* kDeepSeekConfig = R"({

@@ -71,15 +71,15 @@ void MlaAttention(const Architecture& a, const Shape& s, int tp, Loader& l) {
   const double latent = double(a.kv_lora_rank) + a.qk_rope_head_dim;
   if (a.q_lora_rank > 0) {
     l.Linear((a.q_lora_rank + latent) * s.h);  // fused_qkv_a_proj
-    l.Other(a.q_lora_rank);                     // q_a_layernorm
-    l.Linear(heads * qk * a.q_lora_rank);       // q_b_proj
+    l.Other(a.q_lora_rank);                    // q_a_layernorm
+    l.Linear(heads * qk * a.q_lora_rank);      // q_b_proj
   } else {
     l.Linear(heads * qk * s.h);  // q_proj
     l.Linear(latent * s.h);      // kv_a_proj_with_mqa
   }
-  l.Other(a.kv_lora_rank);                                                       // kv_a_layernorm
+  l.Other(a.kv_lora_rank);                                                         // kv_a_layernorm
   l.Linear(heads * (double(a.qk_nope_head_dim) + a.v_head_dim) * a.kv_lora_rank);  // kv_b_proj
-  l.Linear(s.h * heads * a.v_head_dim);                                          // o_proj
+  l.Linear(s.h * heads * a.v_head_dim);                                            // o_proj
 }
 
 void Layer(const Architecture& a, const Shape& s, int tp, int index, bool first, Loader& l) {
@@ -99,7 +99,7 @@ void Layer(const Architecture& a, const Shape& s, int tp, int index, bool first,
   }
   const int matrices = a.gated_mlp ? 3 : 2;
   if (a.MoeLayer(index)) {
-    l.Other(double(a.experts) * s.h);                                      // router
+    l.Other(double(a.experts) * s.h);                                     // router
     l.Linear(double(a.experts) * (matrices - 1) * s.expert_inter * s.h);  // w13
     l.Linear(double(a.experts) * s.h * s.expert_inter);                   // w2
     if (a.shared_experts > 0) {
