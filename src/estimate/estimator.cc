@@ -454,7 +454,8 @@ Estimate Compute(const Inputs& in) {
        m.weights + gathered.forward_params, 0, m.optimizer, saved + loss},
       {"the end of the backward pass (all gradients, the first layer recomputed)",
        m.weights + gathered.backward_params, m.gradients + gathered.backward_grads, m.optimizer,
-       held + (ckpt ? checkpoint + one_layer : one_layer)},
+       held + (ckpt ? checkpoint + one_layer : one_layer) +
+           LayerBackwardGradBytes(shape, s, batch, in.tp)},
       {"the optimizer step", m.weights, m.gradients, m.optimizer + step_temp, held},
   };
   e.states = m;

@@ -158,6 +158,10 @@ FsdpGathered FsdpGatheredBytes(double root_params, double layer_params, double p
   return g;
 }
 
+double LayerBackwardGradBytes(const LayerShape& shape, double s, double b, int tp) {
+  return (shape.gated_mlp ? 3 : 2) * 2 * s * b * shape.intermediate / std::max(tp, 1);
+}
+
 double LoraAdapterParams(double d_in, double d_out, int rank) { return rank * (d_in + d_out); }
 
 double KvPageBytes(int block_size, int kv_heads_per_gpu, int head_dim, double dtype_bytes) {

@@ -189,6 +189,11 @@ struct FsdpGathered {
 FsdpGathered FsdpGatheredBytes(double root_params, double layer_params, double param_bytes,
                                bool trainable);
 
+// The gradients autograd holds while one layer's backward pass runs, beyond the layer's saved
+// tensors: at the MLP's product, the gradient of the product and of its two factors (gated:
+// 3 x 2·s·b·i bytes) or of fc2's input and fc1's output (2 x 2·s·b·i); `tp` divides i.
+double LayerBackwardGradBytes(const LayerShape& shape, double s, double b, int tp);
+
 // ---- LoRA / QLoRA -----------------------------------------------------------------------------
 
 // [LORA] adapter parameters of rank r on a d_in×d_out matrix: r·(d_in + d_out).

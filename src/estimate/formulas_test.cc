@@ -163,6 +163,11 @@ TEST(TrainingMoments, LossStepAndFsdpTermsByHand) {
   EXPECT_DOUBLE_EQ(g.backward_params, g.forward_params);
   EXPECT_DOUBLE_EQ(g.backward_grads, (262.1e6 + 202.4e6) * 2);
   EXPECT_EQ(FsdpGatheredBytes(262.1e6, 202.4e6, 2, false).backward_grads, 0);
+  // A SwiGLU layer's backward: 3 gradients of 8192 x 11008 in bf16.
+  LayerShape llama2;
+  llama2.intermediate = 11008;
+  llama2.gated_mlp = true;
+  EXPECT_EQ(LayerBackwardGradBytes(llama2, 2048, 4, 1), 3.0 * 2 * 8192 * 11008);
 }
 
 }  // namespace
