@@ -5,31 +5,82 @@
 
 namespace vgpu::estimate {
 
-ParamCount ParamCounts(const Architecture& a) {
+bool Architecture::SlidingLayer(int layer) const {
+  if (sliding_window <= 0) return false;
+  if (!sliding_layers.empty()) {
+    return layer >= 0 && layer < int(sliding_layers.size()) && sliding_layers[size_t(layer)];
+  }
+  if (sliding_pattern > 0) return (layer + 1) % sliding_pattern != 0;
+  return true;
+}
+
+int Architecture::SlidingLayerCount() const {
+  int n = 0;
+  for (int i = 0; i < layers; ++i) n += SlidingLayer(i);
+  return n;
+}
+
+namespace {
+
+// Attention parameters of one layer: Q/K/V/O, or MLA's projections (vLLM deepseek_v2.py,
+// HF modeling_deepseek.py): q (direct, or q_a + its norm + q_b), kv_a_proj_with_mqa
+// (h -> kv_lora_rank + rope), its norm, kv_b_proj (kv_lora_rank -> heads x (nope + v)), o_proj.
+void AttentionParams(const Architecture& a, double* linear, double* other) {
   const double h = a.hidden;
+  if (a.Mla()) {
+    const double qk = double(a.qk_nope_head_dim) + a.qk_rope_head_dim;
+    const double heads = a.heads;
+    if (a.q_lora_rank > 0) {
+      *linear += h * a.q_lora_rank + double(a.q_lora_rank) * heads * qk;
+      *other += a.q_lora_rank;  // q_a_layernorm
+    } else {
+      *linear += h * heads * qk;
+    }
+    *linear += h * (double(a.kv_lora_rank) + a.qk_rope_head_dim);
+    *other += a.kv_lora_rank;  // kv_a_layernorm
+    *linear += double(a.kv_lora_rank) * heads * (double(a.qk_nope_head_dim) + a.v_head_dim);
+    *linear += heads * a.v_head_dim * h;
+    return;
+  }
   const double q_dim = double(a.heads) * a.HeadDim();
   const double kv_dim = double(a.kv_heads) * a.HeadDim();
+  *linear += h * q_dim + 2 * h * kv_dim + q_dim * h;  // Q, K, V, O
+  if (a.attention_bias) *other += q_dim + 2 * kv_dim + (a.mlp_bias ? h : 0);
+}
+
+}  // namespace
+
+ParamCount ParamCounts(const Architecture& a) {
+  const double h = a.hidden;
   ParamCount p;
   p.embedding = double(a.vocab) * h;
   if (a.learned_positions) p.embedding += double(a.max_positions + a.position_offset) * h;
   p.head = a.tied_embeddings ? 0 : double(a.vocab) * h;
 
-  double linear = h * q_dim + 2 * h * kv_dim + q_dim * h;  // Q, K, V, O
-  double other = a.attention_bias ? q_dim + 2 * kv_dim + (a.mlp_bias ? h : 0) : 0;
   const int mlp_matrices = a.gated_mlp ? 3 : 2;
-  if (a.experts > 0) {
-    const double expert = mlp_matrices * h * a.expert_intermediate;
-    linear += (a.experts + a.shared_experts) * expert;
-    other += h * a.experts;  // router, kept in 16 bits
-  } else {
-    linear += mlp_matrices * h * a.intermediate;
-    if (a.mlp_bias) other += a.intermediate + h;
+  double linear_all = 0, other_all = 0;
+  for (int i = 0; i < a.layers; ++i) {
+    double linear = 0, other = 0;
+    AttentionParams(a, &linear, &other);
+    if (a.MoeLayer(i)) {
+      const double expert = mlp_matrices * h * a.expert_intermediate;
+      linear += (a.experts + a.shared_experts) * expert;
+      other += h * a.experts;  // router, kept in 16 bits
+    } else {
+      linear += mlp_matrices * h * a.intermediate;
+      if (a.mlp_bias) other += a.intermediate + h;
+    }
+    other += (a.layer_norm ? 4 : 2) * h;  // two norms per layer (LayerNorm: weight and bias)
+    linear_all += linear;
+    other_all += other;
+    // The per-layer figures are those of the largest layer.
+    if (linear + other > p.per_layer_linear + p.per_layer_other) {
+      p.per_layer_linear = linear;
+      p.per_layer_other = other;
+    }
   }
-  other += (a.layer_norm ? 4 : 2) * h;  // two norms per layer (LayerNorm: weight and bias)
-  p.per_layer_linear = linear;
-  p.per_layer_other = other;
-  p.linear = linear * a.layers;
-  p.other = other * a.layers + p.embedding + p.head + (a.layer_norm ? 2 : 1) * h;
+  p.linear = linear_all;
+  p.other = other_all + p.embedding + p.head + (a.layer_norm ? 2 : 1) * h;
   return p;
 }
 
@@ -78,6 +129,28 @@ Architecture Moe(Architecture a, int experts, int per_token, int expert_intermed
   return a;
 }
 
+Architecture Mla(Architecture a, int kv_lora_rank, int q_lora_rank, int qk_rope, int qk_nope,
+                 int v_head_dim) {
+  a.kv_lora_rank = kv_lora_rank;
+  a.q_lora_rank = q_lora_rank;
+  a.qk_rope_head_dim = qk_rope;
+  a.qk_nope_head_dim = qk_nope;
+  a.v_head_dim = v_head_dim;
+  return a;
+}
+
+Architecture WithSharedExperts(Architecture a, int shared, int dense_layers) {
+  a.shared_experts = shared;
+  a.dense_layers = dense_layers;
+  return a;
+}
+
+Architecture Sliding(Architecture a, int window, int pattern) {
+  a.sliding_window = window;
+  a.sliding_pattern = pattern;
+  return a;
+}
+
 std::string Hf(std::string_view repo) {
   return "https://huggingface.co/" + std::string(repo) + "/blob/main/config.json";
 }
@@ -109,8 +182,34 @@ std::vector<Architecture> MakeTable() {
       WithHeadDim(Dense("llama-3.2-3b", 28, 3072, 24, 8, 8192, 128256, 131072, true,
                         Hf("meta-llama/Llama-3.2-3B")),
                   128),
-      Dense("mistral-7b", 32, 4096, 32, 8, 14336, 32000, 32768, false,
-            Hf("mistralai/Mistral-7B-v0.1")),
+      Sliding(Dense("mistral-7b", 32, 4096, 32, 8, 14336, 32000, 32768, false,
+                    Hf("mistralai/Mistral-7B-v0.1") + " (sliding_window 4096 on every layer)"),
+              4096, 0),
+      Dense("mistral-7b-v0.3", 32, 4096, 32, 8, 14336, 32768, 32768, false,
+            Hf("mistralai/Mistral-7B-v0.3") + " (sliding_window null)"),
+      WithHeadDim(Sliding(Dense("gemma-2-9b", 42, 3584, 16, 8, 14336, 256000, 8192, true,
+                                Hf("google/gemma-2-9b") +
+                                    " (sliding_window 4096 on every other layer, from layer 0; "
+                                    "HF Gemma2DecoderLayer: is_sliding = not layer_idx % 2)"),
+                          4096, 2),
+                  256),
+      Mla(WithSharedExperts(
+              Moe(Dense("deepseek-v2-lite", 27, 2048, 16, 16, 10944, 102400, 163840, false,
+                        Hf("deepseek-ai/DeepSeek-V2-Lite") +
+                            " (MLA kv_lora_rank 512, qk_rope 64, qk_nope 128, v 128, no q_lora; "
+                            "64 routed + 2 shared experts of 1408, first layer dense)"),
+                  64, 6, 1408),
+              2, 1),
+          512, 0, 64, 128, 128),
+      Mla(WithSharedExperts(
+              Moe(Dense("deepseek-v3", 61, 7168, 128, 128, 18432, 129280, 163840, false,
+                        Hf("deepseek-ai/DeepSeek-V3") +
+                            " (MLA kv_lora_rank 512, q_lora_rank 1536, qk_rope 64, qk_nope 128, "
+                            "v 128; 256 routed + 1 shared expert of 2048, first 3 layers dense; "
+                            "the multi-token-prediction layer is not loaded)"),
+                  256, 8, 2048),
+              1, 3),
+          512, 1536, 64, 128, 128),
       Moe(Dense("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 32768, false,
                 Hf("mistralai/Mixtral-8x7B-v0.1")),
           8, 2, 14336),
@@ -118,6 +217,8 @@ std::vector<Architecture> MakeTable() {
                         Hf("Qwen/Qwen2.5-0.5B"))),
       WithQkvBias(Dense("qwen2.5-1.5b", 28, 1536, 12, 2, 8960, 151936, 32768, true,
                         Hf("Qwen/Qwen2.5-1.5B-Instruct"))),
+      WithQkvBias(Dense("qwen2.5-3b", 36, 2048, 16, 2, 11008, 151936, 32768, true,
+                        Hf("Qwen/Qwen2.5-3B-Instruct"))),
       WithQkvBias(Dense("qwen2.5-7b", 28, 3584, 28, 4, 18944, 152064, 32768, false,
                         Hf("Qwen/Qwen2.5-7B-Instruct"))),
       WithQkvBias(Dense("qwen2.5-14b", 48, 5120, 40, 8, 13824, 152064, 131072, false,

@@ -6,6 +6,18 @@
 // the MLP (gated: gate, up, down; otherwise fc1, fc2 with biases for GPT-style models), MoE
 // experts and router, norms (LayerNorm has a bias). `linear` is the part a weight quantisation
 // (GPTQ/AWQ/NF4) applies to: the linear layers of the blocks; `other` stays in 16 bits.
+//
+// Multi-head latent attention (DeepSeek-V2/V3, kv_lora_rank > 0; arXiv 2405.04434 §2.1): Q is
+// projected directly (q_lora_rank 0) or through a rank-q_lora_rank bottleneck with its norm;
+// one latent of kv_lora_rank plus a shared rotary key of qk_rope_head_dim per token is what is
+// cached; kv_b_proj expands the latent to per-head keys (qk_nope_head_dim) and values
+// (v_head_dim); o_proj maps heads x v_head_dim back. MoE models may keep their first
+// `dense_layers` layers dense (first_k_dense_replace).
+// Sliding windows (Mistral-7B-v0.1, Gemma-2/3): a layer with a window of `sliding_window`
+// tokens attends to (and caches) only the last window tokens; which layers slide is given by
+// `sliding_layers` (one flag per layer; from layer_types), or else by `sliding_pattern` (p > 0:
+// layer i is global when (i + 1) % p == 0, as Gemma-2 (p = 2) and Gemma-3 (p = 6) do), or else
+// every layer slides.
 #pragma once
 
 #include <algorithm>
@@ -38,9 +50,26 @@ struct Architecture {
   int experts_per_token = 0;
   int expert_intermediate = 0;
   int shared_experts = 0;
-  std::string source;  // where the numbers come from
+  int dense_layers = 0;  // MoE: the first layers stay dense (first_k_dense_replace)
+  // MLA (0 = standard attention)
+  int kv_lora_rank = 0;
+  int q_lora_rank = 0;  // 0: Q projected directly
+  int qk_rope_head_dim = 0;
+  int qk_nope_head_dim = 0;
+  int v_head_dim = 0;
+  // sliding windows (0 = none)
+  int sliding_window = 0;
+  int sliding_pattern = 0;
+  std::vector<bool> sliding_layers;  // empty: from sliding_pattern
+  std::string source;                // where the numbers come from
 
   int HeadDim() const { return head_dim > 0 ? head_dim : hidden / std::max(heads, 1); }
+  bool Mla() const { return kv_lora_rank > 0; }
+  // The dimension the rotary embedding covers (MLA: only the rope part of the key).
+  int RotaryDim() const { return Mla() ? qk_rope_head_dim : HeadDim(); }
+  bool SlidingLayer(int layer) const;
+  int SlidingLayerCount() const;
+  bool MoeLayer(int layer) const { return experts > 0 && layer >= dense_layers; }
 };
 
 struct ParamCount {
@@ -48,7 +77,7 @@ struct ParamCount {
   double other = 0;   // embeddings, head, norms, biases
   double embedding = 0;
   double head = 0;
-  double per_layer_linear = 0;
+  double per_layer_linear = 0;  // of the largest layer
   double per_layer_other = 0;
   double Total() const { return linear + other; }
 };

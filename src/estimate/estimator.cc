@@ -1,5 +1,7 @@
 #include "estimate/estimator.h"
 
+#include "estimate/vllm_load.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -26,8 +28,15 @@ int EffectiveSeqLen(const Inputs& in) {
 LayerShape ShapeOf(const Architecture& a, bool flash) {
   LayerShape s;
   s.hidden = a.hidden;
-  s.q_dim = double(a.heads) * a.HeadDim();
-  s.kv_dim = double(a.kv_heads) * a.HeadDim();
+  if (a.Mla()) {
+    // The up-projected per-head Q/K (nope + rope) and V (v_head_dim); K and V averaged.
+    const double qk = double(a.qk_nope_head_dim) + a.qk_rope_head_dim;
+    s.q_dim = a.heads * qk;
+    s.kv_dim = a.heads * (qk + a.v_head_dim) / 2;
+  } else {
+    s.q_dim = double(a.heads) * a.HeadDim();
+    s.kv_dim = double(a.kv_heads) * a.HeadDim();
+  }
   s.heads = a.heads;
   s.intermediate =
       a.experts > 0 ? double(a.expert_intermediate) * a.experts_per_token : double(a.intermediate);
@@ -35,6 +44,47 @@ LayerShape ShapeOf(const Architecture& a, bool flash) {
   s.dropout = false;  // current LLM recipes train without dropout
   s.flash_attention = flash;
   return s;
+}
+
+// The KV page of one layer on one GPU (vLLM's block of block_size tokens): MLA's latent, or K
+// and V of the KV heads this rank holds.
+double LayerPageBytes(const Inputs& in) {
+  const Architecture& a = in.arch;
+  if (a.Mla()) {
+    return MlaKvPageBytes(in.block_size, a.kv_lora_rank, a.qk_rope_head_dim, in.kv_dtype_bytes);
+  }
+  return KvPageBytes(in.block_size, HeadsPerRank(a.kv_heads, in.tp), a.HeadDim(),
+                     in.kv_dtype_bytes);
+}
+
+// KV bytes one token adds to one layer in a Hugging Face style cache (infer mode): K and V of
+// the rank's KV heads; for MLA the up-projected per-head keys and values (HF's DeepSeek code
+// caches those, not the latent).
+double LayerTokenBytes(const Inputs& in) {
+  const Architecture& a = in.arch;
+  if (a.Mla()) {
+    const double heads = double(a.heads) / std::max(in.tp, 1);
+    return heads * (double(a.qk_nope_head_dim) + a.qk_rope_head_dim + a.v_head_dim) *
+           in.kv_dtype_bytes;
+  }
+  return KvBytesPerToken(1, HeadsPerRank(a.kv_heads, in.tp), a.HeadDim(), in.kv_dtype_bytes);
+}
+
+// Sliding and global layers of the pipeline stage with the most global layers.
+void StageLayerKinds(const Inputs& in, int* global, int* sliding) {
+  const int per_stage = LayersPerStage(in.arch.layers, in.pp);
+  *global = -1;
+  *sliding = 0;
+  for (int first = 0; first < in.arch.layers; first += per_stage) {
+    int g = 0, w = 0;
+    for (int i = first; i < std::min(first + per_stage, in.arch.layers); ++i) {
+      (in.arch.SlidingLayer(i) ? w : g) += 1;
+    }
+    if (g > *global) {
+      *global = g;
+      *sliding = w;
+    }
+  }
 }
 
 // The transient activations of one no-grad forward of `tokens` tokens through one layer: the
@@ -53,10 +103,14 @@ double ForwardTransientBytes(const Architecture& a, double tokens, int tp) {
 void StageWeights(const Inputs& in, const ParamCount& p, double* linear, double* other) {
   const int layers = LayersPerStage(in.arch.layers, in.pp);
   const double t = std::max(in.tp, 1);
-  const double blocks_linear = layers * p.per_layer_linear / t;
-  const double blocks_other = layers * p.per_layer_other / t;
-  const double ends = in.pp > 1 ? std::max(p.embedding, p.head + in.arch.hidden)
-                                : p.embedding + p.head + in.arch.hidden;
+  const double final_norm = (in.arch.layer_norm ? 2 : 1) * double(in.arch.hidden);
+  // One stage holds all layers exactly; of several, the fullest is bounded by its layer count
+  // times the largest layer.
+  const double blocks_linear = in.pp > 1 ? layers * p.per_layer_linear / t : p.linear / t;
+  const double blocks_other = in.pp > 1 ? layers * p.per_layer_other / t
+                                        : (p.other - p.embedding - p.head - final_norm) / t;
+  const double ends =
+      in.pp > 1 ? std::max(p.embedding, p.head + final_norm) : p.embedding + p.head + final_norm;
   *linear = blocks_linear;
   *other = blocks_other + ends / t;
 }
@@ -116,6 +170,8 @@ std::string OptimizerName(Optimizer o) {
   switch (o) {
     case Optimizer::kAdamW:
       return "adamw";
+    case Optimizer::kAdamWFused:
+      return "adamw-fused";
     case Optimizer::kAdamW8bit:
       return "adamw8bit";
     case Optimizer::kPagedAdamW:
@@ -220,7 +276,6 @@ Estimate Compute(const Inputs& in) {
   auto& as = e.assumptions;
   Breakdown& b = e.per_gpu;
   const int layers = LayersPerStage(a.layers, in.pp);
-  const int kv_heads = HeadsPerRank(a.kv_heads, in.tp);
 
   double linear = 0, other = 0;
   StageWeights(in, e.params, &linear, &other);
@@ -236,22 +291,32 @@ Estimate Compute(const Inputs& in) {
       (in.tp > 1 || in.pp > 1 ? "; split over tensor and pipeline ranks (fullest stage)" : ""));
 
   if (in.mode == Mode::kServe) {
-    // vLLM's rotary embedding keeps one cos/sin table of max_position_embeddings x head_dim in
-    // the model dtype (shared by all layers, on every rank).
-    const double rotary =
-        a.learned_positions ? 0
-                            : double(a.max_positions) * a.HeadDim() * BytesPerElement(other_format);
-    b.weights = weight_bytes + rotary;
+    // What vLLM logs as its weights: the allocator's blocks of the tensors in vLLM's order,
+    // with the padded vocabulary and the rotary cache (vllm_load.h).
+    const VllmLoad load = VllmLoadedWeights(a, in.tp, in.pp, linear_format, other_format);
+    b.weights = double(load.allocated_bytes);
+    as.push_back(Fmt("vLLM weights: %.4f GiB of tensors (rotary cache %.1f MiB, vocabulary "
+                     "padding %.1f MiB)",
+                     load.tensor_bytes / kGiB, load.rotary_bytes / kMiB,
+                     load.padding_bytes / kMiB) +
+                 Fmt(" counted as %.4f GiB of caching-allocator blocks", b.weights / kGiB));
     b.activations = ForwardTransientBytes(a, in.max_num_batched_tokens, in.tp) +
                     double(in.max_num_seqs) * a.vocab / in.tp * 4 * 2;
     b.framework = in.non_torch_bytes;
     b.cuda_context = CudaContextBytes();
     ServeResult s;
-    s.page_bytes = KvPageBytes(in.block_size, kv_heads, a.HeadDim(), in.kv_dtype_bytes);
+    s.page_bytes = LayerPageBytes(in);
     s.bytes_per_token = s.page_bytes / in.block_size * layers;
     s.needed_tokens = int64_t(in.concurrent) * EffectiveMaxModelLen(in);
-    const int64_t blocks_per_seq = (EffectiveMaxModelLen(in) + in.block_size - 1) / in.block_size;
-    b.kv_cache = double(blocks_per_seq) * in.concurrent * s.page_bytes * layers;
+    int global = 0, sliding = 0;
+    StageLayerKinds(in, &global, &sliding);
+    const int max_len = EffectiveMaxModelLen(in);
+    s.sequence_bytes =
+        s.page_bytes *
+        (double(global) * FullAttentionKvBlocks(max_len, in.block_size) +
+         double(sliding) * SlidingWindowKvBlocks(a.sliding_window, in.max_num_batched_tokens,
+                                                 max_len, in.block_size));
+    b.kv_cache = s.sequence_bytes * in.concurrent;
     e.required =
         std::max((b.weights + b.activations + b.framework + b.kv_cache) / in.gpu_memory_utilization,
                  b.cuda_context / std::max(1e-9, 1 - in.gpu_memory_utilization));
@@ -261,10 +326,19 @@ Estimate Compute(const Inputs& in) {
         Fmt("vLLM: gpu_memory_utilization %.2f of what the GPU or slice reports; "
             "activation peak profiled at max_num_batched_tokens %.0f and max_num_seqs %.0f",
             in.gpu_memory_utilization, in.max_num_batched_tokens, in.max_num_seqs));
-    as.push_back(
-        Fmt("KV cache: %.0f B per token per GPU (2 x layers x kv heads x head dim x "
-            "%.0f B), blocks of %.0f tokens",
-            s.bytes_per_token, in.kv_dtype_bytes, in.block_size));
+    as.push_back(a.Mla() ? Fmt("KV cache: %.0f B per token per GPU (MLA: layers x (kv_lora_rank + "
+                               "qk_rope_head_dim) x %.0f B, the same on every rank), blocks of "
+                               "%.0f tokens",
+                               s.bytes_per_token, in.kv_dtype_bytes, in.block_size)
+                         : Fmt("KV cache: %.0f B per token per GPU (2 x layers x kv heads x head "
+                               "dim x %.0f B), blocks of %.0f tokens",
+                               s.bytes_per_token, in.kv_dtype_bytes, in.block_size));
+    if (sliding > 0) {
+      as.push_back(Fmt("sliding window of %.0f tokens on %.0f layers: a sequence keeps at most "
+                       "window - 1 + max_num_batched_tokens tokens there",
+                       a.sliding_window, sliding) +
+                   Fmt(" (%.0f global layers)", global));
+    }
     as.push_back(Fmt("non-torch memory %.2f GiB; CUDA context %.2f GiB outside the budget",
                      in.non_torch_bytes / kGiB, b.cuda_context / kGiB));
     if (in.slice_memory > 0) {
@@ -279,7 +353,10 @@ Estimate Compute(const Inputs& in) {
   const double batch = in.batch;
   if (in.mode == Mode::kInfer) {
     b.weights = weight_bytes;
-    b.kv_cache = KvBytesPerToken(layers, kv_heads, a.HeadDim(), in.kv_dtype_bytes) * s * batch;
+    int global = 0, sliding = 0;
+    StageLayerKinds(in, &global, &sliding);
+    const double window_tokens = a.sliding_window > 0 ? std::min<double>(s, a.sliding_window) : s;
+    b.kv_cache = LayerTokenBytes(in) * batch * (global * s + sliding * window_tokens);
     b.activations = ForwardTransientBytes(a, s * batch, in.tp) + batch * a.vocab * 4.0 / in.tp;
     b.framework = FrameworkOverheadBytes(b.activations + b.kv_cache, e.gpus > 1);
     b.cuda_context = CudaContextBytes();
@@ -335,35 +412,80 @@ Estimate Compute(const Inputs& in) {
             m.optimizer / kGiB));
     m.optimizer = 0;
   }
-  if (in.zero_stage >= 3 && in.dp > 1) {
-    // [DS3]'s 4·L: the largest module gathered in 16 bits with its 16-bit gradient while it runs.
-    const double h = a.hidden;
-    const double largest =
-        std::max({double(a.vocab) * h, h * std::max(a.intermediate, a.expert_intermediate),
-                  double(a.heads) * a.HeadDim() * h}) /
-        in.tp;
-    m.weights += 2 * largest;
-    m.gradients += 2 * largest;
-    as.push_back(
-        Fmt("ZeRO-3: the largest module (%.4g M parameters) gathered with its gradient, "
-            "4 bytes each as in DeepSpeed's estimator",
-            largest / 1e6));
+  // FSDP / ZeRO-3 gathers units while they run (FsdpGatheredBytes).
+  FsdpGathered gathered;
+  if (in.zero_stage >= 3 && in.dp > 1 && !in.cpu_offload) {
+    const double t = std::max(in.tp, 1);
+    const double root = (e.params.embedding + e.params.head + a.hidden) / t;
+    const double layer = (e.params.per_layer_linear + e.params.per_layer_other) / t;
+    const double bytes =
+        adapters ? weight_bytes / std::max(e.params.Total() / t, 1.0) : param_bytes;
+    gathered = FsdpGatheredBytes(root, layer, bytes, !adapters);
+    as.push_back(Fmt("FSDP full sharding: the root unit (embedding, head: %.4g M parameters) stays "
+                     "gathered through forward and backward, one layer of %.4g M runs gathered "
+                     "with the next prefetched",
+                     root / 1e6, layer / 1e6) +
+                 (adapters ? "" : "; their unsharded gradients live until reduce-scatter"));
   }
-  b.weights = m.weights;
-  b.gradients = m.gradients;
-  b.optimizer = m.optimizer;
 
+  // Activations: the layers' saved tensors (all, or only the checkpointed inputs plus the one
+  // layer recomputed at a time in the backward pass) and the loss.
   const LayerShape shape = ShapeOf(a, in.flash_attention);
   const double one_layer = LayerActivationBytes(shape, s, batch, in.tp);
-  if (in.checkpointing == Checkpointing::kFull) {
-    b.activations = layers * CheckpointedLayerBytes(s, batch, a.hidden) + one_layer;
-  } else {
-    b.activations = layers * one_layer;
+  const double checkpoint = CheckpointedLayerBytes(s, batch, a.hidden);
+  const bool ckpt = in.checkpointing == Checkpointing::kFull;
+  const double saved = layers * (ckpt ? checkpoint : one_layer);
+  const double tokens = s * batch;
+  const double loss = LossBackwardPeakBytes(tokens, a.vocab, in.tp);
+  const double held = HeldLogitsBytes(tokens, a.vocab, in.tp);
+  const double step_temp =
+      in.cpu_offload ? 0
+                     : OptimizerStepTempBytes(
+                           in.optimizer, trainable / (in.zero_stage >= 1 ? in.dp : 1), state_bytes);
+
+  // The three moments of a step; the peak is the largest.
+  struct Moment {
+    const char* name;
+    double weights, gradients, optimizer, activations;
+    double Sum() const { return weights + gradients + optimizer + activations; }
+  };
+  const Moment moments[] = {
+      {"the start of the backward pass (saved activations and the loss)",
+       m.weights + gathered.forward_params, 0, m.optimizer, saved + loss},
+      {"the end of the backward pass (all gradients, the first layer recomputed)",
+       m.weights + gathered.backward_params, m.gradients + gathered.backward_grads, m.optimizer,
+       held + (ckpt ? checkpoint + one_layer : one_layer) +
+           LayerBackwardGradBytes(shape, s, batch, in.tp)},
+      {"the optimizer step", m.weights, m.gradients, m.optimizer + step_temp, held},
+  };
+  e.states = m;
+  e.saved_activations = saved;
+  for (size_t i = 0; i < 3; ++i) e.moments[i] = moments[i].Sum();
+  const Moment* peak = &moments[0];
+  for (const Moment& mo : moments) {
+    if (mo.Sum() > peak->Sum()) peak = &mo;
   }
-  b.activations += LossActivationBytes(s, batch, a.vocab, in.tp);
+  b.weights = peak->weights;
+  b.gradients = peak->gradients;
+  b.optimizer = peak->optimizer;
+  b.activations = peak->activations;
+  e.allocated_peak = peak->Sum();
   b.framework = FrameworkOverheadBytes(b.activations, e.gpus > 1);
   b.cuda_context = CudaContextBytes();
   e.required = b.Total();
+  as.push_back(std::string("peak at ") + peak->name +
+               Fmt("; the three moments: %.2f, %.2f, %.2f GiB", moments[0].Sum() / kGiB,
+                   moments[1].Sum() / kGiB, moments[2].Sum() / kGiB));
+  as.push_back(
+      Fmt("loss: fp32 logits of %.0f tokens x the vocabulary, 16 B per logit at the "
+          "start of the backward pass, 4 B held until the step ends",
+          tokens));
+  if (step_temp > 0) {
+    as.push_back(
+        Fmt("optimizer step: torch's foreach AdamW allocates %.2f GiB more (one "
+            "state); adamw-fused does not",
+            step_temp / kGiB));
+  }
   as.push_back(std::string(master ? "mixed precision: 16-bit weights and gradients, fp32 master "
                                     "weights and optimizer states"
                                   : "pure precision: weights, gradients and optimizer states in "
@@ -401,10 +523,12 @@ ServeResult ServeOn(const Estimate& e, double total_bytes) {
   if (s.budget <= 0) {
     s.starts = false;
     s.why_not = Fmt("no memory left for the KV cache (%.2f GiB over the budget)", -s.budget / kGiB);
-  } else if (s.capacity_tokens < max_len) {
+  } else if (s.budget < s.sequence_bytes) {
+    // vLLM's check_enough_kv_cache_memory: one max_model_len sequence must fit.
     s.starts = false;
-    s.why_not = Fmt("max model length %.0f is more than the %.0f tokens the KV cache holds",
-                    max_len, double(s.capacity_tokens));
+    s.why_not = Fmt("max model length %.0f needs %.2f GiB of KV cache, more than the ", max_len,
+                    s.sequence_bytes / kGiB) +
+                Fmt("%.2f GiB budget (%.0f tokens)", s.budget / kGiB, double(s.capacity_tokens));
   } else {
     s.starts = true;
   }

@@ -21,6 +21,7 @@
 // Validate() rejects impossible setups (exit 2 in the CLI) with the reason.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -91,6 +92,7 @@ struct ServeResult {
   double page_bytes = 0;       // one layer, one block
   double bytes_per_token = 0;  // all layers of this GPU
   int64_t needed_tokens = 0;   // concurrent · max_model_len
+  double sequence_bytes = 0;   // KV of one max_model_len sequence (sliding layers: the window)
   // On the given slice, else on the given GPU (when one is given):
   double budget = 0;  // KV budget
   int64_t capacity_tokens = 0;
@@ -102,9 +104,15 @@ struct Estimate {
   Inputs inputs;
   ParamCount params;
   double trainable_params = 0;
-  Breakdown per_gpu;      // what one GPU needs
-  double required = 0;    // the memory a slice must have (serve: divided by utilisation)
-  double host_bytes = 0;  // offloaded or paged state in host memory
+  Breakdown per_gpu;    // what one GPU needs
+  double required = 0;  // the memory a slice must have (serve: divided by utilisation)
+  // Training: the tensors alive at the peak moment, what torch.cuda.max_memory_allocated()
+  // reports (no workspaces, fragmentation or CUDA context).
+  double allocated_peak = 0;
+  ModelStates states;            // training: weights, gradients, optimizer held per GPU (sharded)
+  double saved_activations = 0;  // training: the layers' saved tensors, without the loss
+  std::array<double, 3> moments{};  // training: start of backward, end of backward, step
+  double host_bytes = 0;            // offloaded or paged state in host memory
   std::optional<ServeResult> serve;
   std::vector<std::string> assumptions;
   int gpus = 1;  // dp · tp · pp

@@ -31,6 +31,7 @@ double WeightBytes(double linear_params, double other_params, WeightFormat linea
 double OptimizerStateBytesPerParam(Optimizer optimizer, double state_bytes) {
   switch (optimizer) {
     case Optimizer::kAdamW:
+    case Optimizer::kAdamWFused:
       return 2 * state_bytes;
     case Optimizer::kPagedAdamW:
       return 2 * 4.0;  // bitsandbytes keeps 32-bit states in fp32
@@ -136,14 +137,52 @@ double LayerActivationBytes(const LayerShape& x, double s, double b, int tp) {
   return bytes;
 }
 
-double LossActivationBytes(double s, double b, double vocab, int tp) {
-  return s * b * vocab * (2 + 4 + 4) / std::max(tp, 1);
+double LossBackwardPeakBytes(double tokens, double vocab, int tp) {
+  return tokens * vocab * 4 * 4 / std::max(tp, 1);
+}
+
+double HeldLogitsBytes(double tokens, double vocab, int tp) {
+  return tokens * vocab * 4 / std::max(tp, 1);
+}
+
+double OptimizerStepTempBytes(Optimizer optimizer, double params, double state_bytes) {
+  return optimizer == Optimizer::kAdamW ? params * state_bytes : 0;
+}
+
+FsdpGathered FsdpGatheredBytes(double root_params, double layer_params, double param_bytes,
+                               bool trainable) {
+  FsdpGathered g;
+  g.forward_params = (root_params + 2 * layer_params) * param_bytes;
+  g.backward_params = g.forward_params;
+  g.backward_grads = trainable ? (root_params + layer_params) * param_bytes : 0;
+  return g;
+}
+
+double LayerBackwardGradBytes(const LayerShape& shape, double s, double b, int tp) {
+  return (shape.gated_mlp ? 3 : 2) * 2 * s * b * shape.intermediate / std::max(tp, 1);
 }
 
 double LoraAdapterParams(double d_in, double d_out, int rank) { return rank * (d_in + d_out); }
 
 double KvPageBytes(int block_size, int kv_heads_per_gpu, int head_dim, double dtype_bytes) {
   return 2.0 * block_size * kv_heads_per_gpu * head_dim * dtype_bytes;
+}
+
+double MlaKvPageBytes(int block_size, int kv_lora_rank, int qk_rope_head_dim, double dtype_bytes) {
+  return double(block_size) * (double(kv_lora_rank) + qk_rope_head_dim) * dtype_bytes;
+}
+
+int64_t SlidingWindowKvBlocks(int window, int max_num_batched_tokens, int max_model_len,
+                              int block_size) {
+  const int64_t tokens =
+      std::min<int64_t>(int64_t(window) - 1 + max_num_batched_tokens, max_model_len);
+  const int64_t b = std::max(block_size, 1);
+  return (tokens + b - 1) / b + 1;
+}
+
+int64_t FullAttentionKvBlocks(int max_model_len, int block_size) {
+  const int64_t b = std::max(block_size, 1);
+  return (int64_t(max_model_len) + b - 1) / b;
 }
 
 double KvBytesPerToken(int layers_per_gpu, int kv_heads_per_gpu, int head_dim, double dtype_bytes) {

@@ -16,6 +16,10 @@
 // - [QLORA] Dettmers et al., "QLoRA: Efficient Finetuning of Quantized LLMs", arXiv 2305.14314,
 //           §2-3: NF4 blocks of 64 with an 8-bit absmax, double-quantised in blocks of 256.
 // - [LORA]  Hu et al., "LoRA", arXiv 2106.09685: an adapter on a d×k matrix adds r·(d+k) params.
+// - [TORCH] PyTorch: aten cross_entropy / log_softmax / nll_loss and their backward kernels;
+//           torch/optim/adamw.py (foreach and fused implementations).
+// - [FSDP]  torch.distributed.fsdp (FSDP1) FULL_SHARD: _runtime_utils.py (_post_forward_reshard,
+//           backward prefetch), flat parameters (flat_param.py).
 // - [BNB]   bitsandbytes 8-bit optimizers (Dettmers et al., arXiv 2110.02861): two int8 states per
 //           parameter plus one fp32 absmax per block of 2048.
 #pragma once
@@ -53,7 +57,8 @@ double WeightBytes(double linear_params, double other_params, WeightFormat linea
 // ---- Training state (weights, gradients, optimizer) -------------------------------------------
 
 enum class Optimizer {
-  kAdamW,       // torch Adam/AdamW: two states per parameter in the state dtype
+  kAdamW,       // torch Adam/AdamW: two states per parameter in the state dtype (foreach step)
+  kAdamWFused,  // the same with fused=True: the step needs no temporary
   kAdamW8bit,   // [BNB]: two int8 states + an fp32 absmax per 2048 elements per state
   kPagedAdamW,  // bitsandbytes paged AdamW: as kAdamW in fp32, in unified memory (may page out)
   kPagedAdamW8bit,
@@ -146,10 +151,48 @@ struct LayerShape {
 };
 double LayerActivationBytes(const LayerShape& shape, double s, double b, int tp);
 
-// The output layer and loss of training: logits in 16 bits, their fp32 copy for the loss and the
-// fp32 log-softmax kept for the backward pass: s·b·vocab·(2 + 4 + 4) bytes (as HF and torchtune
-// compute cross-entropy on upcast logits). `tp` divides the vocabulary.
-double LossActivationBytes(double s, double b, double vocab, int tp);
+// ---- What coexists at the training peak ------------------------------------------------------
+// A training step's peak is the largest of three moments, not the sum of everything
+// (estimator.cc): the start of the backward pass (all saved activations and the loss), the end
+// of the backward pass (all gradients, one layer recomputed) and the optimizer step. The terms:
+
+// [TORCH] the loss at the start of the backward pass. cross_entropy is log_softmax + nll_loss
+// on logits upcast to fp32 (torchtune's TransformerDecoder returns output(h).float(); HF's
+// LlamaForCausalLM calls logits.float()): the fp32 logits the training loop still holds,
+// log_softmax's saved output, nll_loss_backward's gradient of it and
+// log_softmax_backward_data's gradient of the logits are alive together: 4 fp32 tensors of
+// tokens x vocab, 16 bytes per logit. `tp` divides the vocabulary.
+double LossBackwardPeakBytes(double tokens, double vocab, int tp);
+
+// The fp32 logits a training loop keeps referenced until the step ends (torchtune's recipes hold
+// `logits` through loss.backward() and optimizer.step()): 4 bytes per logit.
+double HeldLogitsBytes(double tokens, double vocab, int tp);
+
+// [TORCH] torch.optim.Adam/AdamW's default multi-tensor step (_multi_tensor_adamw:
+// exp_avg_sq_sqrt = torch._foreach_sqrt(device_exp_avg_sqs)) allocates one more state's worth
+// before the update: params x state bytes. Fused, 8-bit and paged steps update in place, SGD
+// without weight decay too: 0.
+double OptimizerStepTempBytes(Optimizer optimizer, double params, double state_bytes);
+
+// [FSDP] FULL_SHARD with one unit per decoder layer and the root unit holding the embedding,
+// final norm and head (torch/distributed/fsdp; torchtune wraps TransformerDecoderLayer): the
+// root's unsharded flat parameter stays gathered from the forward through the backward pass
+// (_post_forward_reshard does not free the root), one layer is gathered while it runs and the
+// next is prefetched (limit_all_gathers, BACKWARD_PRE), and a trainable layer's unsharded
+// gradient lives until its reduce-scatter, the root's until the end of the backward pass. The
+// gathered copies are separate from the shards, which ZeroModelStates counts.
+struct FsdpGathered {
+  double forward_params = 0;   // root + two layers
+  double backward_params = 0;  // root + two layers
+  double backward_grads = 0;   // root + one layer (trainable only)
+};
+FsdpGathered FsdpGatheredBytes(double root_params, double layer_params, double param_bytes,
+                               bool trainable);
+
+// The gradients autograd holds while one layer's backward pass runs, beyond the layer's saved
+// tensors: at the MLP's product, the gradient of the product and of its two factors (gated:
+// 3 x 2·s·b·i bytes) or of fc2's input and fc1's output (2 x 2·s·b·i); `tp` divides i.
+double LayerBackwardGradBytes(const LayerShape& shape, double s, double b, int tp);
 
 // ---- LoRA / QLoRA -----------------------------------------------------------------------------
 
@@ -161,6 +204,23 @@ double LoraAdapterParams(double d_in, double d_out, int rank);
 // [VLLM] FullAttentionSpec.page_size_bytes: 2 (K and V) · block_size · num_kv_heads · head_size ·
 // dtype bytes, for one layer on one GPU (num_kv_heads already divided by TP).
 double KvPageBytes(int block_size, int kv_heads_per_gpu, int head_dim, double dtype_bytes);
+
+// [VLLM] MLAAttentionSpec.page_size_bytes (multi-head latent attention, DeepSeek-V2/V3): one
+// latent of kv_lora_rank plus the shared rotary key of qk_rope_head_dim per token, no separate
+// K and V, and the same on every tensor-parallel rank (num_kv_heads is 1 under MLA):
+// block_size · (kv_lora_rank + qk_rope_head_dim) · dtype bytes, for one layer.
+double MlaKvPageBytes(int block_size, int kv_lora_rank, int qk_rope_head_dim, double dtype_bytes);
+
+// [VLLM] SlidingWindowSpec.max_memory_usage_bytes / page_size: the blocks one sequence of a
+// layer with a window of `window` tokens can hold at once. vLLM keeps the last window − 1
+// computed tokens plus the newly scheduled ones, never more than max_model_len, and one block
+// more because the window need not start at a block boundary:
+// ceil(min(window − 1 + max_num_batched_tokens, max_model_len) / block_size) + 1.
+int64_t SlidingWindowKvBlocks(int window, int max_num_batched_tokens, int max_model_len,
+                              int block_size);
+
+// [VLLM] FullAttentionSpec.max_memory_usage_bytes / page_size: ceil(max_model_len / block_size).
+int64_t FullAttentionKvBlocks(int max_model_len, int block_size);
 
 // KV bytes per token of one GPU: 2 · layers · kv_heads_per_gpu · head_dim · dtype bytes.
 double KvBytesPerToken(int layers_per_gpu, int kv_heads_per_gpu, int head_dim, double dtype_bytes);

@@ -146,5 +146,29 @@ TEST(SeedFormulas, AreNotUsed) {
   EXPECT_DOUBLE_EQ(z.weights + z.gradients + z.optimizer, 16.0 / 64);
 }
 
+TEST(TrainingMoments, LossStepAndFsdpTermsByHand) {
+  // Llama-2-7B, 4 x 2048 tokens, vocabulary 32000: 262,144,000 logits; 16 B each at the start
+  // of the backward pass (fp32 logits, log_softmax output, two gradients), 4 B held after.
+  EXPECT_EQ(LossBackwardPeakBytes(8192, 32000, 1), 8192.0 * 32000 * 16);
+  EXPECT_EQ(HeldLogitsBytes(8192, 32000, 1), 8192.0 * 32000 * 4);
+  EXPECT_EQ(LossBackwardPeakBytes(8192, 32000, 2), 8192.0 * 32000 * 8);  // vocabulary split
+  // foreach AdamW: one more state of the (sharded) parameters; fused and 8-bit steps: none.
+  EXPECT_EQ(OptimizerStepTempBytes(Optimizer::kAdamW, 1e9, 2), 2e9);
+  EXPECT_EQ(OptimizerStepTempBytes(Optimizer::kAdamWFused, 1e9, 2), 0);
+  EXPECT_EQ(OptimizerStepTempBytes(Optimizer::kAdamW8bit, 1e9, 2), 0);
+  // FSDP: root of 262.1 M and layers of 202.4 M parameters in bf16: root + 2 layers gathered,
+  // root + 1 layer of unsharded gradients; a frozen base has no gradients.
+  const FsdpGathered g = FsdpGatheredBytes(262.1e6, 202.4e6, 2, true);
+  EXPECT_DOUBLE_EQ(g.forward_params, (262.1e6 + 2 * 202.4e6) * 2);
+  EXPECT_DOUBLE_EQ(g.backward_params, g.forward_params);
+  EXPECT_DOUBLE_EQ(g.backward_grads, (262.1e6 + 202.4e6) * 2);
+  EXPECT_EQ(FsdpGatheredBytes(262.1e6, 202.4e6, 2, false).backward_grads, 0);
+  // A SwiGLU layer's backward: 3 gradients of 8192 x 11008 in bf16.
+  LayerShape llama2;
+  llama2.intermediate = 11008;
+  llama2.gated_mlp = true;
+  EXPECT_EQ(LayerBackwardGradBytes(llama2, 2048, 4, 1), 3.0 * 2 * 8192 * 11008);
+}
+
 }  // namespace
 }  // namespace vgpu::estimate

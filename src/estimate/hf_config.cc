@@ -75,6 +75,29 @@ class Reader {
     return v.get<bool>();
   }
 
+  // layer_types: one "sliding_attention" or "full_attention" per layer.
+  Result<std::vector<bool>> LayerTypes(std::string_view key, int layers) const {
+    if (!Has(key)) return std::vector<bool>{};
+    const Json& v = object_.at(std::string(key));
+    if (!v.is_array()) return Error(key, "expected an array of layer types, found " + v.dump());
+    if (int(v.size()) != layers) {
+      return Error(key, "has " + std::to_string(v.size()) + " entries for " +
+                            std::to_string(layers) + " layers");
+    }
+    std::vector<bool> sliding;
+    for (const Json& t : v) {
+      if (t == "sliding_attention") {
+        sliding.push_back(true);
+      } else if (t == "full_attention") {
+        sliding.push_back(false);
+      } else {
+        return Error(key,
+                     "expected \"sliding_attention\" or \"full_attention\", found " + t.dump());
+      }
+    }
+    return sliding;
+  }
+
   std::string String(std::string_view key) const {
     if (!Has(key) || !object_.at(std::string(key)).is_string()) return "";
     return object_.at(std::string(key)).get<std::string>();
@@ -140,6 +163,31 @@ Result<Architecture> ParseHfConfig(std::string_view text, const std::string& fil
     a.experts_per_token = err.Take(r.Int({"num_experts_per_tok"}, -1), a.experts_per_token);
     a.expert_intermediate =
         err.Take(r.Int({"moe_intermediate_size"}, a.intermediate), a.expert_intermediate);
+  }
+  a.shared_experts = err.Take(r.Int({"n_shared_experts"}, 0), a.shared_experts);
+  a.dense_layers = err.Take(r.Int({"first_k_dense_replace"}, 0), a.dense_layers);
+  // Multi-head latent attention (DeepSeek-V2/V3).
+  a.kv_lora_rank = err.Take(r.Int({"kv_lora_rank"}, 0), a.kv_lora_rank);
+  if (a.kv_lora_rank > 0) {
+    a.q_lora_rank = err.Take(r.Int({"q_lora_rank"}, 0), a.q_lora_rank);
+    a.qk_rope_head_dim = err.Take(r.Int({"qk_rope_head_dim"}, -1), a.qk_rope_head_dim);
+    a.qk_nope_head_dim = err.Take(r.Int({"qk_nope_head_dim"}, -1), a.qk_nope_head_dim);
+    a.v_head_dim = err.Take(r.Int({"v_head_dim"}, -1), a.v_head_dim);
+  }
+  // Sliding windows: Mistral (every layer), Gemma-2 (every other), Gemma-3 (pattern), Qwen2
+  // (use_sliding_window from max_window_layers on), or an explicit layer_types list.
+  const bool uses_window = err.Take(r.Bool("use_sliding_window", type != "qwen2"), false);
+  a.sliding_window = err.Take(r.Int({"sliding_window"}, 0), a.sliding_window);
+  if (!uses_window) a.sliding_window = 0;
+  if (a.sliding_window > 0) {
+    const int default_pattern = type == "gemma2" ? 2 : (type.rfind("gemma3", 0) == 0 ? 6 : 0);
+    a.sliding_pattern =
+        err.Take(r.Int({"sliding_window_pattern"}, default_pattern), a.sliding_pattern);
+    a.sliding_layers = err.Take(r.LayerTypes("layer_types", a.layers), a.sliding_layers);
+    if (type == "qwen2" && a.sliding_layers.empty()) {
+      const int from = err.Take(r.Int({"max_window_layers"}, 0), 0);
+      for (int i = 0; i < a.layers; ++i) a.sliding_layers.push_back(i >= from);
+    }
   }
   if (!err.ok()) return err.status();
   if (a.heads % a.kv_heads != 0) {

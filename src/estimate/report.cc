@@ -107,7 +107,8 @@ nlohmann::json ToJson(const Estimate& e, const Placement& p) {
   if (e.serve) {
     json s = {{"page_bytes", e.serve->page_bytes},
               {"bytes_per_token", e.serve->bytes_per_token},
-              {"needed_tokens", e.serve->needed_tokens}};
+              {"needed_tokens", e.serve->needed_tokens},
+              {"sequence_bytes", e.serve->sequence_bytes}};
     if (e.inputs.gpu || e.inputs.slice_memory > 0) {
       s["budget"] = e.serve->budget;
       s["kv_tokens"] = e.serve->capacity_tokens;
@@ -115,6 +116,12 @@ nlohmann::json ToJson(const Estimate& e, const Placement& p) {
       s["why_not"] = e.serve->why_not;
     }
     j["serve"] = s;
+  }
+  if (e.allocated_peak > 0) {
+    j["training"] = {{"allocated_peak", e.allocated_peak},
+                     {"start_of_backward", e.moments[0]},
+                     {"end_of_backward", e.moments[1]},
+                     {"optimizer_step", e.moments[2]}};
   }
   json pl = {{"request", p.request}, {"fits", p.gpu.has_value() && p.fits_gpu}};
   pl["gpu"] = p.gpu ? json(p.gpu->name) : json(nullptr);

@@ -205,6 +205,7 @@ Result<Inputs> InputsFromSpec(const Spec& spec, bool allow_files) {
   if (auto v = get("optimizer")) {
     in.optimizer = err.Take(OneOf<Optimizer>("optimizer", *v,
                                              {{"adamw", Optimizer::kAdamW},
+                                              {"adamw-fused", Optimizer::kAdamWFused},
                                               {"adam", Optimizer::kAdamW},
                                               {"adamw8bit", Optimizer::kAdamW8bit},
                                               {"paged-adamw", Optimizer::kPagedAdamW},

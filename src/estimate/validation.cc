@@ -75,11 +75,25 @@ Result<std::vector<PointResult>> ValidatePoints(std::string_view json_text) {
       r.error = r.estimated == r.measured ? 0 : 1;
       r.ok = r.error == 0;
     } else if (r.kind == "training_peak") {
-      auto m = Number(measured, "peak_gib", r.id);
+      // measured.peak_gb (10^9 bytes) or peak_gib; measured.quantity "allocated"
+      // (torch.cuda.max_memory_allocated: the tensors at the peak) or "reserved"
+      // (max_memory_reserved: also workspaces and the allocator's fragmentation). Neither
+      // counts the CUDA context. Compared in GiB.
+      const bool gb = measured.contains("peak_gb");
+      auto m = Number(measured, gb ? "peak_gb" : "peak_gib", r.id);
       if (!m) return m.error();
-      r.measured = *m;
-      // max_memory_reserved counts what PyTorch's allocator holds: not the CUDA context.
-      r.estimated = (e.per_gpu.Total() - e.per_gpu.cuda_context) / kGiB;
+      r.measured = gb ? *m * 1e9 / kGiB : *m;
+      const std::string quantity = measured.value("quantity", "reserved");
+      if (quantity == "allocated") {
+        r.estimated = e.allocated_peak / kGiB;
+      } else if (quantity == "reserved") {
+        r.estimated = (e.per_gpu.Total() - e.per_gpu.cuda_context) / kGiB;
+      } else {
+        return Status::InvalidArgument("point " + r.id +
+                                       ": measured.quantity must be allocated "
+                                       "or reserved, not '" +
+                                       quantity + "'");
+      }
       r.error = r.estimated / r.measured - 1;
       r.ok = std::fabs(r.error) <= 0.15;
     } else {

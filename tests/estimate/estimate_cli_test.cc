@@ -3,6 +3,7 @@
 // the model's maximum).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -61,6 +62,12 @@ TEST(EstimateCli, TrainingDoesNotFitOneGpu) {
   EXPECT_FALSE(j["placement"]["fits"].get<bool>());
   EXPECT_NE(j["placement"]["why"].get<std::string>().find("more than any known GPU"),
             std::string::npos);
+  // The three moments of a step, the peak being the largest.
+  const auto& t = j["training"];
+  const double peak = t["allocated_peak"].get<double>();
+  EXPECT_DOUBLE_EQ(
+      peak, std::max({t["start_of_backward"].get<double>(), t["end_of_backward"].get<double>(),
+                      t["optimizer_step"].get<double>()}));
 }
 
 TEST(EstimateCli, BadInputExitsTwoWithTheReason) {

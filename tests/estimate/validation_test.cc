@@ -44,37 +44,35 @@ TEST(MeasuredPoints, KvTokensAndFitMeetTheirTargets) {
   }
 }
 
-// Weights within 1%, except the two points whose extra memory (vLLM buffers beyond the
-// parameters and the rotary table) the architecture does not show; their errors are pinned so
-// that a change in either direction is seen.
+// Weights within 1% on every point: vLLM's figure is the allocator's blocks of its tensors
+// (vllm_load.h), which the estimate reproduces.
 TEST(MeasuredPoints, WeightsWithinOnePercent) {
-  const std::map<std::string, double> known_misses = {
-      {"vllm-13061-r1-distill-qwen-14b-tp2-weights", -0.0115},
-      {"vllm-3120-opt-125m-weights", -0.0235},
-  };
   int within = 0;
   for (const PointResult& r : Results()) {
     if (r.kind != "weights") continue;
-    if (auto it = known_misses.find(r.id); it != known_misses.end()) {
-      EXPECT_NEAR(r.error, it->second, 0.0005) << r.id;
-      continue;
-    }
     EXPECT_TRUE(r.ok) << r.id << ": " << r.error * 100 << "%";
     within += r.ok;
   }
-  EXPECT_GE(within, 4);
+  EXPECT_GE(within, 7);
 }
 
+// Training peaks of the setups the source states: the ones within 15% are asserted; the miss is
+// pinned so that a change either way is seen (docs/estimate.md says what it may be).
 TEST(MeasuredPoints, FullyKnownTrainingPeaks) {
+  const std::map<std::string, double> known_misses = {
+      {"torchtune-llama2-7b-full-4x4090", -0.233},
+  };
+  int fully_known = 0;
   for (const PointResult& r : Results()) {
     if (r.kind != "training_peak" || !r.fully_known) continue;
-    // Reported, not hidden: every fully known point is listed with its error in the docs; the
-    // ones within 15% are asserted so a regression shows.
-    if (r.id == "torchtune-llama2-7b-lora-4090") {
-      EXPECT_TRUE(r.ok) << r.id << ": " << r.error * 100 << "%";
+    ++fully_known;
+    if (auto it = known_misses.find(r.id); it != known_misses.end()) {
+      EXPECT_NEAR(r.error, it->second, 0.005) << r.id;
+      continue;
     }
-    EXPECT_LT(std::abs(r.error), 0.25) << r.id << ": " << r.error * 100 << "%";
+    EXPECT_TRUE(r.ok) << r.id << ": " << r.error * 100 << "%";
   }
+  EXPECT_GE(fully_known, 2);
 }
 
 }  // namespace
