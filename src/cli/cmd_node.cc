@@ -9,11 +9,11 @@
 #include <filesystem>
 #include <memory>
 
+#include "analyze/rules.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/gpu_backend.h"
 #include "common/log.h"
-#include "analyze/rules.h"
 #include "common/units.h"
 #include "node/daemon.h"
 #include "node/file_cluster.h"
@@ -379,9 +379,10 @@ int RunNode(int argc, char** argv) {
   app.add_option("--rules", f.rules,
                  "Tuning rules (YAML, docs/analyze.md; deploy/analyze/rules.yaml) evaluated over "
                  "the node's slices and GPUs, their actions taken on them");
-  app.add_flag("--rules-dry-run", f.rules_dry_run,
-               "Log and count what the rules would do (vgpu_rule_actions_total{outcome=\"dry_run\"}) "
-               "without doing it");
+  app.add_flag(
+      "--rules-dry-run", f.rules_dry_run,
+      "Log and count what the rules would do (vgpu_rule_actions_total{outcome=\"dry_run\"}) "
+      "without doing it");
   app.add_option("--sample-interval", f.sample_interval, "How often GPUs are sampled")
       ->capture_default_str();
   app.add_option("--pod-refresh", f.pod_refresh,

@@ -6,9 +6,10 @@
 //               [--priority LEVEL] [--device INDEX] [--state-dir DIR] [--slice-dir DIR] [--json]
 //
 // --slice finds the slice by name among `vgpu run`'s slices (<state>/slices/NAME, or the one
-// NAME-XXXXXX that `vgpu run --name NAME` made) and the node daemon's pod slices (--slice-dir). A memory limit can shrink only down to what the slice has in
-// use: a lower one is refused with the usage, exit 1, and nothing changes. Bad input (a flag's
-// value, an unknown slice): exit 2 naming the flag.
+// NAME-XXXXXX that `vgpu run --name NAME` made) and the node daemon's pod slices (--slice-dir). A
+// memory limit can shrink only down to what the slice has in use: a lower one is refused with the
+// usage, exit 1, and nothing changes. Bad input (a flag's value, an unknown slice): exit 2 naming
+// the flag.
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -52,8 +53,8 @@ Result<std::string> FindRegion(const std::string& slice, const std::string& stat
   }
   if (prefixed.size() == 1) return prefixed[0];
   if (prefixed.size() > 1) {
-    return Status::InvalidArgument("--slice: \"" + slice + "\": " +
-                                   std::to_string(prefixed.size()) +
+    return Status::InvalidArgument("--slice: \"" + slice +
+                                   "\": " + std::to_string(prefixed.size()) +
                                    " slices of that name run; name one exactly (" + names + ")");
   }
   return Status::NotFound("--slice: \"" + slice + "\": no such slice (" +
@@ -100,8 +101,8 @@ int RunResize(int argc, char** argv) {
       Result<uint64_t> m = ParseByteSize(memory, "--memory");
       if (!m.has_value()) return ReportStatus("resize", m.error());
       if (*m == 0) {
-        return ReportStatus("resize",
-                            Status::InvalidArgument("--memory: \"" + memory + "\": must be above 0"));
+        return ReportStatus(
+            "resize", Status::InvalidArgument("--memory: \"" + memory + "\": must be above 0"));
       }
       change.memory = *m;
     }
@@ -121,9 +122,9 @@ int RunResize(int argc, char** argv) {
       if (priority == kNames[i]) change.priority = i;
     }
     if (!change.priority) {
-      return ReportStatus("resize", Status::InvalidArgument(
-                                        "--priority: \"" + priority +
-                                        "\": use realtime, high, normal, low or idle"));
+      return ReportStatus("resize",
+                          Status::InvalidArgument("--priority: \"" + priority +
+                                                  "\": use realtime, high, normal, low or idle"));
     }
   }
   if (!change.memory && !change.cores && !change.priority) {
@@ -131,8 +132,8 @@ int RunResize(int argc, char** argv) {
                                       "nothing to change: give --memory, --cores or --priority"));
   }
   if (region.empty()) {
-    Result<std::string> found = FindRegion(
-        slice, state_dir, NodeSliceDir(slice_dir_opt->count() ? &slice_dir : nullptr));
+    Result<std::string> found =
+        FindRegion(slice, state_dir, NodeSliceDir(slice_dir_opt->count() ? &slice_dir : nullptr));
     if (!found.has_value()) return ReportStatus("resize", found.error());
     region = *found;
   }

@@ -188,8 +188,7 @@ bool Accountant::Charge(int device, uint64_t bytes) {
   if (bytes == 0) return true;
   if (chain_broken_ || !EnsureSlot()) return false;
   const int slot = slot_.load(std::memory_order_relaxed);
-  shm::RegionError e =
-      shm::Charge(region_, slot, device, bytes, ProcessLimit(device), identity_);
+  shm::RegionError e = shm::Charge(region_, slot, device, bytes, ProcessLimit(device), identity_);
   if (e != shm::RegionError::kOk) {
     if (e != shm::RegionError::kOverLimit) {
       VGPU_LOG_ERROR("slice accounting failed (%s); allocation refused", shm::RegionErrorText(e));
@@ -215,8 +214,7 @@ uint64_t Accountant::ChargeUpTo(int device, uint64_t bytes) {
   if (OutOfRange(device)) return any_limit_ ? 0 : bytes;
   if (bytes == 0 || chain_broken_ || !EnsureSlot()) return 0;
   const int slot = slot_.load(std::memory_order_relaxed);
-  uint64_t got =
-      shm::ChargeUpTo(region_, slot, device, bytes, ProcessLimit(device), identity_);
+  uint64_t got = shm::ChargeUpTo(region_, slot, device, bytes, ProcessLimit(device), identity_);
   for (int i = 0; i < parent_count_ && got > 0; ++i) {
     int parent_slot = EnsureParentSlot(i);
     uint64_t fits = parent_slot < 0 ? 0

@@ -1,9 +1,9 @@
 // Live resize of the slice's compute share (gate_internal.h ApplyResizeLocked): the gate looks at
 // the region's resize sequence number before each admission and, when it moved, sets the slice's
-// max share (and priority level, when overridden) in the GPU's arbiter to the limits in force (shm/region_resize.h). Every
-// process of the slice does the same on its next launch; the arbiter's record is per slice, so
-// the first one changes the share for all of them, and the arbiter's generation bump wakes its
-// waiters.
+// max share (and priority level, when overridden) in the GPU's arbiter to the limits in force
+// (shm/region_resize.h). Every process of the slice does the same on its next launch; the arbiter's
+// record is per slice, so the first one changes the share for all of them, and the arbiter's
+// generation bump wakes its waiters.
 #include <atomic>
 
 #include "common/log.h"
@@ -22,14 +22,15 @@ void ApplyResizeLocked(DeviceGate* dg, int device) {
   if (__builtin_expect(seq == dg->resize_seq, 1)) return;
   shm::ResizeControl c;
   if (!shm::ReadResize(region, &c)) {
-    if (seq & 1) return;  // being written: look again at the next launch
+    if (seq & 1) return;   // being written: look again at the next launch
     dg->resize_seq = seq;  // corrupted: the config's share stays
     return;
   }
   dg->resize_seq = seq;
   if (c.priority != 0) {
     int32_t level = static_cast<int32_t>(c.priority) - 1, was = 0;
-    shm::RegionError e = shm::SetArbiterSliceLevel(dg->arbiter, dg->key, level, acct.identity(), &was);
+    shm::RegionError e =
+        shm::SetArbiterSliceLevel(dg->arbiter, dg->key, level, acct.identity(), &was);
     if (e != shm::RegionError::kOk) {
       VGPU_LOG_WARN("live resize of device %d to priority %d: %s", device, level,
                     shm::RegionErrorText(e));

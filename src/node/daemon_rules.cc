@@ -29,8 +29,7 @@ Status Daemon::StartRules() {
     return Status::Ok();
   };
   VGPU_LOG_INFO("tuning rules: %zu rule(s) from %s, every %lld ms%s", rules->rules.size(),
-                options_.rules_file.c_str(),
-                static_cast<long long>(rules->interval_ns / 1'000'000),
+                options_.rules_file.c_str(), static_cast<long long>(rules->interval_ns / 1'000'000),
                 options_.rules_dry_run ? " (dry run: actions are logged, not taken)" : "");
   rules_ = std::make_unique<RuleEngine>(std::move(*rules), &MonotonicClock::Instance(),
                                         std::move(hooks), options_.rules_dry_run,

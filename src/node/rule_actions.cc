@@ -74,8 +74,9 @@ void NodeActions::Event(const std::string& type, const std::string& reason,
 }
 
 void NodeActions::Record(NodeActionRecord r) {
-  VGPU_LOG_INFO("%s %s (%s): %s", r.fired ? "rule fired:" : "rule resolved:",
-                Describe(r.action).c_str(), r.outcome.c_str(), r.what.c_str());
+  VGPU_LOG_INFO("%s %s (%s): %s",
+                r.fired ? "rule fired:" : "rule resolved:", Describe(r.action).c_str(),
+                r.outcome.c_str(), r.what.c_str());
   std::lock_guard<std::mutex> lock(mu_);
   ++counts_[{r.action.rule, std::string(analyze::ActionName(r.action.type)), r.outcome}];
   firing_[{r.action.rule, r.action.target}] = r.fired;

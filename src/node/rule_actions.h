@@ -70,7 +70,7 @@ class NodeActions final : public analyze::ActionSink {
 
  private:
   struct Saved {
-    int share = 0;     // the share before the rule changed it (percent, 100 = none)
+    int share = 0;  // the share before the rule changed it (percent, 100 = none)
     int priority = -1;
   };
   NodeActionRecord Apply(const analyze::Action& a, bool fire);
@@ -81,8 +81,8 @@ class NodeActions final : public analyze::ActionSink {
   NodeActionHooks hooks_;
   bool dry_run_;
   std::map<std::pair<std::string, std::string>, Saved> saved_;  // (rule, target)
-  std::map<std::string, int> paused_;                            // slice -> rules pausing it
-  mutable std::mutex mu_;                                        // guards the three below
+  std::map<std::string, int> paused_;                           // slice -> rules pausing it
+  mutable std::mutex mu_;                                       // guards the three below
   std::vector<NodeActionRecord> history_;
   std::map<std::vector<std::string>, uint64_t> counts_;  // {rule, action, outcome}
   std::map<std::pair<std::string, std::string>, bool> firing_;

@@ -33,8 +33,7 @@ bool RuleEngine::Rate(const std::string& key, double total, int64_t now, double*
   return ok;
 }
 
-std::vector<std::tuple<std::string, std::string, double>> RuleEngine::Sample(
-    const RuleInputs& in) {
+std::vector<std::tuple<std::string, std::string, double>> RuleEngine::Sample(const RuleInputs& in) {
   const int64_t now = clock_->NowNanos();
   std::vector<std::tuple<std::string, std::string, double>> out;
   std::map<int, int> per_gpu;
@@ -62,8 +61,8 @@ std::vector<std::tuple<std::string, std::string, double>> RuleEngine::Sample(
     out.emplace_back(target, "memory_used_bytes", used);
     if (limited) out.emplace_back(target, "memory_limit_bytes", limit);
     double rate = 0;
-    if (Rate(target + "|oom", static_cast<double>(shm::LoadU64(region->header.control.oom_refusals)),
-             now, &rate)) {
+    if (Rate(target + "|oom",
+             static_cast<double>(shm::LoadU64(region->header.control.oom_refusals)), now, &rate)) {
       out.emplace_back(target, "oom_refusals_per_s", rate);
     }
     uint32_t sm = shm::SmLimitInForce(region, 0);

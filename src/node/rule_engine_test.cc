@@ -262,14 +262,24 @@ TEST_F(RuleEngineTest, TheEngineSeesALeakInARealRegion) {
   EXPECT_EQ(h[0].action.rule, "memory-leak");
   EXPECT_GT(fired_at, onset);
   EXPECT_LE(fired_at, onset + ForNs("memory-leak") + 2 * interval);
-  // What a round samples.
+  // What a round samples: 3 refused allocations in the next 30 s are 0.1 per second.
+  m.region()->header.control.oom_refusals += 3;
+  clock.Advance(interval);
   std::set<std::string> signals;
   for (auto& [target, signal, v] : engine.Sample(in)) {
-    if (target == "gpu0/" + name_["trainer"]) signals.insert(signal);
+    if (target != "gpu0/" + name_["trainer"]) continue;
+    signals.insert(signal);
+    if (signal == "oom_refusals_per_s") {
+      EXPECT_DOUBLE_EQ(v, 0.1);
+    } else if (signal == "best_effort") {
+      EXPECT_EQ(v, 0);
+    } else if (signal == "memory_limit_bytes") {
+      EXPECT_EQ(v, 40.0 * kGiB);
+    }
   }
-  EXPECT_EQ(signals, (std::set<std::string>{"best_effort", "memory_limit_bytes",
-                                            "memory_used_bytes", "oom_refusals_per_s",
-                                            "share_percent"}));
+  EXPECT_EQ(signals,
+            (std::set<std::string>{"best_effort", "memory_limit_bytes", "memory_used_bytes",
+                                   "oom_refusals_per_s", "share_percent"}));
   shm::ReleaseSlot(m.region(), slot, self);
 }
 

@@ -46,8 +46,8 @@ RegionError ClaimSlot(Region* region, const ProcIdentity& self, int* slot_index)
 void ReleaseSlot(Region* region, int slot_index, const ProcIdentity& self);
 
 // Charges `bytes` on `device` to slot `slot_index` if the device's total stays within
-// min(slice limit in force (config or live override), process_limit). When it does not fit, dead processes are swept and the
-// charge is retried once. kOk, kOverLimit, or a lock error.
+// min(slice limit in force (config or live override), process_limit). When it does not fit, dead
+// processes are swept and the charge is retried once. kOk, kOverLimit, or a lock error.
 RegionError Charge(Region* region, int slot_index, int device, uint64_t bytes,
                    uint64_t process_limit, const ProcIdentity& self);
 

@@ -48,8 +48,8 @@ uint64_t ResizeChecksum(const ResizeControl& c) {
 bool ReadResize(const Region* region, ResizeControl* out) {
   const ResizeControl& c = region->header.resize;
   for (int attempt = 0; attempt < 16; ++attempt) {
-    uint64_t s1 = std::atomic_ref<uint64_t>(const_cast<uint64_t&>(c.seq))
-                      .load(std::memory_order_acquire);
+    uint64_t s1 =
+        std::atomic_ref<uint64_t>(const_cast<uint64_t&>(c.seq)).load(std::memory_order_acquire);
     if (s1 == 0) break;
     if (s1 & 1) continue;  // a writer is inside (it holds the mutex for microseconds)
     std::memset(out, 0, sizeof *out);

@@ -24,8 +24,8 @@ namespace vgpu::shm {
 // What to change; zero fields are left as they are.
 struct ResizeRequest {
   uint64_t memory_limit[kMaxDevices] = {};  // bytes; kNoLimit = unlimited; 0 = unchanged
-  uint32_t sm_limit[kMaxDevices] = {};      // 1..100 percent (100 = no compute limit); 0 = unchanged
-  int32_t priority = -1;                    // PriorityLevel 0..4 (shm/arbiter.h); -1 = unchanged
+  uint32_t sm_limit[kMaxDevices] = {};  // 1..100 percent (100 = no compute limit); 0 = unchanged
+  int32_t priority = -1;                // PriorityLevel 0..4 (shm/arbiter.h); -1 = unchanged
 };
 
 // Why a resize was refused (kOverLimit): the first device whose usage exceeds the asked limit.

@@ -19,7 +19,8 @@ Result<SliceResizeResult> ResizeSlice(const std::string& region_path, const Slic
   if (!change.memory && !change.cores && !change.priority) {
     return Status::InvalidArgument("nothing to change: give --memory, --cores or --priority");
   }
-  if (change.priority && (*change.priority < kPriorityRealtime || *change.priority > kPriorityIdle)) {
+  if (change.priority &&
+      (*change.priority < kPriorityRealtime || *change.priority > kPriorityIdle)) {
     return Status::InvalidArgument("--priority: " + std::to_string(*change.priority) +
                                    ": must be a level 0-4");
   }

@@ -213,7 +213,8 @@ TEST(ComputeShare, VgpuResizeChangesARunningTenantsShareWithinASecond) {
     run = testing::RunCommand(testing::SanitizerCommandPrefix() + env + VGPU_BIN +
                               " run --sim --name grow --cores 30 --priority low -- " + VGPU_BIN +
                               " bench tenant --start-now --kernel-ns 1000000 --stop-ns 3500000000"
-                              " --out " + out);
+                              " --out " +
+                              out);
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   const uint64_t resized_at = MonotonicNs();
@@ -232,11 +233,17 @@ TEST(ComputeShare, VgpuResizeChangesARunningTenantsShareWithinASecond) {
   const uint64_t kS = 1000000000ULL;
   ASSERT_LT(first + kS / 2, resized_at) << "the tenant started too late to measure before";
   ASSERT_GT(last, resized_at + 3 * kS / 2) << "the tenant ended too early";
-  EXPECT_NEAR(ShareIn(kernels, first + kS / 2, resized_at), 30.0, 3.0);
+  const double before = ShareIn(kernels, first + kS / 2, resized_at);
   // Within one second: the share over the second half of the first second after the resize,
   // and over the half second after it.
-  EXPECT_NEAR(ShareIn(kernels, resized_at + kS / 2, resized_at + kS), 60.0, 4.0);
-  EXPECT_NEAR(ShareIn(kernels, resized_at + kS, resized_at + 3 * kS / 2), 60.0, 4.0);
+  const double after = ShareIn(kernels, resized_at + kS / 2, resized_at + kS);
+  const double later = ShareIn(kernels, resized_at + kS, resized_at + 3 * kS / 2);
+  RecordProperty("share_before", std::to_string(before));
+  RecordProperty("share_after", std::to_string(after));
+  RecordProperty("share_later", std::to_string(later));
+  EXPECT_NEAR(before, 30.0, 3.0);
+  EXPECT_NEAR(after, 60.0, 4.0);
+  EXPECT_NEAR(later, 60.0, 4.0);
   // When it got there: the first 100 ms window after the resize at 60 +- 6.
   double reached_ms = -1;
   for (uint64_t t = resized_at; t + kS / 10 <= resized_at + kS; t += kS / 20) {

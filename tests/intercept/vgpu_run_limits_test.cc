@@ -211,17 +211,17 @@ TEST_F(RunLimitsTest, VgpuResizeChangesTheMemoryLimitOfARunningSlice) {
   std::string out = RunScript(
       {"--memory", "1GiB", "--name", "live"},
       "$W park " + Bytes(600) + " & H=$!; sleep 0.5; " +
-          "$V resize --slice live --memory 512MiB; echo refused=$?; " +
-          "$W fill alloc " + Bytes(424) + "; " +
-          "$V resize --slice live --memory 700MiB; echo lowered=$?; " +
+          "$V resize --slice live --memory 512MiB; echo refused=$?; " + "$W fill alloc " +
+          Bytes(424) + "; " + "$V resize --slice live --memory 700MiB; echo lowered=$?; " +
           "$W fill alloc " + Bytes(100) + "; " +
           "$V resize --slice live --memory 2GiB --json; echo raised=$?; " +
           "$W info | grep cuMemGetInfo; $W fill alloc " + Bytes(1448) + "; kill $H",
       &code);
   EXPECT_EQ(code, 0) << Err();
   EXPECT_NE(out.find("refused=1"), std::string::npos) << out;
-  EXPECT_NE(Err().find("device 0 has 600 MiB in use, more than the asked memory limit 512 MiB"),
-            std::string::npos)
+  EXPECT_NE(
+      Err().find("device 0 has 600.00 MiB in use, more than the asked memory limit 512.00 MiB"),
+      std::string::npos)
       << Err();
   EXPECT_NE(out.find("lowered=0"), std::string::npos) << out;
   EXPECT_NE(out.find("raised=0"), std::string::npos) << out;
