@@ -37,8 +37,8 @@
 #include "cli/top_sources.h"
 #include "common/units.h"
 #include "node/faults/tenant_levels.h"
-#include "shm/region_resize.h"
 #include "shm/proc_identity.h"
+#include "shm/region_resize.h"
 #include "shm/slice_registry.h"
 
 namespace vgpu::cli {
@@ -265,8 +265,8 @@ std::string Json(const std::vector<GpuInfo>& gpus, const std::string& note,
       uint32_t sm = shm::SmLimitInForce(&s.region, d);
       j += "{\"index\":" + std::to_string(d) + ",\"uuid\":" + JsonString(t.Uuid(d)) +
            ",\"memory_limit\":" + (limit == shm::kNoLimit ? "null" : std::to_string(limit)) +
-           ",\"memory_used\":" + std::to_string(h.device_used[d]) + ",\"cores\":" +
-           (sm == 0 ? "null" : std::to_string(sm)) +
+           ",\"memory_used\":" + std::to_string(h.device_used[d]) +
+           ",\"cores\":" + (sm == 0 ? "null" : std::to_string(sm)) +
            ",\"compute\":" + ComputeJson(SliceCompute(arbiters, t, d)) + "}";
     }
     j += "],\"processes\":[";
