@@ -208,15 +208,16 @@ TEST_F(RunLimitsTest, MemoryAnotherProcessFreedAsynchronouslyIsUsableByTheOthers
 // past the limits file's 1 GiB to 2 GiB, which the slice's processes see at once.
 TEST_F(RunLimitsTest, VgpuResizeChangesTheMemoryLimitOfARunningSlice) {
   int code = -1;
-  std::string out = RunScript(
-      {"--memory", "1GiB", "--name", "live"},
-      "$W park " + Bytes(600) + " & H=$!; sleep 0.5; " +
-          "$V resize --slice live --memory 512MiB; echo refused=$?; " + "$W fill alloc " +
-          Bytes(424) + "; " + "$V resize --slice live --memory 700MiB; echo lowered=$?; " +
-          "$W fill alloc " + Bytes(100) + "; " +
-          "$V resize --slice live --memory 2GiB --json; echo raised=$?; " +
-          "$W info | grep cuMemGetInfo; $W fill alloc " + Bytes(1448) + "; kill $H",
-      &code);
+  std::string out = RunScript({"--memory", "1GiB", "--name", "live"},
+                              "$W park " + Bytes(600) + " & H=$!; sleep 0.5; " +
+                                  "$V resize --slice live --memory 512MiB; echo refused=$?; " +
+                                  "$W fill alloc " + Bytes(424) + "; " +
+                                  "$V resize --slice live --memory 700MiB; echo lowered=$?; " +
+                                  "$W fill alloc " + Bytes(100) + "; " +
+                                  "$V resize --slice live --memory 2GiB --json; echo raised=$?; " +
+                                  "$W info | grep cuMemGetInfo; $W fill alloc " + Bytes(1448) +
+                                  "; " + "$V top --once | grep 'device 0  memory'; kill $H",
+                              &code);
   EXPECT_EQ(code, 0) << Err();
   EXPECT_NE(out.find("refused=1"), std::string::npos) << out;
   EXPECT_NE(
@@ -227,6 +228,8 @@ TEST_F(RunLimitsTest, VgpuResizeChangesTheMemoryLimitOfARunningSlice) {
   EXPECT_NE(out.find("raised=0"), std::string::npos) << out;
   EXPECT_NE(out.find("\"ok\":true"), std::string::npos) << out;
   EXPECT_NE(out.find("cuMemGetInfo " + Bytes(1448) + " " + Bytes(2048)), std::string::npos) << out;
+  // vgpu top shows the limit in force.
+  EXPECT_NE(out.find("memory 600.00 MiB / 2.00 GiB"), std::string::npos) << out;
   std::vector<std::string> lines;
   for (size_t pos = 0; pos < out.size();) {
     size_t end = out.find('\n', pos);
