@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "analyze/rules.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/gpu_backend.h"
@@ -52,6 +53,8 @@ struct NodeFlags {
   std::string ignore_xids;
   std::string sticky_xids;
   std::string tenant_levels;
+  std::string rules;
+  bool rules_dry_run = false;
   std::string sample_interval = "5s";
   std::string pod_refresh = "5s";
   bool no_pod_watch = false;
@@ -181,6 +184,14 @@ Result<node::DaemonOptions> BuildOptions(const NodeFlags& f) {
   auto levels = node::faults::ParseTenantLevelRules(f.tenant_levels);
   if (!levels) return Bad("--tenant-levels", levels.error().message());
   o.tenant_levels = *levels;
+  if (!f.rules.empty()) {
+    auto rules = analyze::LoadRules(f.rules);  // checked here: a bad file is bad input (exit 2)
+    if (!rules) return Bad("--rules", rules.error().message());
+    o.rules_file = f.rules;
+  } else if (f.rules_dry_run) {
+    return Bad("--rules-dry-run", "needs --rules FILE");
+  }
+  o.rules_dry_run = f.rules_dry_run;
   auto sample = DurationMs("--sample-interval", f.sample_interval, 100, 3600 * 1000);
   if (!sample) return sample.error();
   o.sample_interval_ms = *sample;
@@ -365,6 +376,13 @@ int RunNode(int argc, char** argv) {
                  "Quarantine levels of a tenant, field=value,... (warn, limit, pause, terminate "
                  "strikes; quiet; limit-share; *-weight; oom-storm, oom-window, ramp-pct, "
                  "ramp-window): docs/faults.md");
+  app.add_option("--rules", f.rules,
+                 "Tuning rules (YAML, docs/analyze.md; deploy/analyze/rules.yaml) evaluated over "
+                 "the node's slices and GPUs, their actions taken on them");
+  app.add_flag(
+      "--rules-dry-run", f.rules_dry_run,
+      "Log and count what the rules would do (vgpu_rule_actions_total{outcome=\"dry_run\"}) "
+      "without doing it");
   app.add_option("--sample-interval", f.sample_interval, "How often GPUs are sampled")
       ->capture_default_str();
   app.add_option("--pod-refresh", f.pod_refresh,

@@ -38,6 +38,7 @@
 #include "common/units.h"
 #include "node/faults/tenant_levels.h"
 #include "shm/proc_identity.h"
+#include "shm/region_resize.h"
 #include "shm/slice_registry.h"
 
 namespace vgpu::cli {
@@ -253,16 +254,19 @@ std::string Json(const std::vector<GpuInfo>& gpus, const std::string& note,
     }
     const shm::RegionHeader& h = s.region.header;
     j += QuarantineJson(h.control);
-    j += ",\"priority\":" + JsonString(shm::PriorityName(h.config.priority)) + ",\"devices\":[";
+    // Limits in force: a live resize (shm/region_resize.h) overrides the config.
+    j += ",\"priority\":" + JsonString(shm::PriorityName(shm::PriorityInForce(&s.region))) +
+         ",\"devices\":[";
     bool first = true;
     for (int d : SliceDevices(s.region)) {
       j += first ? "" : ",";
       first = false;
-      uint64_t limit = h.config.memory_limit[d];
+      uint64_t limit = shm::MemoryLimitInForce(&s.region, d);
+      uint32_t sm = shm::SmLimitInForce(&s.region, d);
       j += "{\"index\":" + std::to_string(d) + ",\"uuid\":" + JsonString(t.Uuid(d)) +
            ",\"memory_limit\":" + (limit == shm::kNoLimit ? "null" : std::to_string(limit)) +
-           ",\"memory_used\":" + std::to_string(h.device_used[d]) + ",\"cores\":" +
-           (h.config.sm_limit[d] == 0 ? "null" : std::to_string(h.config.sm_limit[d])) +
+           ",\"memory_used\":" + std::to_string(h.device_used[d]) +
+           ",\"cores\":" + (sm == 0 ? "null" : std::to_string(sm)) +
            ",\"compute\":" + ComputeJson(SliceCompute(arbiters, t, d)) + "}";
     }
     j += "],\"processes\":[";
@@ -363,16 +367,16 @@ std::string Text(const std::vector<GpuInfo>& gpus, const std::string& note,
     const shm::RegionHeader& h = s.region.header;
     t += QuarantineText(h.control);
     for (int d : SliceDevices(s.region)) {
-      uint64_t limit = h.config.memory_limit[d];
+      uint64_t limit = shm::MemoryLimitInForce(&s.region, d);
+      uint32_t sm = shm::SmLimitInForce(&s.region, d);
       std::string limit_text = limit == shm::kNoLimit ? "no limit" : FormatBytes(limit);
       std::string pct = limit == shm::kNoLimit || limit == 0
                             ? ""
                             : " (" + std::to_string(h.device_used[d] * 100 / limit) + "%)";
-      std::string cores =
-          h.config.sm_limit[d] == 0 ? "all" : std::to_string(h.config.sm_limit[d]) + "%";
+      std::string cores = sm == 0 ? "all" : std::to_string(sm) + "%";
       std::snprintf(line, sizeof line, "  device %d  memory %s / %s%s  cores %s  priority %s\n", d,
                     FormatBytes(h.device_used[d]).c_str(), limit_text.c_str(), pct.c_str(),
-                    cores.c_str(), shm::PriorityName(h.config.priority));
+                    cores.c_str(), shm::PriorityName(shm::PriorityInForce(&s.region)));
       t += line;
       if (const ComputeSliceView* c = SliceCompute(arbiters, top, d)) {
         std::snprintf(line, sizeof line,

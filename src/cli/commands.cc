@@ -7,6 +7,7 @@ std::span<const Command> AllCommands() {
       {"version", "print the version", RunVersion},
       {"run", "run a command in a GPU slice (memory limit, compute share)", RunRun},
       {"top", "live view of the GPUs and slices on this machine", RunTop},
+      {"resize", "change a running slice's memory limit and compute share live", RunResize},
       {"gc", "remove stale slices of vgpu run whose processes are all gone", RunGc},
       {"sim", "replay a cluster trace with placement policies", RunSim},
       {"node", "run the node daemon (device plugin, slices, health, metrics)", RunNode},

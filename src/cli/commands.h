@@ -20,6 +20,7 @@ int RunVersion(int argc, char** argv);
 int RunRun(int argc, char** argv);
 int RunTop(int argc, char** argv);
 int RunGc(int argc, char** argv);
+int RunResize(int argc, char** argv);
 int RunSim(int argc, char** argv);
 int RunNode(int argc, char** argv);
 int RunDra(int argc, char** argv);

@@ -8,6 +8,7 @@
 #include "intercept/tenant_control.h"
 #include "shm/region_file.h"
 #include "shm/region_ops.h"
+#include "shm/region_resize.h"
 
 namespace vgpu::intercept {
 namespace {
@@ -187,8 +188,7 @@ bool Accountant::Charge(int device, uint64_t bytes) {
   if (bytes == 0) return true;
   if (chain_broken_ || !EnsureSlot()) return false;
   const int slot = slot_.load(std::memory_order_relaxed);
-  shm::RegionError e =
-      shm::Charge(region_, slot, device, bytes, config_.memory_limit[device], identity_);
+  shm::RegionError e = shm::Charge(region_, slot, device, bytes, ProcessLimit(device), identity_);
   if (e != shm::RegionError::kOk) {
     if (e != shm::RegionError::kOverLimit) {
       VGPU_LOG_ERROR("slice accounting failed (%s); allocation refused", shm::RegionErrorText(e));
@@ -214,8 +214,7 @@ uint64_t Accountant::ChargeUpTo(int device, uint64_t bytes) {
   if (OutOfRange(device)) return any_limit_ ? 0 : bytes;
   if (bytes == 0 || chain_broken_ || !EnsureSlot()) return 0;
   const int slot = slot_.load(std::memory_order_relaxed);
-  uint64_t got =
-      shm::ChargeUpTo(region_, slot, device, bytes, config_.memory_limit[device], identity_);
+  uint64_t got = shm::ChargeUpTo(region_, slot, device, bytes, ProcessLimit(device), identity_);
   for (int i = 0; i < parent_count_ && got > 0; ++i) {
     int parent_slot = EnsureParentSlot(i);
     uint64_t fits = parent_slot < 0 ? 0
@@ -238,9 +237,18 @@ void Accountant::Uncharge(int device, uint64_t bytes) {
   UnchargeParents(parent_count_, device, bytes);
 }
 
+uint64_t Accountant::ProcessLimit(int device) const {
+  // A resized slice: the override replaces the limits file's limit; the environment may still
+  // lower it.
+  if (region_ != nullptr && shm::HasMemoryOverride(region_, device)) {
+    return config_.env_limit[device];
+  }
+  return config_.memory_limit[device];
+}
+
 uint64_t Accountant::Limit(int device) const {
   if (OutOfRange(device)) return any_limit_ ? 0 : kNoLimit;
-  uint64_t limit = config_.memory_limit[device];
+  uint64_t limit = ProcessLimit(device);
   uint64_t shared = region_ != nullptr ? shm::ConfigLimit(region_, device) : kNoLimit;
   if (shared < limit) limit = shared;
   for (int i = 0; i < parent_count_; ++i) {
@@ -260,7 +268,7 @@ uint64_t Accountant::SliceUsed(int device) {
   auto room = [](uint64_t level_limit, uint64_t level_used) {
     return level_limit > level_used ? level_limit - level_used : 0;
   };
-  uint64_t own = config_.memory_limit[device];
+  uint64_t own = ProcessLimit(device);
   uint64_t shared = shm::ConfigLimit(region_, device);
   uint64_t free = room(own < shared ? own : shared, used);
   for (int i = 0; i < parent_count_; ++i) {

@@ -49,8 +49,9 @@ class Accountant {
   // Gives back a previous charge (saturating).
   void Uncharge(int device, uint64_t bytes);
 
-  // The limit this process enforces on `device`: min(region config, own config, and the limit
-  // of every parent region).
+  // The limit this process enforces on `device`: min(region limit in force, own config, and the
+  // limit of every parent region). A slice resized live (shm/region_resize.h): the region's
+  // override replaces the limits file's limit, the environment's own limit still bounds it.
   uint64_t Limit(int device) const;
   bool Sliced(int device) const { return Limit(device) != kNoLimit; }
   // Bytes charged by the whole slice on `device`, after reclaiming dead processes if the last
@@ -59,6 +60,9 @@ class Accountant {
   uint64_t SliceUsed(int device);
   // Bytes charged by this process on `device`.
   uint64_t ProcessUsed(int device) const;
+  // This process's own bound on `device` (the limits file and environment, or the
+  // environment's alone once the slice's limit was overridden live).
+  uint64_t ProcessLimit(int device) const;
 
   shm::Region* region() const { return region_; }
   bool shared() const { return shared_; }

@@ -292,6 +292,7 @@ Config::Config() {
   for (int d = 0; d < kMaxDevices; ++d) {
     memory_limit[d] = kNoLimit;
     region_limit[d] = kNoLimit;
+    env_limit[d] = kNoLimit;
     sm_limit[d] = 0;
     guarantee[d] = 0;
   }
@@ -368,6 +369,7 @@ void CombineSettings(const SourceSettings& file, const SourceSettings& env, int 
     Setting f = Resolve(file.memory[d], file.memory_all);
     Setting e = Resolve(env.memory[d], env.memory_all);
     config->memory_limit[d] = CombineLimit(f, e, 0, kNoLimit);
+    config->env_limit[d] = CombineLimit(Setting{}, e, 0, kNoLimit);
     if (f.state == Setting::kUnset) {
       config->region_limit[d] = config->memory_limit[d];
     } else {

@@ -127,6 +127,8 @@ struct SourceSettings {
 struct Config {
   uint64_t memory_limit[kMaxDevices];  // per-process effective limit (bytes or kNoLimit)
   uint64_t region_limit[kMaxDevices];  // the limit written into a region this process creates
+  uint64_t env_limit[kMaxDevices];     // the environment's own limit (kNoLimit: none): what
+                                       // still bounds the process when the slice was resized
   uint32_t sm_limit[kMaxDevices];      // max share, percent; 0 = no compute limit
   uint32_t guarantee[kMaxDevices];     // guaranteed share, percent (capped mode: the max)
   uint32_t weight = 1;                 // share of spare GPU time among equals

@@ -142,6 +142,10 @@ DeviceGate* DeviceFor(int device) {
   dg.slice = slice;
   dg.proc = proc;
   dg.private_arbiter = !shared;
+  dg.key = shm::SliceKey(region);
+  const char* own = GetRuntime().config.region_path;
+  dg.own_slice = slice_path[0] != '\0' && std::strcmp(slice_path, own) == 0;
+  dg.resize_seq = 0;
   return &dg;
 }
 
@@ -225,6 +229,7 @@ CUresult GatedLaunch(const LaunchSite& site, RealLaunch launch, void* args) {
     bool waiting = false;
     bool held = false;
     for (;;) {
+      ApplyResizeLocked(dg, dc.device);
       shm::AdmitRequest req;
       req.slice = dg->slice;
       req.proc = dg->proc;

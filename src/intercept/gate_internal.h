@@ -67,7 +67,15 @@ struct DeviceGate {
   int proc;
   bool failed;           // joining failed for good: pass ungated
   bool private_arbiter;  // the arbiter file could not be used
+  uint64_t key;          // the slice's key in the arbiter
+  bool own_slice;        // the key is this slice's own region (not a parent's)
+  uint64_t resize_seq;   // the region's resize seq last applied to the arbiter (gate_resize.cc)
 };
+
+// REQUIRES the gate mutex, `dg` joined. When the slice's region was resized live since this
+// process last looked (shm/region_resize.h), sets the slice's share in the arbiter to the compute
+// limit in force (bounded by the daemon's quarantine cap). One relaxed load when nothing changed.
+void ApplyResizeLocked(DeviceGate* dg, int device);
 
 struct State {
   pthread_mutex_t mutex;

@@ -11,6 +11,21 @@
 #include "node/slice_control.h"
 #include "node/unit_id.h"
 
+#ifdef VGPU_NODE_HAVE_SHM
+#include "node/rule_engine.h"
+#else
+namespace vgpu::node {
+class RuleEngine {};
+Status Daemon::StartRules() {
+  if (options_.rules_file.empty()) return Status::Ok();
+  return Status::FailedPrecondition("--rules: built without the shm library");
+}
+void Daemon::RulesLoop() {}
+void Daemon::RulesNow() {}
+std::string Daemon::RulesMetrics() const { return ""; }
+}  // namespace vgpu::node
+#endif
+
 namespace vgpu::node {
 namespace {
 
@@ -62,6 +77,7 @@ Status Daemon::Start() {
     return Status::Ok();
   }
   VGPU_RETURN_IF_ERROR(slices_.Init());
+  VGPU_RETURN_IF_ERROR(StartRules());
   Status modes = SetUpModes();
   if (!modes.ok()) return modes;
   if (!options_.slices.arbiter_dir.empty()) {
@@ -125,6 +141,7 @@ Status Daemon::Start() {
   threads_.emplace_back([this] { HealthLoop(); });
   threads_.emplace_back([this] { SampleLoop(); });
   threads_.emplace_back([this] { HousekeepingLoop(); });
+  if (rules_) threads_.emplace_back([this] { RulesLoop(); });
   return Status::Ok();
 }
 
@@ -430,7 +447,7 @@ std::string Daemon::Metrics() const {
   src.version = options_.version;
   src.hami_aliases = options_.hami_aliases;
   src.tenants = Tenants();
-  return CollectMetrics(src);
+  return CollectMetrics(src) + RulesMetrics();
 }
 
 Status Daemon::Inject(const MetricsServer::InjectRequest& r) {

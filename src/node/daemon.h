@@ -81,7 +81,14 @@ struct DaemonOptions {
   // The MIG manager's claims journal (mig_manager.h); empty: <slice root>/../mig-claims.
   std::string mig_journal;
   MpsOptions mps;
+  // Tuning rules (analyze/rules.h, docs/analyze.md) evaluated every evaluation_interval over
+  // the node's signals and carried out on its slices and GPUs (rule_engine.h); empty: none.
+  std::string rules_file;
+  // The rules' actions are logged and counted, not carried out.
+  bool rules_dry_run = false;
 };
+
+class RuleEngine;
 
 class Daemon {
  public:
@@ -114,6 +121,9 @@ class Daemon {
   void TenantSignal(const std::string& slice, faults::TenantSignal signal, int count,
                     const std::string& what);
   void HousekeepNow();
+  // One evaluation of the tuning rules now (tests); nothing without --rules.
+  void RulesNow();
+  RuleEngine* rules() { return rules_.get(); }
 
  private:
   void HealthLoop();
@@ -129,6 +139,10 @@ class Daemon {
   void AttributeXid(const device::HealthEvent& event);
   Status Inject(const MetricsServer::InjectRequest& request);
   bool WaitStop(int ms);
+  // Loads options_.rules_file and sets up the engine (daemon_rules.cc).
+  Status StartRules();
+  void RulesLoop();
+  std::string RulesMetrics() const;
 
   DaemonOptions options_;
   std::unique_ptr<device::DeviceBackend> backend_;
@@ -149,6 +163,8 @@ class Daemon {
   std::unique_ptr<SliceQuarantine> quarantine_;
   mutable std::mutex tenant_mu_;  // guards tenants_
   std::unique_ptr<faults::TenantLevels> tenants_;
+  std::mutex rules_mu_;  // one rule round at a time
+  std::unique_ptr<RuleEngine> rules_;
   std::vector<std::thread> threads_;
   std::mutex mu_;
   std::mutex health_actions_mu_;  // one RunHealthActions() at a time

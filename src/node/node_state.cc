@@ -69,12 +69,25 @@ std::vector<UnitView> NodeState::Units() const {
   std::vector<UnitView> out;
   out.reserve(devices_.size() * static_cast<size_t>(units_per_gpu_));
   for (const auto& d : devices_) {
-    bool healthy = health_.Healthy(d.uuid);
+    bool healthy = health_.Healthy(d.uuid) && !Cordoned(d.uuid);
     for (int u = 0; u < units_per_gpu_; ++u) {
       out.push_back({MakeUnitId(d.uuid, u), healthy, d.numa_node});
     }
   }
   return out;
+}
+
+void NodeState::SetCordoned(const std::string& uuid, bool cordoned) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cordoned ? !cordoned_.insert(uuid).second : cordoned_.erase(uuid) == 0) return;
+  }
+  NotifyChanged();
+}
+
+bool NodeState::Cordoned(const std::string& uuid) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cordoned_.count(uuid) != 0;
 }
 
 uint64_t NodeState::version() const {

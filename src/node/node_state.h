@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,8 +47,13 @@ class NodeState {
   }
   const std::vector<std::vector<std::string>>& topology_rows() const { return topology_rows_; }
 
-  // Every unit of every GPU, in GPU order, with the GPU's health.
+  // Every unit of every GPU, in GPU order, with the GPU's health (a cordoned GPU's units are
+  // unhealthy).
   std::vector<UnitView> Units() const;
+  // Cordons (or uncordons) the GPU `uuid` for the tuning rules (quarantine_gpu): kubelet is told
+  // its units are unhealthy while cordoned, whatever its health. Notifies a change.
+  void SetCordoned(const std::string& uuid, bool cordoned);
+  bool Cordoned(const std::string& uuid) const;
 
   uint64_t version() const;
   // Increments the version and wakes WaitForChange() callers.
@@ -77,6 +83,7 @@ class NodeState {
   const int units_per_gpu_;
   HealthTracker health_;
   mutable std::mutex mu_;
+  std::set<std::string> cordoned_;  // guarded by mu_
   mutable std::condition_variable cv_;
   uint64_t version_ = 1;
   bool stopped_ = false;

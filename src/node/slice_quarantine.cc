@@ -9,6 +9,8 @@
 #ifdef VGPU_NODE_HAVE_SHM
 #include "shm/arbiter_cap.h"
 #include "shm/arbiter_file.h"
+#include "shm/region_file.h"
+#include "shm/region_resize.h"
 #endif
 
 namespace vgpu::node {
@@ -57,7 +59,13 @@ Status SliceQuarantine::LimitShare(const std::string& slice, int share_pct) {
   }
   const uint64_t key = SliceKeyOf(r->region_path);
   Status result = Status::Ok();
+  // A share resized live since the limit was set is what a restore goes back to.
+  shm::Mapping region;
+  const bool have_region =
+      shm::Mapping::OpenExisting(r->region_path.c_str(), false, &region) == shm::RegionError::kOk;
+  int index = -1;
   for (const SliceDevice& d : r->spec.devices) {
+    ++index;
     char path[1024];
     if (!shm::ArbiterPath(r->arbiter_dir.c_str(), d.uuid.c_str(), path, sizeof path)) continue;
     shm::ArbiterMapping m;
@@ -68,6 +76,10 @@ Status SliceQuarantine::LimitShare(const std::string& slice, int share_pct) {
       auto saved = saved_share_[slice].find(d.uuid);
       if (saved == saved_share_[slice].end()) continue;
       want = saved->second;
+      if (have_region && shm::ResizeSeq(region.region()) != 0) {
+        uint32_t resized = shm::SmLimitInForce(region.region(), index);
+        want = resized == 0 ? 100 : resized;
+      }
     }
     if (e == shm::RegionError::kOk) {
       e = shm::CapArbiterSlice(m.arbiter(), key, want, shm::CurrentProcIdentity(), &previous);

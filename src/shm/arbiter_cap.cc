@@ -23,4 +23,20 @@ RegionError CapArbiterSlice(Arbiter* a, uint64_t key, uint32_t max_pct, const Pr
   return RegionError::kNotReady;
 }
 
+RegionError SetArbiterSliceLevel(Arbiter* a, uint64_t key, int32_t level, const ProcIdentity& self,
+                                 int32_t* previous) {
+  if (key == 0 || level < kPriorityRealtime || level > kPriorityIdle) return RegionError::kCorrupt;
+  ArbiterLock lock(a, self, 2000);
+  if (!lock.held()) return lock.status();
+  for (int i = 0; i < kMaxArbiterSlices; ++i) {
+    ArbiterSlice& s = a->slices[i];
+    if (s.key != key) continue;
+    *previous = s.config.level;
+    s.config.level = level;
+    internal::BumpGenerationLocked(a);
+    return RegionError::kOk;
+  }
+  return RegionError::kNotReady;
+}
+
 }  // namespace vgpu::shm

@@ -16,4 +16,9 @@ namespace vgpu::shm {
 RegionError CapArbiterSlice(Arbiter* arbiter, uint64_t key, uint32_t max_pct,
                             const ProcIdentity& self, uint32_t* previous);
 
+// Sets slice `key`'s priority level (PriorityLevel 0..4) and stores the one it had in
+// `*previous` (live resize, region_resize.h). kNotReady when the arbiter has no slice `key`.
+RegionError SetArbiterSliceLevel(Arbiter* arbiter, uint64_t key, int32_t level,
+                                 const ProcIdentity& self, int32_t* previous);
+
 }  // namespace vgpu::shm

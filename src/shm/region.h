@@ -63,8 +63,25 @@
 //       launch_failures  u64  kernel launches the driver refused (libvgpu.so counts)
 //       oom_refusals     u64  allocations refused over the memory limit (libvgpu.so counts)
 //       held_launches    u64  launches that waited for a pause to end (libvgpu.so counts)
-//     telemetry_area (minor 4, 2368..2623), resize_area (2624..2879), spill_area (2880..3007),
-//     probe_area (3008..3071): reserved for the fields documented with their types; zero = unused
+//     telemetry_area (minor 4, 2368..2623), spill_area (2880..3007), probe_area (3008..3071):
+//                      reserved for the fields documented with their types; zero = unused
+//     resize           ResizeControl (minor 4, offsets 2624..2879): live overrides of the
+//                      immutable config, written by `vgpu resize` and the node daemon
+//                      (shm/region_resize.h) under `mutex` as a seqlock; libvgpu.so reads them
+//                      lock-free on its charge and compute-gate paths. All zero in older minors
+//                      (= no override, the config holds):
+//       seq              u64  even: stable; odd: being written; 0 = never resized
+//       updated_unix_ns  u64  wall-clock time of the last resize (informational)
+//       memory_limit[16] u64  bytes per device index replacing config.memory_limit; 0 = no
+//                             override; kNoLimit = unlimited
+//       sm_limit[16]     u32  percent 1..100 replacing config.sm_limit; 0 = no override
+//       checksum         u64  FNV-1a of seq, memory_limit[], sm_limit[] and priority; a
+//                             mismatch makes readers fall back to the config (fail closed to
+//                             the original)
+//       resizes          u32  resizes applied (informational)
+//       priority         u32  priority level + 1 replacing config.priority at the compute gate
+//                             (1 realtime .. 5 idle); 0 = no override
+//       reserved             zero (2848..2879)
 //     spare                 zero (3072..4095)
 //   ProcSlot[kMaxProcs] (offset 4096, 256 bytes each)
 //     pid            i32  process id in its pid namespace; 0 = free slot
@@ -162,6 +179,23 @@ struct TenantControl {
 };
 static_assert(sizeof(TenantControl) == 64);
 
+struct ResizeControl {
+  uint64_t seq;
+  uint64_t updated_unix_ns;
+  uint64_t memory_limit[kMaxDevices];
+  uint32_t sm_limit[kMaxDevices];
+  uint64_t checksum;
+  uint32_t resizes;
+  uint32_t priority;
+  uint8_t reserved[256 - 224];
+};
+static_assert(sizeof(ResizeControl) == 256);
+static_assert(offsetof(ResizeControl, memory_limit) == 16);
+static_assert(offsetof(ResizeControl, sm_limit) == 144);
+static_assert(offsetof(ResizeControl, checksum) == 208);
+static_assert(offsetof(ResizeControl, resizes) == 216);
+static_assert(offsetof(ResizeControl, priority) == 220);
+
 struct RegionHeader {
   uint64_t magic;
   uint32_t major;
@@ -187,7 +221,7 @@ struct RegionHeader {
   CopyQosState copy;
   TenantControl control;
   uint8_t telemetry_area[2624 - 2368];  // (minor 4) per-slice counters
-  uint8_t resize_area[2880 - 2624];     // (minor 4) live resize control
+  ResizeControl resize;                 // (minor 4) live resize control
   uint8_t spill_area[3008 - 2880];      // (minor 4) memory spill state
   uint8_t probe_area[3072 - 3008];      // (minor 4) fault probe state
   uint8_t spare[4096 - 3072];
@@ -231,7 +265,7 @@ static_assert(offsetof(RegionHeader, spare0) == 1768);
 static_assert(offsetof(RegionHeader, copy) == 1792);
 static_assert(offsetof(RegionHeader, control) == 2304);
 static_assert(offsetof(RegionHeader, telemetry_area) == 2368);
-static_assert(offsetof(RegionHeader, resize_area) == 2624);
+static_assert(offsetof(RegionHeader, resize) == 2624);
 static_assert(offsetof(RegionHeader, spill_area) == 2880);
 static_assert(offsetof(RegionHeader, probe_area) == 3008);
 static_assert(offsetof(RegionHeader, spare) == 3072);

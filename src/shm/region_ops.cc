@@ -1,5 +1,7 @@
 #include "shm/region_ops.h"
 
+#include "shm/region_resize.h"
+
 #include <errno.h>
 #include <time.h>
 
@@ -28,8 +30,8 @@ bool ValidIndex(int slot_index, int device) {
 }
 
 uint64_t EffectiveLimit(const Region* region, int device, uint64_t process_limit) {
-  uint64_t config = region->header.config.memory_limit[device];
-  return config < process_limit ? config : process_limit;
+  uint64_t slice = MemoryLimitInForce(region, device);
+  return slice < process_limit ? slice : process_limit;
 }
 
 // Frees a slot's charges and the slot. REQUIRES: region mutex held.
@@ -64,6 +66,7 @@ void RepairLocked(Region* region, const ProcIdentity& self) {
     }
     StoreU64(h.device_used[d], sum);
   }
+  RepairResizeLocked(region);
   ++h.repairs;
 }
 
@@ -250,8 +253,7 @@ uint64_t DeviceUsed(const Region* region, int device) {
 }
 
 uint64_t ConfigLimit(const Region* region, int device) {
-  if (device < 0 || device >= kMaxDevices) return kNoLimit;
-  return region->header.config.memory_limit[device];
+  return MemoryLimitInForce(region, device);
 }
 
 uint64_t SlotUsed(const Region* region, int slot_index, int device) {

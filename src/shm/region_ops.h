@@ -46,8 +46,8 @@ RegionError ClaimSlot(Region* region, const ProcIdentity& self, int* slot_index)
 void ReleaseSlot(Region* region, int slot_index, const ProcIdentity& self);
 
 // Charges `bytes` on `device` to slot `slot_index` if the device's total stays within
-// min(config limit, process_limit). When it does not fit, dead processes are swept and the
-// charge is retried once. kOk, kOverLimit, or a lock error.
+// min(slice limit in force (config or live override), process_limit). When it does not fit, dead
+// processes are swept and the charge is retried once. kOk, kOverLimit, or a lock error.
 RegionError Charge(Region* region, int slot_index, int device, uint64_t bytes,
                    uint64_t process_limit, const ProcIdentity& self);
 
@@ -65,7 +65,8 @@ int SweepDeadSlots(Region* region, const ProcIdentity& self);
 // Sweeps if the last sweep of this region is older than kSweepIntervalNs. Cheap otherwise.
 int MaybeSweep(Region* region, const ProcIdentity& self);
 
-// Lock-free readers.
+// Lock-free readers. ConfigLimit: the slice's memory limit in force on `device` (the live
+// override of region_resize.h when the slice was resized, else the config's).
 uint64_t DeviceUsed(const Region* region, int device);
 uint64_t ConfigLimit(const Region* region, int device);
 uint64_t SlotUsed(const Region* region, int slot_index, int device);

@@ -16,8 +16,15 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -174,6 +181,80 @@ TEST(ComputeShare, VgpuRunCoresLimitsTheCommand) {
   double share =
       100.0 * static_cast<double>(busy) / static_cast<double>(last - first - 500000000ULL);
   EXPECT_NEAR(share, 25.0, 3.0);
+  std::system(("rm -rf " + dir).c_str());
+}
+
+uint64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// The tenant's share of GPU time over [from, to) from its kernel records (call start end).
+double ShareIn(const std::vector<std::array<uint64_t, 3>>& kernels, uint64_t from, uint64_t to) {
+  uint64_t busy = 0;
+  for (const auto& k : kernels) {
+    uint64_t s = std::max(k[1], from), e = std::min(k[2], to);
+    if (e > s) busy += e - s;
+  }
+  return 100.0 * static_cast<double>(busy) / static_cast<double>(to - from);
+}
+
+// Live resize: a tenant started with `vgpu run --cores 30` is resized to 60 while it runs
+// (`vgpu resize`, from another process); its share is 30 before, and 60 within a second after.
+TEST(ComputeShare, VgpuResizeChangesARunningTenantsShareWithinASecond) {
+  char tmpl[] = "/tmp/vgpu-compute-resize-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::string env = "VGPU_STATE_DIR=" + dir + "/state VGPU_SIMGPU_STATE=" + dir +
+                    "/simgpu.state VGPU_SIMGPU_LOG_LEVEL=1 LIBCUDA_LOG_LEVEL=1 ";
+  std::string out = dir + "/kernels";
+  testing::CommandResult run;
+  std::thread tenant([&] {
+    run = testing::RunCommand(testing::SanitizerCommandPrefix() + env + VGPU_BIN +
+                              " run --sim --name grow --cores 30 --priority low -- " + VGPU_BIN +
+                              " bench tenant --start-now --kernel-ns 1000000 --stop-ns 3500000000"
+                              " --out " +
+                              out);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const uint64_t resized_at = MonotonicNs();
+  testing::CommandResult r = testing::RunCommand(testing::SanitizerCommandPrefix() + env +
+                                                 VGPU_BIN + " resize --slice grow --cores 60");
+  tenant.join();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("cores 30% -> 60%"), std::string::npos) << r.out;
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::ifstream in(out);
+  std::vector<std::array<uint64_t, 3>> kernels;
+  uint64_t call = 0, start = 0, end = 0;
+  while (in >> call >> start >> end) kernels.push_back({call, start, end});
+  ASSERT_FALSE(kernels.empty());
+  const uint64_t first = kernels.front()[1], last = kernels.back()[2];
+  const uint64_t kS = 1000000000ULL;
+  ASSERT_LT(first + kS / 2, resized_at) << "the tenant started too late to measure before";
+  ASSERT_GT(last, resized_at + 3 * kS / 2) << "the tenant ended too early";
+  const double before = ShareIn(kernels, first + kS / 2, resized_at);
+  // Within one second: the share over the second half of the first second after the resize,
+  // and over the half second after it.
+  const double after = ShareIn(kernels, resized_at + kS / 2, resized_at + kS);
+  const double later = ShareIn(kernels, resized_at + kS, resized_at + 3 * kS / 2);
+  RecordProperty("share_before", std::to_string(before));
+  RecordProperty("share_after", std::to_string(after));
+  RecordProperty("share_later", std::to_string(later));
+  EXPECT_NEAR(before, 30.0, 3.0);
+  EXPECT_NEAR(after, 60.0, 4.0);
+  EXPECT_NEAR(later, 60.0, 4.0);
+  // When it got there: the first 100 ms window after the resize at 60 +- 6.
+  double reached_ms = -1;
+  for (uint64_t t = resized_at; t + kS / 10 <= resized_at + kS; t += kS / 20) {
+    if (std::abs(ShareIn(kernels, t, t + kS / 10) - 60.0) <= 6.0) {
+      reached_ms = static_cast<double>(t + kS / 10 - resized_at) / 1e6;
+      break;
+    }
+  }
+  RecordProperty("reached_ms", std::to_string(reached_ms));
+  EXPECT_GE(reached_ms, 0.0);
+  EXPECT_LE(reached_ms, 1000.0);
   std::system(("rm -rf " + dir).c_str());
 }
 

@@ -202,5 +202,73 @@ TEST_F(RunLimitsTest, MemoryAnotherProcessFreedAsynchronouslyIsUsableByTheOthers
   }
 }
 
+// Live resize (vgpu resize, shm/region_resize.h): a process holds 600 MiB of a 1 GiB slice while
+// the limit is lowered below its usage (refused with the usage, nothing changes), lowered to
+// 700 MiB (another process of the slice then gets 100 MiB and not one byte more), then raised
+// past the limits file's 1 GiB to 2 GiB, which the slice's processes see at once.
+TEST_F(RunLimitsTest, VgpuResizeChangesTheMemoryLimitOfARunningSlice) {
+  int code = -1;
+  std::string out = RunScript({"--memory", "1GiB", "--name", "live"},
+                              "$W park " + Bytes(600) + " & H=$!; sleep 0.5; " +
+                                  "$V resize --slice live --memory 512MiB; echo refused=$?; " +
+                                  "$W fill alloc " + Bytes(424) + "; " +
+                                  "$V resize --slice live --memory 700MiB; echo lowered=$?; " +
+                                  "$W fill alloc " + Bytes(100) + "; " +
+                                  "$V resize --slice live --memory 2GiB --json; echo raised=$?; " +
+                                  "$W info | grep cuMemGetInfo; $W fill alloc " + Bytes(1448) +
+                                  "; " + "$V top --once | grep 'device 0  memory'; kill $H",
+                              &code);
+  EXPECT_EQ(code, 0) << Err();
+  EXPECT_NE(out.find("refused=1"), std::string::npos) << out;
+  EXPECT_NE(
+      Err().find("device 0 has 600.00 MiB in use, more than the asked memory limit 512.00 MiB"),
+      std::string::npos)
+      << Err();
+  EXPECT_NE(out.find("lowered=0"), std::string::npos) << out;
+  EXPECT_NE(out.find("raised=0"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"ok\":true"), std::string::npos) << out;
+  EXPECT_NE(out.find("cuMemGetInfo " + Bytes(1448) + " " + Bytes(2048)), std::string::npos) << out;
+  // vgpu top shows the limit in force.
+  EXPECT_NE(out.find("memory 600.00 MiB / 2.00 GiB"), std::string::npos) << out;
+  std::vector<std::string> lines;
+  for (size_t pos = 0; pos < out.size();) {
+    size_t end = out.find('\n', pos);
+    std::string l = out.substr(pos, end - pos);
+    if (l.rfind("first ", 0) == 0 || l.rfind("extra ", 0) == 0) lines.push_back(l);
+    pos = end == std::string::npos ? out.size() : end + 1;
+  }
+  std::vector<std::string> want = {
+      "first CUDA_SUCCESS", "extra CUDA_ERROR_OUT_OF_MEMORY",  // 1 GiB: 424 MiB, then 1 byte
+      "first CUDA_SUCCESS", "extra CUDA_ERROR_OUT_OF_MEMORY",  // 700 MiB: 100 MiB, then 1 byte
+      "first CUDA_SUCCESS", "extra CUDA_ERROR_OUT_OF_MEMORY",  // 2 GiB: 1448 MiB, then 1 byte
+  };
+  EXPECT_EQ(lines, want) << out;
+}
+
+TEST_F(RunLimitsTest, VgpuResizeNamesTheBadFlag) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {{"--slice", "nosuch", "--cores", "50"}, "--slice: \"nosuch\": no such slice"},
+      {{"--region", dir_ + "/none", "--memory", "4XB"}, "--memory: \"4XB\""},
+      {{"--region", dir_ + "/none", "--cores", "130"}, "--cores"},
+      {{"--region", dir_ + "/none", "--cores", "0"}, "--cores: \"0\": must be 1-100"},
+      {{"--region", dir_ + "/none", "--priority", "urgent"}, "--priority: \"urgent\""},
+      {{"--region", dir_ + "/none"}, "nothing to change"},
+      {{"--cores", "50"}, "give --slice NAME or --region PATH"},
+      {{"--region", dir_ + "/none", "--cores", "50"}, "no slice region"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"resize"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    int code = -1;
+    Vgpu(args, &code);
+    EXPECT_EQ(code, 2) << c.message << "\n" << Err();
+    EXPECT_NE(Err().find(c.message), std::string::npos) << Err();
+  }
+}
+
 }  // namespace
 }  // namespace vgpu

@@ -11,7 +11,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "common/clock.h"
@@ -52,6 +54,7 @@ class FaultsTest : public ::testing::Test {
     o.health.gpu.probation_quiet_s = 1;
     o.sample_interval_ms = 100;
     o.tenant_levels.quiet_s = 1;
+    o.rules_file = rules_file_;
     daemon_ = std::make_unique<Daemon>(o, std::move(backend), &cluster_);
     ASSERT_TRUE(daemon_->Start().ok());
     ASSERT_TRUE(kubelet_->WaitForRegistrations(1, 10'000));
@@ -158,6 +161,7 @@ class FaultsTest : public ::testing::Test {
   std::vector<std::string> uuids_;
   FakeCluster cluster_;
   std::unique_ptr<Daemon> daemon_;
+  std::string rules_file_;  // --rules (empty: none)
   std::set<std::string> used_;
   std::vector<pid_t> children_;
 };
@@ -290,6 +294,42 @@ TEST_F(FaultsTest, ScriptedSignalsWalkATenantThroughTheLevelsAndBack) {
   EXPECT_NE(metrics.find("vgpu_tenant_quarantine_level{node=\"gpu-node-1\",slice=\"" + a.name),
             std::string::npos);
   EXPECT_NE(metrics.find("vgpu_gpu_health_state{"), std::string::npos);
+}
+
+// The daemon with --rules: a rule over the GPUs' XID counts, evaluated every 100 ms, cordons the
+// GPU that reported one (kubelet sees its units unhealthy) and says so in /metrics.
+class RulesFaultsTest : public FaultsTest {
+ protected:
+  void SetUp() override {
+    rules_file_ = "/tmp/vgpu-ft-rules-" + std::to_string(getpid()) + ".yaml";
+    std::ofstream(rules_file_) << "evaluation_interval: 100ms\nrules:\n  - name: xid-burst\n"
+                                  "    scope: gpu\n    when:\n"
+                                  "      - {signal: xid_errors, above: 0.5}\n"
+                                  "    clear_for: 10m\n    action: quarantine_gpu\n";
+    FaultsTest::SetUp();
+  }
+  void TearDown() override {
+    FaultsTest::TearDown();
+    std::remove(rules_file_.c_str());
+  }
+};
+
+TEST_F(RulesFaultsTest, AnXidRuleCordonsTheGpuThatReportedIt) {
+  daemon_->RulesNow();
+  fake_->InjectXid(1, 13);  // an application XID of no process: counted, not fatal
+  ASSERT_TRUE(
+      kubelet_->WaitForDevices([&](const auto& d) { return GpuIs(d, 1, "Unhealthy"); }, 5000));
+  EXPECT_TRUE(GpuIs(kubelet_->devices(), 0, "Healthy"));
+  EXPECT_TRUE(GpuIs(kubelet_->devices(), 2, "Healthy"));
+  EXPECT_TRUE(daemon_->state()->Cordoned(uuids_[1]));
+  EXPECT_TRUE(HasEvent("VgpuGpuCordoned"));
+  const std::string metrics = daemon_->Metrics();
+  EXPECT_NE(metrics.find("vgpu_rule_firing{rule=\"xid-burst\",target=\"gpu1\"} 1"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("vgpu_rule_actions_total{rule=\"xid-burst\",action=\"quarantine_gpu\","
+                         "outcome=\"applied\"} 1"),
+            std::string::npos);
 }
 
 }  // namespace

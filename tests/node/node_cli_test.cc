@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -273,14 +274,25 @@ TEST(NodeCliErrorsTest, BadInputExitsWithTwo) {
       {"--tenant-levels warn=4,limit=2", "--tenant-levels: limit: 2 is out of range 5..1000"},
       {"--tenant-levels quiet=forever", "--tenant-levels: quiet"},
       {"--tenant-levels speed=3", "--tenant-levels: \"speed\" is not a field"},
+      {"--rules /nonexistent/rules.yaml", "--rules: "},
+      {"--rules-dry-run", "--rules-dry-run: needs --rules FILE"},
   };
   for (const BadFlag& c : cases) {
     auto r = RunCommand(bin + " node --node-name n " + c.args);
     EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.err;
     EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
   }
+  // A malformed rule file: file, line and column.
+  const std::string rules = "/tmp/vgpu-node-rules-" + std::to_string(getpid()) + ".yaml";
+  std::ofstream(rules) << "rules:\n  - name: a\n    when:\n      - {signal: l2_hit, above: 1}\n"
+                          "    action: alert\n";
+  auto bad_rules = RunCommand(bin + " node --node-name n --rules " + rules);
+  EXPECT_EQ(bad_rules.exit_code, 2) << bad_rules.err;
+  EXPECT_NE(bad_rules.err.find("--rules: " + rules + ":4:"), std::string::npos) << bad_rules.err;
+  std::remove(rules.c_str());
   auto help = RunCommand(bin + " node --help");
   EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--rules-dry-run"), std::string::npos);
   EXPECT_NE(help.out.find("--units-per-gpu"), std::string::npos);
   EXPECT_NE(help.out.find("--hami-metric-aliases"), std::string::npos);
   // A machine without NVML: a clear failure, exit 1.

@@ -1,0 +1,74 @@
+// The node daemon's tuning rules (daemon.h, rule_engine.h): loading the rule file at Start, the
+// evaluation loop, and what one round reads (slices, arbiters, XID counts).
+#include <algorithm>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "node/arbiter_usage.h"
+#include "node/daemon.h"
+#include "node/rule_engine.h"
+
+namespace vgpu::node {
+
+Status Daemon::StartRules() {
+  if (options_.rules_file.empty()) return Status::Ok();
+  Result<analyze::RuleSet> rules = analyze::LoadRules(options_.rules_file);
+  if (!rules) return rules.error().WithContext("--rules");
+  NodeActionHooks hooks;
+  hooks.slices = &slices_;
+  hooks.cluster = cluster_;
+  hooks.node_name = options_.node_name;
+  hooks.quarantine = quarantine_.get();
+  hooks.cordon_gpu = [this](int index, bool cordon, const std::string& reason) {
+    if (index < 0 || index >= static_cast<int>(state_->devices().size())) {
+      return Status::NotFound("no GPU " + std::to_string(index));
+    }
+    VGPU_LOG_WARN("GPU %d %s by %s", index, cordon ? "cordoned" : "uncordoned", reason.c_str());
+    state_->SetCordoned(state_->devices()[static_cast<size_t>(index)].uuid, cordon);
+    inventory_dirty_.store(true);
+    return Status::Ok();
+  };
+  VGPU_LOG_INFO("tuning rules: %zu rule(s) from %s, every %lld ms%s", rules->rules.size(),
+                options_.rules_file.c_str(), static_cast<long long>(rules->interval_ns / 1'000'000),
+                options_.rules_dry_run ? " (dry run: actions are logged, not taken)" : "");
+  rules_ = std::make_unique<RuleEngine>(std::move(*rules), &MonotonicClock::Instance(),
+                                        std::move(hooks), options_.rules_dry_run,
+                                        static_cast<int>(state_->devices().size()));
+  return Status::Ok();
+}
+
+void Daemon::RulesNow() {
+  if (!rules_) return;
+  std::lock_guard<std::mutex> lock(rules_mu_);
+  RuleInputs in;
+  in.slices = slices_.List();
+  std::vector<std::string> uuids;
+  for (const device::DeviceInfo& d : state_->devices()) uuids.push_back(d.uuid);
+  if (!options_.slices.arbiter_dir.empty()) {
+    in.arbiters = ReadArbiters(options_.slices.arbiter_dir, uuids);
+  }
+  for (const GpuHealth& h : state_->health().Snapshot()) {
+    const device::DeviceInfo* d = state_->FindByUuid(h.uuid);
+    if (d == nullptr) continue;
+    uint64_t xids = 0;
+    for (const auto& [kind, n] : h.events) {
+      if (kind.rfind("xid:", 0) == 0) xids += n;
+    }
+    in.xid_totals[static_cast<int>(d->index)] += xids;
+  }
+  rules_->Round(in);
+}
+
+void Daemon::RulesLoop() {
+  const int64_t ms = std::max<int64_t>(10, rules_->rules().interval_ns / 1'000'000);
+  while (!WaitStop(static_cast<int>(ms))) RulesNow();
+}
+
+std::string Daemon::RulesMetrics() const {
+  if (!rules_) return "";
+  MetricsBuilder m;
+  rules_->AddMetrics(m);
+  return m.Render();
+}
+
+}  // namespace vgpu::node

@@ -1,0 +1,83 @@
+// RuleEngine: the tuning rules (analyze/rules.h) run online by the node daemon. Each Round()
+// samples the signals the node can observe today into a SignalStore, evaluates the rules at the
+// clock's time, and carries out what fires through NodeActions (rule_actions.h).
+//
+// Signals sampled per slice (target "gpuN/<slice name>", N: the NVML index of the slice's first
+// GPU), from its accounting region and the GPUs' arbiters (read-only):
+//   memory_used_bytes, memory_limit_bytes   the region (the limit in force, live resize included)
+//   oom_refusals_per_s                     TenantControl.oom_refusals, per second since the last
+//                                          round
+//   share_percent, best_effort             the share in force; 1 when its priority is low or idle
+//   util, launches_per_s, gate_wait_ratio  its arbiter record on its first GPU: the share of GPU
+//                                          time it got, admitted launches and time held at the
+//                                          gate per second
+// per GPU (target "gpuN"): xid_errors (XIDs in the interval), slices (slices on the GPU).
+// Signals the node does not sample here (copy bytes, DRAM bandwidth, NVLink replays, GPU
+// utilization) come from the per-slice counters and device metrics when those are exported; a
+// condition over a signal without samples does not hold.
+//
+// Samples are kept for an hour. Not thread-safe: one thread calls Round(); AddMetrics() and
+// History() may be called from others (NodeActions locks its own state).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "analyze/rules.h"
+#include "common/clock.h"
+#include "node/arbiter_usage.h"
+#include "node/rule_actions.h"
+#include "node/slice.h"
+
+namespace vgpu::node {
+
+// What one round observes.
+struct RuleInputs {
+  std::vector<SliceRecord> slices;
+  std::map<std::string, ArbiterUsage> arbiters;  // by GPU UUID
+  std::map<int, uint64_t> xid_totals;            // by GPU NVML index: XIDs seen so far
+};
+
+class RuleEngine {
+ public:
+  // `gpu_count`: GPUs of the node (GPU targets gpu0..gpuN-1). `clock` is not owned.
+  RuleEngine(analyze::RuleSet rules, const Clock* clock, NodeActionHooks hooks, bool dry_run,
+             int gpu_count);
+
+  // Samples `in` at the clock's time, evaluates, acts.
+  void Round(const RuleInputs& in);
+  // The samples a round would add (tests): (target, signal, value).
+  std::vector<std::tuple<std::string, std::string, double>> Sample(const RuleInputs& in);
+
+  const analyze::RuleSet& rules() const { return rules_; }
+  NodeActions& actions() { return *actions_; }
+  size_t transitions() const { return evaluator_->Transitions(); }
+  void AddMetrics(MetricsBuilder& m) const { actions_->AddMetrics(m); }
+
+ private:
+  struct Previous {
+    int64_t t_ns = 0;
+    double value = 0;
+  };
+  // The change of a cumulative counter per second since the last round (false on the first).
+  bool Rate(const std::string& key, double total, int64_t now, double* rate);
+
+  analyze::RuleSet rules_;
+  const Clock* clock_;
+  int gpu_count_;
+  std::unique_ptr<NodeActions> actions_;
+  std::unique_ptr<analyze::RuleEvaluator> evaluator_;
+  std::map<std::string, Previous> previous_;
+  struct Kept {
+    std::string target, signal;
+    int64_t t_ns;
+    double v;
+  };
+  std::vector<Kept> kept_;
+};
+
+}  // namespace vgpu::node
