@@ -35,9 +35,9 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <set>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 

@@ -26,8 +26,7 @@ std::vector<MigDeviceSpec> DynamicMigDevices(const std::vector<device::MigProfil
     std::vector<int> starts = p.starts;
     std::sort(starts.begin(), starts.end());
     for (int start : starts) {
-      out.push_back(
-          {p.name, start, p.memory_slices, p.sm_count, p.memory_bytes, "", p.profile_id});
+      out.push_back({p.name, start, p.memory_slices, p.sm_count, p.memory_bytes, "", p.profile_id});
     }
   }
   return out;
@@ -66,9 +65,10 @@ std::vector<GpuOffer> SetUpGpuOffers(device::DeviceBackend* backend,
         offer.mode = node::GpuMode::kMigDynamic;
         offer.mig = DynamicMigDevices(known);
       } else {
-        VGPU_LOG_WARN("GPU %d: mig-dynamic, but its MIG profiles are unknown (%s): it offers "
-                      "software slices only",
-                      index, profiles ? "none reported" : profiles.error().ToString().c_str());
+        VGPU_LOG_WARN(
+            "GPU %d: mig-dynamic, but its MIG profiles are unknown (%s): it offers "
+            "software slices only",
+            index, profiles ? "none reported" : profiles.error().ToString().c_str());
       }
     } else if (o.mode == node::GpuMode::kMig) {
       offer.mode = node::GpuMode::kMig;

@@ -55,7 +55,7 @@ struct SliceGpu {
   device::DeviceInfo info{};
   bool healthy = true;
   bool mig_capable = false;
-  bool software = true;  // the whole-GPU device gpu-<i> is offered
+  bool software = true;                      // the whole-GPU device gpu-<i> is offered
   std::string architecture{};                // "Hopper"; "" unknown
   std::string compute_capability{};          // "9.0"; "" unknown
   std::string driver_version{};              // "550.54.15"; "" unknown
