@@ -66,18 +66,37 @@ ContainerSpec FromCdi(const std::string& path) {
   return c;
 }
 
-TEST(DraClaimTest, PreparedClaimsRunWithExactlyTheirMemoryAndCores) {
-  const std::string root = "/tmp/vgpu-e2e-dra-" + std::to_string(getpid());
+// A fresh `root` with registry/ and arbiter/, the simulated GPUs of `devices_conf`
+// (docs/simgpu.md) for this process and its children, and their NVML opened.
+Result<std::unique_ptr<device::NvmlBackend>> OpenSimNode(const std::string& root,
+                                                         const std::string& devices_conf) {
   fs::remove_all(root);
   fs::create_directories(root + "/registry");
   fs::create_directories(root + "/arbiter");
-  std::ofstream(root + "/devices.conf") << "model=h100 memory=16GiB uuid=" << kGpu << "\n";
+  std::ofstream(root + "/devices.conf") << devices_conf << "\n";
   setenv("VGPU_SIMGPU_CONFIG", (root + "/devices.conf").c_str(), 1);
   setenv("VGPU_SIMGPU_STATE", (root + "/simgpu.state").c_str(), 1);
   device::NvmlBackendOptions nvml;
   nvml.library_path = std::string(SIMGPU_DIR) + "/libnvidia-ml.so.1";
   nvml.cuda_library_path = std::string(SIMGPU_DIR) + "/libcuda.so.1";
-  auto backend = device::NvmlBackend::Open(nvml);
+  return device::NvmlBackend::Open(nvml);
+}
+
+// The driver's files under `root`, libvgpu.so from the build.
+dra::DriverOptions DriverOptionsAt(const std::string& root) {
+  dra::DriverOptions o;
+  o.pool = "e2e-node";
+  o.cdi_dir = root + "/cdi";
+  o.state_dir = root + "/state";
+  o.slices.host_libvgpu = LIBVGPU_PATH;
+  o.slices.arbiter_dir = root + "/arbiter";
+  o.slices.context_overhead = 0;
+  return o;
+}
+
+TEST(DraClaimTest, PreparedClaimsRunWithExactlyTheirMemoryAndCores) {
+  const std::string root = "/tmp/vgpu-e2e-dra-" + std::to_string(getpid());
+  auto backend = OpenSimNode(root, std::string("model=h100 memory=16GiB uuid=") + kGpu);
   ASSERT_TRUE(backend.has_value()) << backend.error().ToString();
   auto gpus = (*backend)->Discover();
   ASSERT_TRUE(gpus.has_value());
@@ -108,13 +127,7 @@ TEST(DraClaimTest, PreparedClaimsRunWithExactlyTheirMemoryAndCores) {
   api.PutResourceClaim(*b);
 
   dra::KubeClaimSource claims(client->get());
-  dra::DriverOptions options;
-  options.pool = "e2e-node";
-  options.cdi_dir = root + "/cdi";
-  options.state_dir = root + "/state";
-  options.slices.host_libvgpu = LIBVGPU_PATH;
-  options.slices.arbiter_dir = root + "/arbiter";
-  options.slices.context_overhead = 0;
+  dra::DriverOptions options = DriverOptionsAt(root);
   dra::Driver driver(options, *gpus, &claims,
                      [&agent](const std::string& uuid) { return agent.Healthy(uuid); });
   ASSERT_TRUE(driver.Init().ok());
@@ -187,16 +200,7 @@ TEST(DraClaimTest, PreparedClaimsRunWithExactlyTheirMemoryAndCores) {
 TEST(DraClaimTest, AMigClaimGetsItsInstanceWithExactlyItsMemory) {
   constexpr const char* kH200 = "GPU-e2ed0a00-bbbb-4000-8000-000000000000";
   const std::string root = "/tmp/vgpu-e2e-dra-mig-" + std::to_string(getpid());
-  fs::remove_all(root);
-  fs::create_directories(root + "/registry");
-  fs::create_directories(root + "/arbiter");
-  std::ofstream(root + "/devices.conf") << "model=h200 uuid=" << kH200 << "\n";
-  setenv("VGPU_SIMGPU_CONFIG", (root + "/devices.conf").c_str(), 1);
-  setenv("VGPU_SIMGPU_STATE", (root + "/simgpu.state").c_str(), 1);
-  device::NvmlBackendOptions nvml;
-  nvml.library_path = std::string(SIMGPU_DIR) + "/libnvidia-ml.so.1";
-  nvml.cuda_library_path = std::string(SIMGPU_DIR) + "/libcuda.so.1";
-  auto backend = device::NvmlBackend::Open(nvml);
+  auto backend = OpenSimNode(root, std::string("model=h200 uuid=") + kH200);
   ASSERT_TRUE(backend.has_value()) << backend.error().ToString();
   auto gpus = (*backend)->Discover();
   ASSERT_TRUE(gpus.has_value());
@@ -233,13 +237,7 @@ TEST(DraClaimTest, AMigClaimGetsItsInstanceWithExactlyItsMemory) {
   api.PutResourceClaim(*m);
 
   dra::KubeClaimSource claims(client->get());
-  dra::DriverOptions options;
-  options.pool = "e2e-node";
-  options.cdi_dir = root + "/cdi";
-  options.state_dir = root + "/state";
-  options.slices.host_libvgpu = LIBVGPU_PATH;
-  options.slices.arbiter_dir = root + "/arbiter";
-  options.slices.context_overhead = 0;
+  dra::DriverOptions options = DriverOptionsAt(root);
   options.device_list.probe_root = root;
   ASSERT_TRUE(dra::testing::WriteMigMinors(root, (*gpus)[0].minor_number));
   auto start_driver = [&] {
