@@ -15,10 +15,12 @@
 #include "common/log.h"
 #include "dra/agent.h"
 #include "dra/driver.h"
+#include "dra/gpu_offers.h"
 #include "dra/kube_api.h"
 #include "dra/plugin_server.h"
 #include "k8s/http_kube_client.h"
 #include "k8s/kube_config.h"
+#include "node/gpu_modes.h"
 
 namespace vgpu::cli {
 namespace {
@@ -41,6 +43,7 @@ struct DraFlags {
   std::string libvgpu = "/usr/local/vgpu/libvgpu.so";
   std::string arbiter_dir = "/run/vgpu/arbiter";
   std::string nvidia_cdi_kind = "nvidia.com/gpu";
+  std::string gpu_modes;
   bool no_preload = false;
   int sample_interval_ms = 5000;
   int log_level = 3;
@@ -81,6 +84,13 @@ Status Run(const DraFlags& f) {
   }
   if (node.empty()) return Bad("--node-name", "not given, and no $NODE_NAME or host name");
 
+  node::GpuModeConfig modes;
+  if (!f.gpu_modes.empty()) {
+    auto loaded = node::LoadGpuModeConfig(f.gpu_modes);
+    if (!loaded) return Bad("--gpu-modes", loaded.error().message());
+    modes = std::move(*loaded);
+  }
+
   auto config = k8s::LoadDefaultConfig(f.kubeconfig);
   if (!config)
     return f.kubeconfig.empty() ? config.error() : Bad("--kubeconfig", config.error().message());
@@ -113,6 +123,11 @@ Status Run(const DraFlags& f) {
   dra::Driver driver(options, *gpus, &claims,
                      [&agent](const std::string& uuid) { return agent.Healthy(uuid); });
   VGPU_RETURN_IF_ERROR(driver.Init());
+  // The GPUs' modes (MIG), leaving alone those that prepared claims use.
+  const std::vector<dra::GpuOffer> offers =
+      dra::SetUpGpuOffers(backend->get(), *gpus, modes, driver.GpusInUse());
+  VGPU_RETURN_IF_ERROR(driver.EnableMig(backend->get(), offers));
+  agent.SetOffers(offers);
   dra::PluginServer server(
       dra::PluginServerOptions{.registry_dir = f.registry_dir, .plugin_dir = f.plugin_dir},
       &driver);
@@ -167,6 +182,9 @@ int RunDra(int argc, char** argv) {
                  "Also return <kind>=<GPU UUID> CDI ids for the NVIDIA runtime's spec "
                  "(nvidia-ctk cdi generate --device-name-strategy=uuid); '' for none")
       ->capture_default_str();
+  app.add_option("--gpu-modes", f.gpu_modes,
+                 "GPU mode file (docs/mig.md, \"The node\"): mig GPUs offer their instances, "
+                 "mig-dynamic GPUs every MIG placement and software slices (docs/dra.md)");
   app.add_flag("--no-preload", f.no_preload,
                "Do not mount /etc/ld.so.preload (the image preloads libvgpu.so itself)");
   app.add_option("--sample-interval-ms", f.sample_interval_ms, "How often GPUs are sampled")

@@ -56,6 +56,13 @@ Agent::Agent(AgentOptions options, device::DeviceBackend* backend,
 
 Agent::~Agent() { Stop(); }
 
+void Agent::SetOffers(const std::vector<GpuOffer>& offers) {
+  for (size_t i = 0; i < gpus_.size() && i < offers.size(); ++i) {
+    gpus_[i].software = offers[i].software;
+    gpus_[i].mig_devices = offers[i].mig;
+  }
+}
+
 std::vector<SliceGpu> Agent::Gpus() const {
   std::vector<SliceGpu> out = gpus_;
   for (SliceGpu& g : out) g.healthy = health_.Healthy(g.info.uuid);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "device/device_backend.h"
+#include "dra/gpu_offers.h"
 #include "dra/kube_api.h"
 #include "dra/resource_slices.h"
 #include "node/health.h"
@@ -33,6 +34,9 @@ class Agent {
         SlicePublisher* publisher);
   ~Agent();
 
+  // What each GPU offers (dra/gpu_offers.h), by GPU position; call before Start(). Without it
+  // every GPU offers its whole-GPU device only.
+  void SetOffers(const std::vector<GpuOffer>& offers);
   void Start();
   void Stop();
   bool Healthy(const std::string& uuid) const { return health_.Healthy(uuid); }

@@ -33,6 +33,7 @@ Result<PreparedClaims> LoadCheckpoint(const std::string& path) {
         pd.pool = d.at("pool").get<std::string>();
         pd.device = d.at("device").get<std::string>();
         pd.uuid = d.at("uuid").get<std::string>();
+        pd.parent_uuid = d.value("parentUUID", std::string());
         pd.cdi_ids = d.at("cdiDeviceIDs").get<std::vector<std::string>>();
         p.devices.push_back(std::move(pd));
       }
@@ -49,11 +50,13 @@ Status SaveCheckpoint(const std::string& path, const PreparedClaims& claims) {
   for (const auto& [uid, c] : claims) {
     json devices = json::array();
     for (const PreparedDevice& d : c.devices) {
-      devices.push_back({{"requests", d.requests},
-                         {"pool", d.pool},
-                         {"device", d.device},
-                         {"uuid", d.uuid},
-                         {"cdiDeviceIDs", d.cdi_ids}});
+      json entry = {{"requests", d.requests},
+                    {"pool", d.pool},
+                    {"device", d.device},
+                    {"uuid", d.uuid},
+                    {"cdiDeviceIDs", d.cdi_ids}};
+      if (!d.parent_uuid.empty()) entry["parentUUID"] = d.parent_uuid;
+      devices.push_back(std::move(entry));
     }
     j["claims"][uid] = {
         {"namespace", c.ref.ns}, {"name", c.ref.name}, {"slice", c.slice}, {"devices", devices}};

@@ -4,7 +4,8 @@
 // every change:
 //
 //   {"version": 1, "claims": {"<uid>": {"namespace", "name", "slice",
-//        "devices": [{"requests": [...], "pool", "device", "uuid", "cdiDeviceIDs": [...]}]}}}
+//        "devices": [{"requests": [...], "pool", "device", "uuid", "parentUUID" (MIG devices),
+//                     "cdiDeviceIDs": [...]}]}}}
 //
 // A missing file is an empty checkpoint; a file that does not parse is an error (the daemon
 // does not start rather than forget what it prepared).
@@ -23,8 +24,11 @@ struct PreparedDevice {
   std::vector<std::string> requests;
   std::string pool;
   std::string device;
-  std::string uuid;
+  std::string uuid;         // the GPU's, or the MIG device's ("MIG-...")
+  std::string parent_uuid;  // a MIG device's GPU; "" for a whole GPU
   std::vector<std::string> cdi_ids;
+  // The UUID of the GPU the device is on (its health is the GPU's).
+  const std::string& gpu_uuid() const { return parent_uuid.empty() ? uuid : parent_uuid; }
   bool operator==(const PreparedDevice&) const = default;
 };
 

@@ -73,24 +73,164 @@ Status Driver::Init() {
   return Status::Ok();
 }
 
-const device::DeviceInfo* Driver::FindDevice(const std::string& name) const {
+Status Driver::EnableMig(device::DeviceBackend* backend, std::vector<GpuOffer> offers) {
+  std::lock_guard<std::mutex> lock(mu_);
+  backend_ = backend;
+  offers_ = std::move(offers);
+  std::vector<int> dynamic;
+  for (size_t i = 0; i < gpus_.size() && i < offers_.size(); ++i) {
+    if (offers_[i].Dynamic()) dynamic.push_back(gpus_[i].index);
+  }
+  if (dynamic.empty()) return Status::Ok();
+  mig_ = std::make_unique<node::MigManager>(backend, options_.state_dir + "/mig-claims");
+  if (Status s = mig_->Recover(dynamic); !s.ok()) return s;
+  std::set<std::string> live;
+  for (const auto& [uid, c] : prepared_) live.insert(uid);
+  if (int n = mig_->ReleaseGone(live); n > 0) {
+    VGPU_LOG_INFO("destroyed %d MIG instance(s) that no prepared claim holds", n);
+  }
+  return Status::Ok();
+}
+
+std::set<int> Driver::GpusInUse() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::set<int> out;
+  for (const auto& [uid, c] : prepared_) {
+    for (const PreparedDevice& d : c.devices) {
+      if (const device::DeviceInfo* g = FindGpu(d.gpu_uuid())) out.insert(g->index);
+    }
+  }
+  return out;
+}
+
+const device::DeviceInfo* Driver::FindGpu(const std::string& uuid) const {
   for (const device::DeviceInfo& g : gpus_) {
-    if (GpuDeviceName(g.index) == name) return &g;
+    if (g.uuid == uuid) return &g;
   }
   return nullptr;
 }
 
+std::optional<Driver::Target> Driver::FindDevice(const std::string& name) const {
+  for (size_t i = 0; i < gpus_.size(); ++i) {
+    const device::DeviceInfo& g = gpus_[i];
+    const GpuOffer* offer = i < offers_.size() ? &offers_[i] : nullptr;
+    if (GpuDeviceName(g.index) == name) {
+      if (offer != nullptr && !offer->software) return std::nullopt;
+      return Target{&g, offer, nullptr};
+    }
+    if (offer == nullptr) continue;
+    for (const MigDeviceSpec& m : offer->mig) {
+      if (MigDeviceName(g.index, m) == name) return Target{&g, offer, &m};
+    }
+  }
+  return std::nullopt;
+}
+
 Status Driver::CheckHealth(const PreparedClaim& claim) const {
   for (const PreparedDevice& d : claim.devices) {
-    if (healthy_ && !healthy_(d.uuid)) {
-      return Status::Unavailable(claim.ref.Describe() + ": device " + d.device + " (GPU " + d.uuid +
-                                 ") is unhealthy");
+    if (healthy_ && !healthy_(d.gpu_uuid())) {
+      return Status::Unavailable(claim.ref.Describe() + ": device " + d.device + " (GPU " +
+                                 d.gpu_uuid() + ") is unhealthy");
+    }
+  }
+  return Status::Ok();
+}
+
+// mig_mu_ held.
+Status Driver::SetMigModeFor(const ClaimRef& ref, const AllocatedDevice& d, const Target& t,
+                             bool on) {
+  const std::string what = ref.Describe() + ": " + d.field + ".device: " + d.device;
+  auto mode = backend_->GetMigMode(t.gpu->index);
+  if (!mode) return Status(mode.error().code(), what + ": MIG mode: " + mode.error().message());
+  if (mode->current == on) return Status::Ok();
+  // A claim of the other kind on the GPU keeps it as it is (the scheduler's counters should
+  // not have allowed this claim).
+  for (const auto& [uid, c] : prepared_) {
+    for (const PreparedDevice& p : c.devices) {
+      if (p.gpu_uuid() == t.gpu->uuid && p.parent_uuid.empty() == on) {
+        return Status::FailedPrecondition(what + ": GPU " + t.gpu->uuid + " has " +
+                                          (on ? "a software slice" : "a MIG device") +
+                                          " prepared for " + c.ref.Describe());
+      }
+    }
+  }
+  if (!on && mig_ != nullptr) {
+    for (const node::MigClaim& c : mig_->Claims()) {
+      if (c.gpu_index == t.gpu->index) {
+        return Status::FailedPrecondition(what + ": GPU " + t.gpu->uuid +
+                                          " has a MIG instance of claim " + c.pods.front());
+      }
+    }
+  }
+  if (Status s = backend_->SetMigMode(t.gpu->index, on); !s.ok()) {
+    return Status(s.code(), what + ": turning MIG " + (on ? "on" : "off") + " on GPU " +
+                                t.gpu->uuid + ": " + s.message());
+  }
+  VGPU_LOG_INFO("GPU %d (%s): MIG turned %s for %s", t.gpu->index, t.gpu->uuid.c_str(),
+                on ? "on" : "off", ref.Describe().c_str());
+  return Status::Ok();
+}
+
+Result<device::MigInstance> Driver::MigInstanceFor(const ClaimRef& ref, const AllocatedDevice& d,
+                                                   const Target& t) {
+  const std::string what = ref.Describe() + ": " + d.field + ".device: " + d.device;
+  if (!t.offer->Dynamic()) {
+    auto instances = backend_->MigInstances(t.gpu->index);
+    if (!instances) {
+      return Status(instances.error().code(), what + ": " + instances.error().message());
+    }
+    for (const device::MigInstance& m : *instances) {
+      if (m.uuid == t.mig->uuid && m.ci_id >= 0) return m;
+    }
+    return Status::FailedPrecondition(what + ": MIG instance " + t.mig->uuid +
+                                      " of the GPU's static layout is gone");
+  }
+  std::lock_guard<std::mutex> lock(mig_mu_);
+  if (Status s = SetMigModeFor(ref, d, t, true); !s.ok()) return s;
+  auto made = mig_->Acquire(ref.uid, t.gpu->index, t.mig->profile_id, t.mig->start);
+  if (!made) return Status(made.error().code(), what + ": " + made.error().message());
+  return made;
+}
+
+Status Driver::ReleaseMig(const std::string& claim_uid) {
+  if (mig_ == nullptr) return Status::Ok();
+  std::lock_guard<std::mutex> lock(mig_mu_);
+  std::set<std::string> live;
+  bool held = false;
+  for (const node::MigClaim& c : mig_->Claims()) {
+    for (const std::string& p : c.pods) {
+      if (p == claim_uid) {
+        held = true;
+      } else {
+        live.insert(p);
+      }
+    }
+  }
+  if (!held) return Status::Ok();
+  (void)mig_->ReleaseGone(live);
+  for (const node::MigClaim& c : mig_->Claims()) {
+    if (std::find(c.pods.begin(), c.pods.end(), claim_uid) != c.pods.end()) {
+      return Status::FailedPrecondition("its MIG instance " + c.uuid + " on GPU " +
+                                        std::to_string(c.gpu_index) +
+                                        " could not be destroyed yet (a process may still use "
+                                        "it); retried");
     }
   }
   return Status::Ok();
 }
 
 Result<PreparedClaim> Driver::PrepareOne(const ClaimRef& ref) {
+  Result<PreparedClaim> r = PrepareSteps(ref);
+  if (!r) {
+    // Nothing of a failed claim stays: its dynamic MIG instance goes too.
+    if (Status s = ReleaseMig(ref.uid); !s.ok()) {
+      VGPU_LOG_WARN("%s: %s", ref.Describe().c_str(), s.message().c_str());
+    }
+  }
+  return r;
+}
+
+Result<PreparedClaim> Driver::PrepareSteps(const ClaimRef& ref) {
   if (ref.uid.empty() || ref.name.empty() || ref.ns.empty()) {
     return Status::InvalidArgument(ref.Describe() + ": namespace, name and uid are required");
   }
@@ -107,20 +247,59 @@ Result<PreparedClaim> Driver::PrepareOne(const ClaimRef& ref) {
   spec.container = kContainer;
   PreparedClaim out;
   out.ref = ref;
+  // The opaque configs first: a bad one makes nothing (no MIG instance either).
+  for (const OpaqueConfig& c : alloc->configs) {
+    auto settings = ParseGpuConfig(c.parameters, ref.Describe() + ": " + c.field);
+    if (!settings) return settings.error();
+    spec.compute.OverrideWith(*settings);
+  }
+  bool has_mig = false;
   std::map<std::string, size_t> position;  // device name -> index in spec.devices
   for (const AllocatedDevice& d : alloc->devices) {
     if (d.pool != options_.pool) {
       return Status::InvalidArgument(ref.Describe() + ": " + d.field + ".pool: \"" + d.pool +
                                      "\" is not this node's pool \"" + options_.pool + "\"");
     }
-    const device::DeviceInfo* gpu = FindDevice(d.device);
-    if (gpu == nullptr) {
+    const std::optional<Target> target = FindDevice(d.device);
+    if (!target) {
       return Status::InvalidArgument(ref.Describe() + ": " + d.field + ".device: node " +
                                      options_.pool + " has no device \"" + d.device + "\"");
     }
+    const device::DeviceInfo* gpu = target->gpu;
     if (healthy_ && !healthy_(gpu->uuid)) {
       return Status::Unavailable(ref.Describe() + ": " + d.field + ".device: " + d.device +
                                  " (GPU " + gpu->uuid + ") is unhealthy");
+    }
+    if (target->mig != nullptr) {
+      // The whole instance, given to this claim only.
+      if (position.count(d.device) != 0) {
+        return Status::InvalidArgument(ref.Describe() + ": " + d.field + ".device: MIG device " +
+                                       d.device + " is allocated twice");
+      }
+      auto instance = MigInstanceFor(ref, d, *target);
+      if (!instance) return instance.error();
+      position[d.device] = spec.devices.size();
+      node::SliceDevice sd;
+      sd.uuid = instance->uuid;
+      sd.node_index = gpu->index;
+      sd.memory_bytes = instance->memory_bytes;
+      sd.cores = 100;
+      sd.mig_gi = instance->gi_id;
+      sd.mig_ci = instance->ci_id;
+      spec.devices.push_back(sd);
+      PreparedDevice pd;
+      pd.pool = d.pool;
+      pd.device = d.device;
+      pd.uuid = instance->uuid;
+      pd.parent_uuid = gpu->uuid;
+      pd.requests.push_back(d.request);
+      out.devices.push_back(pd);
+      has_mig = true;
+      continue;
+    }
+    if (target->offer != nullptr && target->offer->Dynamic()) {
+      std::lock_guard<std::mutex> lock(mig_mu_);
+      if (Status s = SetMigModeFor(ref, d, *target, false); !s.ok()) return s;
     }
     const uint64_t memory =
         d.has_memory ? static_cast<uint64_t>(d.memory_bytes) : gpu->memory_total_bytes;
@@ -153,19 +332,16 @@ Result<PreparedClaim> Driver::PrepareOne(const ClaimRef& ref) {
     }
     out.devices[it->second].requests.push_back(d.request);
   }
-  for (const OpaqueConfig& c : alloc->configs) {
-    auto settings = ParseGpuConfig(c.parameters, ref.Describe() + ": " + c.field);
-    if (!settings) return settings.error();
-    spec.compute.OverrideWith(*settings);
-  }
 
   auto record = slices_.Create(spec, static_cast<int64_t>(std::time(nullptr)));
   if (!record) {
     return Status(record.error().code(), ref.Describe() + ": " + record.error().message());
   }
   node::ContainerAllocation allocation = node::BuildAllocation(*record, slices_.layout());
-  if (Status s = node::ApplyDeviceList(*record, gpus_, options_.device_list, &allocation);
-      !s.ok()) {
+  node::DeviceListOptions device_list = options_.device_list;
+  // A MIG device is reached through its parent's device node and its capability nodes.
+  if (has_mig) device_list.pass_device_specs = true;
+  if (Status s = node::ApplyDeviceList(*record, gpus_, device_list, &allocation); !s.ok()) {
     (void)slices_.Remove(record->name);
     return Status(s.code(), ref.Describe() + ": " + s.message());
   }
@@ -234,6 +410,7 @@ std::map<std::string, Driver::PrepareResult> Driver::Prepare(const std::vector<C
       for (const std::string& uid : added) {
         (void)RemoveCdiSpec(options_.cdi_dir, uid);
         (void)slices_.Remove(prepared_[uid].slice);
+        (void)ReleaseMig(uid);
         prepared_.erase(uid);
         out[uid].devices.clear();
         out[uid].error = "claim " + uid + ": saving the checkpoint: " + s.message();
@@ -257,6 +434,10 @@ std::map<std::string, std::string> Driver::Unprepare(const std::vector<ClaimRef>
       continue;
     }
     if (Status s = slices_.Remove(it->second.slice); !s.ok() && s.code() != StatusCode::kNotFound) {
+      error = ref.Describe() + ": " + s.message();
+      continue;
+    }
+    if (Status s = ReleaseMig(ref.uid); !s.ok()) {
       error = ref.Describe() + ": " + s.message();
       continue;
     }

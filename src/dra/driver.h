@@ -12,8 +12,19 @@
 //      with its container edits (dra/cdi_spec.h), then the checkpoint is saved; a failure undoes
 //      the steps before it. The answer is one Device per allocation result with the CDI ids
 //      vgpu.io/gpu=claim-<uid> and, when nvidia_cdi_kind is set, <kind>=<GPU UUID>.
-// Unprepare(claim): removes the CDI spec, the slice and the checkpoint entry; a claim that is not
-// prepared is not an error (kubelet retries).
+// Unprepare(claim): removes the CDI spec, the slice, the claim's dynamic MIG instance and the
+// checkpoint entry; a claim that is not prepared is not an error (kubelet retries).
+//
+// MIG (EnableMig; without it every GPU offers its whole-GPU device only): the devices are those
+// of the GPUs' offers (dra/gpu_offers.h). A MIG device's slice is the instance: its MIG UUID in
+// NVIDIA_VISIBLE_DEVICES and the limits file, the instance's memory, all its SMs, and the device
+// nodes (the parent's /dev/nvidia<minor>, /dev/nvidiactl, the /dev/nvidia-caps nodes of the GPU
+// and compute instance; node/device_list.h) in the CDI spec. On a static (`mig`) GPU that is the
+// instance of the layout; on a `mig-dynamic` GPU the instance at exactly the device's (profile,
+// start) is created through node::MigManager (journal <state_dir>/mig-claims, keyed by claim
+// UID) and destroyed at Unprepare. A mig-dynamic GPU is switched into MIG mode for a MIG claim,
+// and out of it for a software claim, when no claim of the other kind is prepared on it (the
+// counters make the scheduler allocate only one kind per GPU; Hopper and later switch at once).
 // Errors are per claim and name the claim and the field; the other claims of the call go on.
 // Init() creates the directories, loads the checkpoint and removes slices and CDI specs of this
 // driver that the checkpoint does not know (left by a crash between the steps).
@@ -23,14 +34,19 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "device/device_backend.h"
 #include "dra/checkpoint.h"
 #include "dra/claim.h"
+#include "dra/gpu_offers.h"
 #include "node/device_list.h"
+#include "node/mig_manager.h"
 #include "node/slice.h"
 
 namespace vgpu::dra {
@@ -65,6 +81,14 @@ class Driver {
 
   Status Init();
 
+  // Serves MIG devices: `offers` by GPU position, `backend` (not owned) makes the instances.
+  // Call after Init() and before serving. Recovers the MIG journal (node/mig_manager.h) on the
+  // mig-dynamic GPUs and destroys the instances no prepared claim holds (a crash between
+  // creating one and saving the checkpoint).
+  Status EnableMig(device::DeviceBackend* backend, std::vector<GpuOffer> offers);
+  // The NVML indices of the GPUs prepared claims use (kept out of mode changes).
+  std::set<int> GpusInUse() const;
+
   struct PrepareResult {
     std::vector<PreparedDevice> devices;
     std::string error;
@@ -76,9 +100,21 @@ class Driver {
   const DriverOptions& options() const { return options_; }
 
  private:
+  // A device of this node: a whole GPU (mig null) or a MIG device of the GPU's offer.
+  struct Target {
+    const device::DeviceInfo* gpu = nullptr;
+    const GpuOffer* offer = nullptr;
+    const MigDeviceSpec* mig = nullptr;
+  };
   Result<PreparedClaim> PrepareOne(const ClaimRef& ref);
+  Result<PreparedClaim> PrepareSteps(const ClaimRef& ref);
+  Result<device::MigInstance> MigInstanceFor(const ClaimRef& ref, const AllocatedDevice& d,
+                                             const Target& t);
+  Status SetMigModeFor(const ClaimRef& ref, const AllocatedDevice& d, const Target& t, bool on);
+  Status ReleaseMig(const std::string& claim_uid);
   Status CheckHealth(const PreparedClaim& claim) const;
-  const device::DeviceInfo* FindDevice(const std::string& name) const;
+  const device::DeviceInfo* FindGpu(const std::string& uuid) const;
+  std::optional<Target> FindDevice(const std::string& name) const;
 
   DriverOptions options_;
   std::vector<device::DeviceInfo> gpus_;
@@ -87,6 +123,12 @@ class Driver {
   node::SliceManager slices_;
   mutable std::mutex mu_;
   PreparedClaims prepared_;
+  // MIG (EnableMig): the offers by GPU position, the backend and the manager of dynamic
+  // instances; mig_mu_ serializes instance and mode changes.
+  std::vector<GpuOffer> offers_;
+  device::DeviceBackend* backend_ = nullptr;
+  std::unique_ptr<node::MigManager> mig_;
+  std::mutex mig_mu_;
 };
 
 }  // namespace vgpu::dra

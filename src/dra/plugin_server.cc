@@ -8,11 +8,13 @@
 
 #include "common/log.h"
 #include "dra/v1/api.grpc.pb.h"
+#include "dra/v1beta1/api.grpc.pb.h"
 #include "pluginregistration/v1/api.grpc.pb.h"
 
 namespace vgpu::dra {
 
 namespace drapb = ::k8s::io::kubelet::pkg::apis::dra::v1;
+namespace drapb_v1beta1 = ::k8s::io::kubelet::pkg::apis::dra::v1beta1;
 namespace regpb = pluginregistration;
 
 namespace {
@@ -34,6 +36,7 @@ class PluginServer::RegistrationService final : public regpb::Registration::Serv
     info->set_name(driver_);
     info->set_endpoint(endpoint_);
     info->add_supported_versions("v1.DRAPlugin");
+    info->add_supported_versions("v1beta1.DRAPlugin");
     owner_->CountInfo();
     return grpc::Status::OK;
   }
@@ -55,9 +58,13 @@ class PluginServer::RegistrationService final : public regpb::Registration::Serv
   const std::string endpoint_;
 };
 
-class PluginServer::DraService final : public drapb::DRAPlugin::Service {
+namespace {
+
+// DRAPlugin of one API version (both have v1's messages, dra/v1beta1/api.proto).
+template <typename Base>
+class DraServiceOf final : public Base {
  public:
-  explicit DraService(Driver* driver) : driver_(driver) {}
+  explicit DraServiceOf(Driver* driver) : driver_(driver) {}
   grpc::Status NodePrepareResources(grpc::ServerContext*,
                                     const drapb::NodePrepareResourcesRequest* request,
                                     drapb::NodePrepareResourcesResponse* response) override {
@@ -91,6 +98,15 @@ class PluginServer::DraService final : public drapb::DRAPlugin::Service {
   Driver* driver_;
 };
 
+}  // namespace
+
+class PluginServer::DraService {
+ public:
+  explicit DraService(Driver* driver) : v1(driver), v1beta1(driver) {}
+  DraServiceOf<drapb::DRAPlugin::Service> v1;
+  DraServiceOf<drapb_v1beta1::DRAPlugin::Service> v1beta1;
+};
+
 PluginServer::PluginServer(PluginServerOptions options, Driver* driver)
     : options_(std::move(options)), driver_(driver) {
   if (options_.plugin_dir.empty()) {
@@ -122,7 +138,8 @@ Status PluginServer::StartServers() {
   ::unlink(dra_socket().c_str());
   grpc::ServerBuilder dra_builder;
   dra_builder.AddListeningPort("unix://" + dra_socket(), grpc::InsecureServerCredentials());
-  dra_builder.RegisterService(dra_.get());
+  dra_builder.RegisterService(&dra_->v1);
+  dra_builder.RegisterService(&dra_->v1beta1);
   dra_server_ = dra_builder.BuildAndStart();
   if (!dra_server_) return Status::Unavailable("cannot listen on " + dra_socket());
   ::unlink(registration_socket().c_str());

@@ -2,9 +2,12 @@
 //
 //   <registry_dir>/<driver>-reg.sock   pluginregistration.Registration: GetInfo answers
 //                                      {type DRAPlugin, name <driver>, endpoint <dra.sock as
-//                                      kubelet sees it>, versions [v1.DRAPlugin]};
+//                                      kubelet sees it>, versions [v1.DRAPlugin,
+//                                      v1beta1.DRAPlugin]};
 //                                      NotifyRegistrationStatus is recorded and logged
-//   <plugin_dir>/dra.sock              k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin (Driver)
+//   <plugin_dir>/dra.sock              k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin and
+//                                      k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin (the
+//                                      same calls and messages; kubelet picks v1 when it has it)
 //
 // kubelet's plugin watcher finds the registration socket, calls GetInfo and connects to the
 // endpoint. After a kubelet restart it does so again for every socket it finds; a socket that

@@ -34,7 +34,7 @@ std::string Quantity(uint64_t v) { return std::to_string(v); }
 json CounterSet(const SliceGpu& g) {
   json counters = {{"memory", {{"value", Quantity(g.info.memory_total_bytes)}}},
                    {"multiprocessors", {{"value", Quantity(g.info.sm_count)}}}};
-  if (g.mig_capable) {
+  if (g.mig_capable || !g.mig_devices.empty()) {
     for (int s = 0; s < kMigMemorySlices; ++s) {
       counters["memory-slice-" + std::to_string(s)] = {{"value", "1"}};
     }
@@ -81,6 +81,8 @@ json MigDevice(const SliceGpu& g, const MigDeviceSpec& m) {
   attrs["type"] = {{"string", "mig"}};
   attrs["profile"] = {{"string", m.profile}};
   attrs["parentUUID"] = {{"string", g.info.uuid}};
+  attrs["placementStart"] = {{"int", m.start}};
+  attrs["placementSize"] = {{"int", m.memory_slices}};
   if (m.uuid.empty()) {
     attrs.erase("uuid");
   } else {
@@ -194,10 +196,8 @@ std::vector<json> BuildResourceSlices(const std::string& node, const std::string
   std::vector<json> devices;
   for (const SliceGpu& g : gpus) {
     if (!g.healthy) continue;
-    devices.push_back(WholeGpu(g));
-    if (g.mig_capable) {
-      for (const MigDeviceSpec& m : g.mig_devices) devices.push_back(MigDevice(g, m));
-    }
+    if (g.software) devices.push_back(WholeGpu(g));
+    for (const MigDeviceSpec& m : g.mig_devices) devices.push_back(MigDevice(g, m));
   }
   for (size_t i = 0, k = 0; i < devices.size() || k == 0;
        i += kMaxDevicesPerSliceWithCounters, ++k) {

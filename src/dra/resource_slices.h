@@ -12,12 +12,14 @@
 //     so the scheduler never gives out a software slice and a MIG device of one GPU together);
 //     attributes: type "gpu", uuid, productName, architecture, cudaComputeCapability (version),
 //     driverVersion (version), index, numaNode, resource.kubernetes.io/pcieRoot;
-//     gpu-<i>-mig-<profile>-<start>: one per MIG profile and placement the GPU offers, given to
-//     one claim, consuming the profile's memory and multiprocessors and the memory slices of its
-//     placement from gpu-<i>'s counters; attributes type "mig", profile, parentUUID, uuid (once
-//     the instance exists) and the parent's attributes; capacity memory, multiprocessors.
+//     published when SliceGpu::software (not on a GPU with a static MIG layout);
+//     gpu-<i>-mig-<profile>-<start>: one per MIG device the GPU offers (SliceGpu::mig_devices,
+//     dra/gpu_offers.h), given to one claim, consuming the profile's memory and multiprocessors
+//     and the memory slices of its placement from gpu-<i>'s counters; attributes type "mig",
+//     profile, parentUUID, placementStart, placementSize, uuid (once the instance exists) and
+//     the parent's other attributes; capacity memory, multiprocessors.
 //
-// An unhealthy GPU's device is left out (its counter set stays). Pure logic.
+// An unhealthy GPU's devices are left out (its counter set stays). Pure logic.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -34,14 +36,15 @@ inline constexpr int kMaxCountersPerSet = 32;
 inline constexpr int kMigMemorySlices = 8;
 
 // One MIG device a GPU can offer: a GPU instance profile at one placement (start memory slice).
-// Filled from the MIG profile tables for GPUs in MIG mode.
+// Filled from what the driver reports for GPUs in MIG modes (dra/gpu_offers.h).
 struct MigDeviceSpec {
   std::string profile;    // "1g.18gb", "1g.18gb+me"
   int start = 0;          // first memory slice
   int memory_slices = 1;  // placement size
   int sm_count = 0;       // multiprocessors
   uint64_t memory_bytes = 0;
-  std::string uuid{};  // "MIG-..." when the instance exists, else ""
+  std::string uuid{};  // "MIG-..." when the instance exists (static layouts), else ""
+  int profile_id = 0;  // NVML GPU instance profile id
 };
 
 // The device name of a MIG device: "gpu-<i>-mig-<profile>-<start>", the profile's '.' and '+'
@@ -52,6 +55,7 @@ struct SliceGpu {
   device::DeviceInfo info{};
   bool healthy = true;
   bool mig_capable = false;
+  bool software = true;                      // the whole-GPU device gpu-<i> is offered
   std::string architecture{};                // "Hopper"; "" unknown
   std::string compute_capability{};          // "9.0"; "" unknown
   std::string driver_version{};              // "550.54.15"; "" unknown

@@ -1,12 +1,14 @@
 // `vgpu dra --sim` as a process against the fake API server (HTTPS, kubeconfig): it publishes
 // the node's ResourceSlices, registers with the kubelet emulator, prepares a claim allocated
-// from those slices, and on SIGTERM exits 0 and removes its sockets. Bad flags exit 2.
+// from those slices, and on SIGTERM exits 0 and removes its sockets; with a GPU mode file, a
+// mig-dynamic GPU's MIG devices are published. Bad flags exit 2.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "background_process.h"
@@ -34,12 +36,23 @@ TEST(DraCliTest, HelpAndBadFlags) {
   auto no_sim = RunCommand(std::string(VGPU_BIN) + " dra --sim-devices 2");
   EXPECT_EQ(no_sim.exit_code, 2);
   EXPECT_NE(no_sim.err.find("--sim-devices: needs --sim"), std::string::npos) << no_sim.err;
+  char tmpl[] = "/tmp/dracli.XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  std::ofstream(dir + "/modes.yaml") << "version: v1\ngpus:\n  - devices: all\n    mode: migs\n";
+  auto modes = RunCommand(std::string(VGPU_BIN) + " dra --sim --gpu-modes " + dir + "/modes.yaml");
+  EXPECT_EQ(modes.exit_code, 2);
+  EXPECT_NE(modes.err.find("--gpu-modes: "), std::string::npos) << modes.err;
+  EXPECT_NE(modes.err.find("migs"), std::string::npos) << modes.err;
+  fs::remove_all(dir);
 }
 
 TEST(DraCliTest, PublishesRegistersPreparesAndStops) {
   char tmpl[] = "/tmp/dracli.XXXXXX";
   const std::string root = mkdtemp(tmpl);
   fs::create_directories(root + "/registry");
+  // GPU 1 offers MIG devices (every placement) beside its software device.
+  std::ofstream(root + "/modes.yaml")
+      << "version: v1\ngpus:\n  - devices: [1]\n    mode: mig-dynamic\n";
   k8s::testing::FakeApiServer api;
   const std::string kubeconfig = k8s::testing::WriteKubeconfig(api, root);
   BackgroundProcess daemon({VGPU_BIN,
@@ -63,6 +76,8 @@ TEST(DraCliTest, PublishesRegistersPreparesAndStops) {
                             root + "/libvgpu.so",
                             "--arbiter-dir",
                             root + "/arbiter",
+                            "--gpu-modes",
+                            root + "/modes.yaml",
                             "--sample-interval-ms",
                             "200"},
                            {"VGPU_SIMGPU_STATE=" + root + "/simstate", "VGPU_SIMGPU_LOG_LEVEL=1"},
@@ -77,7 +92,12 @@ TEST(DraCliTest, PublishesRegistersPreparesAndStops) {
   }
   ASSERT_EQ(slices.size(), 2u) << daemon.Log();
   EXPECT_EQ(testing::ValidateResourceSlices(slices), std::vector<std::string>{});
-  EXPECT_EQ(slices[1]["spec"]["devices"].size(), 2u);
+  // gpu-0, gpu-1 and the 25 MIG placements of the simulated H100 that is GPU 1.
+  ASSERT_EQ(slices[1]["spec"]["devices"].size(), 27u) << daemon.Log();
+  for (const json& d : slices[1]["spec"]["devices"]) {
+    const std::string name = d["name"];
+    EXPECT_TRUE(name == "gpu-0" || name.rfind("gpu-1", 0) == 0) << name;
+  }
 
   testing::TestAllocator alloc("gpu.vgpu.io", slices);
   std::string why;

@@ -10,14 +10,18 @@
 #include <set>
 #include <sstream>
 
+#include "device/fake_backend.h"
 #include "dra/cdi_spec.h"
 #include "dra/driver.h"
+#include "dra/gpu_offers.h"
 #include "dra/kube_api.h"
 #include "dra/plugin_server.h"
 #include "dra/resource_slices.h"
+#include "dra/v1beta1/api.grpc.pb.h"
 #include "dra_kubelet_emulator.h"
 #include "fake_api_server.h"
 #include "k8s/http_kube_client.h"
+#include "mig_minors.h"
 #include "slice_rules.h"
 
 namespace vgpu::dra {
@@ -40,6 +44,7 @@ std::vector<device::DeviceInfo> Gpus() {
     g.name = "NVIDIA H100 80GB HBM3";
     g.memory_total_bytes = 80ULL << 30;
     g.sm_count = 132;
+    g.minor_number = i;
     out.push_back(g);
   }
   return out;
@@ -113,6 +118,7 @@ class DraPluginTest : public ::testing::Test {
     o.state_dir = root_ + "/state";
     o.slices.host_libvgpu = root_ + "/libvgpu.so";
     o.slices.arbiter_dir = root_ + "/arbiter";
+    o.device_list.probe_root = root_;  // mig-minors (MIG tests)
     return o;
   }
   void StartDaemon() {
@@ -120,6 +126,9 @@ class DraPluginTest : public ::testing::Test {
         std::make_unique<Driver>(Options(), Gpus(), claims_.get(),
                                  [this](const std::string& u) { return unhealthy_.count(u) == 0; });
     ASSERT_TRUE(driver_->Init().ok());
+    if (mig_backend_ != nullptr) {
+      ASSERT_TRUE(driver_->EnableMig(mig_backend_, offers_).ok());
+    }
     PluginServerOptions p;
     p.registry_dir = root_ + "/registry";
     p.plugin_dir = root_ + "/plugins/gpu.vgpu.io";
@@ -163,6 +172,8 @@ class DraPluginTest : public ::testing::Test {
 
   std::string root_;
   std::string cdi_dir_;
+  device::DeviceBackend* mig_backend_ = nullptr;  // EnableMig with offers_ when set
+  std::vector<GpuOffer> offers_;
   std::set<std::string> unhealthy_;
   k8s::testing::FakeApiServer api_{
       k8s::testing::FakeApiServer::Options{.tls = false, .token = "", .threads = 16}};
@@ -178,9 +189,38 @@ TEST_F(DraPluginTest, RegistersAsADraPlugin) {
   EXPECT_EQ(info.type(), "DRAPlugin");
   EXPECT_EQ(info.name(), "gpu.vgpu.io");
   EXPECT_EQ(info.endpoint(), server_->dra_socket());
-  ASSERT_EQ(info.supported_versions_size(), 1);
+  ASSERT_EQ(info.supported_versions_size(), 2);
   EXPECT_EQ(info.supported_versions(0), "v1.DRAPlugin");
+  EXPECT_EQ(info.supported_versions(1), "v1beta1.DRAPlugin");
   EXPECT_EQ(server_->registrations(), 1u);
+}
+
+// A kubelet of 1.32 or 1.33 calls k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin: the same
+// claims get the same answers.
+TEST_F(DraPluginTest, ServesV1beta1TooWithTheSameAnswers) {
+  std::map<std::string, std::pair<int64_t, int>> want;
+  const std::vector<ClaimArg> claims = MakeClaims(1, &want);
+  auto channel =
+      grpc::CreateChannel("unix://" + server_->dra_socket(), grpc::InsecureChannelCredentials());
+  auto beta = ::k8s::io::kubelet::pkg::apis::dra::v1beta1::DRAPlugin::NewStub(channel);
+  drapb::NodePrepareResourcesRequest request;
+  auto* c = request.add_claims();
+  c->set_namespace_(claims[0].ns);
+  c->set_uid(claims[0].uid);
+  c->set_name(claims[0].name);
+  drapb::NodePrepareResourcesResponse by_beta, by_v1;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(beta->NodePrepareResources(&ctx, request, &by_beta).ok());
+  ASSERT_EQ(by_beta.claims().at(claims[0].uid).error(), "");
+  ASSERT_TRUE(kubelet_->Prepare(claims, &by_v1).ok());
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(by_beta, by_v1));
+  drapb::NodeUnprepareResourcesRequest un_request;
+  *un_request.add_claims() = request.claims(0);
+  drapb::NodeUnprepareResourcesResponse un;
+  grpc::ClientContext ctx2;
+  ASSERT_TRUE(beta->NodeUnprepareResources(&ctx2, un_request, &un).ok());
+  EXPECT_EQ(un.claims().at(claims[0].uid).error(), "");
+  EXPECT_EQ(driver_->prepared_count(), 0u);
 }
 
 // 32 claims in one call: each container's limits file names its own GPU, memory and cores.
@@ -404,6 +444,157 @@ TEST_F(DraPluginTest, SlicePublisherBumpsTheGenerationOnEveryChange) {
       EXPECT_EQ(s["spec"]["devices"].size(), 3u);
     }
   }
+}
+
+// GPU 0 in mode mig-dynamic on a scripted driver with the H100's MIG profiles; GPUs 1..3 shared.
+class DraMigTest : public DraPluginTest {
+ protected:
+  void SetUp() override {
+    for (const device::DeviceInfo& g : Gpus()) fake_.AddDevice(g);
+    fake_.SetMigProfiles(0, TableMigProfiles(Gpus()[0].name));
+    auto modes = node::ParseGpuModeConfig(
+        "version: v1\ngpus:\n  - devices: [0]\n    mode: mig-dynamic\n", "modes.yaml");
+    ASSERT_TRUE(modes.has_value()) << modes.error().ToString();
+    offers_ = SetUpGpuOffers(&fake_, Gpus(), *modes, {});
+    ASSERT_TRUE(offers_[0].Dynamic());
+    ASSERT_EQ(offers_[0].mig.size(), 25u);
+    mig_backend_ = &fake_;
+    DraPluginTest::SetUp();
+  }
+  std::vector<json> Slices() {
+    std::vector<SliceGpu> gpus = SliceGpus();
+    for (size_t i = 0; i < gpus.size(); ++i) {
+      gpus[i].software = offers_[i].software;
+      gpus[i].mig_devices = offers_[i].mig;
+    }
+    return BuildResourceSlices("node-a", kDriverName, gpus, 1);
+  }
+  bool MigOn() { return fake_.GetMigMode(0).value().current; }
+  size_t Instances() { return fake_.MigInstances(0).value().size(); }
+
+  device::FakeBackend fake_;
+};
+
+TEST_F(DraMigTest, AMigClaimGetsExactlyItsInstanceUntilUnprepareAcrossARestart) {
+  const std::vector<json> slices = Slices();
+  EXPECT_EQ(testing::ValidateResourceSlices(slices), std::vector<std::string>{});
+  testing::TestAllocator alloc(kDriverName, slices);
+  std::string why;
+  auto mig =
+      alloc.Allocate({"ns", "m", "u-m", "mig", "type", "mig", {}, {{"profile", "3g.40gb"}}}, &why);
+  ASSERT_TRUE(mig) << why;
+  EXPECT_EQ((*mig)["status"]["allocation"]["devices"]["results"][0]["device"],
+            "gpu-0-mig-3g-40gb-0");
+  // GPU 0 offers no software capacity now: the slice goes to GPU 1.
+  auto soft = alloc.Allocate(
+      {"ns", "s", "u-s", "gpu", "type", "gpu", {{"memory", "1Gi"}, {"cores", "10"}}}, &why);
+  ASSERT_TRUE(soft) << why;
+  EXPECT_EQ((*soft)["status"]["allocation"]["devices"]["results"][0]["device"], "gpu-1");
+  api_.PutResourceClaim(*mig);
+  api_.PutResourceClaim(*soft);
+  // Devices this node does not have: an illegal start, a MIG device of a shared GPU.
+  api_.PutResourceClaim(ClaimOn("bad-start", "u-b1", "gpu-0-mig-3g-40gb-2"));
+  api_.PutResourceClaim(ClaimOn("bad-gpu", "u-b2", "gpu-1-mig-1g-10gb-0"));
+
+  // Without the capability minors the MIG claim fails, and its instance is gone again.
+  drapb::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(kubelet_->Prepare({{"ns", "u-m", "m"}}, &resp).ok());
+  EXPECT_NE(resp.claims().at("u-m").error().find("nvidia-caps"), std::string::npos)
+      << resp.claims().at("u-m").error();
+  EXPECT_EQ(Instances(), 0u);
+  ASSERT_TRUE(testing::WriteMigMinors(root_, kGpus - 1));
+
+  const std::vector<ClaimArg> all = {{"ns", "u-m", "m"},
+                                     {"ns", "u-s", "s"},
+                                     {"ns", "u-b1", "bad-start"},
+                                     {"ns", "u-b2", "bad-gpu"}};
+  ASSERT_TRUE(kubelet_->Prepare(all, &resp).ok());
+  auto error_of = [&](const std::string& uid) { return resp.claims().at(uid).error(); };
+  EXPECT_NE(error_of("u-b1").find("claim ns/bad-start: status.allocation.devices.results[0]"
+                                  ".device: node node-a has no device \"gpu-0-mig-3g-40gb-2\""),
+            std::string::npos)
+      << error_of("u-b1");
+  EXPECT_NE(error_of("u-b2").find("claim ns/bad-gpu: status.allocation.devices.results[0].device"),
+            std::string::npos)
+      << error_of("u-b2");
+  ASSERT_EQ(error_of("u-m"), "");
+  ASSERT_EQ(error_of("u-s"), "");
+  const auto& d = resp.claims().at("u-m").devices(0);
+  const std::vector<device::MigInstance> made = fake_.MigInstances(0).value();
+  ASSERT_EQ(made.size(), 1u);
+  EXPECT_EQ(made[0].profile, "3g.40gb");
+  EXPECT_EQ(made[0].start, 0);
+  EXPECT_EQ(d.device_name(), "gpu-0-mig-3g-40gb-0");
+  EXPECT_EQ(d.cdi_device_ids(1), "nvidia.com/gpu=" + made[0].uuid);
+  EXPECT_TRUE(MigOn());
+  // The CDI spec: the MIG UUID visible, the instance's memory the limit, its device nodes.
+  const Edits e = ReadCdi(root_ + "/cdi", "u-m");
+  EXPECT_EQ(e.env.at("NVIDIA_VISIBLE_DEVICES"), made[0].uuid);
+  const std::string limits = ReadFile(e.limits_host_path);
+  EXPECT_NE(limits.find("memory.0=" + std::to_string(made[0].memory_bytes)), std::string::npos)
+      << limits;
+  EXPECT_NE(limits.find("uuid.0=" + made[0].uuid), std::string::npos) << limits;
+  const json spec = json::parse(ReadFile(CdiSpecPath(root_ + "/cdi", "u-m")));
+  std::set<std::string> nodes;
+  for (const json& n : spec["devices"][0]["containerEdits"]["deviceNodes"]) nodes.insert(n["path"]);
+  EXPECT_EQ(nodes.count("/dev/nvidia0"), 1u);
+  EXPECT_EQ(nodes.count("/dev/nvidiactl"), 1u);
+  EXPECT_EQ(std::count_if(nodes.begin(), nodes.end(),
+                          [](const std::string& n) {
+                            return n.rfind("/dev/nvidia-caps/nvidia-cap", 0) == 0;
+                          }),
+            2);
+
+  // A retry gives the same answer and makes nothing new.
+  const size_t calls = fake_.mig_calls().size();
+  drapb::NodePrepareResourcesResponse again;
+  ASSERT_TRUE(kubelet_->Prepare({{"ns", "u-m", "m"}}, &again).ok());
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(again.claims().at("u-m"),
+                                                                 resp.claims().at("u-m")));
+  EXPECT_EQ(fake_.mig_calls().size(), calls);
+
+  // A daemon restart, then Unprepare: the instance is destroyed.
+  StopDaemon();
+  StartDaemon();
+  EXPECT_EQ(Instances(), 1u);
+  drapb::NodeUnprepareResourcesResponse un;
+  ASSERT_TRUE(kubelet_->Unprepare({{"ns", "u-m", "m"}}, &un).ok());
+  EXPECT_EQ(un.claims().at("u-m").error(), "");
+  EXPECT_EQ(Instances(), 0u);
+}
+
+// A mig-dynamic GPU runs either kind: a software claim turns MIG off when no instance is left,
+// and a MIG claim is refused while a software slice is prepared there.
+TEST_F(DraMigTest, ADynamicGpuSwitchesModeOnlyWhenTheOtherKindIsGone) {
+  ASSERT_TRUE(testing::WriteMigMinors(root_, kGpus - 1));
+  ASSERT_TRUE(MigOn());
+  api_.PutResourceClaim(ClaimOn("s", "u-s", "gpu-0"));
+  json m = ClaimOn("m", "u-m", "gpu-0-mig-1g-10gb-3");
+  m["status"]["allocation"]["devices"]["results"][0].erase("consumedCapacity");
+  m["status"]["allocation"]["devices"]["results"][0].erase("shareID");
+  api_.PutResourceClaim(m);
+  drapb::NodePrepareResourcesResponse resp;
+  ASSERT_TRUE(kubelet_->Prepare({{"ns", "u-s", "s"}}, &resp).ok());
+  ASSERT_EQ(resp.claims().at("u-s").error(), "");
+  EXPECT_FALSE(MigOn());
+  ASSERT_TRUE(kubelet_->Prepare({{"ns", "u-m", "m"}}, &resp).ok());
+  EXPECT_NE(resp.claims().at("u-m").error().find("has a software slice prepared for claim ns/s"),
+            std::string::npos)
+      << resp.claims().at("u-m").error();
+  EXPECT_EQ(Instances(), 0u);
+  drapb::NodeUnprepareResourcesResponse un;
+  ASSERT_TRUE(kubelet_->Unprepare({{"ns", "u-s", "s"}}, &un).ok());
+  ASSERT_TRUE(kubelet_->Prepare({{"ns", "u-m", "m"}}, &resp).ok());
+  ASSERT_EQ(resp.claims().at("u-m").error(), "");
+  EXPECT_TRUE(MigOn());
+  EXPECT_EQ(Instances(), 1u);
+  // And back: a software claim is refused while the instance is there.
+  api_.PutResourceClaim(ClaimOn("s2", "u-s2", "gpu-0"));
+  ASSERT_TRUE(kubelet_->Prepare({{"ns", "u-s2", "s2"}}, &resp).ok());
+  EXPECT_NE(resp.claims().at("u-s2").error().find("has a MIG device prepared for claim ns/m"),
+            std::string::npos)
+      << resp.claims().at("u-s2").error();
+  EXPECT_TRUE(MigOn());
 }
 
 }  // namespace

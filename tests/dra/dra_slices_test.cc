@@ -5,9 +5,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "dra/driver.h"
+#include "dra/gpu_offers.h"
 #include "dra/resource_slices.h"
 #include "slice_rules.h"
 
@@ -39,8 +41,27 @@ std::vector<SliceGpu> Gpus(int n, const std::string& model = "NVIDIA H100 80GB H
   return out;
 }
 
+// GPU 0 shared (software slices), GPU 1 a static MIG layout (4g.40gb@0 and 3g.40gb@4, and a
+// half-made instance that is no device), GPU 2 mig-dynamic with two of its profiles (every
+// placement of 3g.40gb and 7g.80gb, and the software device).
+std::vector<SliceGpu> GoldenGpus() {
+  std::vector<SliceGpu> gpus = Gpus(3);
+  gpus[1].software = false;
+  gpus[1].mig_devices = StaticMigDevices({
+      {1, "MIG-11111111-2222-3333-4444-000000000004", 2, 0, 9, "3g.40gb", 4, 4, 40448ULL << 20, 60},
+      {1, "", 3, -1, 19, "1g.10gb", 3, 1, 9856ULL << 20, 16},
+      {1, "MIG-11111111-2222-3333-4444-000000000000", 1, 0, 5, "4g.40gb", 0, 4, 40448ULL << 20, 64},
+  });
+  std::vector<device::MigProfileInfo> two;
+  for (const device::MigProfileInfo& p : TableMigProfiles(gpus[2].info.name)) {
+    if (p.name == "3g.40gb" || p.name == "7g.80gb") two.push_back(p);
+  }
+  gpus[2].mig_devices = DynamicMigDevices(two);
+  return gpus;
+}
+
 TEST(ResourceSlices, MatchTheGoldenCopyAndTheApiRules) {
-  const std::vector<json> slices = BuildResourceSlices("node-a", kDriverName, Gpus(2), 3);
+  const std::vector<json> slices = BuildResourceSlices("node-a", kDriverName, GoldenGpus(), 3);
   EXPECT_EQ(ValidateResourceSlices(slices), std::vector<std::string>{});
   const std::string golden_path = std::string(VGPU_DRA_DATA) + "/resource_slices_golden.json";
   const std::string text = json(slices).dump(2) + "\n";
@@ -51,6 +72,11 @@ TEST(ResourceSlices, MatchTheGoldenCopyAndTheApiRules) {
   std::stringstream golden;
   golden << in.rdbuf();
   EXPECT_EQ(text, golden.str()) << "regenerate with VGPU_UPDATE_GOLDEN=1 after checking the diff";
+  std::vector<std::string> names;
+  for (const json& d : slices.back()["spec"]["devices"]) names.push_back(d["name"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"gpu-0", "gpu-1-mig-4g-40gb-0", "gpu-1-mig-3g-40gb-4",
+                                             "gpu-2", "gpu-2-mig-3g-40gb-0", "gpu-2-mig-3g-40gb-4",
+                                             "gpu-2-mig-7g-80gb-0"}));
 }
 
 TEST(ResourceSlices, StayWithinLimitsOnLargeNodes) {
@@ -61,6 +87,48 @@ TEST(ResourceSlices, StayWithinLimitsOnLargeNodes) {
     for (const json& s : slices) devices += s["spec"].value("devices", json::array()).size();
     EXPECT_EQ(devices, n);
   }
+  // mig-dynamic H200s: every placement of every profile (25) and the software device per GPU.
+  for (int n : {1, 3, 4, 8, 16}) {
+    std::vector<SliceGpu> gpus = Gpus(n, "NVIDIA H200");
+    for (SliceGpu& g : gpus) {
+      g.info.memory_total_bytes = 143771ULL << 20;  // what NVML reports for an H200
+      g.mig_devices = DynamicMigDevices(TableMigProfiles(g.info.name));
+    }
+    ASSERT_EQ(gpus[0].mig_devices.size(), 25u);
+    const std::vector<json> slices = BuildResourceSlices("node-m", kDriverName, gpus, 1);
+    EXPECT_EQ(ValidateResourceSlices(slices), std::vector<std::string>{}) << n << " H200s";
+    int devices = 0;
+    for (const json& s : slices) devices += s["spec"].value("devices", json::array()).size();
+    EXPECT_EQ(devices, n * 26);
+  }
+}
+
+TEST(GpuOffers, StaticAndDynamicMigDevices) {
+  // Half-made instances (no compute instance) are no device; the rest by start.
+  const std::vector<MigDeviceSpec> fixed = StaticMigDevices({
+      {0, "MIG-b", 2, 0, 9, "3g.71gb", 4, 4, 71168ULL << 20, 60},
+      {0, "", 3, -1, 19, "1g.18gb", 2, 1, 16384ULL << 20, 16},
+      {0, "MIG-a", 1, 0, 19, "1g.18gb", 0, 1, 16384ULL << 20, 16},
+  });
+  ASSERT_EQ(fixed.size(), 2u);
+  EXPECT_EQ(fixed[0].uuid, "MIG-a");
+  EXPECT_EQ(fixed[1].profile, "3g.71gb");
+  EXPECT_EQ(fixed[1].memory_slices, 4);
+  EXPECT_EQ(fixed[1].profile_id, 9);
+  // H200: 7 + 7 + 4 + 3 + 2 + 1 + 1 placements.
+  const std::vector<MigDeviceSpec> all = DynamicMigDevices(TableMigProfiles("NVIDIA H200"));
+  ASSERT_EQ(all.size(), 25u);
+  std::map<std::string, int> per_profile;
+  for (const MigDeviceSpec& m : all) ++per_profile[m.profile];
+  EXPECT_EQ(per_profile, (std::map<std::string, int>{{"1g.18gb", 7},
+                                                     {"1g.18gb+me", 7},
+                                                     {"1g.35gb", 4},
+                                                     {"2g.35gb", 3},
+                                                     {"3g.71gb", 2},
+                                                     {"4g.71gb", 1},
+                                                     {"7g.141gb", 1}}));
+  EXPECT_EQ(MigDeviceName(0, all.back()), "gpu-0-mig-7g-141gb-0");
+  EXPECT_TRUE(TableMigProfiles("NVIDIA L4").empty());
 }
 
 TEST(ResourceSlices, LeaveOutUnhealthyGpusAndNonMigCounters) {
@@ -126,13 +194,10 @@ TEST(TestAllocatorOnSlices, ConsumableCapacityIsSummedAndRounded) {
 namespace vgpu::dra {
 namespace {
 
-// An H100 80GB's 1g.10gb (7 placements) and 7g.80gb (1) MIG devices, by the MIG user guide.
+// A mig-dynamic H100 80GB: the software device and every MIG placement (25).
 SliceGpu H100WithMig() {
   SliceGpu g = Gpus(1)[0];
-  for (int start = 0; start < 7; ++start) {
-    g.mig_devices.push_back({"1g.10gb", start, 1, 16, 9856ULL << 20, ""});
-  }
-  g.mig_devices.push_back({"7g.80gb", 0, 8, 132, 79872ULL << 20, ""});
+  g.mig_devices = DynamicMigDevices(TableMigProfiles(g.info.name));
   return g;
 }
 
@@ -140,9 +205,12 @@ TEST(MigDevices, ArePublishedWithinTheRulesAndConsumeTheirPlacement) {
   const std::vector<json> slices = BuildResourceSlices("n", kDriverName, {H100WithMig()}, 1);
   EXPECT_EQ(ValidateResourceSlices(slices), std::vector<std::string>{});
   const json& devices = slices.back()["spec"]["devices"];
-  ASSERT_EQ(devices.size(), 9u);
+  ASSERT_EQ(devices.size(), 26u);
   const json& mig = devices[3];  // 1g.10gb at start 2
   EXPECT_EQ(mig["name"], "gpu-0-mig-1g-10gb-2");
+  EXPECT_EQ(mig["attributes"]["placementStart"]["int"], 2);
+  EXPECT_EQ(mig["attributes"]["placementSize"]["int"], 1);
+  EXPECT_EQ(mig["attributes"]["productName"]["string"], "NVIDIA H100 80GB HBM3");
   EXPECT_EQ(mig["attributes"]["type"]["string"], "mig");
   EXPECT_EQ(mig["attributes"]["profile"]["string"], "1g.10gb");
   EXPECT_EQ(mig["attributes"]["parentUUID"]["string"], Gpus(1)[0].info.uuid);
@@ -164,6 +232,8 @@ TEST(MigDevices, AndSoftwareSlicesExcludeEachOtherPerGpu) {
         {"ns", "s", "u-s", "gpu", "type", "gpu", {{"memory", "1Gi"}, {"cores", "10"}}}, &why));
     EXPECT_FALSE(a.Allocate({"ns", "m", "u-m", "gpu", "type", "mig", {}}, &why));
     EXPECT_NE(why.find("counters"), std::string::npos) << why;
+    EXPECT_FALSE(
+        a.Allocate({"ns", "m", "u-m", "gpu", "type", "mig", {}, {{"profile", "7g.80gb"}}}, &why));
     // A second software slice still fits: the whole-GPU device consumed the counters once.
     EXPECT_TRUE(a.Allocate(
         {"ns", "s2", "u-s2", "gpu", "type", "gpu", {{"memory", "1Gi"}, {"cores", "10"}}}, &why));

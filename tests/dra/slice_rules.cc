@@ -226,6 +226,11 @@ std::optional<json> TestAllocator::Allocate(const TestRequest& req, std::string*
     if (!attrs.contains(req.attribute) || attrs[req.attribute].value("string", "") != req.value) {
       continue;
     }
+    bool selected = true;
+    for (const auto& [name, value] : req.also) {
+      selected = selected && attrs.contains(name) && attrs[name].value("string", "") == value;
+    }
+    if (!selected) continue;
     const bool shared = d.spec.value("allowMultipleAllocations", false);
     if (!shared && d.allocations > 0) continue;
     if (d.allocations == 0 && !TakeCounters(d, +1, true)) {

@@ -38,6 +38,9 @@ struct TestRequest {
   std::string attribute = "type";               // the device must have this string attribute ...
   std::string value = "gpu";                    // ... with this value
   std::map<std::string, std::string> capacity;  // e.g. {"memory": "4Gi", "cores": "30"}
+  // Further string attributes the device must have (a selector's equality tests), e.g.
+  // {"profile": "1g.18gb"} with attribute "type" = "mig" (the DeviceClass mig.vgpu.io).
+  std::map<std::string, std::string> also{};
 };
 
 class TestAllocator {
