@@ -173,9 +173,13 @@ Result<node::DaemonOptions> BuildOptions(const NodeFlags& f) {
   auto recovery = DurationMs("--health-recovery", f.health_recovery, 0, 7LL * 24 * 3600 * 1000);
   if (!recovery) return recovery.error();
   o.health.gpu.probation_quiet_s = *recovery / 1000;
-  auto deadline = DurationMs("--kernel-deadline", f.kernel_deadline, 0, 7LL * 24 * 3600 * 1000);
-  if (!deadline) return deadline.error();
-  o.health.kernel_deadline_ms = *deadline;
+  if (f.kernel_deadline == "0") {
+    o.health.kernel_deadline_ms = 0;  // off
+  } else {
+    auto deadline = DurationMs("--kernel-deadline", f.kernel_deadline, 1, 7LL * 24 * 3600 * 1000);
+    if (!deadline) return deadline.error();
+    o.health.kernel_deadline_ms = *deadline;
+  }
   auto ignored = node::ParseXidList(f.ignore_xids);
   if (!ignored) return Bad("--health-ignore-xids", ignored.error().message());
   o.health.ignored_xids = *ignored;

@@ -33,17 +33,23 @@ int InjectingBackend::IndexOfLocked(const std::string& uuid) const {
   return -1;
 }
 
-Status InjectingBackend::InjectStuckKernel(const std::string& uuid, uint32_t pid) {
+Result<unsigned> InjectingBackend::SimIndex(const std::string& uuid, bool available) const {
   int index;
   {
     std::lock_guard<std::mutex> lock(mu_);
     index = IndexOfLocked(uuid);
   }
   if (index < 0) return Status::InvalidArgument("no GPU " + uuid);
-  if (inject_stuck_ == nullptr) {
+  if (!available) {
     return Status::FailedPrecondition("stuck kernels are injected on the simulated GPU only");
   }
-  const int rc = inject_stuck_(static_cast<unsigned>(index), pid);
+  return static_cast<unsigned>(index);
+}
+
+Status InjectingBackend::InjectStuckKernel(const std::string& uuid, uint32_t pid) {
+  Result<unsigned> index = SimIndex(uuid, inject_stuck_ != nullptr);
+  if (!index) return index.status();
+  const int rc = inject_stuck_(*index, pid);
   if (rc == kNvmlInUse) return Status::FailedPrecondition("a kernel is stuck on " + uuid);
   if (rc != kNvmlSuccess) {
     return Status::Unavailable("vgpuSimgpuInjectStuckKernel: NVML error " + std::to_string(rc));
@@ -52,16 +58,9 @@ Status InjectingBackend::InjectStuckKernel(const std::string& uuid, uint32_t pid
 }
 
 Status InjectingBackend::ClearStuckKernel(const std::string& uuid) {
-  int index;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    index = IndexOfLocked(uuid);
-  }
-  if (index < 0) return Status::InvalidArgument("no GPU " + uuid);
-  if (clear_stuck_ == nullptr) {
-    return Status::FailedPrecondition("stuck kernels are injected on the simulated GPU only");
-  }
-  const int rc = clear_stuck_(static_cast<unsigned>(index));
+  Result<unsigned> index = SimIndex(uuid, clear_stuck_ != nullptr);
+  if (!index) return index.status();
+  const int rc = clear_stuck_(*index);
   if (rc == kNvmlNotFound) return Status::NotFound("no stuck kernel on " + uuid);
   if (rc != kNvmlSuccess) {
     return Status::Unavailable("vgpuSimgpuClearStuckKernel: NVML error " + std::to_string(rc));

@@ -78,6 +78,8 @@ class InjectingBackend final : public DeviceBackend {
   std::deque<HealthEvent> events_;
   std::set<std::string> lost_;
   int IndexOfLocked(const std::string& uuid) const;
+  // The index of GPU `uuid` for a simulation call (`available`: the export was found).
+  Result<unsigned> SimIndex(const std::string& uuid, bool available) const;
 
   int resets_ = 0;
   std::vector<std::string> uuids_;  // by index, from the last Discover()
