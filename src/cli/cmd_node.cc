@@ -50,6 +50,7 @@ struct NodeFlags {
   std::string kubeconfig;
   std::string pods_file;
   std::string health_recovery = "2m";
+  std::string kernel_deadline = "60s";
   std::string ignore_xids;
   std::string sticky_xids;
   std::string tenant_levels;
@@ -175,6 +176,13 @@ Result<node::DaemonOptions> BuildOptions(const NodeFlags& f) {
   auto recovery = DurationMs("--health-recovery", f.health_recovery, 0, 7LL * 24 * 3600 * 1000);
   if (!recovery) return recovery.error();
   o.health.gpu.probation_quiet_s = *recovery / 1000;
+  if (f.kernel_deadline == "0") {
+    o.health.kernel_deadline_ms = 0;  // off
+  } else {
+    auto deadline = DurationMs("--kernel-deadline", f.kernel_deadline, 1, 7LL * 24 * 3600 * 1000);
+    if (!deadline) return deadline.error();
+    o.health.kernel_deadline_ms = *deadline;
+  }
   auto ignored = node::ParseXidList(f.ignore_xids);
   if (!ignored) return Bad("--health-ignore-xids", ignored.error().message());
   o.health.ignored_xids = *ignored;
@@ -366,6 +374,10 @@ int RunNode(int argc, char** argv) {
                  "Probation: after a reset and a passing probe, a GPU is healthy again after "
                  "this long without a new XID")
       ->capture_default_str();
+  app.add_option("--kernel-deadline", f.kernel_deadline,
+                 "A kernel running longer makes its GPU suspect and is a signal for its tenant, "
+                 "where the GPU reports running kernels (the simulated GPU); 0 turns it off")
+      ->capture_default_str();
   app.add_option("--health-ignore-xids", f.ignore_xids,
                  "XIDs counted as harmless whatever NVIDIA's catalog says (docs/faults.md)")
       ->capture_default_str();
@@ -374,7 +386,8 @@ int RunNode(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--tenant-levels", f.tenant_levels,
                  "Quarantine levels of a tenant, field=value,... (warn, limit, pause, terminate "
-                 "strikes; quiet; limit-share; *-weight; oom-storm, oom-window, ramp-pct, "
+                 "strikes; quiet; limit-share; *-weight (stuck-kernel-weight too); oom-storm, "
+                 "oom-window, ramp-pct, "
                  "ramp-window): docs/faults.md");
   app.add_option("--rules", f.rules,
                  "Tuning rules (YAML, docs/analyze.md; deploy/analyze/rules.yaml) evaluated over "

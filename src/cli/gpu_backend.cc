@@ -40,7 +40,9 @@ Result<std::unique_ptr<device::DeviceBackend>> OpenGpuBackend(const GpuBackendRe
     VGPU_LOG_DEBUG("NVML lacks %s; the values it gives are not reported", name.c_str());
   }
   std::unique_ptr<device::DeviceBackend> backend = std::move(*nvml);
-  if (r.sim) backend = std::make_unique<device::InjectingBackend>(std::move(backend));
+  if (r.sim) {
+    backend = std::make_unique<device::InjectingBackend>(std::move(backend), options.library_path);
+  }
   return backend;
 }
 

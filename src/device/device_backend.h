@@ -80,6 +80,13 @@ struct DeviceSample {
   std::optional<uint64_t> nvlink_receive_bytes_total;
   std::vector<NvLinkLinkSample> nvlink_links;  // active links only
   std::vector<ProcessUsage> processes;
+  // The kernel running now (its process, host pid; how long it has run), where the backend can
+  // tell: the simulated GPU can, NVML cannot. The node's stuck-kernel detection reads it.
+  struct RunningKernel {
+    uint32_t pid = 0;
+    int64_t running_ns = 0;
+  };
+  std::optional<RunningKernel> running_kernel;
 };
 
 // A health event reported by the driver (or injected on a fake or simulated GPU).

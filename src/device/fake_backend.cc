@@ -151,6 +151,30 @@ Status FakeBackend::Reset(int index) {
   return Status::Ok();
 }
 
+void FakeBackend::FailProbes(int index, std::string message) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (index < 0) return;
+  if (probe_failures_.size() <= static_cast<size_t>(index)) probe_failures_.resize(index + 1);
+  probe_failures_[index] = std::move(message);
+}
+
+Status FakeBackend::Probe(int index) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++probes_;
+    if (index >= 0 && static_cast<size_t>(index) < probe_failures_.size() &&
+        !probe_failures_[index].empty()) {
+      return Status::Unavailable(probe_failures_[index]);
+    }
+  }
+  return Sample(index).status();
+}
+
+int FakeBackend::probes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return probes_;
+}
+
 int FakeBackend::resets() const {
   std::lock_guard<std::mutex> lock(mu_);
   return resets_;

@@ -66,6 +66,11 @@ class FakeBackend final : public DeviceBackend {
   // A reset makes a lost GPU answer again; counted by resets().
   Status Reset(int index) override;
   int resets() const;
+  // Probe fails (kUnavailable, `message`) on GPU `index` until FailProbes(index, ""); else it is
+  // a sample. Counted by probes().
+  void FailProbes(int index, std::string message);
+  Status Probe(int index) override;
+  int probes() const;
 
   // The topology ReadTopology() returns; without one it is kUnavailable.
   void SetTopology(topo::Topology topology);
@@ -73,6 +78,8 @@ class FakeBackend final : public DeviceBackend {
 
  private:
   int resets_ = 0;
+  int probes_ = 0;
+  std::vector<std::string> probe_failures_;  // by index, grown on demand
   std::optional<topo::Topology> topology_;
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -1,12 +1,72 @@
 #include "device/injecting_backend.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <chrono>
 
 namespace vgpu::device {
+namespace {
 
-InjectingBackend::InjectingBackend(std::unique_ptr<DeviceBackend> inner)
-    : inner_(std::move(inner)) {}
+constexpr int kNvmlSuccess = 0;
+constexpr int kNvmlNotFound = 6;
+constexpr int kNvmlInUse = 19;
+
+}  // namespace
+
+InjectingBackend::InjectingBackend(std::unique_ptr<DeviceBackend> inner,
+                                   const std::string& sim_nvml_library)
+    : inner_(std::move(inner)) {
+  if (sim_nvml_library.empty()) return;
+  // The wrapped backend has loaded it already: this finds the same copy (never unloaded).
+  void* lib = dlopen(sim_nvml_library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) return;
+  inject_stuck_ = reinterpret_cast<InjectStuckFn>(dlsym(lib, "vgpuSimgpuInjectStuckKernel"));
+  clear_stuck_ = reinterpret_cast<ClearStuckFn>(dlsym(lib, "vgpuSimgpuClearStuckKernel"));
+  running_kernel_ = reinterpret_cast<RunningKernelFn>(dlsym(lib, "vgpuSimgpuRunningKernel"));
+}
+
+int InjectingBackend::IndexOfLocked(const std::string& uuid) const {
+  for (size_t i = 0; i < uuids_.size(); ++i) {
+    if (uuids_[i] == uuid) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+Result<unsigned> InjectingBackend::SimIndex(const std::string& uuid, bool available) const {
+  int index;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    index = IndexOfLocked(uuid);
+  }
+  if (index < 0) return Status::InvalidArgument("no GPU " + uuid);
+  if (!available) {
+    return Status::FailedPrecondition("stuck kernels are injected on the simulated GPU only");
+  }
+  return static_cast<unsigned>(index);
+}
+
+Status InjectingBackend::InjectStuckKernel(const std::string& uuid, uint32_t pid) {
+  Result<unsigned> index = SimIndex(uuid, inject_stuck_ != nullptr);
+  if (!index) return index.status();
+  const int rc = inject_stuck_(*index, pid);
+  if (rc == kNvmlInUse) return Status::FailedPrecondition("a kernel is stuck on " + uuid);
+  if (rc != kNvmlSuccess) {
+    return Status::Unavailable("vgpuSimgpuInjectStuckKernel: NVML error " + std::to_string(rc));
+  }
+  return Status::Ok();
+}
+
+Status InjectingBackend::ClearStuckKernel(const std::string& uuid) {
+  Result<unsigned> index = SimIndex(uuid, clear_stuck_ != nullptr);
+  if (!index) return index.status();
+  const int rc = clear_stuck_(*index);
+  if (rc == kNvmlNotFound) return Status::NotFound("no stuck kernel on " + uuid);
+  if (rc != kNvmlSuccess) {
+    return Status::Unavailable("vgpuSimgpuClearStuckKernel: NVML error " + std::to_string(rc));
+  }
+  return Status::Ok();
+}
 
 void InjectingBackend::InjectEvent(HealthEvent event) {
   {
@@ -46,7 +106,15 @@ Result<DeviceSample> InjectingBackend::Sample(int index) {
       return Status::Unavailable("GPU " + uuids_[index] + " does not answer (injected)");
     }
   }
-  return inner_->Sample(index);
+  Result<DeviceSample> sample = inner_->Sample(index);
+  if (sample && running_kernel_ != nullptr && index >= 0) {
+    unsigned pid = 0;
+    unsigned long long running_ns = 0;
+    if (running_kernel_(static_cast<unsigned>(index), &pid, &running_ns) == kNvmlSuccess) {
+      sample->running_kernel = DeviceSample::RunningKernel{pid, static_cast<int64_t>(running_ns)};
+    }
+  }
+  return sample;
 }
 
 std::vector<HealthEvent> InjectingBackend::WaitForEvents(int timeout_ms) {
@@ -80,6 +148,8 @@ Status InjectingBackend::Reset(int index) {
     return Status::InvalidArgument("no GPU " + std::to_string(index));
   }
   lost_.erase(uuids_[index]);
+  // A reset ends the work on the GPU, a stuck kernel too.
+  if (clear_stuck_ != nullptr) (void)clear_stuck_(static_cast<unsigned>(index));
   ++resets_;
   return Status::Ok();
 }

@@ -443,6 +443,21 @@ std::vector<HealthEvent> NvmlBackend::WaitForEvents(int timeout_ms) {
   return out;
 }
 
+Status NvmlBackend::Probe(int index) {
+  Result<DeviceSample> sample = Sample(index);
+  if (!sample) return sample.status();
+  if (options_.cuda_library_path.empty()) return Status::Ok();
+  std::string bus;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (index >= 0 && index < static_cast<int>(bus_ids_.size())) bus = bus_ids_[index];
+  }
+  if (bus.empty()) return Status::Ok();
+  Result<MigModeState> mig = GetMigMode(index);
+  if (mig && mig->current) return Status::Ok();
+  return ProbeGpuWork(options_.cuda_library_path, bus, options_.probe_timeout_ms);
+}
+
 Result<DeviceSample> NvmlBackend::Sample(int index) {
   const Api& a = *api_;
   nvmlDevice_t dev = nullptr;

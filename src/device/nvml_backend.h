@@ -27,8 +27,11 @@ namespace vgpu::device {
 struct NvmlBackendOptions {
   // dlopen name or path of NVML.
   std::string library_path = "libnvidia-ml.so.1";
-  // dlopen name or path of the CUDA driver, used only for SM counts; empty: do not load it.
+  // dlopen name or path of the CUDA driver, used for SM counts and the recovery probe; empty: do
+  // not load it (the probe is then a sample).
   std::string cuda_library_path = "libcuda.so.1";
+  // How long the recovery probe's copy, kernel and copy may take (cuda_probe.h ProbeGpuWork).
+  int probe_timeout_ms = 5000;
   // Root of sysfs, for the NUMA-node fallback (tests point it elsewhere).
   std::string sysfs_root = "/sys";
 };
@@ -57,6 +60,11 @@ class NvmlBackend final : public DeviceBackend {
   Result<MigInstance> CreateMigInstance(int index, int profile_id, int start) override;
   Status DestroyMigInstance(int index, int gi_id) override;
   Status SetComputeMode(int index, ComputeMode mode) override;
+
+  // The recovery probe: a sample, then an allocation, copy, kernel and copy through the CUDA
+  // driver (cuda_probe.h ProbeGpuWork) on the GPU; a GPU in MIG mode (whose instances are no CUDA
+  // devices to the node) or a backend without the CUDA driver is probed by the sample alone.
+  Status Probe(int index) override;
 
   // Names of the optional entry points this NVML lacks (for the startup log).
   std::vector<std::string> MissingFunctions() const;

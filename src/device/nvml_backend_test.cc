@@ -12,6 +12,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
+
+#include "device/injecting_backend.h"
 
 namespace vgpu::device {
 namespace {
@@ -123,6 +126,63 @@ TEST_F(SimNvmlTest, NoEventsOnTheSimulation) {
   auto start = std::chrono::steady_clock::now();
   EXPECT_TRUE(backend_->WaitForEvents(30).empty());
   EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(25));
+}
+
+// The recovery probe runs a real allocation, copy, kernel and copy on the simulated GPU; an
+// injected stuck kernel makes it time out (and shows as the GPU's running kernel) until it is
+// cleared or the GPU is reset; the other GPU is not affected.
+TEST_F(SimNvmlTest, TheProbeRunsRealWorkAndFailsBehindAStuckKernel) {
+  NvmlBackendOptions options;
+  options.library_path = VGPU_SIM_NVML;
+  options.cuda_library_path = VGPU_SIM_CUDA;
+  options.sysfs_root = (*dir_ / "sys").string();
+  options.probe_timeout_ms = 300;
+  auto nvml = NvmlBackend::Open(options);
+  ASSERT_TRUE(nvml.has_value()) << nvml.error().ToString();
+  InjectingBackend b(std::move(*nvml), VGPU_SIM_NVML);
+  auto devices = b.Discover();
+  ASSERT_TRUE(devices.has_value());
+  const std::string gpu0 = (*devices)[0].uuid;
+  Status ok = b.Probe(0);
+  EXPECT_TRUE(ok.ok()) << ok.ToString();
+  ASSERT_TRUE(b.Sample(0).has_value());
+  EXPECT_FALSE(b.Sample(0)->running_kernel.has_value());
+
+  // The next kernel on GPU 0, of any process (here the probe's own), never ends.
+  ASSERT_TRUE(b.InjectStuckKernel(gpu0, 0).ok());
+  Status failed = b.Probe(0);
+  EXPECT_EQ(failed.code(), StatusCode::kUnavailable);
+  EXPECT_NE(failed.message().find("did not complete within 300 ms"), std::string::npos)
+      << failed.ToString();
+  auto sample = b.Sample(0);
+  ASSERT_TRUE(sample.has_value() && sample->running_kernel.has_value());
+  EXPECT_EQ(sample->running_kernel->pid, static_cast<uint32_t>(getpid()));
+  EXPECT_GE(sample->running_kernel->running_ns, 300'000'000);
+  EXPECT_EQ(b.InjectStuckKernel(gpu0, 0).code(), StatusCode::kFailedPrecondition);
+  Status other = b.Probe(1);
+  EXPECT_TRUE(other.ok()) << other.ToString();
+
+  // Cleared while a probe waits behind it: the stuck kernel ends, the probe's work after it
+  // completes, and the probe passes.
+  std::thread clear([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_TRUE(b.ClearStuckKernel(gpu0).ok());
+  });
+  Status waited = b.Probe(0);
+  clear.join();
+  EXPECT_TRUE(waited.ok()) << waited.ToString();
+  EXPECT_FALSE(b.Sample(0)->running_kernel.has_value());
+  EXPECT_EQ(b.ClearStuckKernel(gpu0).code(), StatusCode::kNotFound);
+
+  // Armed for another process: this one's kernels run; a reset clears a stuck kernel too.
+  ASSERT_TRUE(b.InjectStuckKernel(gpu0, 1).ok());
+  EXPECT_TRUE(b.Probe(0).ok());
+  ASSERT_TRUE(b.ClearStuckKernel(gpu0).ok());  // disarms it
+  ASSERT_TRUE(b.InjectStuckKernel(gpu0, 0).ok());
+  EXPECT_FALSE(b.Probe(0).ok());
+  ASSERT_TRUE(b.Reset(0).ok());
+  EXPECT_TRUE(b.Probe(0).ok());
+  EXPECT_EQ(b.InjectStuckKernel("GPU-nope", 0).code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(SimNvmlTest, SeesAProcessThatHoldsMemory) {

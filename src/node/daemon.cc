@@ -1,5 +1,7 @@
 #include "node/daemon.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <ctime>
 #include <set>
@@ -8,6 +10,7 @@
 #include "common/log.h"
 #include "node/arbiter_usage.h"
 #include "node/metrics.h"
+#include "node/mig_tenant.h"
 #include "node/slice_control.h"
 #include "node/unit_id.h"
 
@@ -217,7 +220,10 @@ void Daemon::HealthLoop() {
       VGPU_LOG_INFO("health event on %s: %s %llu %s", e.uuid.empty() ? "all GPUs" : e.uuid.c_str(),
                     device::HealthEventKindName(e.kind), static_cast<unsigned long long>(e.code),
                     e.description.c_str());
-      changed |= state_->health().OnEvent(e, NowNs());
+      const bool mig_attributed = e.kind == device::HealthEvent::Kind::kXid && e.pid == 0 &&
+                                  e.gpu_instance_id != device::HealthEvent::kNoInstance &&
+                                  AttributeMigXid(e);
+      changed |= state_->health().OnEvent(e, NowNs(), mig_attributed);
       if (e.kind == device::HealthEvent::Kind::kXid && e.pid != 0) AttributeXid(e);
     }
     changed |= state_->health().Tick(NowNs());
@@ -278,11 +284,18 @@ void Daemon::RunHealthActions() {
 
 void Daemon::SampleNow() {
   bool changed = false;
+  const uint32_t self = static_cast<uint32_t>(getpid());
   for (const device::DeviceInfo& d : state_->devices()) {
     auto sample = backend_->Sample(d.index);
-    changed |= state_->health().OnSample(d.uuid, sample.has_value(),
-                                         sample ? "" : sample.error().message(), NowNs(),
-                                         sample ? static_cast<int>(sample->processes.size()) : -1);
+    // The daemon's own recovery probe does not hold the GPU against its reset.
+    const int processes = sample
+                              ? static_cast<int>(std::count_if(
+                                    sample->processes.begin(), sample->processes.end(),
+                                    [&](const device::ProcessUsage& p) { return p.pid != self; }))
+                              : -1;
+    changed |= state_->health().OnSample(
+        d.uuid, sample.has_value(), sample ? "" : sample.error().message(), NowNs(), processes);
+    if (sample) changed |= CheckRunningKernel(d.uuid, sample->running_kernel);
     state_->StoreSample(d.index, sample ? std::optional(std::move(*sample)) : std::nullopt);
   }
   changed |= state_->health().Tick(NowNs());
@@ -291,28 +304,82 @@ void Daemon::SampleNow() {
   if (!options_.observe_only) TenantRound();
 }
 
-void Daemon::AttributeXid(const device::HealthEvent& e) {
-  faults::XidClass cls = state_->health().ClassOf(e.uuid, e.code);
-  if (faults::IsFatal(cls)) return;  // the GPU's business
-  auto id = IdentityOfHostPid(options_.proc_root, e.pid);
+std::optional<std::string> Daemon::SliceOfHostPid(uint32_t host_pid, std::string* why) const {
+  auto id = IdentityOfHostPid(options_.proc_root, host_pid);
   if (!id) {
-    VGPU_LOG_INFO("XID %llu names pid %u, which is gone", static_cast<unsigned long long>(e.code),
-                  e.pid);
-    return;
+    *why = "pid " + std::to_string(host_pid) + " is gone";
+    return std::nullopt;
   }
   for (const SliceRecord& r : slices_.List()) {
     auto view = ReadSliceControl(r.region_path);
     if (!view) continue;
     for (const SliceProcess& p : view->processes) {
-      if (p.pid == id->pid && p.pid_ns == id->pid_ns) {
-        TenantSignal(r.name, faults::TenantSignal::kXid, 1,
-                     "XID " + std::to_string(e.code) + " of pid " + std::to_string(e.pid));
-        return;
-      }
+      if (p.pid == id->pid && p.pid_ns == id->pid_ns) return r.name;
     }
   }
-  VGPU_LOG_INFO("XID %llu of pid %u: not a process of a slice",
-                static_cast<unsigned long long>(e.code), e.pid);
+  *why = "pid " + std::to_string(host_pid) + " is not a process of a slice";
+  return std::nullopt;
+}
+
+void Daemon::AttributeXid(const device::HealthEvent& e) {
+  faults::XidClass cls = state_->health().ClassOf(e.uuid, e.code);
+  if (faults::IsFatal(cls)) return;  // the GPU's business
+  std::string why;
+  if (auto slice = SliceOfHostPid(e.pid, &why)) {
+    TenantSignal(*slice, faults::TenantSignal::kXid, 1,
+                 "XID " + std::to_string(e.code) + " of pid " + std::to_string(e.pid));
+    return;
+  }
+  VGPU_LOG_INFO("XID %llu: %s", static_cast<unsigned long long>(e.code), why.c_str());
+}
+
+bool Daemon::AttributeMigXid(const device::HealthEvent& e) {
+  faults::XidClass cls = state_->health().ClassOf(e.uuid, e.code);
+  if (faults::IsFatal(cls)) return false;  // the instance's business
+  const device::DeviceInfo* gpu = state_->FindByUuid(e.uuid);
+  if (gpu == nullptr) return false;
+  const std::string mig_uuid =
+      MigInstanceUuid(state_->MigInstances(gpu->index), e.gpu_instance_id, e.compute_instance_id);
+  std::vector<MigClaim> claims;
+  if (mig_ != nullptr) claims = mig_->Claims();
+  std::string why;
+  auto slice =
+      OnlyTenantOfMigInstance(slices_.List(), mig_ != nullptr ? &claims : nullptr, mig_uuid, &why);
+  const std::string what = "XID " + std::to_string(e.code) + " on MIG instance gi" +
+                           std::to_string(e.gpu_instance_id) + " of " + e.uuid;
+  if (!slice) {
+    VGPU_LOG_INFO("%s: not attributed (%s)", what.c_str(), why.c_str());
+    return false;
+  }
+  TenantSignal(*slice, faults::TenantSignal::kXid, 1, what + " (its only tenant)");
+  return true;
+}
+
+bool Daemon::CheckRunningKernel(const std::string& uuid,
+                                const std::optional<device::DeviceSample::RunningKernel>& k) {
+  const int64_t deadline_ns = options_.health.kernel_deadline_ms * 1'000'000LL;
+  std::lock_guard<std::mutex> lock(stuck_mu_);
+  if (deadline_ns <= 0 || !k || k->running_ns < deadline_ns) {
+    stuck_kernels_.erase(uuid);
+    return false;
+  }
+  // The same kernel as last round: the same process, and it has not run for less time since.
+  auto it = stuck_kernels_.find(uuid);
+  const bool first =
+      it == stuck_kernels_.end() || it->second.first != k->pid || k->running_ns < it->second.second;
+  stuck_kernels_[uuid] = {k->pid, k->running_ns};
+  const std::string what = "a kernel of pid " + std::to_string(k->pid) + " has run for " +
+                           std::to_string(k->running_ns / 1'000'000) + " ms (deadline " +
+                           std::to_string(options_.health.kernel_deadline_ms) + " ms)";
+  if (first && !options_.observe_only) {
+    std::string why;
+    if (auto slice = SliceOfHostPid(k->pid, &why)) {
+      TenantSignal(*slice, faults::TenantSignal::kStuckKernel, 1, what + " on " + uuid);
+    } else {
+      VGPU_LOG_INFO("stuck kernel on %s: %s", uuid.c_str(), why.c_str());
+    }
+  }
+  return state_->health().OnStuckKernel(uuid, what, first, NowNs());
 }
 
 void Daemon::TenantSignal(const std::string& slice, faults::TenantSignal signal, int count,
@@ -490,10 +557,15 @@ Status Daemon::Inject(const MetricsServer::InjectRequest& r) {
   } else if (event == "found") {
     injector_->SetLost(target->uuid, false);
     return Status::Ok();
+  } else if (event == "stuck-kernel") {
+    return injector_->InjectStuckKernel(target->uuid, r.pid);
+  } else if (event == "unstuck") {
+    return injector_->ClearStuckKernel(target->uuid);
   } else {
     return Status::InvalidArgument(
         "event: \"" + event +
-        "\" is not one of xid, ecc-dbe, recovery-action, recovered, lost, found");
+        "\" is not one of xid, ecc-dbe, recovery-action, recovered, lost, found, stuck-kernel, "
+        "unstuck");
   }
   injector_->InjectEvent(std::move(e));
   return Status::Ok();

@@ -24,8 +24,10 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -135,8 +137,18 @@ class Daemon {
   void RunHealthActions();
   // Counters and memory of every slice into the tenant levels; their quiet periods.
   void TenantRound();
+  // The slice whose region lists host pid `pid` (*why says why there is none).
+  std::optional<std::string> SliceOfHostPid(uint32_t pid, std::string* why) const;
   // An XID that names its process: a signal for that process's slice.
   void AttributeXid(const device::HealthEvent& event);
+  // An application or ignore class XID with MIG instance ids and no process: a signal for the
+  // instance's only tenant (node/mig_tenant.h). True when it was attributed.
+  bool AttributeMigXid(const device::HealthEvent& event);
+  // The kernel running on GPU `uuid` (where the backend reports it): past the kernel deadline,
+  // the GPU is Suspect and the kernel's tenant gets a signal (once per kernel). True when the
+  // GPU's schedulable state changed.
+  bool CheckRunningKernel(const std::string& uuid,
+                          const std::optional<device::DeviceSample::RunningKernel>& kernel);
   Status Inject(const MetricsServer::InjectRequest& request);
   bool WaitStop(int ms);
   // Loads options_.rules_file and sets up the engine (daemon_rules.cc).
@@ -165,6 +177,9 @@ class Daemon {
   std::unique_ptr<faults::TenantLevels> tenants_;
   std::mutex rules_mu_;  // one rule round at a time
   std::unique_ptr<RuleEngine> rules_;
+  std::mutex stuck_mu_;  // guards stuck_kernels_
+  // GPUs with a kernel past the deadline: its pid and how long it had run at the last round.
+  std::map<std::string, std::pair<uint32_t, int64_t>> stuck_kernels_;
   std::vector<std::thread> threads_;
   std::mutex mu_;
   std::mutex health_actions_mu_;  // one RunHealthActions() at a time

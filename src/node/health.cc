@@ -52,7 +52,7 @@ XidClass HealthTracker::ClassOf(const std::string& uuid, uint64_t xid) const {
   return ClassLocked(uuid, xid);
 }
 
-bool HealthTracker::OnEvent(const device::HealthEvent& event, int64_t now_ns) {
+bool HealthTracker::OnEvent(const device::HealthEvent& event, int64_t now_ns, bool attributed) {
   std::lock_guard<std::mutex> lock(mu_);
   auto before = SchedulableLocked();
   using Kind = device::HealthEvent::Kind;
@@ -109,7 +109,7 @@ bool HealthTracker::OnEvent(const device::HealthEvent& event, int64_t now_ns) {
     case Kind::kXid: {
       XidClass cls = ClassLocked(event.uuid, event.code);
       // Attributed to a process: the tenant's business (tenant_levels.h), not the GPU's.
-      if (event.pid != 0 && !faults::IsFatal(cls)) break;
+      if ((event.pid != 0 || attributed) && !faults::IsFatal(cls)) break;
       target->machine.OnXid(event.code, cls, now_ns, &actions_);
       break;
     }
@@ -131,6 +131,17 @@ bool HealthTracker::Tick(int64_t now_ns) {
   std::lock_guard<std::mutex> lock(mu_);
   auto before = SchedulableLocked();
   for (auto& [k, e] : entries_) e.machine.Tick(now_ns, &actions_);
+  return Changed(before);
+}
+
+bool HealthTracker::OnStuckKernel(const std::string& uuid, const std::string& what, bool first,
+                                  int64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto before = SchedulableLocked();
+  Entry* e = FindLocked(HealthKey{uuid}, false);
+  if (e == nullptr) return false;
+  if (first) ++e->events["stuck-kernel:0"];
+  e->machine.OnStuckKernel(what, now_ns, &actions_);
   return Changed(before);
 }
 

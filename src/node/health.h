@@ -8,7 +8,8 @@
 //   - an XID attributed to a process (pid set) of class application or ignore concerns that
 //     process's tenant only (node/faults/tenant_levels.h): counted here, never fed to the GPU;
 //   - an XID with MIG instance ids goes to that instance's machine (created on first use); a
-//     fatal one takes only that instance out of service;
+//     fatal one takes only that instance out of service; an application or ignore class one the
+//     daemon attributed to the instance's only tenant is that tenant's, as with a pid;
 //   - an XID without a GPU (the event set failed) goes to every GPU as a failed sample;
 //   - a recovery-action event (XID 154's payload) is remembered per GPU and overrides the class
 //     of the XIDs that follow; a change back to "none" reports the GPU recovered (an operator
@@ -35,6 +36,9 @@ namespace vgpu::node {
 
 struct HealthRules {
   faults::GpuHealthRules gpu;
+  // A kernel running longer than this (where the backend reports running kernels: the simulated
+  // GPU) makes its GPU Suspect and is a signal for its tenant. 0: off.
+  int64_t kernel_deadline_ms = 60'000;
   std::set<uint64_t> ignored_xids;
   std::set<uint64_t> sticky_xids;
 };
@@ -56,11 +60,17 @@ class HealthTracker {
   HealthTracker(std::vector<std::string> uuids, HealthRules rules);
 
   // Each returns true when the schedulable state of some GPU or instance changed.
-  bool OnEvent(const device::HealthEvent& event, int64_t now_ns);
+  // `attributed`: the daemon charged the XID to a tenant without a pid (the only tenant of its
+  // MIG instance); like one with a pid, an application or ignore class XID then concerns the
+  // tenant only.
+  bool OnEvent(const device::HealthEvent& event, int64_t now_ns, bool attributed = false);
   // `processes`: how many processes hold the GPU (-1 unknown).
   bool OnSample(const std::string& uuid, bool ok, const std::string& error, int64_t now_ns,
                 int processes = -1);
   bool Tick(int64_t now_ns);
+  // A kernel on `uuid` has run past kernel_deadline_ms (`what`: whose, how long); called every
+  // sampling round while it runs, `first` the first time for this kernel (counted as an event).
+  bool OnStuckKernel(const std::string& uuid, const std::string& what, bool first, int64_t now_ns);
   bool OnResetResult(const faults::HealthKey& key, bool ok, const std::string& error,
                      int64_t now_ns);
   bool OnProbeResult(const faults::HealthKey& key, bool ok, const std::string& error,

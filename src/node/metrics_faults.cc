@@ -38,8 +38,9 @@ void AddFaultMetrics(MetricsBuilder& m, const std::string& node_name,
       Labels sl = l;
       sl.emplace_back("signal", signal);
       m.Add("vgpu_tenant_signals_total", MetricType::kCounter,
-            "Signals attributed to the tenant (xid, launch-failure, oom-storm, memory-ramp)", sl,
-            static_cast<double>(count));
+            "Signals attributed to the tenant (xid, launch-failure, oom-storm, memory-ramp, "
+            "stuck-kernel)",
+            sl, static_cast<double>(count));
     }
   }
 }

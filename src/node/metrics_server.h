@@ -3,9 +3,11 @@
 //   GET  /healthz   200 while the daemon runs
 //   GET  /readyz    200 once registered with kubelet, else 503
 //   POST /sim/health  form or query parameters gpu=<uuid or index>,
-//                   event=<xid|ecc-dbe|recovery-action|recovered|lost|found>, code=N, and
-//                   optionally pid=N (the process an XID is attributed to), gi=N and ci=N
-//                   (its MIG instance): fault injection, present only when an injector is set
+//                   event=<xid|ecc-dbe|recovery-action|recovered|lost|found|stuck-kernel|
+//                   unstuck>, code=N, and optionally pid=N (the process an XID is attributed
+//                   to; for stuck-kernel the process whose next kernel never ends, else any),
+//                   gi=N and ci=N (its MIG instance): fault injection, present only when an
+//                   injector is set
 //                   (vgpu node --sim). Send a body (curl -d ...): a POST without
 //                   Content-Length is not answered.
 // Serves on its own threads; Stop() returns after the listener closed.

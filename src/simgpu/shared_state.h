@@ -34,7 +34,7 @@ namespace vgpu::simgpu {
 
 inline constexpr char kStateMagic[8] = {'V', 'G', 'S', 'I', 'M', 'G', 'P', 'U'};
 inline constexpr uint32_t kStateMajor = 2;
-inline constexpr uint32_t kStateMinor = 0;
+inline constexpr uint32_t kStateMinor = 1;
 inline constexpr int kMaxProcesses = 64;
 // MIG GPU instances, over all devices. Device record kMaxDevices + i belongs to instance slot i,
 // so an instance has its own memory and kernel timeline (see mig_state.h).
@@ -126,6 +126,26 @@ struct MigDeviceState {
   uint32_t reserved;
 };
 
+// (minor 1) Stuck kernels (timeline.h, "Stuck kernels"): an injected kernel that does not end
+// until it is cleared. Episode k's stuck kernel ends at StuckEnd(k), a time far beyond any clock
+// reading; work queued behind it gets times beyond that. Clearing episode k at C records C here
+// and maps every time t of episode k to C + (t - StuckEnd(k)).
+inline constexpr int kStuckRing = 16;  // clear times kept for the last 16 episodes
+struct StuckClear {
+  uint64_t episode;  // 0: unused
+  uint64_t cleared_ns;
+};
+struct StuckState {
+  uint64_t episodes;               // episodes ever begun (the next is episodes + 1)
+  StuckClear cleared[kStuckRing];  // by episode % kStuckRing
+  // Per device record: the pid whose next kernel sticks (-1 any process, 0 not armed), the
+  // episode stuck on it now (0 none), and its stuck kernel's start and process.
+  int32_t armed_pid[kMaxRecords];
+  int32_t stuck_pid[kMaxRecords];
+  uint64_t active_episode[kMaxRecords];
+  uint64_t stuck_since_ns[kMaxRecords];
+};
+
 struct StateHeader {
   char magic[8];
   uint32_t major;
@@ -146,6 +166,7 @@ struct SharedStateLayout {
   MigDeviceState mig[kMaxDevices];
   MigGpuInstanceRecord mig_instances[kMaxMigInstances];
   UtilBucket process_buckets[kMaxRecords][kMaxProcesses][kUtilBuckets];
+  StuckState stuck;  // (minor 1)
 };
 
 static_assert(sizeof(PendingKernel) == 24);
@@ -155,6 +176,7 @@ static_assert(sizeof(DeviceRecord) == 64 + 24 * kPendingCapacity + 16 * kUtilBuc
 static_assert(sizeof(ProcessRecord) == 16 + 8 * kMaxRecords * 4 + 4 * kMaxRecords);
 static_assert(sizeof(MigComputeRecord) == 32);
 static_assert(sizeof(MigGpuInstanceRecord) == 48 + 32 * kMaxComputeInstances + 32);
+static_assert(sizeof(StuckState) == 8 + 16 * kStuckRing + 24 * kMaxRecords);
 static_assert(std::is_trivially_copyable_v<SharedStateLayout>);
 
 // The slot of process `pid`, or -1 (read with the lock held, or accept a racy answer).

@@ -51,18 +51,17 @@ void Settle(SharedStateLayout* state, int device, uint64_t now_ns) {
   while (dev.pending_head != dev.pending_tail) {
     PendingKernel& k = dev.pending[dev.pending_head % kPendingCapacity];
     if (k.start_ns >= now_ns) break;
+    // Time before settled_until was counted by an earlier call (a kernel running then).
+    uint64_t from = std::max(k.start_ns, dev.settled_until_ns);
     uint64_t until = std::min(k.end_ns, now_ns);
-    AddBusy(dev.buckets, k.start_ns, until);
+    AddBusy(dev.buckets, from, until);
     if (k.process_slot < static_cast<uint32_t>(kMaxProcesses)) {
       const ProcessRecord& p = state->processes[k.process_slot];
       if (p.pid != 0 && p.generation == k.process_generation) {
-        AddBusy(state->process_buckets[device][k.process_slot], k.start_ns, until);
+        AddBusy(state->process_buckets[device][k.process_slot], from, until);
       }
     }
-    if (k.end_ns > now_ns) {
-      k.start_ns = now_ns;  // the rest is counted later
-      break;
-    }
+    if (k.end_ns > now_ns) break;  // the rest is counted later
     dev.pending_head++;
   }
   dev.settled_until_ns = now_ns;
@@ -77,7 +76,19 @@ KernelTiming EnqueueKernel(SharedStateLayout* state, int device, int slot, uint6
     t.retry_at_ns = dev.pending[dev.pending_head % kPendingCapacity].end_ns;
     return t;
   }
-  t.start_ns = std::max({now_ns, ready_ns, dev.busy_until_ns});
+  t.start_ns = std::max({now_ns, ResolveTime(state, ready_ns), dev.busy_until_ns});
+  const uint64_t counted_ns = duration_ns;  // a stuck kernel counts as its own duration
+  StuckState& stuck = state->stuck;
+  const int32_t armed = stuck.armed_pid[device];
+  if (armed != 0 && t.start_ns < kStuckBase && (armed < 0 || armed == state->processes[slot].pid)) {
+    // This kernel sticks: it ends only when the episode is cleared.
+    const uint64_t episode = ++stuck.episodes;
+    stuck.armed_pid[device] = 0;
+    stuck.active_episode[device] = episode;
+    stuck.stuck_pid[device] = state->processes[slot].pid;
+    stuck.stuck_since_ns[device] = t.start_ns;
+    duration_ns = StuckEnd(episode) - t.start_ns;
+  }
   t.end_ns = t.start_ns + duration_ns;
   t.queued = true;
   if (duration_ns > 0) {
@@ -90,10 +101,10 @@ KernelTiming EnqueueKernel(SharedStateLayout* state, int device, int slot, uint6
   }
   dev.busy_until_ns = t.end_ns;
   dev.kernels_total++;
-  dev.busy_total_ns += duration_ns;
+  dev.busy_total_ns += counted_ns;
   ProcessRecord& p = state->processes[slot];
   p.kernels[device]++;
-  p.busy_ns[device] += duration_ns;
+  p.busy_ns[device] += counted_ns;
   p.wait_ns[device] += t.start_ns - now_ns;
   return t;
 }
@@ -122,9 +133,9 @@ CopyTiming EnqueueCopy(SharedStateLayout* state, int device, uint64_t now_ns, ui
   int d = static_cast<int>(dir);
   CopyTiming t;
   if (link.bytes_per_s[d] == 0) {
-    t.start_ns = t.end_ns = std::max(now_ns, ready_ns);
+    t.start_ns = t.end_ns = std::max(now_ns, ResolveTime(state, ready_ns));
   } else {
-    t.start_ns = std::max({now_ns, ready_ns, dev.copy_busy_until_ns[d]});
+    t.start_ns = std::max({now_ns, ResolveTime(state, ready_ns), dev.copy_busy_until_ns[d]});
     t.end_ns =
         t.start_ns + CopyDuration(link, dir, bytes, t.start_ns, dev.copy_busy_until_ns[1 - d]);
     dev.copy_busy_until_ns[d] = t.end_ns;
@@ -132,6 +143,72 @@ CopyTiming EnqueueCopy(SharedStateLayout* state, int device, uint64_t now_ns, ui
   dev.copy_bytes_total[d] += bytes;
   dev.copy_busy_total_ns[d] += t.end_ns - t.start_ns;
   return t;
+}
+
+uint64_t ResolveTime(const SharedStateLayout* state, uint64_t t) {
+  if (t < kStuckBase) return t;
+  const uint64_t episode = (t - kStuckBase) >> kStuckEpisodeShift;
+  const StuckClear& c = state->stuck.cleared[episode % kStuckRing];
+  if (__atomic_load_n(&c.episode, __ATOMIC_ACQUIRE) != episode) {
+    // Not cleared yet, or so long ago that its slot was reused (then long over: resolve to 0+).
+    return __atomic_load_n(&state->stuck.episodes, __ATOMIC_RELAXED) >= episode + kStuckRing
+               ? t - StuckEnd(episode)
+               : t;
+  }
+  return __atomic_load_n(&c.cleared_ns, __ATOMIC_RELAXED) + (t - StuckEnd(episode));
+}
+
+bool ArmStuckKernel(SharedStateLayout* state, int device, int32_t pid) {
+  StuckState& s = state->stuck;
+  if (s.active_episode[device] != 0) return false;
+  s.armed_pid[device] = pid == 0 ? -1 : pid;
+  return true;
+}
+
+bool ClearStuckKernel(SharedStateLayout* state, int device, uint64_t now_ns) {
+  StuckState& s = state->stuck;
+  const bool armed = s.armed_pid[device] != 0;
+  s.armed_pid[device] = 0;
+  const uint64_t episode = s.active_episode[device];
+  if (episode == 0) return armed;
+  Settle(state, device, now_ns);
+  StuckClear& c = s.cleared[episode % kStuckRing];
+  __atomic_store_n(&c.cleared_ns, now_ns, __ATOMIC_RELAXED);
+  __atomic_store_n(&c.episode, episode, __ATOMIC_RELEASE);
+  s.active_episode[device] = 0;
+  s.stuck_pid[device] = 0;
+  s.stuck_since_ns[device] = 0;
+  // Every time of the episode in the shared state now resolves to a real time.
+  for (DeviceRecord& dev : state->devices) {
+    dev.busy_until_ns = ResolveTime(state, dev.busy_until_ns);
+    for (uint64_t& b : dev.copy_busy_until_ns) b = ResolveTime(state, b);
+    for (uint64_t i = dev.pending_head; i != dev.pending_tail; ++i) {
+      PendingKernel& k = dev.pending[i % kPendingCapacity];
+      k.start_ns = ResolveTime(state, k.start_ns);
+      k.end_ns = ResolveTime(state, k.end_ns);
+    }
+  }
+  return true;
+}
+
+RunningKernel FindRunningKernel(const SharedStateLayout* state, int device, uint64_t now_ns) {
+  const DeviceRecord& dev = state->devices[device];
+  RunningKernel r;
+  for (uint64_t i = dev.pending_head; i != dev.pending_tail; ++i) {
+    const PendingKernel& k = dev.pending[i % kPendingCapacity];
+    if (k.start_ns > now_ns) break;
+    if (k.end_ns <= now_ns) continue;
+    r.running = true;
+    r.slot = static_cast<int>(k.process_slot);
+    r.start_ns = k.start_ns;
+    if (k.process_slot < static_cast<uint32_t>(kMaxProcesses)) {
+      const ProcessRecord& p = state->processes[k.process_slot];
+      if (p.generation == k.process_generation) r.pid = p.pid;
+    }
+    r.stuck = k.end_ns >= kStuckBase;
+    break;
+  }
+  return r;
 }
 
 uint64_t BusyInWindow(const SharedStateLayout* state, int device, int slot, uint64_t from_ns,

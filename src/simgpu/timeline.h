@@ -18,6 +18,14 @@
 // memory and the PCIe root (measured on A100 SXM: 25 GB/s H2D alone, ~11 GB/s with D2H at once).
 // A bandwidth of 0 makes copies in that direction instant.
 //
+// Stuck kernels (injected faults): ArmStuckKernel makes the next kernel of a process (or of any
+// process) on a device never end: it ends at StuckEnd(k) of a new episode k, a time beyond any
+// clock reading, and work queued behind it on the device (or waiting for it in a stream) gets
+// times beyond that. ClearStuckKernel(device, C) ends it at C: every time t of the episode
+// becomes C + (t - StuckEnd(k)), at once in the shared state and, through ResolveTime, wherever
+// a process keeps such a time (streams, events). Times of an episode not yet cleared stay beyond
+// every real time, so ordering by max() keeps working; a waiter polls until they resolve.
+//
 // All functions operate on a mapped SharedStateLayout and require its lock to be held; they never
 // read the clock themselves (callers pass `now`), so tests drive them with synthetic times.
 #pragma once
@@ -59,6 +67,31 @@ uint64_t CopyDuration(const CopyLink& link, CopyDir dir, uint64_t bytes, uint64_
 // Queues a copy of `bytes` in direction `dir` on device `device`'s link.
 CopyTiming EnqueueCopy(SharedStateLayout* state, int device, uint64_t now_ns, uint64_t ready_ns,
                        uint64_t bytes, CopyDir dir, const CopyLink& link);
+
+inline constexpr uint64_t kStuckBase = 1ULL << 62;
+inline constexpr int kStuckEpisodeShift = 46;  // ~19.5 h of work may queue behind a stuck kernel
+inline constexpr uint64_t StuckEnd(uint64_t episode) {
+  return kStuckBase + (episode << kStuckEpisodeShift);
+}
+// `t` with cleared episodes resolved; a time of an episode still stuck is returned unchanged
+// (>= kStuckBase). Reads the state without its lock (a racy read resolves on the next call).
+uint64_t ResolveTime(const SharedStateLayout* state, uint64_t t);
+// The next kernel that `pid` (-1: any process) queues on `device` sticks. False when a kernel is
+// stuck there already.
+bool ArmStuckKernel(SharedStateLayout* state, int device, int32_t pid);
+// Ends the stuck kernel of `device` (and disarms it) at `now_ns`. False when none was stuck or
+// armed.
+bool ClearStuckKernel(SharedStateLayout* state, int device, uint64_t now_ns);
+
+// The kernel running on `device` at `now_ns`, if any: its process slot and start.
+struct RunningKernel {
+  bool running = false;
+  int slot = -1;
+  int32_t pid = 0;
+  uint64_t start_ns = 0;
+  bool stuck = false;  // an injected stuck kernel
+};
+RunningKernel FindRunningKernel(const SharedStateLayout* state, int device, uint64_t now_ns);
 
 // Counts the busy time of pending kernels up to `now_ns` into the buckets.
 void Settle(SharedStateLayout* state, int device, uint64_t now_ns);

@@ -137,5 +137,55 @@ TEST_F(TimelineTest, ZeroBandwidthCopiesAreInstant) {
   EXPECT_EQ(CopyDuration(link, CopyDir::kHostToDevice, 1 << 30, kT0, 0), 0u);
 }
 
+TEST_F(TimelineTest, AStuckKernelEndsOnlyWhenClearedAndWorkBehindItShifts) {
+  // Armed for process 200: process 100's kernel is not the one that sticks.
+  ASSERT_TRUE(ArmStuckKernel(state_.get(), 0, 200));
+  KernelTiming a = EnqueueKernel(state_.get(), 0, 0, kT0, 0, kMs);
+  EXPECT_EQ(a.end_ns, kT0 + kMs);
+  KernelTiming stuck = EnqueueKernel(state_.get(), 0, 1, kT0, 0, kMs);
+  EXPECT_EQ(stuck.start_ns, kT0 + kMs);
+  EXPECT_GE(stuck.end_ns, kStuckBase);
+  EXPECT_FALSE(ArmStuckKernel(state_.get(), 0, -1));  // one stuck kernel at a time
+  // Work behind it (on the device, and in a stream waiting for it) never comes before it.
+  KernelTiming behind = EnqueueKernel(state_.get(), 0, 0, kT0 + 2 * kMs, 0, 2 * kMs);
+  EXPECT_EQ(behind.start_ns, stuck.end_ns);
+  CopyLink link;
+  link.bytes_per_s[0] = 1'000'000'000;  // 1 GB/s: 1 MB takes 1 ms
+  CopyTiming copy = EnqueueCopy(state_.get(), 0, kT0 + 2 * kMs, stuck.end_ns, 1'000'000,
+                                CopyDir::kHostToDevice, link);
+  EXPECT_EQ(copy.start_ns, stuck.end_ns);
+  EXPECT_EQ(ResolveTime(state_.get(), stuck.end_ns), stuck.end_ns);  // not yet cleared
+  // An hour later it still runs: the running kernel is process 200's, stuck since kT0 + 1 ms.
+  const uint64_t hour = 3'600'000 * kMs;
+  RunningKernel r = FindRunningKernel(state_.get(), 0, kT0 + hour);
+  ASSERT_TRUE(r.running);
+  EXPECT_TRUE(r.stuck);
+  EXPECT_EQ(r.pid, 200);
+  EXPECT_EQ(r.start_ns, kT0 + kMs);
+  EXPECT_EQ(UtilizationPercent(state_.get(), 0, 1, kT0 + hour, 1000 * kMs), 100u);
+  // Cleared at C: the stuck kernel ends at C, the kernel behind it 2 ms later, and a time kept
+  // by a process (the copy's end) resolves the same way.
+  const uint64_t c = kT0 + hour + 5 * kMs;
+  ASSERT_TRUE(ClearStuckKernel(state_.get(), 0, c));
+  EXPECT_EQ(ResolveTime(state_.get(), stuck.end_ns), c);
+  EXPECT_EQ(ResolveTime(state_.get(), behind.end_ns), c + 2 * kMs);
+  EXPECT_EQ(ResolveTime(state_.get(), copy.end_ns), c + kMs);
+  EXPECT_EQ(state_->devices[0].busy_until_ns, c + 2 * kMs);
+  EXPECT_EQ(state_->devices[0].copy_busy_until_ns[0], c + kMs);
+  KernelTiming after = EnqueueKernel(state_.get(), 0, 0, c + kMs, 0, kMs);
+  EXPECT_EQ(after.start_ns, c + 2 * kMs);
+  EXPECT_FALSE(FindRunningKernel(state_.get(), 0, c + 10 * kMs).running);
+  // The stuck kernel counts as its own 1 ms in the process's totals.
+  EXPECT_EQ(GetProcessTimelineStats(state_.get(), 0, 1).busy_ns, kMs);
+  EXPECT_FALSE(ClearStuckKernel(state_.get(), 0, c + 20 * kMs));  // nothing to clear
+  // A second episode works the same way, with times of its own.
+  ASSERT_TRUE(ArmStuckKernel(state_.get(), 0, -1));
+  KernelTiming second = EnqueueKernel(state_.get(), 0, 0, c + 30 * kMs, 0, kMs);
+  EXPECT_GT(second.end_ns, stuck.end_ns);
+  ASSERT_TRUE(ClearStuckKernel(state_.get(), 0, c + 40 * kMs));
+  EXPECT_EQ(ResolveTime(state_.get(), second.end_ns), c + 40 * kMs);
+  EXPECT_EQ(ResolveTime(state_.get(), behind.end_ns), c + 2 * kMs);  // the first's still hold
+}
+
 }  // namespace
 }  // namespace vgpu::simgpu

@@ -2,15 +2,23 @@
 // stream order survives chunked pacing, and the achieved host-to-device rate stays at the cap.
 //
 //   copy_qos CAP_BYTES_PER_S
+//   copy_qos --windows SECONDS CAP_BYTES_PER_S
 //
 // Eight asynchronous copies of 64 MiB from pinned buffers, each filled with its own number, go
 // to overlapping ranges of one device buffer (copy k at offset k MiB) on one stream; the device
 // buffer is then copied back. Every byte must hold the number of the last copy that covers it:
 // a chunk enqueued out of order would leave an older number. Then 1 GiB of copies is timed and
 // the rate printed; exit 1 when the order is broken or the rate is above the cap by more than 5%.
+//
+// --windows: one tenant of the two-tenant scenario (tests/gpu/run.sh starts two at once, each in
+// its own region with its own cap). It copies 16 MiB from pinned memory to the device, one
+// synchronous copy after another, for SECONDS, and counts the bytes of the copies that ended in
+// each 1 s window; it prints every window's rate and its deviation from the cap, and exits 1
+// when a window is off by more than 5%.
 #include <cuda_runtime.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,9 +33,45 @@
     }                                                                          \
   } while (0)
 
+int Windows(int seconds, double cap) {
+  constexpr size_t kCopy = 16 << 20;
+  char* dev = nullptr;
+  char* host = nullptr;
+  CHECK(cudaMalloc(&dev, kCopy));
+  CHECK(cudaMallocHost(&host, kCopy));
+  std::memset(host, 1, kCopy);
+  CHECK(cudaMemcpy(dev, host, kCopy, cudaMemcpyHostToDevice));  // context and first burst
+  std::vector<double> bytes(seconds, 0.0);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    CHECK(cudaMemcpy(dev, host, kCopy, cudaMemcpyHostToDevice));
+    double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (t >= seconds) break;
+    bytes[static_cast<size_t>(t)] += kCopy;
+  }
+  double worst = 0;
+  for (int w = 0; w < seconds; ++w) {
+    double dev_pct = 100.0 * (bytes[w] - cap) / cap;
+    std::printf("window %d: %.3f GB/s (cap %.3f GB/s, %+.1f%%)\n", w, bytes[w] / 1e9, cap / 1e9,
+                dev_pct);
+    if (std::abs(dev_pct) > std::abs(worst)) worst = dev_pct;
+  }
+  std::printf("worst window: %+.1f%% of the cap\n", worst);
+  return std::abs(worst) <= 5.0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 4 && std::strcmp(argv[1], "--windows") == 0) {
+    const int seconds = std::atoi(argv[2]);
+    const double cap = std::strtod(argv[3], nullptr);
+    if (seconds < 1 || seconds > 3600 || !(cap > 0)) {
+      std::fprintf(stderr, "copy_qos --windows: SECONDS 1..3600 and a cap > 0\n");
+      return 2;
+    }
+    return Windows(seconds, cap);
+  }
   if (argc != 2) {
-    std::fprintf(stderr, "usage: copy_qos CAP_BYTES_PER_S\n");
+    std::fprintf(stderr, "usage: copy_qos CAP_BYTES_PER_S | copy_qos --windows SECONDS CAP\n");
     return 2;
   }
   const double cap = std::strtod(argv[1], nullptr);

@@ -381,6 +381,22 @@ sys.exit(0 if ok else 1)
           "$work/copy_qos" 3000000000 2>&1) && pass "copy: stream order kept, rate at the cap" ||
       fail "copy: copy_qos: $out"
     echo "$out" | sed 's/^/    /'
+    # Two tenants at once under libvgpu.so, each in its own region with its own H2D cap (2 and
+    # 4 GB/s): every 1 s window of each within 5% of its cap, printed.
+    local caps=(2GB/s 4GB/s) bytes=(2000000000 4000000000) pids=() rc=0
+    for i in 0 1; do
+      env LD_PRELOAD="$libvgpu" VGPU_REGION="$work/copy-tenant-$i.region" \
+        VGPU_COPY_H2D="${caps[$i]}" "$work/copy_qos" --windows "$s" "${bytes[$i]}" \
+        > "$work/copy-tenant-$i.out" 2>&1 &
+      pids+=($!)
+    done
+    for i in 0 1; do wait "${pids[$i]}" || rc=1; done
+    for i in 0 1; do
+      echo "    tenant $i (cap ${caps[$i]}):"
+      sed 's/^/      /' "$work/copy-tenant-$i.out"
+    done
+    ((rc == 0)) && pass "copy: two tenants under libvgpu.so, every 1 s window within 5% of its cap" ||
+      fail "copy: two tenants under libvgpu.so (windows above)"
   fi
 }
 [[ $only != memory && $only != compute ]] && copy_checks

@@ -52,6 +52,8 @@ class FaultsTest : public ::testing::Test {
     for (int i = 0; i < kGpus; ++i) uuids_.push_back(fake_->Discover()->at(i).uuid);
     DaemonOptions o = testing::TestDaemonOptions(root_, "gpu-node-1", kUnits);
     o.health.gpu.probation_quiet_s = 1;
+    o.health.gpu.reset_retry_s = 1;
+    o.health.kernel_deadline_ms = 1000;
     o.sample_interval_ms = 100;
     o.tenant_levels.quiet_s = 1;
     o.rules_file = rules_file_;
@@ -131,6 +133,20 @@ class FaultsTest : public ::testing::Test {
     for (int i = 0; i < n; ++i) {
       std::atomic_ref<uint64_t>(m.region()->header.control.launch_failures).fetch_add(1);
     }
+  }
+
+  faults::GpuState StateOf(int gpu) const {
+    for (const auto& h : daemon_->state()->health().Snapshot()) {
+      if (h.uuid == uuids_[gpu] && h.instance.empty()) return h.state;
+    }
+    return faults::GpuState::kHealthy;
+  }
+
+  int StrikesOf(const std::string& slice) const {
+    for (const auto& t : daemon_->Tenants()) {
+      if (t.slice == slice) return t.strikes;
+    }
+    return 0;
   }
 
   TenantLevel LevelOf(const std::string& slice) const {
@@ -235,6 +251,77 @@ TEST_F(FaultsTest, ApplicationXidsCountOnlyAgainstTheTenantTheyName) {
   ASSERT_EQ(done, pa);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
   EXPECT_EQ(waitpid(pb, &status, WNOHANG), 0);  // still running
+}
+
+TEST_F(FaultsTest, AKernelPastTheDeadlineMakesItsGpuSuspectAndChargesOnlyItsTenant) {
+  pid_t pa = 0, pb = 0;
+  SliceRecord a = Tenant("a", 0, &pa);
+  SliceRecord b = Tenant("b", 1, &pb);
+  device::DeviceSample s;
+  s.processes.push_back({static_cast<uint32_t>(pa), 1 << 20, std::nullopt});
+  // Under the deadline (1 s): nothing.
+  s.running_kernel = device::DeviceSample::RunningKernel{static_cast<uint32_t>(pa), 900'000'000};
+  fake_->SetSample(0, s);
+  daemon_->SampleNow();
+  EXPECT_EQ(StateOf(0), faults::GpuState::kHealthy);
+  EXPECT_EQ(StrikesOf(a.name), 0);
+  // Past it: the GPU is suspect (still schedulable) and the kernel's tenant has one signal
+  // (weight 2: warn), however many rounds it keeps running.
+  s.running_kernel->running_ns = 1'500'000'000;
+  fake_->SetSample(0, s);
+  daemon_->SampleNow();
+  EXPECT_EQ(StateOf(0), faults::GpuState::kSuspect);
+  EXPECT_EQ(StrikesOf(a.name), 2);
+  EXPECT_EQ(LevelOf(a.name), TenantLevel::kWarn);
+  s.running_kernel->running_ns = 2'500'000'000;
+  fake_->SetSample(0, s);
+  daemon_->SampleNow();
+  daemon_->SampleNow();
+  EXPECT_EQ(StrikesOf(a.name), 2);
+  EXPECT_TRUE(HasEvent("GpuSuspect"));
+  // It ends; a second kernel runs past the deadline: a second signal (limit at 4 strikes).
+  s.running_kernel.reset();
+  fake_->SetSample(0, s);
+  daemon_->SampleNow();
+  s.running_kernel = device::DeviceSample::RunningKernel{static_cast<uint32_t>(pa), 1'100'000'000};
+  fake_->SetSample(0, s);
+  daemon_->SampleNow();
+  EXPECT_EQ(StrikesOf(a.name), 4);
+  EXPECT_EQ(LevelOf(a.name), TenantLevel::kLimit);
+  // The other GPU and its tenant saw nothing; kubelet still places work on every GPU.
+  EXPECT_EQ(StateOf(1), faults::GpuState::kHealthy);
+  EXPECT_EQ(LevelOf(b.name), TenantLevel::kNormal);
+  for (int g = 0; g < kGpus; ++g) EXPECT_TRUE(GpuIs(kubelet_->devices(), g, "Healthy")) << g;
+  const std::string metrics = daemon_->Metrics();
+  EXPECT_NE(metrics.find("signal=\"stuck-kernel\""), std::string::npos);
+}
+
+TEST_F(FaultsTest, AFailingProbeSendsTheGpuBackToQuarantine) {
+  fake_->FailProbes(0, "the probe's kernel did not complete within 5000 ms");
+  fake_->InjectXid(0, 109);  // reset class; no process holds the GPU: reset, then the probe
+  ASSERT_TRUE(
+      kubelet_->WaitForDevices([&](const auto& d) { return GpuIs(d, 0, "Unhealthy"); }, 6000));
+  for (int i = 0; i < 100 && fake_->probes() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_GE(fake_->probes(), 1);
+  EXPECT_EQ(fake_->resets(), 1);
+  // Back in quarantine (reset pending, the next reset a second later), never healthy between.
+  std::string reason;
+  for (const auto& h : daemon_->state()->health().Snapshot()) {
+    if (h.uuid == uuids_[0]) reason = h.reason;
+  }
+  EXPECT_NE(reason.find("probe failed: the probe's kernel did not complete"), std::string::npos)
+      << reason;
+  EXPECT_FALSE(GpuIs(kubelet_->devices(), 0, "Healthy"));
+  EXPECT_NE(StateOf(0), faults::GpuState::kHealthy);
+  // The GPU is repaired: the retried reset's probe passes, and after probation it is healthy.
+  fake_->FailProbes(0, "");
+  ASSERT_TRUE(
+      kubelet_->WaitForDevices([&](const auto& d) { return GpuIs(d, 0, "Healthy"); }, 10'000));
+  EXPECT_EQ(fake_->resets(), 2);
+  EXPECT_GE(fake_->probes(), 2);
+  EXPECT_TRUE(GpuIs(kubelet_->devices(), 1, "Healthy"));
 }
 
 TEST_F(FaultsTest, ScriptedSignalsWalkATenantThroughTheLevelsAndBack) {

@@ -103,6 +103,8 @@ class NodeCliTest : public ::testing::Test {
                                            "100ms",
                                            "--health-recovery",
                                            "1s",
+                                           "--kernel-deadline",
+                                           "300ms",
                                            "--hami-metric-aliases"};
     daemon_ = std::make_unique<BackgroundProcess>(
         args,
@@ -201,6 +203,35 @@ TEST_F(NodeCliTest, SimulatedNodeEndToEnd) {
   EXPECT_EQ(Post("gpu=0&event=found"), "200 injected\n");
   ASSERT_TRUE(kubelet_->WaitForDevices(
       [&](const auto& d) { return GpuHealth(d, kGpu0, "Healthy"); }, 10'000));
+  // A stuck kernel (docs/faults.md): armed for the next kernel of pid 4242, then cleared.
+  EXPECT_EQ(Post("gpu=0&event=stuck-kernel&pid=4242"), "200 injected\n");
+  EXPECT_EQ(Post("gpu=0&event=unstuck"), "200 injected\n");
+  EXPECT_EQ(Post("gpu=0&event=unstuck").substr(0, 3), "400");  // nothing stuck or armed
+  // Armed for any process: the first kernel of a driver API program (1 ms kernels, each
+  // synchronized, for 1 s) never ends. Past --kernel-deadline (300 ms) the GPU is suspect and
+  // still placed; cleared, the kernel ends and the program finishes.
+  ASSERT_EQ(Post("gpu=0&event=stuck-kernel"), "200 injected\n");
+  BackgroundProcess worker(
+      {SIMGPU_WORKER, "launch", "1000000", "1000"},
+      {"VGPU_SIMGPU_STATE=" + root_ + "/simstate", "VGPU_SIMGPU_LOG_LEVEL=1",
+       "VGPU_SIMGPU_CONFIG=" + root_ + "/devices.conf", "CUDA_VISIBLE_DEVICES=0"},
+      root_ + "/worker.log");
+  const std::string suspect = "vgpu_gpu_health_state{node=\"sim-node\",uuid=\"" +
+                              std::string(kGpu0) + "\",mig_instance=\"\",state=\"suspect\"} 1";
+  bool is_suspect = false;
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+       !is_suspect && std::chrono::steady_clock::now() < until;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto m = httplib::Client("127.0.0.1", port_).Get("/metrics");
+    is_suspect = m && m->body.find(suspect) != std::string::npos;
+  }
+  EXPECT_TRUE(is_suspect) << ReadFile(root_ + "/daemon.log");
+  EXPECT_TRUE(GpuHealth(kubelet_->devices(), kGpu0, "Healthy"));
+  EXPECT_TRUE(worker.Running()) << worker.Log();
+  EXPECT_NE(ReadFile(root_ + "/daemon.log").find("has run for"), std::string::npos);
+  EXPECT_EQ(Post("gpu=0&event=unstuck"), "200 injected\n");
+  EXPECT_EQ(worker.Stop(0, std::chrono::seconds(10)), 0) << worker.Log();
+  EXPECT_NE(worker.Log().find("done "), std::string::npos) << worker.Log();
   EXPECT_EQ(Post("gpu=7&event=xid&code=1").substr(0, 3), "400");
   EXPECT_EQ(Post("gpu=0&event=melt").substr(0, 3), "400");
   EXPECT_EQ(Post("gpu=0&event=xid&code=abc").substr(0, 3), "400");
@@ -255,6 +286,9 @@ TEST(NodeCliErrorsTest, BadInputExitsWithTwo) {
       {"--compute-arbitration some", "--compute-arbitration: must be 'all' or 'limited'"},
       {"--endpoint kubelet.sock", "--endpoint: must be a plain file name"},
       {"--health-recovery 5parsecs", "--health-recovery"},
+      {"--kernel-deadline -1s", "--kernel-deadline"},
+      {"--kernel-deadline 700000s", "--kernel-deadline: \"700000s\" is outside"},
+      {"--tenant-levels stuck-kernel-weight=101", "stuck-kernel-weight: 101 is out of range"},
       {"--health-ignore-xids 13,x", "--health-ignore-xids: \"x\" is not an XID number"},
       {"--sample-interval 1ns", "--sample-interval: \"1ns\" is outside"},
       {"--metrics-listen localhost", "--metrics-listen: \"localhost\" is not host:port"},

@@ -278,6 +278,41 @@ TEST_F(NodeMigTest, DynamicStaticAndSharedGpusServeTheirPods) {
   EXPECT_NE(metrics->body.find("GPU_I_PROFILE=\"1g.35gb\""), std::string::npos);
   EXPECT_NE(metrics->body.find("vgpu_gpu_mode{node=\"mig-node\",gpu=\"0\""), std::string::npos);
 
+  // An application-class XID on the small pod's instance, with the instance's ids and no
+  // process (as NVML reports most faults): charged to the instance's only tenant alone; no GPU
+  // or instance leaves service.
+  const device::MigInstance& small = made[2];
+  auto injected = client.Post("/sim/health",
+                              "gpu=0&event=xid&code=13&gi=" + std::to_string(small.gi_id) +
+                                  "&ci=" + std::to_string(small.ci_id),
+                              "application/x-www-form-urlencoded");
+  ASSERT_TRUE(injected && injected->status == 200) << ReadFile(root_ + "/daemon.log");
+  auto level = [&](const std::string& body, const std::string& pod) {
+    const std::string key = "pod=\"" + pod + "\",container=\"main\"} ";
+    for (size_t at = body.find("vgpu_tenant_quarantine_level{"); at != std::string::npos;
+         at = body.find("vgpu_tenant_quarantine_level{", at + 1)) {
+      const std::string line = body.substr(at, body.find('\n', at) - at);
+      const size_t k = line.find(key);
+      if (k != std::string::npos) return line.substr(k + key.size());
+    }
+    return std::string("none");
+  };
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);;) {
+    metrics = client.Get("/metrics");
+    ASSERT_TRUE(metrics && metrics->status == 200);
+    if (level(metrics->body, "small") == "1" || std::chrono::steady_clock::now() > until) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(level(metrics->body, "small"), "1") << ReadFile(root_ + "/daemon.log");
+  for (const char* other : {"medium", "large", "soft", "static"}) {
+    const std::string l = level(metrics->body, other);
+    EXPECT_TRUE(l == "0" || l == "none") << other << ": " << l;  // "none": no region read yet
+  }
+  const std::string instance = "mig_instance=\"gi" + std::to_string(small.gi_id) + "/ci" +
+                               std::to_string(small.ci_id) + "\",state=\"healthy\"} 1";
+  EXPECT_NE(metrics->body.find(instance), std::string::npos) << instance;
+  for (const auto& d : kubelet_->devices()) EXPECT_EQ(d.health(), "Healthy") << d.id();
+
   // The pods end: the dynamic instances are destroyed, the static layout stays.
   WritePods({});
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);

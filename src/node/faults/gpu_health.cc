@@ -84,7 +84,7 @@ int64_t GpuHealthMachine::ProbationQuietNs() const {
 }
 
 void GpuHealthMachine::Quarantine(const std::string& reason, XidClass need, int64_t now_ns,
-                                  std::vector<HealthAction>* out) {
+                                  std::vector<HealthAction>* out, bool probe_failed) {
   GpuState s = status_.state;
   if (s == GpuState::kQuarantined || s == GpuState::kResetPending) {
     // Already out of service: a reboot need wins over a reset need.
@@ -100,10 +100,12 @@ void GpuHealthMachine::Quarantine(const std::string& reason, XidClass need, int6
       (last_recovery_ns_ >= 0 && now_ns - last_recovery_ns_ < rules_->relapse_window_s * kSec);
   status_.relapses = relapse ? status_.relapses + 1 : 0;
   status_.need = need == XidClass::kReboot ? XidClass::kReboot : XidClass::kReset;
-  status_.reset_attempts = 0;
+  // After a failed probe the reset did not help: the next one waits reset_retry and counts
+  // towards reset_attempts (then the GPU waits for a recovery report), not a new series.
+  if (!probe_failed) status_.reset_attempts = 0;
   reset_in_flight_ = false;
   probe_in_flight_ = false;
-  next_reset_ns_ = now_ns;
+  next_reset_ns_ = probe_failed ? now_ns + rules_->reset_retry_s * kSec : now_ns;
   ++status_.quarantines;
   Enter(GpuState::kQuarantined, reason, now_ns, out);
   if (status_.need == XidClass::kReset) {
@@ -139,6 +141,13 @@ void GpuHealthMachine::OnXid(uint64_t xid, XidClass cls, int64_t now_ns,
     status_.quiet_since_ns = now_ns;  // the quiet period starts over
   }
   Count(now_ns, what, out);
+}
+
+void GpuHealthMachine::OnStuckKernel(const std::string& what, int64_t now_ns,
+                                     std::vector<HealthAction>* out) {
+  if (status_.state != GpuState::kHealthy && status_.state != GpuState::kSuspect) return;
+  last_counted_ns_ = now_ns;
+  Enter(GpuState::kSuspect, what, now_ns, out);
 }
 
 void GpuHealthMachine::OnDoubleBitEcc(int64_t now_ns, std::vector<HealthAction>* out) {
@@ -220,7 +229,11 @@ void GpuHealthMachine::OnProbeResult(bool ok, const std::string& error, int64_t 
   if (status_.state != GpuState::kProbation || !probe_in_flight_) return;
   probe_in_flight_ = false;
   if (!ok) {
-    Quarantine("probe failed: " + error, XidClass::kReset, now_ns, out);
+    Quarantine("probe failed: " + error, XidClass::kReset, now_ns, out, /*probe_failed=*/true);
+    if (status_.reset_attempts >= rules_->reset_attempts) {
+      status_.reason += " (after " + std::to_string(status_.reset_attempts) +
+                        " resets); waiting for a recovery report";
+    }
     return;
   }
   status_.probe_passed = true;

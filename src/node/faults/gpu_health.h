@@ -3,8 +3,9 @@
 // carries out the actions the machine asks for (reset, probe, notify). Not thread-safe; the
 // node's HealthTracker (node/health.h) serialises the calls.
 //
-//   Healthy ──counted XIDs >= suspect_events within suspect_window, or a failed sample──► Suspect
-//   Suspect ──suspect_quiet without a counted XID or a failed sample──► Healthy
+//   Healthy ──counted XIDs >= suspect_events within suspect_window, a failed sample, or a kernel
+//             running past the node's kernel deadline──► Suspect
+//   Suspect ──suspect_quiet without a counted XID, a failed sample or a stuck kernel──► Healthy
 //   Healthy/Suspect/Probation ──fatal XID (reset, reboot or unknown class), or lost_samples
 //                               failed samples in a row──► Quarantined
 //   Quarantined ──the fault needs a reset──► Reset pending (at once)
@@ -13,7 +14,8 @@
 //                   reset_retry, at most reset_attempts times, then waits for a recovery report
 //   Reset pending ──reset done, or a recovery reported──► Probation (asks for a probe, kProbe)
 //   Probation ──probe passed, then probation_quiet without an application or fatal XID──► Healthy
-//   Probation ──probe failed──► Quarantined
+//   Probation ──probe failed──► Quarantined (→ Reset pending; the next reset waits reset_retry
+//               and counts towards reset_attempts)
 //
 // Hysteresis: ignore-class and unattributed application XIDs only count towards Suspect, and
 // only as a rate (a periodic harmless XID below suspect_events per suspect_window never changes
@@ -97,6 +99,9 @@ class GpuHealthMachine {
   // An XID with its effective class (EffectiveClass). Attributed application XIDs concern a
   // tenant (node/faults/tenant_levels.h), not the GPU: the caller does not pass them here.
   void OnXid(uint64_t xid, XidClass cls, int64_t now_ns, std::vector<HealthAction>* out);
+  // A kernel has run past the node's deadline (`what` says whose, for how long): Healthy ->
+  // Suspect; while it stays stuck the Suspect state's quiet period does not start.
+  void OnStuckKernel(const std::string& what, int64_t now_ns, std::vector<HealthAction>* out);
   // A double-bit ECC error (handled as XID 48).
   void OnDoubleBitEcc(int64_t now_ns, std::vector<HealthAction>* out);
   // A sample: `ok` false when the GPU did not answer; `processes` holding it (-1 unknown).
@@ -120,7 +125,7 @@ class GpuHealthMachine {
   void Enter(GpuState to, const std::string& reason, int64_t now_ns,
              std::vector<HealthAction>* out);
   void Quarantine(const std::string& reason, XidClass need, int64_t now_ns,
-                  std::vector<HealthAction>* out);
+                  std::vector<HealthAction>* out, bool probe_failed = false);
   void Count(int64_t now_ns, const std::string& what, std::vector<HealthAction>* out);
   void MaybeReset(int64_t now_ns, std::vector<HealthAction>* out);
   int64_t ProbationQuietNs() const;

@@ -110,15 +110,73 @@ TEST_F(GpuHealthTest, ProbationRelapsesAndServesALongerQuietPeriod) {
   m_.OnProbeResult(false, "allocation failed", 2 * kSec, &actions_);  // relapse 1
   EXPECT_EQ(m_.status().state, GpuState::kResetPending);
   EXPECT_EQ(m_.status().relapses, 1);
-  m_.Tick(2 * kSec, &actions_);
-  m_.OnResetResult(true, "", 3 * kSec, &actions_);
-  m_.OnProbeResult(true, "", 4 * kSec, &actions_);
-  m_.Tick((4 + rules_.probation_quiet_s) * kSec, &actions_);
+  // The reset did not help: the next one waits reset_retry.
+  Take();
+  m_.Tick(3 * kSec, &actions_);
+  EXPECT_EQ(CountKind(Take(), HealthActionKind::kReset), 0);
+  const int64_t t = 2 + rules_.reset_retry_s;
+  m_.Tick(t * kSec, &actions_);
+  EXPECT_EQ(CountKind(Take(), HealthActionKind::kReset), 1);
+  m_.OnResetResult(true, "", (t + 1) * kSec, &actions_);
+  m_.OnProbeResult(true, "", (t + 2) * kSec, &actions_);
+  m_.Tick((t + 2 + rules_.probation_quiet_s) * kSec, &actions_);
   EXPECT_EQ(m_.status().state, GpuState::kProbation);  // doubled
-  m_.OnXid(13, XidClass::kApplication, (5 + rules_.probation_quiet_s) * kSec, &actions_);
-  m_.Tick((4 + 2 * rules_.probation_quiet_s) * kSec, &actions_);
+  m_.OnXid(13, XidClass::kApplication, (t + 3 + rules_.probation_quiet_s) * kSec, &actions_);
+  m_.Tick((t + 2 + 2 * rules_.probation_quiet_s) * kSec, &actions_);
   EXPECT_EQ(m_.status().state, GpuState::kProbation);  // the quiet period started over
-  m_.Tick((5 + 3 * rules_.probation_quiet_s) * kSec, &actions_);
+  m_.Tick((t + 3 + 3 * rules_.probation_quiet_s) * kSec, &actions_);
+  EXPECT_EQ(m_.status().state, GpuState::kHealthy);
+}
+
+TEST_F(GpuHealthTest, AStuckKernelKeepsItSuspectUntilItEndsAndQuietHeals) {
+  m_.OnStuckKernel("a kernel of pid 7 has run for 61000 ms", 0, &actions_);
+  EXPECT_EQ(m_.status().state, GpuState::kSuspect);
+  EXPECT_TRUE(m_.Schedulable());
+  EXPECT_NE(m_.status().reason.find("pid 7"), std::string::npos);
+  // Still stuck a long time later (reported every round): no quiet period runs.
+  for (int64_t t = 5; t <= 2 * rules_.suspect_quiet_s; t += 5) {
+    m_.OnStuckKernel("still", t * kSec, &actions_);
+    m_.Tick(t * kSec, &actions_);
+  }
+  EXPECT_EQ(m_.status().state, GpuState::kSuspect);
+  // It ended: healthy after the quiet period.
+  const int64_t end = 2 * rules_.suspect_quiet_s;
+  m_.Tick((end + rules_.suspect_quiet_s - 1) * kSec, &actions_);
+  EXPECT_EQ(m_.status().state, GpuState::kSuspect);
+  m_.Tick((end + rules_.suspect_quiet_s) * kSec, &actions_);
+  EXPECT_EQ(m_.status().state, GpuState::kHealthy);
+  // A quarantined GPU stays quarantined.
+  m_.OnXid(79, XidClass::kReboot, (end + 400) * kSec, &actions_);
+  m_.OnStuckKernel("stuck", (end + 401) * kSec, &actions_);
+  EXPECT_EQ(m_.status().state, GpuState::kQuarantined);
+}
+
+TEST_F(GpuHealthTest, AProbeThatKeepsFailingStopsTheResetsUntilARecoveryReport) {
+  m_.OnSample(true, 0, "", 0, &actions_);
+  m_.OnXid(109, XidClass::kReset, 0, &actions_);
+  int64_t now = 0;
+  int resets = 0;
+  // Every reset is followed by a failing probe: reset_attempts resets in all, reset_retry apart.
+  for (int round = 0; round < rules_.reset_attempts + 2; ++round) {
+    m_.Tick(now, &actions_);
+    if (CountKind(Take(), HealthActionKind::kReset) == 1) {
+      ++resets;
+      m_.OnResetResult(true, "", now, &actions_);
+      ASSERT_EQ(CountKind(Take(), HealthActionKind::kProbe), 1);
+      m_.OnProbeResult(false, "the kernel did not complete", now, &actions_);
+      EXPECT_EQ(m_.status().state, GpuState::kResetPending);
+    }
+    now += rules_.reset_retry_s * kSec;
+  }
+  EXPECT_EQ(resets, rules_.reset_attempts);
+  EXPECT_NE(m_.status().reason.find("waiting for a recovery report"), std::string::npos)
+      << m_.status().reason;
+  EXPECT_FALSE(m_.Schedulable());
+  // An operator repairs it: probation, a passing probe, healthy.
+  m_.OnRecovered("repaired", now, &actions_);
+  ASSERT_EQ(CountKind(Take(), HealthActionKind::kProbe), 1);
+  m_.OnProbeResult(true, "", now, &actions_);
+  m_.Tick(now + (rules_.probation_quiet_s << 3) * kSec, &actions_);
   EXPECT_EQ(m_.status().state, GpuState::kHealthy);
 }
 

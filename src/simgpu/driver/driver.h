@@ -264,8 +264,11 @@ uint64_t EnqueueInstantLocked(Stream* s);
 // A copy on `s`: host-to-device and device-to-host copies take their time on the device's host
 // link (timeline.h EnqueueCopy); other copies are instant. Returns when it ends and advances s.
 uint64_t EnqueueCopyLocked(Stream* s, const CUDA_MEMCPY3D& c);
-// Sleeps (with no lock held) until the simulated time `t_ns`.
+// Sleeps (with no lock held) until the simulated time `t_ns`; behind a stuck kernel
+// (timeline.h), until it is cleared and then until the resolved time.
 void SleepUntil(uint64_t t_ns);
+// `t_ns` with the stuck episodes that were cleared resolved (timeline.h ResolveTime).
+uint64_t Due(uint64_t t_ns);
 // Trims the pools of `ordinal` (or all when < 0) down to their release thresholds.
 void TrimPoolsOnSyncLocked(int ordinal);
 

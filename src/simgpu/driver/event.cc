@@ -44,6 +44,8 @@ CUresult Elapsed(float* ms, CUevent start, CUevent end) {
   if ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
   if (!a->recorded || !b->recorded) return CUDA_ERROR_INVALID_HANDLE;
   uint64_t now = MonotonicNs();
+  a->time_ns = Due(a->time_ns);
+  b->time_ns = Due(b->time_ns);
   if (now < a->time_ns || now < b->time_ns) return CUDA_ERROR_NOT_READY;
   double diff = static_cast<double>(b->time_ns) - static_cast<double>(a->time_ns);
   *ms = static_cast<float>(diff / 1e6);
@@ -97,7 +99,7 @@ SIMGPU_API CUresult cuEventQuery(CUevent hEvent) {
     Event* ev = AsEvent(hEvent);
     if (ev == nullptr) return CUDA_ERROR_INVALID_HANDLE;
     if (!ev->recorded) return CUDA_SUCCESS;
-    return MonotonicNs() >= ev->time_ns ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    return MonotonicNs() >= Due(ev->time_ns) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
   });
 }
 
@@ -143,7 +145,7 @@ SIMGPU_API CUresult cuCtxRecordEvent(CUcontext hCtx, CUevent hEvent) {
     Event* ev = AsEvent(hEvent);
     if (c == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
     if (ev == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-    ev->time_ns = std::max(MonotonicNs(), c->all_end_ns);
+    ev->time_ns = std::max(MonotonicNs(), Due(c->all_end_ns));
     ev->recorded = true;
     return CUDA_SUCCESS;
   });

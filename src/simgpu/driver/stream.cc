@@ -65,7 +65,7 @@ CUresult Query(CUstream h, bool per_thread) {
   std::lock_guard<std::mutex> lock(D().mu);
   Stream* s = nullptr;
   if (CUresult rc = Resolve(h, per_thread, &s); rc != CUDA_SUCCESS) return rc;
-  return MonotonicNs() >= s->last_end_ns ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  return MonotonicNs() >= Due(s->last_end_ns) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 CUresult WaitEvent(CUstream h, CUevent e, bool per_thread) {
@@ -170,23 +170,25 @@ uint64_t StreamReadyLocked(const Stream* s) {
   const Context* c = s->ctx;
   switch (s->kind) {
     case Stream::Kind::kLegacy:
-      return std::max(s->last_end_ns, c->blocking_end_ns);
+      return std::max(Due(s->last_end_ns), Due(c->blocking_end_ns));
     case Stream::Kind::kPerThread:
-      return std::max(s->last_end_ns, c->legacy->last_end_ns);
+      return std::max(Due(s->last_end_ns), Due(c->legacy->last_end_ns));
     case Stream::Kind::kUser:
-      if (s->flags & CU_STREAM_NON_BLOCKING) return s->last_end_ns;
-      return std::max(s->last_end_ns, c->legacy->last_end_ns);
+      if (s->flags & CU_STREAM_NON_BLOCKING) return Due(s->last_end_ns);
+      return std::max(Due(s->last_end_ns), Due(c->legacy->last_end_ns));
   }
-  return s->last_end_ns;
+  return Due(s->last_end_ns);
 }
 
 void StreamAdvanceLocked(Stream* s, uint64_t end_ns) {
   Context* c = s->ctx;
-  s->last_end_ns = std::max(s->last_end_ns, end_ns);
+  end_ns = Due(end_ns);
+  // Times of a cleared stuck episode are resolved first, so that max() compares real times.
+  s->last_end_ns = std::max(Due(s->last_end_ns), end_ns);
   bool blocking = s->kind == Stream::Kind::kPerThread ||
                   (s->kind == Stream::Kind::kUser && !(s->flags & CU_STREAM_NON_BLOCKING));
-  if (blocking) c->blocking_end_ns = std::max(c->blocking_end_ns, end_ns);
-  c->all_end_ns = std::max(c->all_end_ns, end_ns);
+  if (blocking) c->blocking_end_ns = std::max(Due(c->blocking_end_ns), end_ns);
+  c->all_end_ns = std::max(Due(c->all_end_ns), end_ns);
 }
 
 uint64_t EnqueueInstantLocked(Stream* s) {
@@ -254,7 +256,18 @@ CUresult EnqueueKernelLocked(std::unique_lock<std::mutex>& lock, Stream* s, uint
   }
 }
 
+uint64_t Due(uint64_t t_ns) {
+  if (t_ns < kStuckBase) return t_ns;
+  Driver& d = D();
+  return d.state ? ResolveTime(d.state->layout(), t_ns) : t_ns;
+}
+
 void SleepUntil(uint64_t t_ns) {
+  // Behind a stuck kernel: poll until it is cleared and the time resolves.
+  for (t_ns = Due(t_ns); t_ns >= kStuckBase; t_ns = Due(t_ns)) {
+    timespec poll{0, 2'000'000};
+    nanosleep(&poll, nullptr);
+  }
   timespec ts{static_cast<time_t>(t_ns / 1'000'000'000ULL),
               static_cast<long>(t_ns % 1'000'000'000ULL)};
   while (MonotonicNs() < t_ns) {

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "simgpu/nvml/nvml_internal.h"
+#include "simgpu/timeline.h"
 
 using namespace vgpu::simgpu;
 using namespace vgpu::simgpu::nvml;
@@ -225,5 +226,46 @@ SIMGPU_NVML_API nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char* na
   std::fclose(f);
   while (n > 0 && (comm[n - 1] == '\n' || comm[n - 1] == '\0')) comm[--n] = '\0';
   std::snprintf(name, length, "%s", comm);
+  return NVML_SUCCESS;
+}
+
+// --- Simulation only (not NVML calls): stuck kernels (simgpu/timeline.h) ---
+
+// The next kernel of process `pid` (0: of any process) on device `index` never ends until
+// vgpuSimgpuClearStuckKernel. NVML_ERROR_IN_USE when a kernel is stuck there already.
+SIMGPU_NVML_API nvmlReturn_t vgpuSimgpuInjectStuckKernel(unsigned int index, unsigned int pid) {
+  if (nvmlReturn_t rc = CheckInit(); rc != NVML_SUCCESS) return rc;
+  if (index >= L().config.devices.size() || pid > 0x7FFFFFFFu) return NVML_ERROR_INVALID_ARGUMENT;
+  SharedState::Lock lock(L().state.get());
+  return ArmStuckKernel(L().state->layout(), static_cast<int>(index), static_cast<int32_t>(pid))
+             ? NVML_SUCCESS
+             : NVML_ERROR_IN_USE;
+}
+
+// Ends the stuck kernel of device `index` now (and disarms an injection that has not struck
+// yet). NVML_ERROR_NOT_FOUND when there was none.
+SIMGPU_NVML_API nvmlReturn_t vgpuSimgpuClearStuckKernel(unsigned int index) {
+  if (nvmlReturn_t rc = CheckInit(); rc != NVML_SUCCESS) return rc;
+  if (index >= L().config.devices.size()) return NVML_ERROR_INVALID_ARGUMENT;
+  SharedState::Lock lock(L().state.get());
+  return ClearStuckKernel(L().state->layout(), static_cast<int>(index), MonotonicNs())
+             ? NVML_SUCCESS
+             : NVML_ERROR_NOT_FOUND;
+}
+
+// The kernel running on device `index` now: its process and how long it has run.
+// NVML_ERROR_NOT_FOUND when the device is idle.
+SIMGPU_NVML_API nvmlReturn_t vgpuSimgpuRunningKernel(unsigned int index, unsigned int* pid,
+                                                     unsigned long long* running_ns) {
+  if (nvmlReturn_t rc = CheckInit(); rc != NVML_SUCCESS) return rc;
+  if (index >= L().config.devices.size() || pid == nullptr || running_ns == nullptr) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  SharedState::Lock lock(L().state.get());
+  const uint64_t now = MonotonicNs();
+  RunningKernel k = FindRunningKernel(L().state->layout(), static_cast<int>(index), now);
+  if (!k.running) return NVML_ERROR_NOT_FOUND;
+  *pid = static_cast<unsigned>(k.pid);
+  *running_ns = now - k.start_ns;
   return NVML_SUCCESS;
 }
