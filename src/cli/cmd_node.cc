@@ -52,6 +52,9 @@ struct NodeFlags {
   std::string ignore_xids;
   std::string sticky_xids;
   std::string tenant_levels;
+  std::string thrash;
+  std::string spill_headroom = "4GiB";
+  double spill_ratio = 1.5;
   std::string sample_interval = "5s";
   std::string pod_refresh = "5s";
   bool no_pod_watch = false;
@@ -181,6 +184,16 @@ Result<node::DaemonOptions> BuildOptions(const NodeFlags& f) {
   auto levels = node::faults::ParseTenantLevelRules(f.tenant_levels);
   if (!levels) return Bad("--tenant-levels", levels.error().message());
   o.tenant_levels = *levels;
+  auto thrash = node::ParseThrashRules(f.thrash);
+  if (!thrash) return Bad("--spill-thrash", thrash.error().message());
+  o.thrash = *thrash;
+  auto headroom = ParseByteSize(f.spill_headroom, "--spill-headroom");
+  if (!headroom) return Bad("--spill-headroom", headroom.error().message());
+  o.spill.headroom = *headroom;
+  if (!(f.spill_ratio >= 1.0 && f.spill_ratio <= 10.0)) {
+    return Bad("--spill-ratio", std::to_string(f.spill_ratio) + ": must be between 1 and 10");
+  }
+  o.spill.max_ratio = f.spill_ratio;
   auto sample = DurationMs("--sample-interval", f.sample_interval, 100, 3600 * 1000);
   if (!sample) return sample.error();
   o.sample_interval_ms = *sample;
@@ -365,6 +378,18 @@ int RunNode(int argc, char** argv) {
                  "Quarantine levels of a tenant, field=value,... (warn, limit, pause, terminate "
                  "strikes; quiet; limit-share; *-weight; oom-storm, oom-window, ramp-pct, "
                  "ramp-window): docs/faults.md");
+  app.add_option("--spill-thrash", f.thrash,
+                 "When a spilling slice thrashes: link=RATE (its GPU's host link receives at "
+                 "least this, default 2GB/s), rounds=N (that many sampling rounds in a row, "
+                 "default 3); each further round is a `thrash` signal to --tenant-levels "
+                 "(docs/oversubscription.md)");
+  app.add_option("--spill-headroom", f.spill_headroom,
+                 "Host memory kept free when admitting a container in memory mode spill")
+      ->capture_default_str();
+  app.add_option("--spill-ratio", f.spill_ratio,
+                 "Most memory a GPU's slices may be promised with spill, as a multiple of its "
+                 "own (1-10)")
+      ->capture_default_str();
   app.add_option("--sample-interval", f.sample_interval, "How often GPUs are sampled")
       ->capture_default_str();
   app.add_option("--pod-refresh", f.pod_refresh,

@@ -120,9 +120,9 @@ int RunRun(int argc, char** argv) {
   Result<uint64_t> headroom = ParseByteSize(spill_headroom, "--spill-headroom");
   if (!headroom.has_value()) return ReportStatus("run", headroom.error());
   if (!(spill_ratio >= 1.0 && spill_ratio <= 10.0)) {
-    return ReportStatus("run", Status::InvalidArgument("--spill-ratio: \"" +
-                                                       std::to_string(spill_ratio) +
-                                                       "\": must be between 1 and 10"));
+    return ReportStatus("run",
+                        Status::InvalidArgument("--spill-ratio: \"" + std::to_string(spill_ratio) +
+                                                "\": must be between 1 and 10"));
   }
   if (command.empty()) {
     return ReportStatus("run", Status::InvalidArgument(
@@ -149,7 +149,7 @@ int RunRun(int argc, char** argv) {
   if (!devices.ok()) return ReportStatus("run", devices);
   if (!device_warning.empty()) std::fprintf(stderr, "vgpu run: %s\n", device_warning.c_str());
   if (spec->memory_mode == kMemoryModeSpill) {
-    RunSpillPolicy policy;
+    SpillPolicy policy;
     policy.max_ratio = spill_ratio;
     policy.headroom = *headroom;
     Status admitted = AdmitRunSpill(

@@ -2,7 +2,6 @@
 
 #include <cstdlib>
 
-#include "cli/spill_admission.h"
 #include "device/nvml_backend.h"
 
 namespace vgpu::cli {
@@ -34,49 +33,32 @@ bool OnGpu(const shm::Region& r, int d, const device::DeviceInfo& gpu) {
 
 Status AdmitSpillOnGpus(const SliceSpec& spec, const std::vector<device::DeviceInfo>& gpus,
                         const std::vector<shm::SliceEntry>& slices, uint64_t host_available,
-                        const RunSpillPolicy& policy) {
-  std::vector<const device::DeviceInfo*> mine = SliceGpus(spec, gpus);
-  if (mine.empty()) {
-    return Status::FailedPrecondition(
-        "spill refused: the slice's GPUs could not be found to check the spill against");
-  }
+                        const SpillPolicy& policy) {
   uint64_t already = 0;
   for (const shm::SliceEntry& e : slices) {
     if (e.error.empty() && e.creator_alive) already += e.region.header.spill.spilled_bytes;
   }
-  for (const device::DeviceInfo* gpu : mine) {
-    uint64_t promised = spec.memory;
+  std::vector<SpillGpu> asked;
+  for (const device::DeviceInfo* gpu : SliceGpus(spec, gpus)) {
+    SpillGpu g{"GPU " + std::to_string(gpu->index), gpu->memory_total_bytes, 0, spec.memory};
     for (const shm::SliceEntry& e : slices) {
       if (!e.error.empty() || !e.creator_alive) continue;
       const shm::RegionConfig& c = e.region.header.config;
       for (int d = 0; d < static_cast<int>(c.device_count) && d < shm::kMaxDevices; ++d) {
         if (c.memory_limit[d] != shm::kNoLimit && OnGpu(e.region, d, *gpu)) {
-          promised += c.memory_limit[d];
+          g.promised_by_others += c.memory_limit[d];
         }
       }
     }
-    SpillAsk ask;
-    ask.promised_on_gpu = promised;
-    uint64_t over = promised > gpu->memory_total_bytes ? promised - gpu->memory_total_bytes : 0;
-    ask.spill_bytes = over < spec.memory ? over : spec.memory;
-    SpillBudget budget;
-    budget.host_available = host_available;
-    budget.headroom = policy.headroom;
-    budget.already_spilled = already;
-    budget.gpu_physical = gpu->memory_total_bytes;
-    budget.max_ratio = policy.max_ratio;
-    SpillDecision d = AdmitSpill(ask, budget);
-    if (!d.admitted) {
-      return Status::FailedPrecondition("spill refused on GPU " + std::to_string(gpu->index) +
-                                        ": " + d.reason);
-    }
-    already += ask.spill_bytes;  // the slice's other GPUs spill on the same host
+    asked.push_back(g);
   }
-  return Status::Ok();
+  SpillDecision d = vgpu::AdmitSpillOnGpus(asked, already, host_available, policy);
+  if (d.admitted) return Status::Ok();
+  return Status::FailedPrecondition("spill refused on " + d.reason);
 }
 
 Status AdmitRunSpill(const SliceSpec& spec, const std::string& nvml_path,
-                     const RunSpillPolicy& policy) {
+                     const SpillPolicy& policy) {
   device::NvmlBackendOptions options;
   options.library_path = nvml_path;
   options.cuda_library_path.clear();
@@ -91,8 +73,8 @@ Status AdmitRunSpill(const SliceSpec& spec, const std::string& nvml_path,
                                       gpus.error().message());
   }
   const char* meminfo = std::getenv("VGPU_MEMINFO");
-  uint64_t host = ReadMemAvailable(meminfo != nullptr && *meminfo != '\0' ? meminfo
-                                                                          : "/proc/meminfo");
+  uint64_t host =
+      ReadMemAvailable(meminfo != nullptr && *meminfo != '\0' ? meminfo : "/proc/meminfo");
   return AdmitSpillOnGpus(spec, *gpus, shm::ReadSlices(shm::DefaultStateDir()), host, policy);
 }
 

@@ -47,7 +47,7 @@ struct SliceSpec {
   uint64_t copy_h2d = 0;  // bytes/s; 0: no cap
   uint64_t copy_d2h = 0;
   bool copy_borrow = false;
-  int memory_mode = 0;  // 0 strict, 1 overcommit, 2 spill (intercept/config.h MemoryMode)
+  int memory_mode = 0;      // 0 strict, 1 overcommit, 2 spill (intercept/config.h MemoryMode)
   std::string arbiter_dir;  // "" : <state>/arbiter (a nested slice uses its outer slice's)
 };
 

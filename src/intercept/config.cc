@@ -365,7 +365,8 @@ void MergeFileSources(const SourceSettings& other, SourceSettings* into) {
   }
   MergeComputeSources(other, into);
   MergeCopySources(other, into);
-  if (other.memory_mode.state != Setting::kUnset) KeepSmaller(&into->memory_mode, other.memory_mode);
+  if (other.memory_mode.state != Setting::kUnset)
+    KeepSmaller(&into->memory_mode, other.memory_mode);
   if (other.context_overhead.state == Setting::kValue &&
       (into->context_overhead.state != Setting::kValue ||
        other.context_overhead.value > into->context_overhead.value)) {

@@ -1,8 +1,9 @@
 // What a process in a slice sees as its GPU: total memory is the slice's limit (never more than
 // the device has), used memory is what the whole slice has charged, and free memory is the rest
 // (never more than the device really has free). A spilling slice (spill.h) is told its limit as
-// total and its slice's free memory even when the GPU has less, since what the GPU cannot hold is served from managed
-// memory; every other slice, a protected one in spill mode included, never more than the GPU has.
+// total and its slice's free memory even when the GPU has less, since what the GPU cannot hold is
+// served from managed memory; every other slice, a protected one in spill mode included, never more
+// than the GPU has.
 #include "intercept/hook_util.h"
 #include "intercept/spill.h"
 

@@ -27,8 +27,9 @@ CUresult SpillAllocate(CUdeviceptr* dptr, size_t bytes, int device) {
   if (g_cuda.cuMemAdvise == nullptr) {
     static std::atomic<bool> warned{false};
     if (!warned.exchange(true)) {
-      VGPU_LOG_WARN("the driver has no cuMemAdvise: spilled memory is managed memory without "
-                    "advice, its pages may take the GPU's memory");
+      VGPU_LOG_WARN(
+          "the driver has no cuMemAdvise: spilled memory is managed memory without "
+          "advice, its pages may take the GPU's memory");
     }
     return CUDA_SUCCESS;
   }

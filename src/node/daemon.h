@@ -50,6 +50,7 @@
 #include "node/pod_sync.h"
 #include "node/slice.h"
 #include "node/slice_quarantine.h"
+#include "node/spill_thrash.h"
 
 namespace vgpu::node {
 
@@ -61,6 +62,11 @@ struct DaemonOptions {
   HealthRules health;
   // Per-tenant quarantine levels (docs/faults.md).
   faults::TenantLevelRules tenant_levels;
+  // Thrash of spilling slices into `thrash` signals (node/spill_thrash.h).
+  ThrashRules thrash;
+  // Admission of containers in memory mode spill (node/allocator.h; the host's memory is read
+  // from <proc_root>/meminfo).
+  SpillPolicy spill;
   std::string metrics_listen = ":9394";
   bool hami_aliases = false;
   int sample_interval_ms = 5000;
@@ -149,6 +155,7 @@ class Daemon {
   std::unique_ptr<SliceQuarantine> quarantine_;
   mutable std::mutex tenant_mu_;  // guards tenants_
   std::unique_ptr<faults::TenantLevels> tenants_;
+  std::unique_ptr<SpillThrash> thrash_;  // guarded by tenant_mu_
   std::vector<std::thread> threads_;
   std::mutex mu_;
   std::mutex health_actions_mu_;  // one RunHealthActions() at a time

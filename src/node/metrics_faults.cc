@@ -37,9 +37,10 @@ void AddFaultMetrics(MetricsBuilder& m, const std::string& node_name,
     for (const auto& [signal, count] : t.signals) {
       Labels sl = l;
       sl.emplace_back("signal", signal);
-      m.Add("vgpu_tenant_signals_total", MetricType::kCounter,
-            "Signals attributed to the tenant (xid, launch-failure, oom-storm, memory-ramp)", sl,
-            static_cast<double>(count));
+      m.Add(
+          "vgpu_tenant_signals_total", MetricType::kCounter,
+          "Signals attributed to the tenant (xid, launch-failure, oom-storm, memory-ramp, thrash)",
+          sl, static_cast<double>(count));
     }
   }
 }

@@ -34,6 +34,10 @@ struct SliceControlView {
   std::vector<uint64_t> used_bytes;   // per device of the slice
   std::vector<uint64_t> limit_bytes;  // per device; 0: no limit
   std::vector<SliceProcess> processes;
+  // SpillState (shm/region.h): memory mode 2 (spill), protected, bytes spilled now.
+  uint32_t memory_mode = 0;
+  bool protected_slice = false;
+  uint64_t spilled_bytes = 0;
 };
 
 Result<SliceControlView> ReadSliceControl(const std::string& region_path);

@@ -151,6 +151,9 @@ struct SharedStateLayout {
   // (on a real GPU the driver evicts managed pages to make room), and each process keeps its own
   // resident pages within what the device's allocations and the others' resident pages leave.
   uint64_t managed_resident[kMaxProcesses][kMaxRecords];
+  // (minor 1) Bytes managed-memory faults ever moved to each device record over the host link
+  // (NVML's PCIe receive throughput counts them with host-to-device copies).
+  uint64_t managed_link_bytes[kMaxRecords];
 };
 
 static_assert(sizeof(PendingKernel) == 24);

@@ -88,7 +88,8 @@ class SimgpuManaged : public ::testing::Test {
     float ms = -1;
     if (cuEventRecord(start_, nullptr) != CUDA_SUCCESS ||
         cuLaunchKernel(touch_, 1, 1, 1, 64, 1, 1, 0, nullptr, args, nullptr) != CUDA_SUCCESS ||
-        cuEventRecord(stop_, nullptr) != CUDA_SUCCESS || cuEventSynchronize(stop_) != CUDA_SUCCESS ||
+        cuEventRecord(stop_, nullptr) != CUDA_SUCCESS ||
+        cuEventSynchronize(stop_) != CUDA_SUCCESS ||
         cuEventElapsedTime(&ms, start_, stop_) != CUDA_SUCCESS) {
       return -1;
     }

@@ -8,6 +8,9 @@
 //   kOomStorm       `oom_storm` refused allocations within oom_window (region counter)
 //   kMemoryRamp     the tenant's memory went from below half of its limit to ramp_pct of it
 //                   within ramp_window
+//   kThrash         the tenant spills (memory mode spill, priority below high) while its GPU's
+//                   host link is busy past the thrash threshold (node/spill_thrash.h); never
+//                   sent for a high-priority tenant
 // Strikes add up; the level is the highest whose threshold the strikes reach:
 //   normal < warn (metric, event) < limit (compute share lowered to limit_share_pct)
 //          < pause (launches held at the gate) < terminate (processes ended)
@@ -31,7 +34,7 @@ namespace vgpu::node::faults {
 enum class TenantLevel { kNormal = 0, kWarn = 1, kLimit = 2, kPause = 3, kTerminate = 4 };
 const char* TenantLevelName(TenantLevel l);  // "normal", "warn", "limit", "pause", "terminate"
 
-enum class TenantSignal { kXid, kLaunchFailure, kOomStorm, kMemoryRamp };
+enum class TenantSignal { kXid, kLaunchFailure, kOomStorm, kMemoryRamp, kThrash };
 const char* TenantSignalName(TenantSignal s);  // "xid", "launch-failure", "oom-storm", ...
 
 struct TenantLevelRules {
@@ -47,6 +50,7 @@ struct TenantLevelRules {
   int launch_failure_weight = 1;
   int oom_storm_weight = 1;
   int memory_ramp_weight = 1;
+  int thrash_weight = 1;
   // An OOM storm: this many refused allocations (1..1e6) within oom_window_s (1..3600).
   int oom_storm = 20;
   int64_t oom_window_s = 10;

@@ -16,7 +16,8 @@
 // they do not occupy the device's kernel timeline (another process's kernels run meanwhile) and
 // they are not queued on the copy engines (timeline.h), so they do not slow other processes'
 // copies. The resident pages are counted in the shared state (managed_resident) and in
-// cuMemGetInfo's used memory.
+// cuMemGetInfo's used memory; the bytes faults move, in managed_link_bytes (NVML's PCIe receive
+// throughput).
 #include <map>
 #include <memory>
 
@@ -79,10 +80,11 @@ void FitLocked(int phys, UvmModel& m, uint64_t* ns) {
   d.state->layout()->managed_resident[d.slot][phys] = m.resident_pages() * PageBytes();
 }
 
-void PublishLocked(int phys, const UvmModel& m) {
+void PublishLocked(int phys, const UvmModel& m, uint64_t moved_pages = 0) {
   Driver& d = D();
   SharedState::Lock lock(d.state.get());
   d.state->layout()->managed_resident[d.slot][phys] = m.resident_pages() * PageBytes();
+  d.state->layout()->managed_link_bytes[phys] += moved_pages * PageBytes();
 }
 
 // Pages [first, last) of `a` that cover [p, p + n).
@@ -143,7 +145,7 @@ ManagedCost ManagedTouchLocked(Allocation* a, uintptr_t p, uint64_t n, bool writ
                             : params.page_bytes * 1'000'000'000ULL / params.link_bytes_per_s);
     }
   }
-  PublishLocked(a->phys, m);
+  PublishLocked(a->phys, m, cost.faults + cost.remote);
   return cost;
 }
 

@@ -445,9 +445,8 @@ SIMGPU_API CUresult cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUmem_advis
 }
 SIMGPU_API CUresult cuMemAdvise(CUdeviceptr devPtr, size_t count, CUmem_advise advice,
                                 CUdevice device) {
-  CUmemLocation loc{device == CU_DEVICE_CPU ? CU_MEM_LOCATION_TYPE_HOST
-                                            : CU_MEM_LOCATION_TYPE_DEVICE,
-                    device};
+  CUmemLocation loc{
+      device == CU_DEVICE_CPU ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE, device};
   SIMGPU_GUARD({ return AdviseManaged(devPtr, count, advice, loc); });
 }
 SIMGPU_API CUresult cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count, CUmemLocation location,
@@ -463,16 +462,16 @@ SIMGPU_API CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count,
 }
 SIMGPU_API CUresult cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevice dstDevice,
                                        CUstream hStream) {
-  CUmemLocation loc{dstDevice == CU_DEVICE_CPU ? CU_MEM_LOCATION_TYPE_HOST
-                                               : CU_MEM_LOCATION_TYPE_DEVICE,
-                    dstDevice};
+  CUmemLocation loc{
+      dstDevice == CU_DEVICE_CPU ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE,
+      dstDevice};
   SIMGPU_GUARD({ return PrefetchManaged(devPtr, count, loc, hStream, false); });
 }
 SIMGPU_API CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count, CUdevice dstDevice,
                                             CUstream hStream) {
-  CUmemLocation loc{dstDevice == CU_DEVICE_CPU ? CU_MEM_LOCATION_TYPE_HOST
-                                               : CU_MEM_LOCATION_TYPE_DEVICE,
-                    dstDevice};
+  CUmemLocation loc{
+      dstDevice == CU_DEVICE_CPU ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE,
+      dstDevice};
   SIMGPU_GUARD({ return PrefetchManaged(devPtr, count, loc, hStream, true); });
 }
 
