@@ -52,6 +52,10 @@ Status AdmitSpillOnGpus(const SliceSpec& spec, const std::vector<device::DeviceI
     }
     asked.push_back(g);
   }
+  if (asked.empty()) {
+    return Status::FailedPrecondition(
+        "spill refused: the slice's GPUs could not be found to check the spill against");
+  }
   SpillDecision d = vgpu::AdmitSpillOnGpus(asked, already, host_available, policy);
   if (d.admitted) return Status::Ok();
   return Status::FailedPrecondition("spill refused on " + d.reason);

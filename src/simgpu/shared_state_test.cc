@@ -62,7 +62,8 @@ TEST_F(SharedStateTest, RefusesAnotherConfigurationForeignFilesAndOtherMajorVers
   }
   r = SharedState::Open(config_, path_);
   ASSERT_FALSE(r.has_value());
-  EXPECT_NE(r.error().message().find("state version " + std::to_string(kStateMajor + 1) + ".0"),
+  EXPECT_NE(r.error().message().find("state version " + std::to_string(kStateMajor + 1) + "." +
+                                     std::to_string(kStateMinor)),
             std::string::npos)
       << r.error().message();
 
