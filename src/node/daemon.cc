@@ -335,7 +335,8 @@ void Daemon::TenantRound() {
     if (!view) continue;
     SpillSliceState st;
     st.slice = r.name;
-    st.spilling = view->memory_mode == 2 && !view->protected_slice && view->spilled_bytes > 0;
+    st.spilling =
+        view->memory_mode == kRegionModeSpill && !view->protected_slice && view->spilled_bytes > 0;
     st.spilled_bytes = view->spilled_bytes;
     for (const SliceDevice& d : r.spec.devices) st.gpus.push_back(d.uuid);
     spill.push_back(std::move(st));

@@ -304,7 +304,7 @@ TEST_F(FaultsTest, ASpillingTenantThatThrashesIsThrottledThenPausedNeverTheHighP
     shm::Mapping m;
     ASSERT_EQ(shm::Mapping::OpenExisting(r.region_path.c_str(), true, &m), shm::RegionError::kOk);
     shm::SpillState& st = m.region()->header.spill;  // as libvgpu.so writes it
-    st.mode = 2;
+    st.mode = kRegionModeSpill;
     st.protected_slice = protected_slice;
     st.spilled_bytes = spilled;
   };
