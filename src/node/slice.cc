@@ -181,11 +181,11 @@ std::string LimitsFileText(const SliceRecord& slice, const SliceLayout& layout) 
   if (!c.mode.empty()) out << "mode=" << c.mode << "\n";
   if (c.level >= 0 || spec.priority >= 0) out << "priority=" << LevelName(spec.Level()) << "\n";
   if (c.time_slice_ns > 0) out << "time_slice=" << FormatTimeSlice(c.time_slice_ns) << "\n";
-  // Always written: the container's environment may lower the mode, never raise it.
-  out << "memory_mode=" << (c.memory_mode.empty() ? "strict" : c.memory_mode) << "\n";
   if (!slice.arbiter_dir.empty()) out << "arbiter_dir=" << slice.arbiter_dir << "\n";
   if (layout.context_overhead >= 0) out << "context_overhead=" << layout.context_overhead << "\n";
   out << "region=" << slice.region_path << "\n";
+  // Always written: the container's environment may lower the mode, never raise it.
+  out << "memory_mode=" << (c.memory_mode.empty() ? "strict" : c.memory_mode) << "\n";
   out << kLimitsFileEnd << "\n";
   return out.str();
 }
