@@ -70,6 +70,8 @@ std::string CopyReportJson(const CopyReport& report);
 // `vgpu bench copy ...` and the tenant program (`vgpu bench copy-tenant`, internal).
 int RunCopyBench(int argc, char** argv);
 int RunCopyTenant(int argc, char** argv);
+// `vgpu bench oversub-tenant` (bench_oversub_tenant.cc): the oversubscription scenario's tenant.
+int RunOversubTenant(int argc, char** argv);
 // `vgpu bench oversub` (bench_oversub.cc; built with the simulated GPU's core).
 int RunOversubBench(int argc, char** argv);
 

@@ -496,6 +496,9 @@ int RunBench(int argc, char** argv) {
 #if VGPU_HAVE_SIMGPU_CORE
   if (argc >= 2 && std::strcmp(argv[1], "oversub") == 0) return RunOversubBench(argc - 1, argv + 1);
 #endif
+  if (argc >= 2 && std::strcmp(argv[1], "oversub-tenant") == 0) {
+    return RunOversubTenant(argc - 1, argv + 1);
+  }
   if (argc >= 2 && std::strcmp(argv[1], "copy-tenant") == 0) {
     return RunCopyTenant(argc - 1, argv + 1);
   }

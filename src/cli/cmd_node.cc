@@ -56,6 +56,9 @@ struct NodeFlags {
   std::string tenant_levels;
   std::string rules;
   bool rules_dry_run = false;
+  std::string thrash;
+  std::string spill_headroom = "4GiB";
+  double spill_ratio = 1.5;
   std::string sample_interval = "5s";
   std::string pod_refresh = "5s";
   bool no_pod_watch = false;
@@ -200,6 +203,16 @@ Result<node::DaemonOptions> BuildOptions(const NodeFlags& f) {
     return Bad("--rules-dry-run", "needs --rules FILE");
   }
   o.rules_dry_run = f.rules_dry_run;
+  auto thrash = node::ParseThrashRules(f.thrash);
+  if (!thrash) return Bad("--spill-thrash", thrash.error().message());
+  o.thrash = *thrash;
+  auto headroom = ParseByteSize(f.spill_headroom, "--spill-headroom");
+  if (!headroom) return Bad("--spill-headroom", headroom.error().message());
+  o.spill.headroom = *headroom;
+  if (!(f.spill_ratio >= 1.0 && f.spill_ratio <= 10.0)) {
+    return Bad("--spill-ratio", std::to_string(f.spill_ratio) + ": must be between 1 and 10");
+  }
+  o.spill.max_ratio = f.spill_ratio;
   auto sample = DurationMs("--sample-interval", f.sample_interval, 100, 3600 * 1000);
   if (!sample) return sample.error();
   o.sample_interval_ms = *sample;
@@ -396,6 +409,18 @@ int RunNode(int argc, char** argv) {
       "--rules-dry-run", f.rules_dry_run,
       "Log and count what the rules would do (vgpu_rule_actions_total{outcome=\"dry_run\"}) "
       "without doing it");
+  app.add_option("--spill-thrash", f.thrash,
+                 "When a spilling slice thrashes: link=RATE (its GPU's host link receives at "
+                 "least this, default 2GB/s), rounds=N (that many sampling rounds in a row, "
+                 "default 3); each further round is a `thrash` signal to --tenant-levels "
+                 "(docs/oversubscription.md)");
+  app.add_option("--spill-headroom", f.spill_headroom,
+                 "Host memory kept free when admitting a container in memory mode spill")
+      ->capture_default_str();
+  app.add_option("--spill-ratio", f.spill_ratio,
+                 "Most memory a GPU's slices may be promised with spill, as a multiple of its "
+                 "own (1-10)")
+      ->capture_default_str();
   app.add_option("--sample-interval", f.sample_interval, "How often GPUs are sampled")
       ->capture_default_str();
   app.add_option("--pod-refresh", f.pod_refresh,

@@ -2,6 +2,7 @@
 //
 //   vgpu run [--sim] [--memory SIZE] [--cores PCT] [--guarantee PCT] [--elastic]
 //            [--weight N] [--priority LEVEL] [--time-slice DURATION] [--device LIST]
+//            [--memory-mode strict|overcommit|spill] [--spill-headroom SIZE] [--spill-ratio X]
 //            [--name NAME] [--kill-after DURATION] -- CMD ARGS...
 //
 // Creates a private slice directory in the registry (<state>/slices/<name>, see
@@ -18,6 +19,10 @@
 // in place (`vgpu gc` removes it once the process is gone).
 //
 // Inside another slice the new slice is its child, bounded by it (nested_slice.h).
+//
+// --memory-mode spill (docs/oversubscription.md) is admitted only when the host can hold the
+// spill and the GPU's promise stays within the ratio cap (run_spill.h); a refusal names the
+// numbers and exits 1 before anything runs.
 #include <unistd.h>
 
 #include <cstdio>
@@ -30,6 +35,7 @@
 #include "cli/commands.h"
 #include "cli/device_check.h"
 #include "cli/nested_slice.h"
+#include "cli/run_spill.h"
 #include "cli/run_supervisor.h"
 #include "cli/slice_setup.h"
 #include "common/units.h"
@@ -41,6 +47,8 @@ int RunRun(int argc, char** argv) {
   bool sim = false;
   std::string name_flag;
   std::string kill_after = "10s";
+  std::string spill_headroom = "4GiB";
+  double spill_ratio = 1.5;
   std::vector<std::string> command;
   CLI::App app(
       "Runs a command in a GPU slice: a memory limit and a compute share enforced by libvgpu.so "
@@ -73,6 +81,15 @@ int RunRun(int argc, char** argv) {
   app.add_flag("--copy-borrow", flags.copy_borrow,
                "let copies use host-link bandwidth beyond the caps while no other capped slice "
                "copies (docs/copy-qos.md)");
+  app.add_option("--memory-mode", flags.memory_mode,
+                 "strict (default), overcommit or spill: with spill, memory within --memory that "
+                 "the GPU cannot hold comes from managed memory on the host (priorities below "
+                 "high; docs/oversubscription.md)");
+  app.add_option("--spill-headroom", spill_headroom,
+                 "host memory kept free when admitting a spill (default 4GiB)");
+  app.add_option("--spill-ratio", spill_ratio,
+                 "most memory the GPU may be promised, as a multiple of its own (default 1.5; "
+                 "1-10)");
   app.add_option("--device", flags.devices, "GPUs to use: indices or UUIDs, e.g. 0,1");
   app.add_option("--name", name_flag, "name of the slice in vgpu top (default: the command)");
   app.add_option("--kill-after", kill_after,
@@ -100,6 +117,13 @@ int RunRun(int argc, char** argv) {
     return ReportStatus(
         "run", Status::InvalidArgument("--kill-after: \"" + kill_after + "\": must be at most 1h"));
   }
+  Result<uint64_t> headroom = ParseByteSize(spill_headroom, "--spill-headroom");
+  if (!headroom.has_value()) return ReportStatus("run", headroom.error());
+  if (!(spill_ratio >= 1.0 && spill_ratio <= 10.0)) {
+    return ReportStatus("run",
+                        Status::InvalidArgument("--spill-ratio: \"" + std::to_string(spill_ratio) +
+                                                "\": must be between 1 and 10"));
+  }
   if (command.empty()) {
     return ReportStatus("run", Status::InvalidArgument(
                                    "no command given (usage: vgpu run [options] -- CMD ARGS...)"));
@@ -124,6 +148,14 @@ int RunRun(int argc, char** argv) {
       &device_warning);
   if (!devices.ok()) return ReportStatus("run", devices);
   if (!device_warning.empty()) std::fprintf(stderr, "vgpu run: %s\n", device_warning.c_str());
+  if (spec->memory_mode == kMemoryModeSpill) {
+    SpillPolicy policy;
+    policy.max_ratio = spill_ratio;
+    policy.headroom = *headroom;
+    Status admitted = AdmitRunSpill(
+        *spec, sim ? libs->simgpu_dir + "/libnvidia-ml.so.1" : "libnvidia-ml.so.1", policy);
+    if (!admitted.ok()) return ReportStatus("run", admitted);
+  }
   std::string name = SliceName(name_flag.empty() ? command[0] : name_flag);
   std::string command_text;
   for (const std::string& a : command) command_text += (command_text.empty() ? "" : " ") + a;

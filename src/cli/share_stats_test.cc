@@ -119,6 +119,25 @@ TEST(SliceSpec, FlagsAreValidatedWithTheirNames) {
   EXPECT_NE(ParseSliceSpec(f).error().message().find("--latency-slack: \"2s\""), std::string::npos);
 }
 
+TEST(SliceSpec, MemoryModeIsWrittenAlwaysAndCheckedOnInput) {
+  SliceFlags f;
+  Result<SliceSpec> plain = ParseSliceSpec(f);
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_NE(LimitsText(*plain, "/d", true, "/s", "x").find("memory_mode=strict\n"),
+            std::string::npos);
+  f.memory = "4GiB";
+  f.memory_mode = "spill";
+  Result<SliceSpec> spill = ParseSliceSpec(f);
+  ASSERT_TRUE(spill.has_value());
+  EXPECT_NE(LimitsText(*spill, "/d", true, "/s", "x").find("memory_mode=spill\n"),
+            std::string::npos);
+  f.memory_mode = "swap";
+  EXPECT_NE(ParseSliceSpec(f).error().message().find("--memory-mode: \"swap\""), std::string::npos);
+  f.memory.clear();
+  f.memory_mode = "spill";
+  EXPECT_NE(ParseSliceSpec(f).error().message().find("needs a memory limit"), std::string::npos);
+}
+
 // Every key that --help lists (kTenantKeys) is accepted, with the spellings it gives.
 TEST(BenchTenant, EveryListedKeyParses) {
   for (const char* spec :

@@ -143,6 +143,19 @@ Result<SliceSpec> ParseSliceSpec(const SliceFlags& o, const std::string& prefix)
     s.copy_d2h = *d;
   }
   s.copy_borrow = o.copy_borrow;
+  if (!o.memory_mode.empty()) {
+    s.memory_mode = -1;
+    for (int i = 0; i < 3; ++i) {
+      if (o.memory_mode == kMemoryModeNames[i]) s.memory_mode = i;
+    }
+    if (s.memory_mode < 0) {
+      return Bad(prefix, "--memory-mode", o.memory_mode, "use strict, overcommit or spill");
+    }
+    if (s.memory_mode == kMemoryModeSpill && s.memory == shm::kNoLimit) {
+      return Status::InvalidArgument(prefix +
+                                     "--memory-mode: spill needs a memory limit (--memory)");
+    }
+  }
   if (!o.devices.empty()) {
     size_t start = 0;
     while (start <= o.devices.size()) {
@@ -193,6 +206,8 @@ std::string LimitsText(const SliceSpec& s, const std::string& dir, bool sim,
   if (s.copy_h2d != 0) t += "copy_h2d=" + std::to_string(s.copy_h2d) + "\n";
   if (s.copy_d2h != 0) t += "copy_d2h=" + std::to_string(s.copy_d2h) + "\n";
   if (s.copy_borrow) t += "copy_borrow=on\n";
+  // Always written: the environment may lower the mode, never raise it (intercept/config.h).
+  t += std::string("memory_mode=") + kMemoryModeNames[s.memory_mode] + "\n";
   t += "region=" + dir + "/region\n";
   t += "arbiter_dir=" + arbiter_dir + "\n";
   // The simulated GPU's contexts take no device memory of their own.

@@ -29,6 +29,7 @@ struct SliceFlags {
   std::string devices;
   std::string copy_bandwidth;  // H2D[,D2H] caps (docs/copy-qos.md)
   bool copy_borrow = false;    // copies may use idle host-link bandwidth beyond the caps
+  std::string memory_mode;     // strict, overcommit or spill (docs/oversubscription.md)
 };
 
 struct SliceSpec {
@@ -46,8 +47,12 @@ struct SliceSpec {
   uint64_t copy_h2d = 0;  // bytes/s; 0: no cap
   uint64_t copy_d2h = 0;
   bool copy_borrow = false;
+  int memory_mode = 0;      // 0 strict, 1 overcommit, 2 spill (intercept/config.h MemoryMode)
   std::string arbiter_dir;  // "" : <state>/arbiter (a nested slice uses its outer slice's)
 };
+
+inline constexpr const char* kMemoryModeNames[] = {"strict", "overcommit", "spill"};
+inline constexpr int kMemoryModeSpill = 2;
 
 // Parses a copy cap: a rate between 1MB/s and 10TB/s, or "unlimited" (0). `what` names it.
 Result<uint64_t> ParseCopyCap(const std::string& text, const std::string& what);

@@ -109,8 +109,10 @@ TEST_F(SimNvmlTest, SamplesDegradeGracefully) {
   ASSERT_TRUE(s->power_watts.has_value());
   ASSERT_TRUE(s->power_limit_watts.has_value());
   EXPECT_DOUBLE_EQ(*s->power_limit_watts, 700.0);
+  // PCIe throughput is simulated (copies and managed-memory faults; nothing moved yet: 0).
+  ASSERT_TRUE(s->pcie_transmit_bytes_per_second.has_value());
+  EXPECT_EQ(*s->pcie_receive_bytes_per_second, 0.0);
   // Not simulated: absent, not zero.
-  EXPECT_FALSE(s->pcie_transmit_bytes_per_second.has_value());
   EXPECT_FALSE(s->pcie_replay_errors_total.has_value());
   EXPECT_FALSE(s->nvlink_transmit_bytes_total.has_value());
   EXPECT_TRUE(s->nvlink_links.empty());

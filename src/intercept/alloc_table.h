@@ -33,11 +33,13 @@ struct AllocEntry {
   uint64_t context = 0;  // CUcontext the allocation belongs to (0 if none)
   int16_t device = -1;
   Space space = Space::kPointer;
-  uint8_t state = 0;  // internal: 0 empty, 1 used
-  int16_t pool = -1;  // PoolTracker index for stream-ordered allocations, else -1
-  uint16_t reserved = 0;
+  uint8_t state = 0;   // internal: 0 empty, 1 used
+  int16_t pool = -1;   // PoolTracker index for stream-ordered allocations, else -1
+  uint16_t flags = 0;  // kEntrySpilled
 };
 static_assert(sizeof(AllocEntry) == 32);
+// AllocEntry::flags: served from managed memory by the spill path (spill.h).
+inline constexpr uint16_t kEntrySpilled = 1;
 
 class AllocTable {
  public:

@@ -200,6 +200,21 @@ bool ApplyConfigKey(string_view key, string_view value, bool file_keys, const ch
   }
   if (ApplyComputeKey(key, value, file_keys, where, s, errors)) return true;
   if (ApplyCopyKey(key, value, file_keys, where, s, errors)) return true;
+  if (key == "VGPU_MEMORY_MODE" || (file_keys && key == "memory_mode")) {
+    Setting v{Setting::kInvalid, 0};
+    if (value == "strict") {
+      v = {Setting::kValue, kMemoryStrict};
+    } else if (value == "overcommit") {
+      v = {Setting::kValue, kMemoryOvercommit};
+    } else if (value == "spill") {
+      v = {Setting::kValue, kMemorySpill};
+    } else {
+      errors->Add("%s: \"%.*s\" is not a memory mode (strict, overcommit or spill)", where,
+                  static_cast<int>(value.size()), value.data());
+    }
+    KeepSmaller(&s->memory_mode, v);
+    return true;
+  }
   if (key == "VGPU_CONTEXT_OVERHEAD" || (file_keys && key == "context_overhead")) {
     Setting v = ParseSize(value, where, errors);
     if (v.state == Setting::kValue) {
@@ -351,6 +366,8 @@ void MergeFileSources(const SourceSettings& other, SourceSettings* into) {
   }
   MergeComputeSources(other, into);
   MergeCopySources(other, into);
+  if (other.memory_mode.state != Setting::kUnset)
+    KeepSmaller(&into->memory_mode, other.memory_mode);
   if (other.context_overhead.state == Setting::kValue &&
       (into->context_overhead.state != Setting::kValue ||
        other.context_overhead.value > into->context_overhead.value)) {
@@ -387,6 +404,10 @@ void CombineSettings(const SourceSettings& file, const SourceSettings& env, int 
 
   CombineCompute(file, env, config);
   CombineCopy(file, env, config);
+  Setting mode = file.memory_mode;
+  if (env.memory_mode.state != Setting::kUnset) KeepSmaller(&mode, env.memory_mode);
+  config->memory_mode =
+      mode.state == Setting::kValue ? static_cast<uint32_t>(mode.value) : kMemoryStrict;
 
   uint64_t overhead = 0;
   bool overhead_set = false;

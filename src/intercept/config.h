@@ -26,6 +26,9 @@
 //     env); priority level: the less important of the two; mode, time slice and arbiter
 //     directory: the file's when it sets them.
 //   - context overhead: the larger of the file's and the environment's.
+//   - memory mode (memory_mode / VGPU_MEMORY_MODE: strict, overcommit or spill;
+//     docs/oversubscription.md): the file's when it sets one, lowered by the environment's
+//     (strict < overcommit < spill), else the environment's; a bad value is strict.
 //   - region path: the file's, else CUDA_DEVICE_MEMORY_SHARED_CACHE, else VGPU_REGION, else a
 //     per-user default in /tmp when any limit is set (not when a file was rejected: that process
 //     accounts alone).
@@ -59,6 +62,12 @@ inline constexpr size_t kMaxLimitsFileSize = 64 * 1024;
 // Errors (and warnings) found while parsing, kept for one report on stderr (and for tests).
 // Every message is printable ASCII: bytes from files and the environment are escaped
 // (common/printable.h) and long messages cut.
+// How a slice's allocations meet the GPU's physical memory (docs/oversubscription.md). In
+// libvgpu strict and overcommit behave alike (the driver's out-of-memory error at physical
+// exhaustion); they differ in what the node may promise. Spill serves an allocation within the
+// limit that the GPU cannot hold from managed memory preferring the host (low-priority slices).
+enum MemoryMode : uint32_t { kMemoryStrict = 0, kMemoryOvercommit = 1, kMemorySpill = 2 };
+
 struct ConfigErrors {
   static constexpr int kMax = 16;
   int count = 0;
@@ -116,6 +125,7 @@ struct SourceSettings {
   Setting copy_burst;     // nanoseconds
   Setting copy_chunk;     // bytes
   Setting copy_borrow;    // 0 off, 1 on
+  Setting memory_mode;    // a MemoryMode
   char arbiter_dir[kPathMax] = {};
   char region[kPathMax] = {};
   char uuid[kMaxDevices][shm::kUuidLength] = {};
@@ -142,6 +152,7 @@ struct Config {
   uint64_t copy_chunk_bytes = 0;            // pacing granularity
   bool copy_borrow = false;                 // work conservation (copy_config.h)
   bool copy_paced = false;                  // a cap is set in some direction
+  uint32_t memory_mode = kMemoryStrict;     // a MemoryMode
   uint64_t context_overhead = kDefaultContextOverhead;
   char region_path[kPathMax] = {};
   char real_libcuda[kPathMax] = {};

@@ -289,6 +289,14 @@ enum CUpointer_attribute : int {
   CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2,
 };
 
+// Spill (spill.cc): advice on managed memory.
+enum CUmem_advise : int {
+  CU_MEM_ADVISE_SET_PREFERRED_LOCATION = 3,
+  CU_MEM_ADVISE_SET_ACCESSED_BY = 5,
+};
+inline constexpr CUdevice kDeviceCpu = -1;       // CU_DEVICE_CPU
+inline constexpr unsigned kMemAttachGlobal = 1;  // CU_MEM_ATTACH_GLOBAL
+
 struct CUmemcpyAttributes_st;  // batch copies: passed through untouched
 using CUmemcpyAttributes = CUmemcpyAttributes_st;
 

@@ -68,6 +68,7 @@ CUresult FreeRaw(uint64_t address) {
   if (it == g_state.allocations.end()) return CUDA_ERROR_INVALID_VALUE;
   g_state.used[it->second.first] -= it->second.second;
   g_state.allocations.erase(it);
+  g_state.managed.erase(address);
   return CUDA_SUCCESS;
 }
 
@@ -150,7 +151,22 @@ CUresult MemGetInfoV1(unsigned int* free, unsigned int* total) {
 // The same function at another address, as a driver's internal entry point would be.
 CUresult MemAllocInternal(CUdeviceptr* dptr, size_t bytes) { return MemAlloc(dptr, bytes); }
 CUresult MemAllocManaged(CUdeviceptr* dptr, size_t bytes, unsigned int) {
-  return MemAlloc(dptr, bytes);
+  if (!g_state.has_context) return CUDA_ERROR_INVALID_CONTEXT;
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  ++g_state.calls;
+  if (TakeFailure()) return CUDA_ERROR_UNKNOWN;
+  uint64_t address = g_state.next_address;
+  g_state.next_address += RoundUp(bytes == 0 ? 1 : bytes, 1 << 16);
+  g_state.allocations[address] = {g_state.current_device, 0};  // no device memory
+  g_state.managed[address] = bytes;
+  *dptr = address;
+  return CUDA_SUCCESS;
+}
+CUresult MemAdvise(CUdeviceptr p, size_t bytes, CUmem_advise advice, CUdevice device) {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  if (g_state.managed.count(p) == 0) return CUDA_ERROR_INVALID_VALUE;
+  g_state.advice.push_back({p, bytes, static_cast<int>(advice), device});
+  return CUDA_SUCCESS;
 }
 CUresult MemAllocPitch(CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height,
                        unsigned int) {
@@ -642,6 +658,7 @@ DriverApi MakeFakeDriver() {
   api.cuMemAlloc_v2 = MemAlloc;
   api.cuMemAllocPitch_v2 = MemAllocPitch;
   api.cuMemAllocManaged = MemAllocManaged;
+  api.cuMemAdvise = MemAdvise;
   api.cuMemFree_v2 = MemFree;
   api.cuMemAlloc = MemAllocV1;
   api.cuMemFree = MemFreeV1;

@@ -12,6 +12,8 @@
 //   - arrays report `array_padding` extra bytes through cuArrayGetMemoryRequirements;
 //   - `fail_next` makes the next allocating call fail with CUDA_ERROR_UNKNOWN;
 //   - `calls` counts calls that reached the fake driver's allocators;
+//   - managed memory (cuMemAllocManaged) lives on the host: it takes none of `physical`; its
+//     bytes are in `managed`, and cuMemAdvise calls are recorded in `advice`;
 //   - kernels take no time: an event completes when it is recorded (at the host time of the
 //     record), so launch tracking works and every launch measures 0 ns.
 #pragma once
@@ -48,6 +50,14 @@ struct FakeState {
   int synchronizations = 0;
   uint64_t next_address = 0x7f0000000000ULL;
   std::map<uint64_t, std::pair<int, uint64_t>> allocations;  // address -> (device, bytes)
+  std::map<uint64_t, uint64_t> managed;                      // address -> bytes (on the host)
+  struct Advice {
+    uint64_t address;
+    uint64_t bytes;
+    int advice;
+    int device;
+  };
+  std::vector<Advice> advice;
   struct Pool {
     int device = 0;
     uint64_t reserved = 0;

@@ -7,12 +7,26 @@
 #include "common/log.h"
 #include "intercept/gate_internal.h"
 #include "intercept/hook_util.h"
+#include "intercept/spill.h"
 #include "shm/arbiter_file.h"
 #include "shm/arbiter_policy.h"
 
 namespace vgpu::intercept {
 namespace gate {
 namespace {
+
+// A slice that spills now (spill.h) runs kernels that may wait on host pages far longer than any
+// measurement of them says: its launches are estimated at no less than its time slice, so that
+// it fills only gaps of a whole time slice in more important slices' work and a turn of its
+// admits one such kernel at a time.
+uint64_t SpillEstimate(uint64_t estimate_ns) {
+  Runtime& rt = GetRuntime();
+  if (!SliceSpills(rt.config)) return estimate_ns;
+  shm::Region* r = rt.accountant.region();
+  if (r == nullptr || shm::LoadU64(r->header.spill.spilled_bytes) == 0) return estimate_ns;
+  uint64_t floor = rt.config.time_slice_ns;
+  return estimate_ns > floor ? estimate_ns : floor;
+}
 
 State g_state = {PTHREAD_MUTEX_INITIALIZER, {}, {}, {}, {}, false, {}};
 // Used when a GPU's arbiter file cannot be used: the slice's own limits still hold for this
@@ -234,7 +248,7 @@ CUresult GatedLaunch(const LaunchSite& site, RealLaunch launch, void* args) {
       req.slice = dg->slice;
       req.proc = dg->proc;
       req.now_ns = NowNs();
-      req.estimate_ns = estimate.ns;
+      req.estimate_ns = SpillEstimate(estimate.ns);
       req.held_ns = req.now_ns - t_call;
       req.waiting = waiting;
       req.submit = submit.Run;

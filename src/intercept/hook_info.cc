@@ -1,7 +1,11 @@
 // What a process in a slice sees as its GPU: total memory is the slice's limit (never more than
 // the device has), used memory is what the whole slice has charged, and free memory is the rest
-// (never more than the device really has free).
+// (never more than the device really has free). A spilling slice (spill.h) is told its limit as
+// total and its slice's free memory even when the GPU has less, since what the GPU cannot hold is
+// served from managed memory; every other slice, a protected one in spill mode included, never more
+// than the GPU has.
 #include "intercept/hook_util.h"
+#include "intercept/spill.h"
 
 namespace vgpu::intercept {
 
@@ -16,10 +20,11 @@ bool SliceInfo(uint64_t* free, uint64_t* total) {
   if (limit == kNoLimit) return false;
   rt.pools.ReconcileAll(dc.device);
   uint64_t used = rt.accountant.SliceUsed(dc.device);
-  uint64_t slice_total = limit < *total ? limit : *total;
+  bool spills = SliceSpills(rt.config);
+  uint64_t slice_total = limit < *total || spills ? limit : *total;
   uint64_t slice_free = slice_total > used ? slice_total - used : 0;
   *total = slice_total;
-  if (slice_free < *free) *free = slice_free;
+  if (slice_free < *free || spills) *free = slice_free;
   return true;
 }
 

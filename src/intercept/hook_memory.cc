@@ -5,7 +5,9 @@
 // processes), then call the driver, give the charge back if the driver fails, and record the
 // allocation so that its free finds it in O(1). Calls the driver will reject anyway (no
 // context, null output pointer, zero size) are passed through uncharged.
+#include "common/log.h"
 #include "intercept/hook_util.h"
+#include "intercept/spill.h"
 
 namespace vgpu::intercept {
 namespace {
@@ -36,6 +38,37 @@ CUresult ChargedAlloc(bool valid, uint64_t bytes, const char* what, Call call) {
     return r;
   }
   Track(key, Space::kPointer, dc.device, dc.context, bytes);
+  return r;
+}
+
+// cuMemAlloc_v2 with the spill path (spill.h): charged as any allocation; when the driver cannot
+// hold it and the slice spills, it is served from managed memory preferring the host.
+CUresult SpillingAlloc(CUdeviceptr* dptr, size_t bytes) {
+  auto real = g_cuda.cuMemAlloc_v2;
+  DeviceContext dc;
+  if (dptr == nullptr || bytes == 0 || !CurrentDeviceContext(&dc)) return real(dptr, bytes);
+  if (!ChargeOrRefuse(dc.device, bytes, "cuMemAlloc")) return CUDA_ERROR_OUT_OF_MEMORY;
+  Runtime& rt = GetRuntime();
+  uint16_t flags = 0;
+  CUresult r = real(dptr, bytes);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+    if (SliceSpills(rt.config)) {
+      r = SpillAllocate(dptr, bytes, dc.device);
+      if (r == CUDA_SUCCESS) {
+        flags = kEntrySpilled;
+        NoteSpilled(rt.accountant.region(), dc.device, bytes);
+        VGPU_LOG_DEBUG("cuMemAlloc of %llu bytes on device %d spilled to managed memory",
+                       static_cast<unsigned long long>(bytes), dc.device);
+      }
+    } else if (rt.config.memory_mode == kMemorySpill) {
+      NoteGpuRefusal(rt.accountant.region());  // a protected slice: its memory stays device memory
+    }
+  }
+  if (r != CUDA_SUCCESS) {
+    rt.accountant.Uncharge(dc.device, bytes);
+    return r;
+  }
+  Track(*dptr, Space::kPointer, dc.device, dc.context, bytes, -1, flags);
   return r;
 }
 
@@ -95,6 +128,7 @@ extern "C" CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) noexcept {
   if (!EnsureCuda()) return CUDA_ERROR_NOT_INITIALIZED;
   auto real = g_cuda.cuMemAlloc_v2;
   if (real == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  if (GetRuntime().config.memory_mode == kMemorySpill) return SpillingAlloc(dptr, bytesize);
   return ChargedAlloc(dptr != nullptr, bytesize, "cuMemAlloc", [&](uint64_t* key) {
     CUresult r = real(dptr, bytesize);
     if (r == CUDA_SUCCESS && dptr != nullptr) *key = *dptr;

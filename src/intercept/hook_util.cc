@@ -2,6 +2,7 @@
 
 #include "common/log.h"
 #include "intercept/gate.h"
+#include "intercept/spill.h"
 
 namespace vgpu::intercept {
 
@@ -22,6 +23,9 @@ void ReleaseEntry(const AllocEntry& entry) {
     rt.pools.OnFree(entry.pool, entry.size);
   } else {
     rt.accountant.Uncharge(entry.device, entry.size);
+  }
+  if ((entry.flags & kEntrySpilled) != 0) {
+    NoteUnspilled(rt.accountant.region(), entry.device, entry.size);
   }
 }
 
@@ -50,7 +54,8 @@ bool ChargeOrRefuse(int device, uint64_t bytes, const char* what) {
   return false;
 }
 
-void Track(uint64_t key, Space space, int device, CUcontext context, uint64_t bytes, int pool) {
+void Track(uint64_t key, Space space, int device, CUcontext context, uint64_t bytes, int pool,
+           uint16_t flags) {
   AllocEntry e;
   e.key = key;
   e.space = space;
@@ -58,6 +63,7 @@ void Track(uint64_t key, Space space, int device, CUcontext context, uint64_t by
   e.context = ContextKey(context);
   e.size = bytes;
   e.pool = static_cast<int16_t>(pool);
+  e.flags = flags;
   if (!GetRuntime().table.Insert(e)) {
     static std::atomic<bool> warned{false};
     if (!warned.exchange(true)) {

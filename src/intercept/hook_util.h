@@ -25,7 +25,8 @@ void ReleaseContextAllocations(CUcontext context);
 bool ChargeOrRefuse(int device, uint64_t bytes, const char* what);
 
 // Records a successful allocation; if the table cannot hold it the charge is kept for good.
-void Track(uint64_t key, Space space, int device, CUcontext context, uint64_t bytes, int pool = -1);
+void Track(uint64_t key, Space space, int device, CUcontext context, uint64_t bytes, int pool = -1,
+           uint16_t flags = 0);
 
 inline uint64_t ContextKey(CUcontext c) { return reinterpret_cast<uint64_t>(c); }
 

@@ -99,6 +99,7 @@ void RejectSource(SourceSettings* s) {
   for (int d = 0; d < kMaxDevices; ++d) s->memory[d] = s->sm[d] = s->guarantee[d] = bad;
   s->priority = s->weight = s->mode = s->time_slice = s->latency_slack = bad;
   s->copy_rate[0] = s->copy_rate[1] = s->copy_burst = s->copy_borrow = bad;
+  s->memory_mode = bad;  // strict: nothing spills
   // The context overhead stays the environment's (else the default): with no memory nothing can
   // be allocated whatever it is, and an overhead of 0 keeps contexts possible.
   s->rejected = true;

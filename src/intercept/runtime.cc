@@ -10,6 +10,7 @@
 #include "intercept/gate.h"
 #include "intercept/hooks.h"
 #include "intercept/proc_address.h"
+#include "intercept/spill.h"
 #include "intercept/tenant_control.h"
 #include "shm/region_ops.h"
 
@@ -139,6 +140,7 @@ void InitBaseLocked() {
   shm::SetCriticalSectionDelayForTest(g_runtime.config.test_critical_delay_us);
   g_runtime.accountant.Init(g_runtime.config);
   PublishTenantControl();
+  PublishSpillMode(g_runtime.accountant.region(), g_runtime.config);
   g_runtime.pools.Init(&g_runtime.accountant, &g_cuda);
   g_compute_limited.store(g_runtime.config.compute_limited, std::memory_order_relaxed);
   InitCopyPacer();
@@ -238,6 +240,7 @@ void InstallForTest(const DriverApi& cuda, const NvmlApi& nvml, const Config& co
   g_runtime.table.ResetInChild();
   g_runtime.accountant.InitWithRegion(config, region, shared);
   PublishTenantControl();
+  PublishSpillMode(g_runtime.accountant.region(), config);
   g_runtime.pools.Init(&g_runtime.accountant, &g_cuda);
   ContextState& c = g_runtime.contexts;
   for (int d = 0; d < kMaxDevices; ++d) {

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <map>
 #include <set>
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "node/slice_control.h"
 #include "node/unit_id.h"
 
 namespace vgpu::node {
@@ -43,6 +45,31 @@ Status Allocator::CheckUnits(const std::vector<std::string>& unit_ids) const {
   return Status::Ok();
 }
 
+Status Allocator::AdmitSpill(const SliceSpec& spec,
+                             const std::map<std::string, uint64_t>& capacity) const {
+  uint64_t already = 0;
+  std::vector<SpillGpu> gpus;
+  for (const SliceDevice& d : spec.devices) {
+    auto cap = capacity.find(d.uuid);
+    gpus.push_back({d.uuid, cap == capacity.end() ? 0 : cap->second, 0, d.memory_bytes});
+  }
+  for (const SliceRecord& r : slices_->List()) {
+    if (r.spec.pod_uid == spec.pod_uid && r.spec.container == spec.container) continue;  // itself
+    for (const SliceDevice& d : r.spec.devices) {
+      for (SpillGpu& g : gpus) {
+        if (g.name == d.uuid) g.promised_by_others += d.memory_bytes;
+      }
+    }
+#ifdef VGPU_NODE_HAVE_SHM
+    if (auto view = ReadSliceControl(r.region_path)) already += view->spilled_bytes;
+#endif
+  }
+  SpillDecision d =
+      AdmitSpillOnGpus(gpus, already, ReadMemAvailable(meminfo_.c_str()), spill_policy_);
+  if (d.admitted) return Status::Ok();
+  return Status::FailedPrecondition("memory mode spill refused on " + d.reason);
+}
+
 Result<ContainerAllocation> Allocator::AllocateOnce(const std::vector<std::string>& unit_ids) {
   auto entry = store_->Resolve(unit_ids);
   if (!entry) return entry.error();
@@ -54,6 +81,7 @@ Result<ContainerAllocation> Allocator::AllocateOnce(const std::vector<std::strin
   spec.container = e.container.name;
   spec.priority = e.container.priority;
   spec.compute = e.container.compute;
+  std::map<std::string, uint64_t> capacity_of;  // by device UUID, for the spill admission
   for (const std::string& id : unit_ids) {
     auto ref = ParseUnitId(id);
     if (!ref) return ref.error();
@@ -89,10 +117,15 @@ Result<ContainerAllocation> Allocator::AllocateOnce(const std::vector<std::strin
     }
     spec.devices.push_back(
         {device_uuid, info->index, ref->unit, assigned->memory_bytes, assigned->cores, gi, ci});
+    capacity_of[device_uuid] = capacity;
   }
   // CUDA index order inside the container follows the node's GPU order.
   std::sort(spec.devices.begin(), spec.devices.end(),
             [](const SliceDevice& a, const SliceDevice& b) { return a.node_index < b.node_index; });
+  if (spec.compute.memory_mode == "spill") {
+    Status admitted = AdmitSpill(spec, capacity_of);
+    if (!admitted.ok()) return admitted.WithContext(e.Describe());
+  }
   auto slice = slices_->Create(spec, now_unix_());
   if (!slice) return slice.error().WithContext("creating the slice of " + e.Describe());
   VGPU_LOG_INFO("allocated %s: %zu GPU(s), slice %s", e.Describe().c_str(), spec.devices.size(),

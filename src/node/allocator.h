@@ -16,11 +16,13 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "common/spill_admission.h"
 #include "node/assignment_store.h"
 #include "node/device_list.h"
 #include "node/metrics_text.h"
@@ -55,6 +57,14 @@ class Allocator {
   // How containers are handed their GPUs (default: NVIDIA_VISIBLE_DEVICES only). Set before
   // the first Allocate.
   void SetDeviceList(DeviceListOptions options) { device_list_ = std::move(options); }
+  // Spill admission (common/spill_admission.h, docs/oversubscription.md) of a container whose
+  // memory mode is spill: on each of its GPUs, what the node's other slices promise there and
+  // spill now (their regions), the host's MemAvailable read from `meminfo`. A refusal fails the
+  // Allocate with the reason (kFailedPrecondition). Set before the first Allocate.
+  void SetSpillAdmission(SpillPolicy policy, std::string meminfo) {
+    spill_policy_ = policy;
+    meminfo_ = std::move(meminfo);
+  }
 
   // PreStartContainer: checks with kubelet's PodResources API that the container kubelet gave
   // `unit_ids` to is the container whose slice those units hold. kFailedPrecondition on a
@@ -81,6 +91,7 @@ class Allocator {
 
  private:
   Status CheckUnits(const std::vector<std::string>& unit_ids) const;
+  Status AdmitSpill(const SliceSpec& spec, const std::map<std::string, uint64_t>& capacity) const;
   Result<ContainerAllocation> AllocateOnce(const std::vector<std::string>& unit_ids);
   Result<device::MigInstance> ResolveMig(const AssignmentEntry& e, const device::DeviceInfo& gpu,
                                          const AssignedDevice& assigned);
@@ -91,6 +102,8 @@ class Allocator {
   SliceManager* slices_;
   int64_t (*now_unix_)();
   DeviceListOptions device_list_;
+  SpillPolicy spill_policy_;
+  std::string meminfo_ = "/proc/meminfo";
   MigManager* mig_ = nullptr;
   std::function<void()> mig_changed_;
   const MpsManager* mps_ = nullptr;

@@ -45,6 +45,7 @@ void ComputeSettings::OverrideWith(const ComputeSettings& other) {
   if (!other.mode.empty()) mode = other.mode;
   if (other.level >= 0) level = other.level;
   if (other.time_slice_ns > 0) time_slice_ns = other.time_slice_ns;
+  if (!other.memory_mode.empty()) memory_mode = other.memory_mode;
 }
 
 Result<ComputeSettings> ParseComputeSettings(std::string_view text, const std::string& where) {
@@ -93,9 +94,15 @@ Result<ComputeSettings> ParseComputeSettings(std::string_view text, const std::s
         return Bad(where, key, value, "is not a time slice between 500us and 1s (e.g. 5ms)");
       }
       out.time_slice_ns = static_cast<uint64_t>(p.value);
+    } else if (key == "memory-mode" || key == "memory_mode") {
+      if (value != "strict" && value != "overcommit" && value != "spill") {
+        return Bad(where, key, value, "is not a memory mode (strict, overcommit or spill)");
+      }
+      out.memory_mode = std::string(value);
     } else {
-      return Status::InvalidArgument(where + ": unknown key \"" + std::string(key) +
-                                     "\" (known: guarantee, weight, mode, priority, time-slice)");
+      return Status::InvalidArgument(
+          where + ": unknown key \"" + std::string(key) +
+          "\" (known: guarantee, weight, mode, priority, time-slice, memory-mode)");
     }
   }
   return out;

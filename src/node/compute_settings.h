@@ -14,6 +14,8 @@
 //   mode=M           capped | elastic (a guarantee without a mode is elastic)
 //   priority=P       realtime | high | normal | low | idle, or HAMi's 0 (high) / 1 (normal)
 //   time-slice=DUR   500us..1s (time_slice is accepted too)
+//   memory-mode=M    strict | overcommit | spill (docs/oversubscription.md); not a compute
+//                    setting (Any() ignores it), carried here with the container's settings
 // Unknown keys and bad values are errors naming the annotation, the key and the value: a pod
 // whose compute settings cannot be read is not allocated (like a bad assignment).
 #pragma once
@@ -43,6 +45,7 @@ struct ComputeSettings {
   std::string mode;            // "capped", "elastic", "": not given
   int level = -1;              // kLevel*; -1: not given
   uint64_t time_slice_ns = 0;  // 0: not given
+  std::string memory_mode;     // "strict", "overcommit", "spill", "": not given (strict)
 
   bool Any() const {
     return guarantee >= 0 || weight > 0 || !mode.empty() || level >= 0 || time_slice_ns > 0;

@@ -19,6 +19,10 @@ TEST(ComputeSettingsTest, ParsesEveryKey) {
   ASSERT_TRUE(hami.has_value());
   EXPECT_EQ(hami->level, kLevelHigh);
   EXPECT_EQ(hami->time_slice_ns, 500'000u);
+  auto spill = ParseComputeSettings("memory-mode=spill", "a");
+  ASSERT_TRUE(spill.has_value());
+  EXPECT_EQ(spill->memory_mode, "spill");
+  EXPECT_FALSE(spill->Any()) << "the memory mode is not a compute setting";
   auto empty = ParseComputeSettings(" , ", "a");
   ASSERT_TRUE(empty.has_value());
   EXPECT_FALSE(empty->Any());
@@ -35,6 +39,7 @@ TEST(ComputeSettingsTest, BadValuesNameTheAnnotationTheKeyAndTheValue) {
       {"priority=2", "vgpu.io/compute: priority: \"2\" is not a priority"},
       {"time-slice=2s", "vgpu.io/compute: time-slice: \"2s\" is not a time slice"},
       {"cores=30", "vgpu.io/compute: unknown key \"cores\""},
+      {"memory-mode=swap", "vgpu.io/compute: memory-mode: \"swap\" is not a memory mode"},
       {"elastic", "vgpu.io/compute: expected key=value, got \"elastic\""},
   };
   for (const auto& c : cases) {

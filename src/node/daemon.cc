@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <ctime>
+#include <map>
+#include <optional>
 #include <set>
 
 #include "common/clock.h"
@@ -72,6 +74,7 @@ Status Daemon::Start() {
       std::max<int64_t>(2'000'000'000LL, 3LL * options_.sample_interval_ms * 1'000'000LL), NowNs);
   tenants_ = std::make_unique<faults::TenantLevels>(options_.tenant_levels, quarantine_.get());
   allocator_ = std::make_unique<Allocator>(state_.get(), &store_, pods_.get(), &slices_);
+  allocator_->SetSpillAdmission(options_.spill, options_.proc_root + "/meminfo");
   allocator_->SetDeviceList(options_.device_list);
   if (options_.observe_only) {
     Status listed = pods_->Refresh();
@@ -396,12 +399,31 @@ std::vector<faults::TenantStatus> Daemon::Tenants() const {
 void Daemon::TenantRound() {
   const int64_t now = NowNs();
   std::vector<SliceRecord> records = slices_.List();
+  // Host-link receive rates of the GPUs, for the thrash of spilling slices.
+  std::map<std::string, double> rx_by_gpu;
+  {
+    std::vector<std::optional<device::DeviceSample>> samples = state_->Samples();
+    const std::vector<device::DeviceInfo>& devices = state_->devices();
+    for (size_t i = 0; i < devices.size() && i < samples.size(); ++i) {
+      if (samples[i] && samples[i]->pcie_receive_bytes_per_second) {
+        rx_by_gpu[devices[i].uuid] = *samples[i]->pcie_receive_bytes_per_second;
+      }
+    }
+  }
+  std::vector<SpillSliceState> spill;
   std::lock_guard<std::mutex> lock(tenant_mu_);
   std::set<std::string> live;
   for (const SliceRecord& r : records) {
     live.insert(r.name);
     auto view = ReadSliceControl(r.region_path);
     if (!view) continue;
+    SpillSliceState st;
+    st.slice = r.name;
+    st.spilling =
+        view->memory_mode == kRegionModeSpill && !view->protected_slice && view->spilled_bytes > 0;
+    st.spilled_bytes = view->spilled_bytes;
+    for (const SliceDevice& d : r.spec.devices) st.gpus.push_back(d.uuid);
+    spill.push_back(std::move(st));
     tenants_->OnCounters(r.name, view->launch_failures, view->oom_refusals, now);
     uint64_t used = 0, limit = 0;
     double worst = -1;
@@ -415,6 +437,10 @@ void Daemon::TenantRound() {
       }
     }
     tenants_->OnMemory(r.name, used, limit, now);
+  }
+  if (!thrash_) thrash_ = std::make_unique<SpillThrash>(options_.thrash);
+  for (const ThrashSignal& t : thrash_->Round(rx_by_gpu, spill)) {
+    tenants_->OnSignal(t.slice, faults::TenantSignal::kThrash, 1, t.what, now);
   }
   tenants_->Tick(now);
   for (const faults::TenantStatus& t : tenants_->Snapshot()) {

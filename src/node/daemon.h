@@ -52,6 +52,7 @@
 #include "node/pod_sync.h"
 #include "node/slice.h"
 #include "node/slice_quarantine.h"
+#include "node/spill_thrash.h"
 
 namespace vgpu::node {
 
@@ -63,6 +64,11 @@ struct DaemonOptions {
   HealthRules health;
   // Per-tenant quarantine levels (docs/faults.md).
   faults::TenantLevelRules tenant_levels;
+  // Thrash of spilling slices into `thrash` signals (node/spill_thrash.h).
+  ThrashRules thrash;
+  // Admission of containers in memory mode spill (node/allocator.h; the host's memory is read
+  // from <proc_root>/meminfo).
+  SpillPolicy spill;
   std::string metrics_listen = ":9394";
   bool hami_aliases = false;
   int sample_interval_ms = 5000;
@@ -180,6 +186,7 @@ class Daemon {
   std::mutex stuck_mu_;  // guards stuck_kernels_
   // GPUs with a kernel past the deadline: its pid and how long it had run at the last round.
   std::map<std::string, std::pair<uint32_t, int64_t>> stuck_kernels_;
+  std::unique_ptr<SpillThrash> thrash_;  // guarded by tenant_mu_
   std::vector<std::thread> threads_;
   std::mutex mu_;
   std::mutex health_actions_mu_;  // one RunHealthActions() at a time

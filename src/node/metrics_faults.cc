@@ -39,7 +39,7 @@ void AddFaultMetrics(MetricsBuilder& m, const std::string& node_name,
       sl.emplace_back("signal", signal);
       m.Add("vgpu_tenant_signals_total", MetricType::kCounter,
             "Signals attributed to the tenant (xid, launch-failure, oom-storm, memory-ramp, "
-            "stuck-kernel)",
+            "stuck-kernel, thrash)",
             sl, static_cast<double>(count));
     }
   }

@@ -40,6 +40,7 @@ json ComputeToJson(const ComputeSettings& c) {
   if (!c.mode.empty()) j["mode"] = c.mode;
   if (c.level >= 0) j["priority"] = LevelName(c.level);
   if (c.time_slice_ns > 0) j["timeSliceNs"] = c.time_slice_ns;
+  if (!c.memory_mode.empty()) j["memoryMode"] = c.memory_mode;
   return j;
 }
 
@@ -54,6 +55,7 @@ ComputeSettings ComputeFromJson(const json& j) {
     if (parsed) c.level = parsed->level;
   }
   c.time_slice_ns = j.value("timeSliceNs", uint64_t{0});
+  c.memory_mode = j.value("memoryMode", std::string());
   return c;
 }
 
@@ -182,6 +184,8 @@ std::string LimitsFileText(const SliceRecord& slice, const SliceLayout& layout) 
   if (!slice.arbiter_dir.empty()) out << "arbiter_dir=" << slice.arbiter_dir << "\n";
   if (layout.context_overhead >= 0) out << "context_overhead=" << layout.context_overhead << "\n";
   out << "region=" << slice.region_path << "\n";
+  // Always written: the container's environment may lower the mode, never raise it.
+  out << "memory_mode=" << (c.memory_mode.empty() ? "strict" : c.memory_mode) << "\n";
   out << kLimitsFileEnd << "\n";
   return out.str();
 }

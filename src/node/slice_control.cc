@@ -83,6 +83,11 @@ Result<SliceControlView> ReadSliceControl(const std::string& region_path) {
   v.launch_failures = load(c.launch_failures);
   v.oom_refusals = load(c.oom_refusals);
   v.held_launches = load(c.held_launches);
+  const shm::SpillState& spill = r->header.spill;
+  v.memory_mode = std::atomic_ref<uint32_t>(const_cast<uint32_t&>(spill.mode)).load();
+  v.protected_slice =
+      std::atomic_ref<uint32_t>(const_cast<uint32_t&>(spill.protected_slice)).load() != 0;
+  v.spilled_bytes = load(spill.spilled_bytes);
   const uint32_t n = r->header.config.device_count;
   for (uint32_t d = 0; d < n && d < static_cast<uint32_t>(shm::kMaxDevices); ++d) {
     v.used_bytes.push_back(shm::DeviceUsed(r, static_cast<int>(d)));

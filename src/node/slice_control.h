@@ -24,6 +24,9 @@ struct SliceProcess {
   uint64_t start_time = 0;
 };
 
+// SpillState::mode of a slice in memory mode spill (intercept/config.h MemoryMode).
+inline constexpr uint32_t kRegionModeSpill = 2;
+
 struct SliceControlView {
   uint64_t pause_until_ns = 0;
   uint32_t level = 0;
@@ -34,6 +37,10 @@ struct SliceControlView {
   std::vector<uint64_t> used_bytes;   // per device of the slice
   std::vector<uint64_t> limit_bytes;  // per device; 0: no limit
   std::vector<SliceProcess> processes;
+  // SpillState (shm/region.h): memory mode (kRegionModeSpill), protected, bytes spilled now.
+  uint32_t memory_mode = 0;
+  bool protected_slice = false;
+  uint64_t spilled_bytes = 0;
 };
 
 Result<SliceControlView> ReadSliceControl(const std::string& region_path);

@@ -134,11 +134,12 @@ TEST_F(SliceTest, ComputeSettingsReachTheLimitsFileAndTheEnvironment) {
   s.compute.mode = "elastic";
   s.compute.level = kLevelRealtime;
   s.compute.time_slice_ns = 2'000'000;
+  s.compute.memory_mode = "spill";
   auto r = m.Create(s, 1);
   ASSERT_TRUE(r.has_value()) << r.error().ToString();
   const std::string limits = ReadFile(r->limits_path);
   for (const char* line : {"guarantee=20\n", "weight=3\n", "mode=elastic\n", "priority=realtime\n",
-                           "time_slice=2ms\n"}) {
+                           "time_slice=2ms\n", "memory_mode=spill\n"}) {
     EXPECT_NE(limits.find(line), std::string::npos) << line << " in\n" << limits;
   }
   ContainerAllocation a = BuildAllocation(*r, layout_);
@@ -153,6 +154,7 @@ TEST_F(SliceTest, ComputeSettingsReachTheLimitsFileAndTheEnvironment) {
   EXPECT_EQ(listed[0].spec.compute.mode, "elastic");
   EXPECT_EQ(listed[0].spec.compute.level, kLevelRealtime);
   EXPECT_EQ(listed[0].spec.compute.time_slice_ns, 2'000'000u);
+  EXPECT_EQ(listed[0].spec.compute.memory_mode, "spill");
 }
 
 TEST_F(SliceTest, ASliceWithoutComputeSettingsJoinsTheArbiterUnlessToldNot) {

@@ -63,8 +63,8 @@
 //       launch_failures  u64  kernel launches the driver refused (libvgpu.so counts)
 //       oom_refusals     u64  allocations refused over the memory limit (libvgpu.so counts)
 //       held_launches    u64  launches that waited for a pause to end (libvgpu.so counts)
-//     telemetry_area (minor 4, 2368..2623), spill_area (2880..3007), probe_area (3008..3071):
-//                      reserved for the fields documented with their types; zero = unused
+//     telemetry_area (minor 4, 2368..2623), probe_area (3008..3071): reserved for the fields
+//     documented with their types; zero = unused
 //     resize           ResizeControl (minor 4, offsets 2624..2879): live overrides of the
 //                      immutable config, written by `vgpu resize` and the node daemon
 //                      (shm/region_resize.h) under `mutex` as a seqlock; libvgpu.so reads them
@@ -82,6 +82,21 @@
 //       priority         u32  priority level + 1 replacing config.priority at the compute gate
 //                             (1 realtime .. 5 idle); 0 = no override
 //       reserved             zero (2848..2879)
+//     spill            SpillState (minor 4, offsets 2880..3007): memory spill of the slice
+//                      (docs/oversubscription.md); atomics only, zero in older minors (= no spill):
+//       mode             u32  the slice's memory mode as libvgpu.so runs it (0 strict,
+//                             1 overcommit, 2 spill; intercept/config.h MemoryMode)
+//       protected_slice  u32  1: the slice's priority keeps its memory on the GPU (never spilled)
+//       spilled_bytes    u64  bytes of allocations now served from managed memory (all devices)
+//       spilled_peak     u64  the largest spilled_bytes seen
+//       spill_allocs     u64  allocations ever served from managed memory
+//       gpu_refusals     u64  allocations within the limit that the GPU could not hold and the
+//                             slice could not spill (a real out-of-memory error)
+//       device_spilled[8] u64 spilled_bytes per device index 0..7 (higher indices: only the total)
+//       throttled_ns     u64  the node daemon's thrash control: CLOCK_MONOTONIC instant until
+//                             which the slice is throttled for thrashing (display; the throttle
+//                             itself is control.share_cap_pct / pause_until_ns)
+//       reserved[2]      u64  zero
 //     spare                 zero (3072..4095)
 //   ProcSlot[kMaxProcs] (offset 4096, 256 bytes each)
 //     pid            i32  process id in its pid namespace; 0 = free slot
@@ -196,6 +211,21 @@ static_assert(offsetof(ResizeControl, checksum) == 208);
 static_assert(offsetof(ResizeControl, resizes) == 216);
 static_assert(offsetof(ResizeControl, priority) == 220);
 
+inline constexpr int kSpillDevices = 8;
+
+struct SpillState {
+  uint32_t mode;
+  uint32_t protected_slice;
+  uint64_t spilled_bytes;
+  uint64_t spilled_peak;
+  uint64_t spill_allocs;
+  uint64_t gpu_refusals;
+  uint64_t device_spilled[kSpillDevices];
+  uint64_t throttled_ns;
+  uint64_t reserved[2];
+};
+static_assert(sizeof(SpillState) == 128);
+
 struct RegionHeader {
   uint64_t magic;
   uint32_t major;
@@ -222,7 +252,7 @@ struct RegionHeader {
   TenantControl control;
   uint8_t telemetry_area[2624 - 2368];  // (minor 4) per-slice counters
   ResizeControl resize;                 // (minor 4) live resize control
-  uint8_t spill_area[3008 - 2880];      // (minor 4) memory spill state
+  SpillState spill;                     // (minor 4) memory spill state
   uint8_t probe_area[3072 - 3008];      // (minor 4) fault probe state
   uint8_t spare[4096 - 3072];
 };
@@ -266,7 +296,10 @@ static_assert(offsetof(RegionHeader, copy) == 1792);
 static_assert(offsetof(RegionHeader, control) == 2304);
 static_assert(offsetof(RegionHeader, telemetry_area) == 2368);
 static_assert(offsetof(RegionHeader, resize) == 2624);
-static_assert(offsetof(RegionHeader, spill_area) == 2880);
+static_assert(offsetof(RegionHeader, spill) == 2880);
+static_assert(offsetof(SpillState, spilled_bytes) == 8);
+static_assert(offsetof(SpillState, device_spilled) == 40);
+static_assert(offsetof(SpillState, throttled_ns) == 104);
 static_assert(offsetof(RegionHeader, probe_area) == 3008);
 static_assert(offsetof(RegionHeader, spare) == 3072);
 static_assert(offsetof(TenantControl, launch_failures) == 16);

@@ -179,6 +179,11 @@ std::string ApplyKey(DeviceSpec* d, std::string_view key, std::string_view value
     if (v.value > kMaxLinkBytesPerS) return "must be at most 10TB/s";
     if (v.value != 0 && v.value < kMinLinkBytesPerS) return "must be 0 or at least 1MB/s";
     (key == "h2d_bandwidth" ? d->h2d_bytes_per_s : d->d2h_bytes_per_s) = v.value;
+  } else if (key == "fault_latency") {
+    Parsed<int64_t> v = ParseDurationRaw(value);
+    if (!v.ok()) return std::string(ParseErrorText(v.error)) + " (use e.g. 20us)";
+    if (v.value < 0 || v.value > 1'000'000'000) return "must be between 0 and 1s";
+    d->fault_latency_ns = static_cast<uint64_t>(v.value);
   } else if (key == "link_coupling") {
     Result<int> v = ParseSmallInt(value, 1, 100);
     if (!v) return v.error().message() + " (percent)";
@@ -191,7 +196,7 @@ std::string ApplyKey(DeviceSpec* d, std::string_view key, std::string_view value
   } else {
     return "unknown key (known: model name memory sms cc clock_mhz memory_clock_mhz bus_width l2 "
            "power_w uuid pci kernel_time context_memory h2d_bandwidth d2h_bandwidth "
-           "link_coupling mig mig_layout)";
+           "link_coupling fault_latency mig mig_layout)";
   }
   return "";
 }
@@ -317,6 +322,7 @@ DeviceSpec DefaultDevice(int index, std::string_view model) {
   d.h2d_bytes_per_s = p.link_bytes_per_s;
   d.d2h_bytes_per_s = p.link_bytes_per_s;
   d.link_coupling_pct = 70;
+  d.fault_latency_ns = 20'000;
   d.name = DefaultName(d);
   DeriveUuid(&d, index);
   return d;

@@ -19,6 +19,8 @@
 //   context_memory=0          device memory each context takes
 //   h2d_bandwidth=55GB/s d2h_bandwidth=55GB/s   host link per direction (rates as in
 //                             common/units.h; 0: copies are instant); a100 25GB/s
+//   fault_latency=20us        managed memory: the service time of one far fault (0..1s), on top
+//                             of the page's transfer at h2d_bandwidth (driver/managed.cc)
 //   link_coupling=70          percent of a direction's bandwidth kept while the other direction
 //                             copies too (1..100; timeline.h)
 //   mig=on|off                MIG mode at start (default off; see mig_state.h)
@@ -69,6 +71,7 @@ struct DeviceSpec {
   uint64_t h2d_bytes_per_s = 0;  // 0: instant copies
   uint64_t d2h_bytes_per_s = 0;
   uint32_t link_coupling_pct = 100;
+  uint64_t fault_latency_ns = 20'000;  // per-process UVM model only: not part of Hash()
   bool mig_enabled = false;
   std::string mig_layout;
 };

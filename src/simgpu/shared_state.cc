@@ -175,7 +175,9 @@ bool ProcessAlive(int32_t pid, uint64_t start_time) {
 std::string SharedState::DefaultPath(const Config& config) {
   if (const char* p = std::getenv("VGPU_SIMGPU_STATE"); p != nullptr && *p != '\0') return p;
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "/dev/shm/vgpu-simgpu-%016" PRIx64, config.Hash());
+  // The layout's version is in the name: builds of another layout keep to their own files.
+  std::snprintf(buf, sizeof(buf), "/dev/shm/vgpu-simgpu-%u.%u-%016" PRIx64, kStateMajor,
+                kStateMinor, config.Hash());
   return buf;
 }
 
@@ -273,9 +275,20 @@ void SharedState::ReleaseProcess(int slot) {
     dev.used_bytes -= p.used_bytes[d] <= dev.used_bytes ? p.used_bytes[d] : dev.used_bytes;
     p.used_bytes[d] = 0;
     p.contexts[d] = 0;
+    layout_->managed_resident[slot][d] = 0;
   }
   p.pid = 0;
   p.generation++;
+}
+
+uint64_t SharedState::ManagedResident(int device, int except_slot) const {
+  uint64_t sum = 0;
+  for (int i = 0; i < kMaxProcesses; ++i) {
+    if (i != except_slot && layout_->processes[i].pid != 0) {
+      sum += layout_->managed_resident[i][device];
+    }
+  }
+  return sum;
 }
 
 int SharedState::ReclaimDead() {

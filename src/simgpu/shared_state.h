@@ -34,7 +34,7 @@ namespace vgpu::simgpu {
 
 inline constexpr char kStateMagic[8] = {'V', 'G', 'S', 'I', 'M', 'G', 'P', 'U'};
 inline constexpr uint32_t kStateMajor = 2;
-inline constexpr uint32_t kStateMinor = 1;
+inline constexpr uint32_t kStateMinor = 2;
 inline constexpr int kMaxProcesses = 64;
 // MIG GPU instances, over all devices. Device record kMaxDevices + i belongs to instance slot i,
 // so an instance has its own memory and kernel timeline (see mig_state.h).
@@ -167,6 +167,14 @@ struct SharedStateLayout {
   MigGpuInstanceRecord mig_instances[kMaxMigInstances];
   UtilBucket process_buckets[kMaxRecords][kMaxProcesses][kUtilBuckets];
   StuckState stuck;  // (minor 1)
+  // (minor 2) Managed memory (driver/managed.cc): bytes of each process's managed pages now
+  // resident on each device record. Not part of used_bytes: device allocations do not see them
+  // (on a real GPU the driver evicts managed pages to make room), and each process keeps its own
+  // resident pages within what the device's allocations and the others' resident pages leave.
+  uint64_t managed_resident[kMaxProcesses][kMaxRecords];
+  // (minor 2) Bytes managed-memory faults ever moved to each device record over the host link
+  // (NVML's PCIe receive throughput counts them with host-to-device copies).
+  uint64_t managed_link_bytes[kMaxRecords];
 };
 
 static_assert(sizeof(PendingKernel) == 24);
@@ -201,7 +209,7 @@ class SharedState {
 
   // Maps the state file at `path`, creating it for `config` if it does not exist.
   static Result<std::unique_ptr<SharedState>> Open(const Config& config, const std::string& path);
-  // VGPU_SIMGPU_STATE if set, else /dev/shm/vgpu-simgpu-<config hash in hex>.
+  // VGPU_SIMGPU_STATE if set, else /dev/shm/vgpu-simgpu-<major>.<minor>-<config hash in hex>.
   static std::string DefaultPath(const Config& config);
 
   ~SharedState();
@@ -228,6 +236,10 @@ class SharedState {
   bool TryReserve(int slot, int device, uint64_t bytes);
   // Gives back `bytes` (never more than the slot holds).
   void Release(int slot, int device, uint64_t bytes);
+
+  // Bytes of managed pages resident on `device`, of every process (`except_slot` < 0) or of
+  // every process but `except_slot`.
+  uint64_t ManagedResident(int device, int except_slot = -1) const;
 
   // Recomputes derived fields after a holder of the lock died.
   void Repair();

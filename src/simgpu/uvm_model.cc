@@ -24,17 +24,39 @@ uint64_t UvmModel::TimeAt(uint64_t bytes, uint64_t rate) const {
       (static_cast<unsigned __int128>(bytes) * 1'000'000'000ULL + rate - 1) / rate);
 }
 
+void UvmModel::EvictPage(uint64_t page, bool write_back, uint64_t* ns) {
+  Page& v = pages_[page];
+  if (!v.resident) return;
+  if (!owners_[v.owner].high) lru_.erase(v.lru);
+  v.resident = false;
+  if (v.dirty && write_back) *ns += TimeAt(params_.page_bytes, params_.link_bytes_per_s);
+  v.dirty = false;
+  if (write_back) owners_[v.owner].stats.evicted++;
+  --resident_;
+}
+
 bool UvmModel::EvictOne(uint64_t* ns) {
   if (lru_.empty()) return false;
-  uint64_t victim = lru_.front();
-  lru_.pop_front();
-  Page& v = pages_[victim];
-  v.resident = false;
-  if (v.dirty) *ns += TimeAt(params_.page_bytes, params_.link_bytes_per_s);  // write back
-  v.dirty = false;
-  owners_[v.owner].stats.evicted++;
-  --resident_;
+  EvictPage(lru_.front(), true, ns);
   return true;
+}
+
+uint64_t UvmModel::SetCapacity(uint64_t pages, uint64_t* ns) {
+  capacity_ = pages;
+  while (resident_ > capacity_ && EvictOne(ns)) {
+  }
+  return resident_ > capacity_ ? resident_ - capacity_ : 0;
+}
+
+void UvmModel::Release(uint64_t first, uint64_t pages) {
+  uint64_t ignored = 0;
+  for (uint64_t p = first; p < first + pages && p < pages_.size(); ++p) {
+    EvictPage(p, false, &ignored);
+  }
+}
+
+void UvmModel::Evict(uint64_t first, uint64_t pages, uint64_t* ns) {
+  for (uint64_t p = first; p < first + pages && p < pages_.size(); ++p) EvictPage(p, true, ns);
 }
 
 bool UvmModel::Touch(uint64_t page, bool write, uint64_t* ns) {

@@ -12,7 +12,12 @@
 // page is high-priority (or the faulting owner's own high-priority pages do not fit), the touch
 // fails: the model never evicts a high-priority page.
 //
-// Thread safety: none (one model per simulation). No I/O.
+// The capacity may change while the model runs (SetCapacity: the simulated driver gives a
+// process's managed pages what the device's allocations and the other processes leave); pages
+// over a lowered capacity are evicted at once, least recently used first. Pages of a freed
+// allocation leave the device (Release) and are never touched again.
+//
+// Thread safety: none (one model per simulation, or per process of the simulated driver). No I/O.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +56,18 @@ class UvmModel {
   // without evicting a high-priority page; *ns gets the time of the touch.
   bool Touch(uint64_t page, bool write, uint64_t* ns);
 
+  // Changes the device pages this model may hold; evicts low-priority pages (LRU first) down to
+  // it, adding their write-back time to *ns. Returns how many pages are still over it (resident
+  // high-priority pages are never evicted).
+  uint64_t SetCapacity(uint64_t pages, uint64_t* ns);
+  // Makes pages [first, first + pages) non-resident, without write-back (their memory is freed).
+  void Release(uint64_t first, uint64_t pages);
+  // Evicts pages [first, first + pages) that are resident (a prefetch to the host); adds the
+  // write-back time of dirty ones to *ns.
+  void Evict(uint64_t first, uint64_t pages, uint64_t* ns);
+  // True when `page` is on the device.
+  bool Resident(uint64_t page) const { return pages_[page].resident; }
+
   const UvmOwnerStats& stats(int owner) const { return owners_[owner].stats; }
   uint64_t resident_pages() const { return resident_; }
   uint64_t capacity_pages() const { return capacity_; }
@@ -69,6 +86,7 @@ class UvmModel {
   };
   uint64_t TimeAt(uint64_t bytes, uint64_t rate) const;
   bool EvictOne(uint64_t* ns);
+  void EvictPage(uint64_t page, bool write_back, uint64_t* ns);
 
   UvmParams params_;
   uint64_t capacity_ = 0;

@@ -74,5 +74,44 @@ TEST(UvmModel, StreamingBeyondCapacityFallsOffACliff) {
   EXPECT_GT(per_page_over / per_page_fit, 10.0);
 }
 
+TEST(UvmModel, ALoweredCapacityEvictsLeastRecentlyUsedLowPagesOnly) {
+  UvmModel m(Small(4));
+  int high = m.AddOwner(true);
+  int low = m.AddOwner(false);
+  uint64_t h = m.Allocate(high, 1);
+  uint64_t l = m.Allocate(low, 3);
+  uint64_t ns = 0;
+  for (uint64_t p : {h, l, l + 1, l + 2}) ASSERT_TRUE(m.Touch(p, true, &ns));
+  ASSERT_TRUE(m.Touch(l, false, &ns));  // l is now the most recently used low page
+  uint64_t wb = 0;
+  EXPECT_EQ(m.SetCapacity(2, &wb), 0u);
+  EXPECT_TRUE(m.Resident(h));
+  EXPECT_TRUE(m.Resident(l));
+  EXPECT_FALSE(m.Resident(l + 1));
+  EXPECT_FALSE(m.Resident(l + 2));
+  EXPECT_GT(wb, 0u) << "dirty pages are written back";
+  EXPECT_EQ(m.stats(low).evicted, 2u);
+  // Below the high-priority pages nothing more can go: one page stays over.
+  EXPECT_EQ(m.SetCapacity(0, &wb), 1u);
+  EXPECT_TRUE(m.Resident(h));
+  EXPECT_EQ(m.stats(high).evicted, 0u);
+}
+
+TEST(UvmModel, ReleasedPagesLeaveWithoutWriteBackEvictedOnesWithIt) {
+  UvmModel m(Small(4));
+  int low = m.AddOwner(false);
+  uint64_t a = m.Allocate(low, 2);
+  uint64_t ns = 0;
+  ASSERT_TRUE(m.Touch(a, true, &ns));
+  ASSERT_TRUE(m.Touch(a + 1, true, &ns));
+  uint64_t wb = 0;
+  m.Release(a, 1);
+  EXPECT_EQ(m.resident_pages(), 1u);
+  m.Evict(a + 1, 1, &wb);
+  EXPECT_EQ(m.resident_pages(), 0u);
+  EXPECT_GT(wb, 0u);
+  EXPECT_EQ(m.stats(low).evicted, 1u);
+}
+
 }  // namespace
 }  // namespace vgpu::simgpu

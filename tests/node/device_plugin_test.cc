@@ -557,5 +557,63 @@ TEST_F(DevicePluginTest, StopsGracefully) {
   EXPECT_FALSE(kubelet_->streaming());
 }
 
+// Containers in memory mode spill (vgpu.io/compute memory-mode=spill) are admitted only when the
+// host's memory (here a 10 GiB MemAvailable) minus the headroom covers what their GPU's promise
+// leaves over; the refusal names the numbers, and the limits file says the mode.
+class SpillAdmissionTest : public DevicePluginTest {
+ protected:
+  void Customize(DaemonOptions& o) override {
+    fs::create_directories(root_ + "/proc");
+    std::ofstream(root_ + "/proc/meminfo") << "MemTotal: 20971520 kB\nMemAvailable: 10485760 kB\n";
+    o.proc_root = root_ + "/proc";
+    o.spill.headroom = 4ULL << 30;
+  }
+
+  // Allocates the units GetPreferredAllocation proposes for the next pending pod.
+  grpc::Status AllocateFor(const std::string& pod, v1beta1::ContainerAllocateResponse* r) {
+    std::vector<std::string> units;
+    if (!kubelet_->GetPreferredAllocation(Available(), {}, 1, &units).ok()) {
+      return grpc::Status(grpc::StatusCode::UNKNOWN, "no preferred allocation");
+    }
+    grpc::Status st = kubelet_->Allocate("default", pod, "main", units, r);
+    if (st.ok()) {
+      for (const std::string& u : units) allocated_.insert(u);
+    }
+    return st;
+  }
+};
+
+TEST_F(SpillAdmissionTest, ASpillTheHostCannotCoverIsRefusedWithTheReason) {
+  ASSERT_TRUE(kubelet_->WaitForDevices(AllHealthy, 5000));
+  cluster_.UpsertPod(testing::PodWith("holder", "gpu-node-1", {{uuids_[0], 60 * 1024, 50}}, 100));
+  v1beta1::ContainerAllocateResponse r;
+  ASSERT_TRUE(AllocateFor("holder", &r).ok());
+  // 60 + 30 GiB on an 80 GiB GPU: a spill of 10 GiB; the host has 10 - 4 = 6 GiB for it.
+  PodInfo low = testing::PodWith("low", "gpu-node-1", {{uuids_[0], 30 * 1024, 50}}, 200);
+  low.annotations[kComputeAnnotation] = "memory-mode=spill,priority=low";
+  cluster_.UpsertPod(low);
+  v1beta1::ContainerAllocateResponse refused;
+  grpc::Status st = AllocateFor("low", &refused);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.error_message().find("memory mode spill refused on " + uuids_[0] +
+                                    ": host memory cannot cover the spill: 10.00 GiB asked, "
+                                    "10.00 GiB available - 4.00 GiB headroom"),
+            std::string::npos)
+      << st.error_message();
+  cluster_.RemovePod("uid-low");
+  // 15 GiB beside the holder fits the GPU: nothing to spill, admitted, the file says spill.
+  PodInfo fits = testing::PodWith("fits", "gpu-node-1", {{uuids_[0], 15 * 1024, 30}}, 300);
+  fits.annotations[kComputeAnnotation] = "memory-mode=spill,priority=low";
+  cluster_.UpsertPod(fits);
+  v1beta1::ContainerAllocateResponse ok;
+  ASSERT_TRUE(AllocateFor("fits", &ok).ok());
+  EXPECT_EQ(ok.envs().at("VGPU_SLICE"), "default/fits/main");
+  std::string limits;
+  for (const auto& m : ok.mounts()) {
+    if (m.container_path() == "/etc/vgpu/limits") limits = ReadFile(m.host_path());
+  }
+  EXPECT_NE(limits.find("memory_mode=spill\n"), std::string::npos) << limits;
+}
+
 }  // namespace
 }  // namespace vgpu::node

@@ -419,5 +419,57 @@ TEST_F(RulesFaultsTest, AnXidRuleCordonsTheGpuThatReportedIt) {
             std::string::npos);
 }
 
+// Memory oversubscription's risk control: while GPU 0's host link receives past the thrash
+// threshold (default 2 GB/s for 3 rounds) the tenant that spills there is throttled (limit) and
+// then paused; the high-priority tenant beside it, which never spills, is never touched; once the
+// traffic stops the spilling tenant comes back.
+TEST_F(FaultsTest, ASpillingTenantThatThrashesIsThrottledThenPausedNeverTheHighPriorityOne) {
+  pid_t pl = 0, ph = 0;
+  SliceRecord low = Tenant("low", 0, &pl);
+  SliceRecord high = Tenant("high", 0, &ph);
+  auto spill = [](const SliceRecord& r, uint32_t protected_slice, uint64_t spilled) {
+    shm::Mapping m;
+    ASSERT_EQ(shm::Mapping::OpenExisting(r.region_path.c_str(), true, &m), shm::RegionError::kOk);
+    shm::SpillState& st = m.region()->header.spill;  // as libvgpu.so writes it
+    st.mode = kRegionModeSpill;
+    st.protected_slice = protected_slice;
+    st.spilled_bytes = spilled;
+  };
+  spill(low, 0, 3ULL << 30);
+  spill(high, 1, 0);
+  device::DeviceSample busy;
+  busy.pcie_receive_bytes_per_second = 20e9;
+  fake_->SetSample(0, busy);
+  bool limited = false;
+  for (int i = 0; i < 100 && LevelOf(low.name) != TenantLevel::kPause; ++i) {
+    daemon_->SampleNow();
+    if (LevelOf(low.name) == TenantLevel::kLimit) limited = true;
+  }
+  EXPECT_TRUE(limited) << "throttled before it is paused";
+  EXPECT_EQ(LevelOf(low.name), TenantLevel::kPause);
+  auto view = ReadSliceControl(low.region_path);
+  ASSERT_TRUE(view.has_value());
+  EXPECT_GT(view->pause_until_ns, static_cast<uint64_t>(MonotonicClock::Instance().NowNanos()));
+  EXPECT_EQ(view->share_cap_pct, 25u);
+  EXPECT_EQ(LevelOf(high.name), TenantLevel::kNormal);
+  auto vh = ReadSliceControl(high.region_path);
+  ASSERT_TRUE(vh.has_value());
+  EXPECT_EQ(vh->pause_until_ns, 0u);
+  EXPECT_EQ(vh->share_cap_pct, 0u);
+  bool named = false;
+  for (const auto& t : daemon_->Tenants()) {
+    if (t.slice == low.name) named = t.signals.count("thrash") > 0;
+  }
+  EXPECT_TRUE(named);
+  // The traffic stops: back to normal, one level per quiet second.
+  fake_->SetSample(0, device::DeviceSample{});
+  for (int i = 0; i < 200 && LevelOf(low.name) != TenantLevel::kNormal; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    daemon_->SampleNow();
+  }
+  EXPECT_EQ(LevelOf(low.name), TenantLevel::kNormal);
+  EXPECT_EQ(ReadSliceControl(low.region_path)->pause_until_ns, 0u);
+}
+
 }  // namespace
 }  // namespace vgpu::node

@@ -45,12 +45,12 @@ TEST(SimgpuMemory, PitchedAllocationTakesPitchTimesHeight) {
   EXPECT_EQ(UsedBytes(), before);
 }
 
-TEST(SimgpuMemory, ManagedMemoryIsDeviceMemoryThatTheHostCanTouch) {
+TEST(SimgpuMemory, ManagedMemoryTakesDeviceMemoryOnlyWhereItsPagesAreResident) {
   ScopedContext ctx;
   uint64_t before = UsedBytes();
   CUdeviceptr p = 0;
   ASSERT_CU(cuMemAllocManaged(&p, 4 * kMiB, CU_MEM_ATTACH_GLOBAL));
-  EXPECT_EQ(UsedBytes() - before, 4 * kMiB);
+  EXPECT_EQ(UsedBytes(), before) << "managed pages start on the host";
   std::memset(reinterpret_cast<void*>(p), 7, 4 * kMiB);
   unsigned managed = 0;
   ASSERT_CU(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p));
@@ -58,8 +58,85 @@ TEST(SimgpuMemory, ManagedMemoryIsDeviceMemoryThatTheHostCanTouch) {
   CUmemLocation loc{CU_MEM_LOCATION_TYPE_DEVICE, 0};
   EXPECT_CU(cuMemAdvise(p, 4 * kMiB, CU_MEM_ADVISE_SET_READ_MOSTLY, loc));
   EXPECT_CU(cuMemPrefetchAsync(p, 4 * kMiB, loc, 0, nullptr));
+  EXPECT_EQ(UsedBytes() - before, 4 * kMiB) << "two 2 MiB pages on the device";
+  CUmemLocation host{CU_MEM_LOCATION_TYPE_HOST, 0};
+  EXPECT_CU(cuMemPrefetchAsync(p, 2 * kMiB, host, 0, nullptr));
+  EXPECT_EQ(UsedBytes() - before, 2 * kMiB);
+  EXPECT_EQ(static_cast<unsigned char*>(reinterpret_cast<void*>(p))[4 * kMiB - 1], 7);
   ASSERT_CU(cuMemFree(p));
   EXPECT_EQ(UsedBytes(), before);
+}
+
+// sim_touch kernels on device 1 (1 GiB, an A100-like link of 25 GB/s, 20 us per fault).
+class SimgpuManaged : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_CU(cuModuleLoadData(&module_, "not a real image"));
+    ASSERT_CU(cuModuleGetFunction(&touch_, module_, "sim_touch"));
+    ASSERT_CU(cuEventCreate(&start_, CU_EVENT_DEFAULT));
+    ASSERT_CU(cuEventCreate(&stop_, CU_EVENT_DEFAULT));
+  }
+  void TearDown() override {
+    EXPECT_CU(cuEventDestroy(start_));
+    EXPECT_CU(cuEventDestroy(stop_));
+    EXPECT_CU(cuModuleUnload(module_));
+  }
+  // Simulated milliseconds of a kernel of 100 us touching [p, p + bytes).
+  float TouchMs(CUdeviceptr p, uint64_t bytes) {
+    uint64_t ns = 100'000;
+    void* args[] = {&ns, &p, &bytes};
+    float ms = -1;
+    if (cuEventRecord(start_, nullptr) != CUDA_SUCCESS ||
+        cuLaunchKernel(touch_, 1, 1, 1, 64, 1, 1, 0, nullptr, args, nullptr) != CUDA_SUCCESS ||
+        cuEventRecord(stop_, nullptr) != CUDA_SUCCESS ||
+        cuEventSynchronize(stop_) != CUDA_SUCCESS ||
+        cuEventElapsedTime(&ms, start_, stop_) != CUDA_SUCCESS) {
+      return -1;
+    }
+    return ms;
+  }
+
+  ScopedContext ctx_{1};
+  CUmodule module_ = nullptr;
+  CUfunction touch_ = nullptr;
+  CUevent start_ = nullptr, stop_ = nullptr;
+};
+
+TEST_F(SimgpuManaged, TouchedPagesFaultInOnceAndAreEvictedWhenTheDeviceFills) {
+  uint64_t before = UsedBytes(1);
+  CUdeviceptr m = 0;
+  ASSERT_CU(cuMemAllocManaged(&m, 1536 * kMiB, CU_MEM_ATTACH_GLOBAL));
+  // 256 pages fault in: 256 x (20 us + 2 MiB at 25 GB/s = 83.9 us) = 26.6 ms, then 0.1 ms.
+  float first = TouchMs(m, 512 * kMiB);
+  EXPECT_NEAR(first, 26.7, 1.0);
+  EXPECT_EQ(UsedBytes(1) - before, 512 * kMiB);
+  float again = TouchMs(m, 512 * kMiB);
+  EXPECT_NEAR(again, 0.1, 0.05) << "resident pages cost only the kernel";
+  // The whole 1.5 GiB does not fit in 1 GiB: the device fills, least recently used pages leave.
+  float all = TouchMs(m, 1536 * kMiB);
+  EXPECT_GT(all, 2 * first);
+  EXPECT_EQ(UsedBytes(1), kDevice1Bytes);
+  // Device memory wins: an allocation gets its memory, the managed pages shrink at the next touch.
+  CUdeviceptr d = 0;
+  ASSERT_CU(cuMemAlloc(&d, 256 * kMiB));
+  TouchMs(m, 2 * kMiB);
+  EXPECT_EQ(UsedBytes(1), kDevice1Bytes);
+  ASSERT_CU(cuMemFree(d));
+  ASSERT_CU(cuMemFree(m));
+  EXPECT_EQ(UsedBytes(1), before);
+}
+
+TEST_F(SimgpuManaged, PagesPreferringTheDeviceAreNeverEvicted) {
+  CUdeviceptr hot = 0, cold = 0;
+  ASSERT_CU(cuMemAllocManaged(&hot, 512 * kMiB, CU_MEM_ATTACH_GLOBAL));
+  ASSERT_CU(cuMemAllocManaged(&cold, 1024 * kMiB, CU_MEM_ATTACH_GLOBAL));
+  CUmemLocation dev{CU_MEM_LOCATION_TYPE_DEVICE, 1};
+  ASSERT_CU(cuMemAdvise(hot, 512 * kMiB, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, dev));
+  ASSERT_GT(TouchMs(hot, 512 * kMiB), 20);
+  TouchMs(cold, 1024 * kMiB);  // more than what is left: cold pages evict each other
+  EXPECT_NEAR(TouchMs(hot, 512 * kMiB), 0.1, 0.05) << "the preferred pages stayed";
+  ASSERT_CU(cuMemFree(hot));
+  ASSERT_CU(cuMemFree(cold));
 }
 
 TEST(SimgpuMemory, HostAllocationsAreNotDeviceMemory) {
@@ -323,7 +400,10 @@ TEST(SimgpuMemory, DeviceCannotBeFilledBeyondItsPhysicalSize) {
   // Every other path is refused too, and takes nothing.
   size_t pitch = 0;
   EXPECT_EQ(cuMemAllocPitch(&one, &pitch, 512, 1, 4), CUDA_ERROR_OUT_OF_MEMORY);
-  EXPECT_EQ(cuMemAllocManaged(&one, 512, CU_MEM_ATTACH_GLOBAL), CUDA_ERROR_OUT_OF_MEMORY);
+  // (Managed memory lives on the host until touched: it is not refused.)
+  CUdeviceptr managed = 0;
+  EXPECT_EQ(cuMemAllocManaged(&managed, 512, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemFree(managed), CUDA_SUCCESS);
   EXPECT_EQ(cuMemAllocAsync(&one, 512, nullptr), CUDA_ERROR_OUT_OF_MEMORY);
   CUmemAllocationProp prop{};
   prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;

@@ -84,6 +84,28 @@ TEST_F(SimgpuNvmlDevice, IdentityMatchesTheDriver) {
   EXPECT_EQ(nvmlDeviceGetBrand(dev, &brand), NVML_ERROR_NOT_SUPPORTED);
 }
 
+// PCIe receive throughput counts the bytes that managed-memory faults move to the device.
+TEST_F(SimgpuNvmlDevice, PcieReceiveThroughputCountsManagedFaults) {
+  nvmlDevice_t dev = nullptr;
+  ASSERT_NVML(nvmlDeviceGetHandleByIndex_v2(1, &dev));
+  unsigned kbps = 0;
+  EXPECT_EQ(nvmlDeviceGetPcieThroughput(dev, 7, &kbps), NVML_ERROR_INVALID_ARGUMENT);
+  ASSERT_NVML(nvmlDeviceGetPcieThroughput(dev, 1, &kbps));  // the first measurement
+  ScopedContext ctx(1);
+  CUdeviceptr m = 0;
+  ASSERT_EQ(cuMemAllocManaged(&m, 64 * kMiB, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  CUmemLocation loc{CU_MEM_LOCATION_TYPE_DEVICE, 1};
+  ASSERT_EQ(cuMemPrefetchAsync(m, 64 * kMiB, loc, 0, nullptr), CUDA_SUCCESS);
+  double t0 = NowMs();
+  while (NowMs() - t0 < 30) {
+  }
+  ASSERT_NVML(nvmlDeviceGetPcieThroughput(dev, 1, &kbps));
+  // 64 MiB within the time since the first call (at least 30 ms, much less than 10 s).
+  EXPECT_GT(kbps, 64u * 1024 / 10);
+  EXPECT_LT(kbps, 64u * 1024 * 1000 / 30 + 1);
+  ASSERT_EQ(cuMemFree(m), CUDA_SUCCESS);
+}
+
 TEST_F(SimgpuNvmlDevice, MemoryInfoFollowsAllocations) {
   nvmlDevice_t dev = nullptr;
   ASSERT_NVML(nvmlDeviceGetHandleByIndex_v2(1, &dev));

@@ -108,6 +108,8 @@ nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensor
                                       unsigned int* temp);
 nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* milliwatts);
 nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int* major, int* minor);
+nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, unsigned int counter,
+                                         unsigned int* kilobytes_per_second);
 nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char* name, unsigned int length);
 nvmlReturn_t nvmlDeviceGetBrand(nvmlDevice_t device, int* brand);
 }

@@ -45,9 +45,11 @@ const char* TenantSignalName(TenantSignal s) {
     case TenantSignal::kMemoryRamp:
       return "memory-ramp";
     case TenantSignal::kStuckKernel:
+      return "stuck-kernel";
+    case TenantSignal::kThrash:
       break;
   }
-  return "stuck-kernel";
+  return "thrash";
 }
 
 Status ValidateTenantLevelRules(const TenantLevelRules& r) {
@@ -62,6 +64,7 @@ Status ValidateTenantLevelRules(const TenantLevelRules& r) {
   VGPU_RETURN_IF_ERROR(Range("oom-storm-weight", r.oom_storm_weight, 0, 100));
   VGPU_RETURN_IF_ERROR(Range("memory-ramp-weight", r.memory_ramp_weight, 0, 100));
   VGPU_RETURN_IF_ERROR(Range("stuck-kernel-weight", r.stuck_kernel_weight, 0, 100));
+  VGPU_RETURN_IF_ERROR(Range("thrash-weight", r.thrash_weight, 0, 100));
   VGPU_RETURN_IF_ERROR(Range("oom-storm", r.oom_storm, 1, 1'000'000));
   VGPU_RETURN_IF_ERROR(Range("oom-window", r.oom_window_s, 1, 3600, " s"));
   VGPU_RETURN_IF_ERROR(Range("ramp-pct", r.ramp_pct, 51, 100, " %"));
@@ -96,6 +99,7 @@ Result<TenantLevelRules> ParseTenantLevelRules(const std::string& text) {
     if (field == "oom-storm-weight") int_field = &r.oom_storm_weight;
     if (field == "memory-ramp-weight") int_field = &r.memory_ramp_weight;
     if (field == "stuck-kernel-weight") int_field = &r.stuck_kernel_weight;
+    if (field == "thrash-weight") int_field = &r.thrash_weight;
     if (field == "oom-storm") int_field = &r.oom_storm;
     if (field == "ramp-pct") int_field = &r.ramp_pct;
     if (field == "quiet") seconds_field = &r.quiet_s;
@@ -115,7 +119,7 @@ Result<TenantLevelRules> ParseTenantLevelRules(const std::string& text) {
           "\"" + field +
           "\" is not a field (warn, limit, pause, terminate, quiet, limit-share, xid-weight, "
           "launch-failure-weight, oom-storm-weight, memory-ramp-weight, stuck-kernel-weight, "
-          "oom-storm, oom-window, ramp-pct, ramp-window)");
+          "thrash-weight, oom-storm, oom-window, ramp-pct, ramp-window)");
     }
   }
   VGPU_RETURN_IF_ERROR(ValidateTenantLevelRules(r));
@@ -208,6 +212,9 @@ void TenantLevels::OnSignal(const std::string& slice, TenantSignal signal, int c
       break;
     case TenantSignal::kStuckKernel:
       weight = rules_.stuck_kernel_weight;
+      break;
+    case TenantSignal::kThrash:
+      weight = rules_.thrash_weight;
       break;
   }
   Tenant& t = Get(slice);

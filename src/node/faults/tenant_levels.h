@@ -10,6 +10,9 @@
 //                   within ramp_window
 //   kStuckKernel    a kernel of the tenant's ran past the node's kernel deadline (once per
 //                   kernel)
+//   kThrash         the tenant spills (memory mode spill, priority below high) while its GPU's
+//                   host link is busy past the thrash threshold (node/spill_thrash.h); never
+//                   sent for a high-priority tenant
 // Strikes add up; the level is the highest whose threshold the strikes reach:
 //   normal < warn (metric, event) < limit (compute share lowered to limit_share_pct)
 //          < pause (launches held at the gate) < terminate (processes ended)
@@ -33,7 +36,7 @@ namespace vgpu::node::faults {
 enum class TenantLevel { kNormal = 0, kWarn = 1, kLimit = 2, kPause = 3, kTerminate = 4 };
 const char* TenantLevelName(TenantLevel l);  // "normal", "warn", "limit", "pause", "terminate"
 
-enum class TenantSignal { kXid, kLaunchFailure, kOomStorm, kMemoryRamp, kStuckKernel };
+enum class TenantSignal { kXid, kLaunchFailure, kOomStorm, kMemoryRamp, kStuckKernel, kThrash };
 const char* TenantSignalName(TenantSignal s);  // "xid", "launch-failure", "oom-storm", ...
 
 struct TenantLevelRules {
@@ -50,6 +53,7 @@ struct TenantLevelRules {
   int oom_storm_weight = 1;
   int memory_ramp_weight = 1;
   int stuck_kernel_weight = 2;
+  int thrash_weight = 1;
   // An OOM storm: this many refused allocations (1..1e6) within oom_window_s (1..3600).
   int oom_storm = 20;
   int64_t oom_window_s = 10;

@@ -180,6 +180,9 @@ struct Allocation {
   unsigned host_flags = 0;          // cuMemHostAlloc flags
   struct VmmHandle* vmm = nullptr;  // kVmm: the physical allocation mapped here
   unsigned long long access = 0;    // kVmm: CU_MEM_ACCESS_FLAGS_PROT_* set by cuMemSetAccess
+  uint64_t uvm_first = 0;           // kManaged: its first page in the process's UVM model
+  uint64_t uvm_pages = 0;           // kManaged: its pages (2 MiB)
+  bool prefer_device = false;       // kManaged: advised SET_PREFERRED_LOCATION(device)
 };
 
 struct Pool {
@@ -250,6 +253,25 @@ CUresult CheckRangeLocked(uintptr_t p, size_t n);
 // Frees an allocation made by cuMemAlloc/Pitch/Managed/pool (not VMM or host) and its charge.
 void FreeAllocationLocked(Allocation* a);
 
+// --- Managed memory on the UVM model (managed.cc). "Locked": D().mu held. ---
+// Registers / forgets the pages of a managed allocation (a->size, a->phys set).
+void ManagedAllocatedLocked(Allocation* a);
+void ManagedFreedLocked(Allocation* a);
+// SET_PREFERRED_LOCATION: `device` true makes the allocation's pages high priority (never
+// evicted), false low priority.
+void ManagedPreferLocked(Allocation* a, bool device);
+struct ManagedCost {
+  uint64_t stall_ns = 0;  // time the touching stream waits for faults and write-backs
+  uint64_t faults = 0;    // pages made resident
+  uint64_t remote = 0;    // pages served over the link without becoming resident
+};
+// The device touches [p, p + n) of managed allocation `a` (a kernel, a prefetch).
+ManagedCost ManagedTouchLocked(Allocation* a, uintptr_t p, uint64_t n, bool write);
+// Moves the resident pages of [p, p + n) to the host; returns the write-back time.
+uint64_t ManagedEvictLocked(Allocation* a, uintptr_t p, uint64_t n);
+// Managed pages of every process resident on device record `phys`.
+uint64_t ManagedResidentBytes(int phys);
+
 // --- Streams and the timeline (stream.cc). ---
 // Resolves a stream handle; `per_thread` selects what 0 means (the _ptsz/_ptds variants).
 CUresult ResolveStreamLocked(CUstream h, bool per_thread, Stream** out);
@@ -290,12 +312,17 @@ struct Function {
   Module* module = nullptr;
   std::string name;
   bool sleep_convention = false;  // the name contains kSleepKernelMarker
+  bool touch_convention = false;  // the name contains kTouchKernelMarker
   int attributes[CU_FUNC_ATTRIBUTE_MAX] = {};
 };
 
 // Kernels whose name contains this take their duration in nanoseconds from their first parameter
 // (a 64-bit integer).
 inline constexpr const char* kSleepKernelMarker = "sim_sleep_ns";
+// Kernels whose name contains this run for their first parameter's nanoseconds (a 64-bit
+// integer) after touching the memory range given by their second (a CUdeviceptr) and third (a
+// 64-bit byte count) parameters: managed pages in it fault in first (managed.cc).
+inline constexpr const char* kTouchKernelMarker = "sim_touch";
 
 // Simulated duration of a launch (see docs/simgpu.md, "Kernel time").
 uint64_t KernelDurationNs(const Function* f, const DeviceSpec& spec, uint64_t grid_blocks,

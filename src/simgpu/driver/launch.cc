@@ -2,6 +2,9 @@
 // chosen by the convention in docs/simgpu.md ("Kernel time"):
 //   - a kernel whose name contains "sim_sleep_ns" runs for the nanoseconds given by its first
 //     parameter, read as a 64-bit unsigned integer;
+//   - a kernel whose name contains "sim_touch" runs for its first parameter's nanoseconds after
+//     touching [second parameter, + third parameter bytes): managed pages in the range fault in
+//     first, and the launching stream waits for them (managed.cc);
 //   - any other kernel runs for the device's kernel_time (10 us by default) per wave, a wave
 //     being sm_count * 2048 threads: duration = kernel_time * ceil(threads / (sms * 2048)).
 #include <algorithm>
@@ -31,6 +34,23 @@ bool FirstParamU64(void** params, void** extra, uint64_t* out) {
   return true;
 }
 
+// The "sim_touch" convention: the stream waits for the faults of the managed range it touches.
+void TouchManagedLocked(const LaunchArgs& a, Stream* s) {
+  if (a.params == nullptr || a.params[0] == nullptr || a.params[1] == nullptr ||
+      a.params[2] == nullptr) {
+    return;
+  }
+  CUdeviceptr ptr = 0;
+  uint64_t bytes = 0;
+  std::memcpy(&ptr, a.params[1], sizeof(ptr));
+  std::memcpy(&bytes, a.params[2], sizeof(bytes));
+  Allocation* m = FindAllocationLocked(static_cast<uintptr_t>(ptr));
+  if (m == nullptr || m->kind != AllocKind::kManaged || bytes == 0) return;
+  uint64_t stall = ManagedTouchLocked(m, static_cast<uintptr_t>(ptr), bytes, true).stall_ns;
+  if (stall == 0) return;
+  StreamAdvanceLocked(s, std::max(MonotonicNs(), StreamReadyLocked(s)) + stall);
+}
+
 CUresult Launch(const LaunchArgs& a, CUstream h, bool per_thread) {
   if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
   if (a.f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
@@ -45,6 +65,7 @@ CUresult Launch(const LaunchArgs& a, CUstream h, bool per_thread) {
   uint64_t duration = KernelDurationNs(a.f, spec, blocks, threads, a.params, a.extra);
   CUresult rc = CUDA_SUCCESS;
   if (CaptureKernelLocked(s, a, duration, &rc)) return rc;
+  if (a.f->touch_convention) TouchManagedLocked(a, s);
   return EnqueueKernelLocked(lock, s, duration);
 }
 
@@ -64,7 +85,7 @@ CUresult LaunchEx(const CUlaunchConfig* c, CUfunction f, void** params, void** e
 
 uint64_t KernelDurationNs(const Function* f, const DeviceSpec& spec, uint64_t grid_blocks,
                           uint64_t block_threads, void** params, void** extra) {
-  if (f->sleep_convention) {
+  if (f->sleep_convention || f->touch_convention) {
     uint64_t ns = 0;
     if (FirstParamU64(params, extra, &ns)) return ns;
   }

@@ -1,5 +1,6 @@
 // Linear device memory (cuMemAlloc, pitched, managed), page-locked host memory, memory info,
 // address ranges and pointer attributes.
+#include <algorithm>
 #include <cstring>
 
 #include "simgpu/driver/driver.h"
@@ -28,6 +29,29 @@ CUresult AllocDevice(CUdeviceptr* dptr, size_t bytes, AllocKind kind, bool low32
   a->phys = ctx->phys;
   a->charged = charge;
   a->backing = backing;
+  AddAllocationLocked(a);
+  *dptr = static_cast<CUdeviceptr>(a->base);
+  return CUDA_SUCCESS;
+}
+
+// Managed memory: host memory whose pages the UVM model places on the device when touched
+// (managed.cc); nothing is charged to the device at allocation.
+CUresult AllocManaged(CUdeviceptr* dptr, size_t bytes) {
+  Context* ctx = nullptr;
+  if (CUresult rc = CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
+  if (dptr == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(D().mu);
+  Backing backing = AllocateBacking(bytes);
+  if (backing.ptr == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+  auto* a = new Allocation;
+  a->base = reinterpret_cast<uintptr_t>(backing.ptr);
+  a->size = bytes;
+  a->kind = AllocKind::kManaged;
+  a->ctx = ctx;
+  a->device = ctx->device;
+  a->phys = ctx->phys;
+  a->backing = backing;
+  ManagedAllocatedLocked(a);
   AddAllocationLocked(a);
   *dptr = static_cast<CUdeviceptr>(a->base);
   return CUDA_SUCCESS;
@@ -87,7 +111,7 @@ CUresult GetInfo(size_t* free_bytes, size_t* total_bytes) {
   if (CUresult rc = CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
   if (free_bytes == nullptr || total_bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
   uint64_t total = Spec(ctx->device).memory_bytes;
-  uint64_t used = DeviceUsedBytes(ctx->phys, /*reclaim=*/true);
+  uint64_t used = DeviceUsedBytes(ctx->phys, /*reclaim=*/true) + ManagedResidentBytes(ctx->phys);
   *total_bytes = total;
   *free_bytes = used >= total ? 0 : total - used;
   return CUDA_SUCCESS;
@@ -193,12 +217,47 @@ CUresult PointerAttribute(void* data, CUpointer_attribute attr, CUdeviceptr ptr,
   return CUDA_SUCCESS;
 }
 
-CUresult CheckManaged(CUdeviceptr p, size_t count) {
+// The managed allocation holding [p, p + count), or null (with *rc set).
+Allocation* ManagedRangeLocked(CUdeviceptr p, size_t count, CUresult* rc) {
+  Allocation* a = FindAllocationLocked(static_cast<uintptr_t>(p));
+  if (a == nullptr || a->kind != AllocKind::kManaged) {
+    *rc = CUDA_ERROR_INVALID_VALUE;
+    return nullptr;
+  }
+  *rc = CheckRangeLocked(static_cast<uintptr_t>(p), count);
+  return *rc == CUDA_SUCCESS ? a : nullptr;
+}
+
+CUresult AdviseManaged(CUdeviceptr p, size_t count, CUmem_advise advice, CUmemLocation loc) {
   if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
   std::lock_guard<std::mutex> lock(D().mu);
-  Allocation* a = FindAllocationLocked(static_cast<uintptr_t>(p));
-  if (a == nullptr || a->kind != AllocKind::kManaged) return CUDA_ERROR_INVALID_VALUE;
-  return CheckRangeLocked(static_cast<uintptr_t>(p), count);
+  CUresult rc = CUDA_SUCCESS;
+  Allocation* a = ManagedRangeLocked(p, count, &rc);
+  if (a == nullptr) return rc;
+  // Advice applies to whole allocations here (the model's owner is per allocation).
+  if (advice == CU_MEM_ADVISE_SET_PREFERRED_LOCATION) {
+    ManagedPreferLocked(a, loc.type == CU_MEM_LOCATION_TYPE_DEVICE);
+  } else if (advice == CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION) {
+    ManagedPreferLocked(a, false);
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult PrefetchManaged(CUdeviceptr p, size_t count, CUmemLocation loc, CUstream h,
+                         bool per_thread) {
+  if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
+  std::lock_guard<std::mutex> lock(D().mu);
+  CUresult rc = CUDA_SUCCESS;
+  Allocation* a = ManagedRangeLocked(p, count, &rc);
+  if (a == nullptr) return rc;
+  Stream* s = nullptr;
+  if (rc = ResolveStreamLocked(h, per_thread, &s); rc != CUDA_SUCCESS) return rc;
+  uint64_t ns = loc.type == CU_MEM_LOCATION_TYPE_DEVICE
+                    ? ManagedTouchLocked(a, static_cast<uintptr_t>(p), count, false).stall_ns
+                    : ManagedEvictLocked(a, static_cast<uintptr_t>(p), count);
+  uint64_t start = std::max(MonotonicNs(), StreamReadyLocked(s));
+  StreamAdvanceLocked(s, start + ns);
+  return CUDA_SUCCESS;
 }
 
 }  // namespace
@@ -247,7 +306,7 @@ SIMGPU_API CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsign
     if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) {
       return CUDA_ERROR_INVALID_VALUE;
     }
-    return AllocDevice(dptr, bytesize, AllocKind::kManaged);
+    return AllocManaged(dptr, bytesize);
   });
 }
 
@@ -377,40 +436,43 @@ SIMGPU_API CUresult cuPointerGetAttributes(unsigned int numAttributes,
   });
 }
 
-// Managed memory lives in host memory already: advice and prefetches check the range and succeed.
+// Advice: SET_PREFERRED_LOCATION moves an allocation's pages between the UVM model's owners (a
+// device: never evicted; the host: evicted first); other advice only checks the range.
+// Prefetches to a device fault the range in (the stream waits for it), to the host evict it.
 SIMGPU_API CUresult cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUmem_advise advice,
                                    CUmemLocation location) {
-  (void)advice;
-  (void)location;
-  SIMGPU_GUARD({ return CheckManaged(devPtr, count); });
+  SIMGPU_GUARD({ return AdviseManaged(devPtr, count, advice, location); });
 }
 SIMGPU_API CUresult cuMemAdvise(CUdeviceptr devPtr, size_t count, CUmem_advise advice,
                                 CUdevice device) {
-  (void)advice;
-  (void)device;
-  SIMGPU_GUARD({ return CheckManaged(devPtr, count); });
+  CUmemLocation loc{
+      device == CU_DEVICE_CPU ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE, device};
+  SIMGPU_GUARD({ return AdviseManaged(devPtr, count, advice, loc); });
 }
 SIMGPU_API CUresult cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count, CUmemLocation location,
                                           unsigned int flags, CUstream hStream) {
-  (void)location;
   (void)flags;
-  (void)hStream;
-  SIMGPU_GUARD({ return CheckManaged(devPtr, count); });
+  SIMGPU_GUARD({ return PrefetchManaged(devPtr, count, location, hStream, false); });
 }
 SIMGPU_API CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count,
                                                CUmemLocation location, unsigned int flags,
                                                CUstream hStream) {
-  return cuMemPrefetchAsync_v2(devPtr, count, location, flags, hStream);
+  (void)flags;
+  SIMGPU_GUARD({ return PrefetchManaged(devPtr, count, location, hStream, true); });
 }
 SIMGPU_API CUresult cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevice dstDevice,
                                        CUstream hStream) {
-  (void)dstDevice;
-  (void)hStream;
-  SIMGPU_GUARD({ return CheckManaged(devPtr, count); });
+  CUmemLocation loc{
+      dstDevice == CU_DEVICE_CPU ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE,
+      dstDevice};
+  SIMGPU_GUARD({ return PrefetchManaged(devPtr, count, loc, hStream, false); });
 }
 SIMGPU_API CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count, CUdevice dstDevice,
                                             CUstream hStream) {
-  return cuMemPrefetchAsync(devPtr, count, dstDevice, hStream);
+  CUmemLocation loc{
+      dstDevice == CU_DEVICE_CPU ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE,
+      dstDevice};
+  SIMGPU_GUARD({ return PrefetchManaged(devPtr, count, loc, hStream, true); });
 }
 
 // Page-locking existing host memory: the range becomes known to the driver (so pointer queries

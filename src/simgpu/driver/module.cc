@@ -53,6 +53,7 @@ CUresult Lookup(Module* m, const char* name, Function** out) {
     f->module = m;
     f->name = name;
     f->sleep_convention = f->name.find(kSleepKernelMarker) != std::string::npos;
+    f->touch_convention = f->name.find(kTouchKernelMarker) != std::string::npos;
     f->attributes[CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK] = 1024;
     f->attributes[CU_FUNC_ATTRIBUTE_NUM_REGS] = 32;
     f->attributes[CU_FUNC_ATTRIBUTE_PTX_VERSION] = 90;

@@ -322,6 +322,7 @@ void FreeAllocationLocked(Allocation* a) {
     return;
   }
   if (a->charged > 0) UnchargeLocked(a->phys, a->charged);
+  if (a->kind == AllocKind::kManaged) ManagedFreedLocked(a);
   FreeBacking(&a->backing);
   delete a;
 }

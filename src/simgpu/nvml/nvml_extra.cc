@@ -3,6 +3,9 @@
 // clocks report the configured maxima.
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <utility>
 
 #include "simgpu/nvml/nvml_internal.h"
 #include "simgpu/timeline.h"
@@ -267,5 +270,49 @@ SIMGPU_NVML_API nvmlReturn_t vgpuSimgpuRunningKernel(unsigned int index, unsigne
   if (!k.running) return NVML_ERROR_NOT_FOUND;
   *pid = static_cast<unsigned>(k.pid);
   *running_ns = now - k.start_ns;
+  return NVML_SUCCESS;
+}
+
+// PCIe throughput in KB/s, as NVML's over its last 20 ms: receive (counter 1) counts host-to-device
+// copies and managed-memory faults, transmit (counter 0) device-to-host copies (write-backs of
+// evicted managed pages are not counted). The simulation keeps byte totals; the rate is measured
+// between this process's calls, over at least 20 ms (a call within 20 ms of the last measurement
+// repeats it; the first call of a process reports 0).
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, unsigned int counter,
+                                                         unsigned int* value) {
+  SIMGPU_DEVICE_OR_RETURN(device, value);
+  if (counter > 1) return NVML_ERROR_INVALID_ARGUMENT;
+  struct Last {
+    uint64_t ns = 0, bytes = 0;
+    unsigned kbps = 0;
+  };
+  static std::mutex mu;
+  static std::map<std::pair<unsigned, unsigned>, Last> last;
+  Library& l = L();
+  uint64_t bytes = 0;
+  {
+    SharedState::Lock lock(l.state.get());
+    const SharedStateLayout* s = l.state->layout();
+    if (counter == 1) {
+      bytes = s->devices[index].copy_bytes_total[0] + s->managed_link_bytes[index];
+    } else {
+      bytes = s->devices[index].copy_bytes_total[1];
+    }
+  }
+  uint64_t now = MonotonicNs();
+  std::lock_guard<std::mutex> guard(mu);
+  Last& prev = last[{index, counter}];
+  if (prev.ns != 0 && now - prev.ns < 20'000'000) {
+    *value = prev.kbps;
+    return NVML_SUCCESS;
+  }
+  uint64_t kbps = 0;
+  if (prev.ns != 0 && bytes >= prev.bytes) {
+    kbps = (bytes - prev.bytes) * 1'000'000'000ULL / (now - prev.ns) / 1024;
+  }
+  prev.ns = now;
+  prev.bytes = bytes;
+  prev.kbps = static_cast<unsigned>(kbps > 0xffffffffULL ? 0xffffffffULL : kbps);
+  *value = prev.kbps;
   return NVML_SUCCESS;
 }

@@ -1,4 +1,4 @@
-#include "cli/spill_admission.h"
+#include "common/spill_admission.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-namespace vgpu::cli {
+namespace vgpu {
 namespace {
 
 constexpr uint64_t kGiB = 1ULL << 30;
@@ -60,5 +60,24 @@ TEST(SpillAdmission, ReadsMemAvailable) {
   EXPECT_GT(ReadMemAvailable(), 0u);
 }
 
+TEST(SpillAdmission, OnGpusTheSpillIsWhatThePromiseLeavesOverAndAddsUp) {
+  SpillPolicy p{4 * kGiB, 2.0};
+  // GPU 0: 60 + 40 on 80 spills 20; GPU 1: 10 + 40 on 80 spills nothing.
+  std::vector<SpillGpu> gpus = {{"GPU 0", 80 * kGiB, 60 * kGiB, 40 * kGiB},
+                                {"GPU 1", 80 * kGiB, 10 * kGiB, 40 * kGiB}};
+  EXPECT_TRUE(AdmitSpillOnGpus(gpus, 0, 24 * kGiB, p).admitted);
+  SpillDecision d = AdmitSpillOnGpus(gpus, 1, 24 * kGiB, p);
+  EXPECT_FALSE(d.admitted);
+  EXPECT_EQ(d.reason.rfind("GPU 0: host memory cannot cover the spill: 20.00 GiB asked", 0), 0u)
+      << d.reason;
+  // Both GPUs spilling 20 GiB each need 40 GiB of host memory together.
+  gpus[1].promised_by_others = 60 * kGiB;
+  SpillDecision both = AdmitSpillOnGpus(gpus, 0, 40 * kGiB, p);
+  EXPECT_FALSE(both.admitted);
+  EXPECT_EQ(both.reason.rfind("GPU 1: ", 0), 0u) << both.reason;
+  EXPECT_TRUE(AdmitSpillOnGpus(gpus, 0, 44 * kGiB, p).admitted);
+  EXPECT_FALSE(AdmitSpillOnGpus({}, 0, 1000 * kGiB, p).admitted) << "no GPU: refused";
+}
+
 }  // namespace
-}  // namespace vgpu::cli
+}  // namespace vgpu

@@ -1,11 +1,11 @@
-#include "cli/spill_admission.h"
+#include "common/spill_admission.h"
 
 #include <cinttypes>
 #include <cstdio>
 
 #include "common/units.h"
 
-namespace vgpu::cli {
+namespace vgpu {
 
 SpillDecision AdmitSpill(const SpillAsk& ask, const SpillBudget& b) {
   SpillDecision d;
@@ -36,6 +36,36 @@ SpillDecision AdmitSpill(const SpillAsk& ask, const SpillBudget& b) {
   return d;
 }
 
+SpillDecision AdmitSpillOnGpus(const std::vector<SpillGpu>& gpus, uint64_t already_spilled,
+                               uint64_t host_available, const SpillPolicy& policy) {
+  SpillDecision d;
+  if (gpus.empty()) {
+    d.reason = "the slice's GPUs could not be found to check the spill against";
+    return d;
+  }
+  uint64_t already = already_spilled;
+  for (const SpillGpu& g : gpus) {
+    SpillAsk ask;
+    ask.promised_on_gpu = g.promised_by_others + g.limit;
+    uint64_t over = ask.promised_on_gpu > g.physical ? ask.promised_on_gpu - g.physical : 0;
+    ask.spill_bytes = over < g.limit ? over : g.limit;
+    SpillBudget budget;
+    budget.host_available = host_available;
+    budget.headroom = policy.headroom;
+    budget.already_spilled = already;
+    budget.gpu_physical = g.physical;
+    budget.max_ratio = policy.max_ratio;
+    SpillDecision one = AdmitSpill(ask, budget);
+    if (!one.admitted) {
+      one.reason = g.name + ": " + one.reason;
+      return one;
+    }
+    already += ask.spill_bytes;
+  }
+  d.admitted = true;
+  return d;
+}
+
 uint64_t ReadMemAvailable(const char* meminfo_path) {
   FILE* f = std::fopen(meminfo_path, "r");
   if (f == nullptr) return 0;
@@ -48,4 +78,4 @@ uint64_t ReadMemAvailable(const char* meminfo_path) {
   return kib * 1024;
 }
 
-}  // namespace vgpu::cli
+}  // namespace vgpu
