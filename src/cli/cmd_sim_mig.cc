@@ -31,8 +31,10 @@ Result<std::vector<mig::PlacementRule>> ParseRules(const std::string& text) {
       }
     }
     if (!known) {
-      return Status::InvalidArgument("--policy: with --mig the policies are the MIG placement "
-                                     "rules ours, first-fit, hami; got '" + name + "'");
+      return Status::InvalidArgument(
+          "--policy: with --mig the policies are the MIG placement "
+          "rules ours, first-fit, hami; got '" +
+          name + "'");
     }
     if (end == std::string::npos) break;
     start = end + 1;
@@ -106,11 +108,12 @@ Status RunMigReplayMode(const SimCommonFlags& c, const ReplayFlags& f) {
 
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   if (!c.json) {
-    std::printf("MIG replay: every GPU a mig-dynamic %.*s; pods refused when they do not fit on "
-                "arrival; means over %zu seed(s)\n",
-                static_cast<int>(table->key.size()), table->key.data(), seeds.size());
-    std::printf("%-9s %-7s %-10s %6s %6s %9s %10s %10s %8s\n", "COMPRESS", "SCALE", "RULE",
-                "NODES", "GPUS", "ARRIVALS", "ACCEPTED", "STRANDED", "USED");
+    std::printf(
+        "MIG replay: every GPU a mig-dynamic %.*s; pods refused when they do not fit on "
+        "arrival; means over %zu seed(s)\n",
+        static_cast<int>(table->key.size()), table->key.data(), seeds.size());
+    std::printf("%-9s %-7s %-10s %6s %6s %9s %10s %10s %8s\n", "COMPRESS", "SCALE", "RULE", "NODES",
+                "GPUS", "ARRIVALS", "ACCEPTED", "STRANDED", "USED");
   }
   for (double k : *compress) {
     sim::JobOptions jo;
@@ -161,9 +164,8 @@ Status RunMigReplayMode(const SimCommonFlags& c, const ReplayFlags& f) {
     }
   }
   if (c.json) {
-    std::printf("%s\n", nlohmann::ordered_json({{"mig_model", table->key},
-                                                {"seeds", seeds},
-                                                {"rows", rows}})
+    std::printf("%s\n", nlohmann::ordered_json(
+                            {{"mig_model", table->key}, {"seeds", seeds}, {"rows", rows}})
                             .dump(2)
                             .c_str());
   }

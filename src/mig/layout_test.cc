@@ -130,8 +130,8 @@ TEST(MigLayout, FragmentationAwareChoiceIsBestByItsScore) {
 }
 
 // A measured property of the five tables: over every reachable layout, no request mix changes
-// the start our rule picks (the largest placeable profile and the placement order decide; a mix
-// only reorders starts whose sets of placeable profiles nest). The mix still ranks candidates
+// the start our rule picks (the largest placeable profile decides, and where it ties every mix
+// ranks the tied starts alike). The mix still ranks candidates
 // across GPUs (MigChoice::score in the scheduler). If a table or the rule changes this, the
 // request-mix section of docs/mig.md must be revisited.
 TEST(MigLayout, NoRequestMixChangesTheStartOfOneGpu) {

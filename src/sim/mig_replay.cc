@@ -159,7 +159,8 @@ Result<MigReplayResult> RunMigReplay(const std::vector<sched::NodeSpec>& specs,
       fits.resize(static_cast<size_t>(q.num_gpus));
       // Cannot be better: fuller GPUs were found (or as full ones, when only ours breaks ties).
       const bool scored = cfg.rule == mig::PlacementRule::kFragmentationAware;
-      if (best && (free_of(fits) > free_of(*best) || (!scored && free_of(fits) == free_of(*best)))) {
+      if (best &&
+          (free_of(fits) > free_of(*best) || (!scored && free_of(fits) == free_of(*best)))) {
         continue;
       }
       for (Pick& p : fits) {
@@ -193,9 +194,9 @@ Result<MigReplayResult> RunMigReplay(const std::vector<sched::NodeSpec>& specs,
   depart_until(cfg.horizon_us);
   advance(cfg.horizon_us);
   out.stranded_pct = refusals ? stranded_sum / static_cast<double>(refusals) : 0;
-  out.used_pct = total_slices > 0 ? 100.0 * used_integral /
-                                        (total_slices * static_cast<double>(cfg.horizon_us))
-                                  : 0;
+  out.used_pct = total_slices > 0
+                     ? 100.0 * used_integral / (total_slices * static_cast<double>(cfg.horizon_us))
+                     : 0;
   return out;
 }
 

@@ -44,7 +44,7 @@ struct MigReplayConfig {
 struct MigReplayResult {
   size_t nodes = 0;
   int64_t gpus = 0;
-  int64_t arrivals = 0;     // GPU pods arrived within the horizon
+  int64_t arrivals = 0;  // GPU pods arrived within the horizon
   int64_t accepted = 0;
   int64_t unplaceable = 0;  // ask for more GPUs than any node has (left out of arrivals)
   double stranded_pct = 0;  // mean over refusals
