@@ -293,11 +293,7 @@ namespace {
 // A pod asking for an instance of a static layout, as the extender records it (with the UUID).
 PodInfo MigPod(const std::string& name, const std::string& profile, int start,
                const std::string& mig_uuid, int64_t created) {
-  PodInfo p = testing::PodWith(name, "n", {{"GPU-s", 16384}}, created);
-  PodAssignment a = *ParseAssignment(p.annotations[kAssignmentAnnotation]);
-  a.containers[0].devices[0].mig = k8s::AssignedMig{profile, start, mig_uuid};
-  p.annotations[kAssignmentAnnotation] = FormatAssignment(a);
-  return p;
+  return testing::MigPodWith(name, "n", "GPU-s", profile, start, mig_uuid, 16384, created);
 }
 
 const std::vector<AssignmentStore::MigDeviceRef> kLayout = {{"MIG-1", "GPU-s", "1g.18gb", 4},
