@@ -95,8 +95,12 @@ std::vector<std::string> AddReplayFlags(CLI::App& app, ReplayFlags* f) {
       ->capture_default_str();
   app.add_flag("--include-pending", f->include_pending,
                "Replay: also replay pods the trace never scheduled (run time = time pending)");
-  return {"--time-compress", "--cluster-scale", "--queue",         "--alloc",
-          "--horizon",       "--step",          "--run-time-from", "--include-pending"};
+  app.add_option("--mig", f->mig,
+                 "Replay: every GPU is a mig-dynamic GPU of this MIG model (H100-80GB, H200, "
+                 "...); pods get the smallest fitting profile and --policy names placement rules "
+                 "(ours, first-fit, hami; default all)");
+  return {"--time-compress", "--cluster-scale", "--queue",           "--alloc", "--horizon",
+          "--step",          "--run-time-from", "--include-pending", "--mig"};
 }
 
 namespace {
@@ -129,6 +133,7 @@ Result<sim::Allocation> ParseAllocation(std::string_view name) {
 }  // namespace
 
 Status RunReplayMode(const SimCommonFlags& c, const ReplayFlags& f) {
+  if (!f.mig.empty()) return RunMigReplayMode(c, f);
   VGPU_RETURN_IF_ERROR(InputFile("--nodes", c.nodes));
   VGPU_RETURN_IF_ERROR(InputFile("--pods", c.pods));
   VGPU_RETURN_IF_ERROR(OutputFile("--csv", c.csv));

@@ -38,6 +38,9 @@ struct ReplayFlags {
   std::string horizon, step;
   std::string run_time_from = "scheduled";
   bool include_pending = false;
+  // A MIG table's model key ("H200"): every GPU is a mig-dynamic GPU of it, and the placement
+  // rules are compared instead of the policies (cmd_sim_mig.cc, sim/mig_replay.h).
+  std::string mig;
 };
 
 // Adds the replay-only flags to `app`; returns their names (for the mode checks).
@@ -46,5 +49,8 @@ std::vector<std::string> AddReplayFlags(CLI::App& app, ReplayFlags* f);
 // Runs the replay: checks every flag (kInvalidArgument naming it), loads the trace, runs the grid,
 // prints the table (or JSON) and writes the CSV and chart.
 Status RunReplayMode(const SimCommonFlags& common, const ReplayFlags& f);
+// The same with --mig: the MIG placement rules (--policy ours,first-fit,hami; default all three)
+// at each load point and seed; prints acceptance, stranded and used slices per rule.
+Status RunMigReplayMode(const SimCommonFlags& common, const ReplayFlags& f);
 
 }  // namespace vgpu::cli

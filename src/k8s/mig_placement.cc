@@ -40,6 +40,32 @@ std::vector<AssignedMig> AssignedOn(const std::vector<PodAssignment>& on_node,
   return out;
 }
 
+// A mig-dynamic GPU's layout: its instances plus those assigned but not yet reported.
+mig::Layout DynamicLayout(const InventoryGpu& g, const mig::ModelTable* table,
+                          const std::vector<PodAssignment>& on_node) {
+  mig::Layout layout{table, {}};
+  std::set<int> starts;
+  auto add = [&](const std::string& profile, int start) {
+    const int q = table->IndexOf(profile);
+    if (q >= 0 && starts.insert(start).second) (void)mig::Add(&layout, {q, start});
+  };
+  for (const InventoryMigInstance& inst : g.mig) add(inst.profile, inst.start);
+  for (const AssignedMig& m : AssignedOn(on_node, g.uuid)) add(m.profile, m.start);
+  return layout;
+}
+
+// The mix of the instances on the node's mig-dynamic GPUs of `table` (mig::MixOfInstances).
+mig::RequestMix NodeMix(const NodeInventory& node, const mig::ModelTable* table,
+                        const std::vector<PodAssignment>& on_node) {
+  std::vector<mig::Layout> layouts;
+  for (const InventoryGpu& g : node.gpus) {
+    if (g.mode == GpuMode::kMigDynamic && mig::ModelByNvmlName(g.model) == table) {
+      layouts.push_back(DynamicLayout(g, table, on_node));
+    }
+  }
+  return mig::MixOfInstances(*table, layouts);
+}
+
 }  // namespace
 
 bool AssignmentHasMig(const PodAssignment& a) {
@@ -118,14 +144,7 @@ Result<MigChoice> ChooseMig(const NodeInventory& node, const std::vector<PodAssi
       note(where + ": no MIG table for model " + g.model);
       continue;
     }
-    mig::Layout layout{table, {}};
-    std::set<int> starts;
-    auto add = [&](const std::string& profile, int start) {
-      const int q = table->IndexOf(profile);
-      if (q >= 0 && starts.insert(start).second) (void)mig::Add(&layout, {q, start});
-    };
-    for (const InventoryMigInstance& inst : g.mig) add(inst.profile, inst.start);
-    for (const AssignedMig& m : assigned) add(m.profile, m.start);
+    const mig::Layout layout = DynamicLayout(g, table, on_node);
     std::vector<int> profiles;
     if (!request.profile.empty()) {
       const int q = table->IndexOf(request.profile);
@@ -145,8 +164,8 @@ Result<MigChoice> ChooseMig(const NodeInventory& node, const std::vector<PodAssi
                std::pair(pb.memory_mib, pb.memory_slices + pb.compute_slices);
       });
     }
-    const mig::RequestMix uniform(*table);
-    const mig::RequestMix& m = mix && mix->size() == table->profiles.size() ? *mix : uniform;
+    const mig::RequestMix m =
+        mix && mix->size() == table->profiles.size() ? *mix : NodeMix(node, table, on_node);
     bool placed = false;
     for (int q : profiles) {
       const std::optional<int> start =

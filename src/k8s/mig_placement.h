@@ -12,7 +12,9 @@
 //   created). A profile request takes that profile; a memory request the smallest profile (by
 //   memory, then slices; "+me" only when asked by name) with at least that memory and a free
 //   placement, as HAMi's selectMigCandidate; the start is the fragmentation-aware choice
-//   (mig/choice.h) under the node's learned mix. No UUID: the node creates the instance.
+//   (mig/choice.h) under the request mix: `mix` when given, else the mix of the instances on
+//   the node's mig-dynamic GPUs of that model (mig::MixOfInstances: what the node runs now,
+//   over a uniform prior). No UUID: the node creates the instance.
 // - Candidates are ranked by the instance's memory (least waste), then static before dynamic
 //   (an existing instance strands nothing), then the resulting layout's CapacityScore, then GPU
 //   index. Unhealthy GPUs and GPUs the pod's UUID / type annotations exclude are skipped;
@@ -62,8 +64,8 @@ struct MigChoice {
 // The best MIG instance on `node` for `request`, given the assignments of the pods already on the
 // node; kResourceExhausted with the reason when none fits ("no free 1g.18gb instance",
 // "no MIG profile with >= 90000 MiB fits on GPU 0: ..."), kInvalidArgument for a bad request.
-// `pod` (optional) applies the pod's UUID and type annotations; `mix` (optional) is the
-// learned request mix per model key.
+// `pod` (optional) applies the pod's UUID and type annotations; `mix` (optional) is a request
+// mix of the GPUs' table, replacing the node's own.
 Result<MigChoice> ChooseMig(const NodeInventory& node, const std::vector<PodAssignment>& on_node,
                             const MigRequest& request, const PodGpuRequest* pod = nullptr,
                             const mig::RequestMix* mix = nullptr);

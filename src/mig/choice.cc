@@ -83,6 +83,15 @@ void RequestMix::Observe(int profile) {
   total_ += 1;
 }
 
+RequestMix MixOfInstances(const ModelTable& table, std::span<const Layout> layouts) {
+  RequestMix mix(table, 0);  // no decay: the instances are a snapshot, not a history
+  for (const Layout& l : layouts) {
+    if (l.table != &table) continue;
+    for (const Instance& i : l.instances) mix.Observe(i.profile);
+  }
+  return mix;
+}
+
 double RequestMix::Weight(int profile) const {
   if (profile < 0 || profile >= static_cast<int>(counts_.size()) || total_ <= 0) return 0;
   return counts_[profile] / total_;

@@ -43,6 +43,11 @@ class RequestMix {
   double total_ = 0;
 };
 
+// The mix of what `layouts` (of `table`) hold now: the uniform prior plus one observation per
+// instance. A stateless stand-in for the learned mix where no history is kept (the scheduler's
+// ChooseMig): the instances a node runs are its recent requests, weighted by how long they stay.
+RequestMix MixOfInstances(const ModelTable& table, std::span<const Layout> layouts);
+
 // How many more instances of `profile` fit into `layout` (greedy in placement order, which is
 // optimal for one size of aligned placement), respecting max counts and compute slices.
 int MaxAdditional(const Layout& layout, int profile);

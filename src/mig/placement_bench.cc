@@ -63,7 +63,8 @@ BenchSequence MakeSequence(const ModelTable& table, const BenchMix& mix, uint64_
   return seq;
 }
 
-BenchOutcome Replay(const ModelTable& table, const BenchSequence& seq, PlacementRule rule) {
+BenchOutcome Replay(const ModelTable& table, const BenchSequence& seq, PlacementRule rule,
+                    MixSource source) {
   Layout layout{&table, {}};
   RequestMix mix(table);
   using Departure = std::pair<double, int>;  // (time, start)
@@ -76,7 +77,11 @@ BenchOutcome Replay(const ModelTable& table, const BenchSequence& seq, Placement
       departures.pop();
     }
     const int q = seq.profiles[i];
-    mix.Observe(q);
+    if (source == MixSource::kLearned) {
+      mix.Observe(q);
+    } else if (source == MixSource::kInstances) {
+      mix = MixOfInstances(table, std::span<const Layout>(&layout, 1));
+    }
     ++out.arrivals;
     out.offered_slices += table.profiles[q].memory_slices;
     const std::optional<int> start = ChooseStart(layout, q, rule, &mix);

@@ -8,7 +8,8 @@
 //   lifetime drawn from an exponential distribution; the mean lifetime makes the offered load
 //   `load` times the GPU's 8 memory slices. An accepted request holds its instance until it
 //   departs; a refused one is lost (no queue).
-// - ours learns the mix online (RequestMix::Observe on every arrival, before placing).
+// - ours learns the mix online (RequestMix::Observe on every arrival, before placing), or takes
+//   it from the GPU's instances (MixSource).
 // Pure and deterministic (common/rng.h).
 #pragma once
 
@@ -43,6 +44,11 @@ struct BenchOutcome {
   int64_t offered_slices = 0;
   double rate() const { return arrivals ? static_cast<double>(accepted) / arrivals : 0; }
 };
-BenchOutcome Replay(const ModelTable& table, const BenchSequence& seq, PlacementRule rule);
+// Where ours takes its request mix from: learned online from every arrival (RequestMix), the
+// instances the GPU holds when the request arrives (MixOfInstances, what the scheduler's
+// ChooseMig uses), or uniform. The other rules use no mix.
+enum class MixSource { kLearned, kInstances, kUniform };
+BenchOutcome Replay(const ModelTable& table, const BenchSequence& seq, PlacementRule rule,
+                    MixSource source = MixSource::kLearned);
 
 }  // namespace vgpu::mig

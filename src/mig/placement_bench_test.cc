@@ -44,3 +44,29 @@ TEST(MigPlacementBench, OursAcceptsAtLeastAsManyAsFirstFitAndHami) {
 
 }  // namespace
 }  // namespace vgpu::mig
+
+namespace vgpu::mig {
+namespace {
+
+// The instances' mix: the uniform prior (one per profile) plus one per instance, no decay.
+TEST(MigPlacementBench, MixOfInstancesWeightsWhatTheLayoutsHold) {
+  const ModelTable& t = *ModelByKey("H200");
+  const int small = t.IndexOf("1g.18gb"), big = t.IndexOf("3g.71gb");
+  std::vector<Layout> layouts(2, Layout{&t, {}});
+  ASSERT_TRUE(Add(&layouts[0], {small, 4}).ok());
+  ASSERT_TRUE(Add(&layouts[0], {small, 5}).ok());
+  ASSERT_TRUE(Add(&layouts[1], {small, 6}).ok());
+  ASSERT_TRUE(Add(&layouts[1], {big, 0}).ok());
+  const RequestMix mix = MixOfInstances(t, layouts);
+  const double n = static_cast<double>(t.profiles.size()) + 4;
+  EXPECT_DOUBLE_EQ(mix.Weight(small), 4 / n);
+  EXPECT_DOUBLE_EQ(mix.Weight(big), 2 / n);
+  EXPECT_DOUBLE_EQ(mix.Weight(t.IndexOf("7g.141gb")), 1 / n);
+  // Layouts of another table are not counted.
+  std::vector<Layout> other(1, Layout{ModelByKey("A100-40GB"), {}});
+  ASSERT_TRUE(Add(&other[0], {0, 0}).ok());
+  EXPECT_DOUBLE_EQ(MixOfInstances(t, other).Weight(small), 1.0 / t.profiles.size());
+}
+
+}  // namespace
+}  // namespace vgpu::mig

@@ -185,8 +185,10 @@ const ModelTable* FindModel(std::string_view key_or_name) {
   return m ? m : ModelByNvmlName(key_or_name);
 }
 
-std::string ResourceNameOf(const Profile& p) {
-  std::string name(p.name);
+std::string ResourceNameOf(const Profile& p) { return ResourceNameOfProfile(p.name); }
+
+std::string ResourceNameOfProfile(std::string_view profile) {
+  std::string name(profile);
   if (const size_t plus = name.find('+'); plus != std::string::npos) name[plus] = '.';
   return std::string(kMigResourcePrefix) + name;
 }

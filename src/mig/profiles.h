@@ -98,6 +98,8 @@ const ModelTable* FindModel(std::string_view key_or_name);
 // NVIDIA's device-plugin resource name of a profile (mixed strategy): "nvidia.com/mig-1g.18gb",
 // "+me" spelled ".me" ("nvidia.com/mig-1g.18gb.me").
 std::string ResourceNameOf(const Profile& p);
+// The same for a profile name as NVML reports it ("1g.18gb+me" -> "nvidia.com/mig-1g.18gb.me").
+std::string ResourceNameOfProfile(std::string_view profile);
 inline constexpr std::string_view kMigResourcePrefix = "nvidia.com/mig-";
 
 }  // namespace vgpu::mig

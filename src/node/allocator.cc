@@ -18,6 +18,17 @@ int64_t WallClockUnix() { return static_cast<int64_t>(std::time(nullptr)); }
 
 }  // namespace
 
+SliceSpec SpecOf(const AssignmentEntry& e) {
+  SliceSpec spec;
+  spec.pod_ns = e.pod_ns;
+  spec.pod_name = e.pod_name;
+  spec.pod_uid = e.pod_uid;
+  spec.container = e.container.name;
+  spec.priority = e.container.priority;
+  spec.compute = e.container.compute;
+  return spec;
+}
+
 Allocator::Allocator(const NodeState* state, AssignmentStore* store, PodSync* pods,
                      SliceManager* slices, int64_t (*now_unix)())
     : state_(state),
@@ -74,13 +85,7 @@ Result<ContainerAllocation> Allocator::AllocateOnce(const std::vector<std::strin
   auto entry = store_->Resolve(unit_ids);
   if (!entry) return entry.error();
   const AssignmentEntry& e = **entry;
-  SliceSpec spec;
-  spec.pod_ns = e.pod_ns;
-  spec.pod_name = e.pod_name;
-  spec.pod_uid = e.pod_uid;
-  spec.container = e.container.name;
-  spec.priority = e.container.priority;
-  spec.compute = e.container.compute;
+  SliceSpec spec = SpecOf(e);
   std::map<std::string, uint64_t> capacity_of;  // by device UUID, for the spill admission
   for (const std::string& id : unit_ids) {
     auto ref = ParseUnitId(id);
@@ -119,6 +124,11 @@ Result<ContainerAllocation> Allocator::AllocateOnce(const std::vector<std::strin
         {device_uuid, info->index, ref->unit, assigned->memory_bytes, assigned->cores, gi, ci});
     capacity_of[device_uuid] = capacity;
   }
+  return Finish(std::move(spec), e, capacity_of);
+}
+
+Result<ContainerAllocation> Allocator::Finish(SliceSpec spec, const AssignmentEntry& e,
+                                              const std::map<std::string, uint64_t>& capacity_of) {
   // CUDA index order inside the container follows the node's GPU order.
   std::sort(spec.devices.begin(), spec.devices.end(),
             [](const SliceDevice& a, const SliceDevice& b) { return a.node_index < b.node_index; });
@@ -181,28 +191,31 @@ Result<device::MigInstance> Allocator::ResolveMig(const AssignmentEntry& e,
 }
 
 Result<ContainerAllocation> Allocator::Allocate(const std::vector<std::string>& unit_ids) {
+  return Counted(unit_ids, [&]() -> Result<ContainerAllocation> {
+    Status checked = CheckUnits(unit_ids);
+    if (!checked.ok()) return checked;
+    return AllocateOnce(unit_ids);
+  });
+}
+
+Result<ContainerAllocation> Allocator::Counted(
+    const std::vector<std::string>& ids, const std::function<Result<ContainerAllocation>()>& once) {
   auto start = std::chrono::steady_clock::now();
-  Result<ContainerAllocation> result = Status::Internal("not run");
-  Status checked = CheckUnits(unit_ids);
-  if (!checked.ok()) {
-    result = checked;
-  } else {
-    result = AllocateOnce(unit_ids);
-    if (!result && result.error().code() == StatusCode::kNotFound && pods_ != nullptr) {
-      Status refreshed = pods_->Refresh();
-      if (!refreshed.ok()) {
-        VGPU_LOG_WARN("Allocate: %s", refreshed.ToString().c_str());
-      }
-      result = AllocateOnce(unit_ids);
+  Result<ContainerAllocation> result = once();
+  if (!result && result.error().code() == StatusCode::kNotFound && pods_ != nullptr) {
+    Status refreshed = pods_->Refresh();
+    if (!refreshed.ok()) {
+      VGPU_LOG_WARN("Allocate: %s", refreshed.ToString().c_str());
     }
+    result = once();
   }
   latency_.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   if (result) {
     ok_.fetch_add(1);
   } else {
     failed_.fetch_add(1);
-    VGPU_LOG_WARN("Allocate %s%s failed: %s", unit_ids.empty() ? "" : unit_ids.front().c_str(),
-                  unit_ids.size() > 1 ? ",..." : "", result.error().ToString().c_str());
+    VGPU_LOG_WARN("Allocate %s%s failed: %s", ids.empty() ? "" : ids.front().c_str(),
+                  ids.size() > 1 ? ",..." : "", result.error().ToString().c_str());
   }
   return result;
 }

@@ -35,12 +35,24 @@
 
 namespace vgpu::node {
 
+// The slice of container `e` before its devices: pod, container, priority, compute settings.
+SliceSpec SpecOf(const AssignmentEntry& e);
+
 class Allocator {
  public:
   Allocator(const NodeState* state, AssignmentStore* store, PodSync* pods, SliceManager* slices,
             int64_t (*now_unix)() = nullptr);
 
   Result<ContainerAllocation> Allocate(const std::vector<std::string>& unit_ids);
+  // NVIDIA's MIG resources (nvidia.com/mig-<profile>) of GPUs in mode mig: kubelet names the
+  // instances by MIG UUID (NodeState::MigDevices). The container they resolve to
+  // (AssignmentStore::ResolveMig) runs in exactly these instances: their UUIDs in the slice and
+  // NVIDIA_VISIBLE_DEVICES, their /dev/nvidia-caps nodes with --pass-device-specs, its assigned
+  // limits inside each (never more than the instance). kInvalidArgument for an ID that is not
+  // a complete instance of such a GPU.
+  Result<ContainerAllocation> AllocateMig(const std::vector<std::string>& mig_uuids);
+  std::vector<std::string> PreferMig(const std::vector<std::string>& available,
+                                     const std::vector<std::string>& must_include, int size);
   // MIG: the manager of mig-dynamic GPUs' instances (not owned; null: no mig-dynamic GPU). A
   // device assigned with "mig" resolves to its instance: on a mig-dynamic GPU the manager makes
   // exactly the assigned (profile, start) for the pod; on a static mig GPU it is the existing
@@ -93,6 +105,22 @@ class Allocator {
   Status CheckUnits(const std::vector<std::string>& unit_ids) const;
   Status AdmitSpill(const SliceSpec& spec, const std::map<std::string, uint64_t>& capacity) const;
   Result<ContainerAllocation> AllocateOnce(const std::vector<std::string>& unit_ids);
+  Result<ContainerAllocation> AllocateMigOnce(const std::vector<std::string>& mig_uuids);
+  // Runs `once`, and again after a refresh of the pod list when it found no assignment;
+  // counts and times the result.
+  Result<ContainerAllocation> Counted(const std::vector<std::string>& ids,
+                                      const std::function<Result<ContainerAllocation>()>& once);
+  // The slice of `spec` for container `e`, and what kubelet gives the container for it.
+  // `capacity_of` (memory of each device by UUID) is what the spill admission checks against.
+  Result<ContainerAllocation> Finish(SliceSpec spec, const AssignmentEntry& e,
+                                     const std::map<std::string, uint64_t>& capacity_of);
+  // The complete instance with this MIG UUID on a GPU in mode mig.
+  struct StaticMig {
+    device::MigInstance instance;
+    AssignmentStore::MigDeviceRef ref;
+    int gpu_index = 0;  // its parent's NVML index
+  };
+  std::optional<StaticMig> FindStaticMig(const std::string& mig_uuid) const;
   Result<device::MigInstance> ResolveMig(const AssignmentEntry& e, const device::DeviceInfo& gpu,
                                          const AssignedDevice& assigned);
 

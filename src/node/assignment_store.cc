@@ -7,18 +7,14 @@
 #include "node/unit_id.h"
 
 namespace vgpu::node {
-namespace {
-
 // Kubelet admits pods in creation order, and a pod's init containers before its app containers.
-bool Older(const AssignmentEntry& a, const AssignmentEntry& b) {
+bool AssignmentStore::Older(const AssignmentEntry& a, const AssignmentEntry& b) {
   const bool a_app = !a.container.init;
   const bool b_app = !b.container.init;
   return std::tie(a.pod_created_unix, a.assigned_at_ms, a.pod_ns, a.pod_name, a_app,
                   a.container.name) < std::tie(b.pod_created_unix, b.assigned_at_ms, b.pod_ns,
                                                b.pod_name, b_app, b.container.name);
 }
-
-}  // namespace
 
 void AssignmentStore::SetUnitsLocked(const EntryPtr& e, std::vector<std::string> units) {
   for (const std::string& u : e->units) {

@@ -87,6 +87,28 @@ class AssignmentStore {
   std::vector<std::shared_ptr<const AssignmentEntry>> Holders(
       const std::vector<std::string>& units) const;
 
+  // NVIDIA's MIG resources (nvidia.com/mig-<profile>, static layouts): kubelet names MIG
+  // instances by their UUID, and those UUIDs are the units of the containers that get them
+  // (assignment_store_mig.cc). Only containers whose every assigned GPU names a MIG instance
+  // ("mig") take part.
+  //   PreferMig: the instances of `available` assigned to the oldest pending container that
+  //       needs `size` of them, promised to it as Prefer() does; nullopt when none.
+  //   ResolveMig: the container `devices` belong to, marked allocated: the one they were
+  //       promised to, else the oldest pending container assigned exactly these instances, else
+  //       (kubelet chose other instances) the oldest pending container assigned existing
+  //       instances of the same profiles, which then runs in the instances kubelet gave. Errors
+  //       as Resolve's.
+  struct MigDeviceRef {
+    std::string uuid;      // "MIG-..."
+    std::string gpu_uuid;  // its parent GPU
+    std::string profile;   // "1g.18gb"
+    int start = 0;
+  };
+  std::optional<std::vector<std::string>> PreferMig(const std::vector<MigDeviceRef>& available,
+                                                    int size, int64_t now_ms);
+  Result<std::shared_ptr<const AssignmentEntry>> ResolveMig(
+      const std::vector<MigDeviceRef>& devices);
+
   size_t size() const;
   std::set<std::string> PodUids() const;
 
@@ -95,6 +117,8 @@ class AssignmentStore {
   static std::string Key(const std::string& uid, const std::string& container) {
     return uid + "/" + container;
   }
+  // Kubelet admits pods in creation order, and a pod's init containers before its app containers.
+  static bool Older(const AssignmentEntry& a, const AssignmentEntry& b);
   void SetUnitsLocked(const EntryPtr& e, std::vector<std::string> units);
   // True when `unit` is held by someone other than `e` (an init container of e's own pod does
   // not count).

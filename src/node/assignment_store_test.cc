@@ -286,3 +286,64 @@ TEST(AssignmentStoreTest, ConcurrentResolveGivesEachPodItsOwnUnits) {
 
 }  // namespace
 }  // namespace vgpu::node
+
+namespace vgpu::node {
+namespace {
+
+// A pod asking for an instance of a static layout, as the extender records it (with the UUID).
+PodInfo MigPod(const std::string& name, const std::string& profile, int start,
+               const std::string& mig_uuid, int64_t created) {
+  return testing::MigPodWith(name, "n", "GPU-s", profile, start, mig_uuid, 16384, created);
+}
+
+const std::vector<AssignmentStore::MigDeviceRef> kLayout = {{"MIG-1", "GPU-s", "1g.18gb", 4},
+                                                            {"MIG-2", "GPU-s", "1g.18gb", 5},
+                                                            {"MIG-3", "GPU-s", "3g.71gb", 0},
+                                                            {"MIG-4", "GPU-s", "1g.18gb+me", 6}};
+
+TEST(AssignmentStoreMigTest, PreferAndResolveGiveEachPodItsAssignedInstance) {
+  AssignmentStore store;
+  store.Update({MigPod("b", "1g.18gb", 5, "MIG-2", 20), MigPod("a", "3g.71gb", 0, "MIG-3", 10),
+                PodWith("soft", "n", {{"GPU-x"}}, 5)});
+  // The oldest pod asking for a MIG instance, and only among the instances offered.
+  auto first = store.PreferMig(kLayout, 1, Now());
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(*first, std::vector<std::string>{"MIG-3"});
+  auto second = store.PreferMig({kLayout[0], kLayout[1]}, 1, Now());
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(*second, std::vector<std::string>{"MIG-2"});
+  auto a = store.ResolveMig({kLayout[2]});
+  ASSERT_TRUE(a.has_value()) << a.error().ToString();
+  EXPECT_EQ((*a)->pod_name, "a");
+  auto b = store.ResolveMig({kLayout[1]});
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ((*b)->pod_name, "b");
+  // Both are allocated: nothing is pending, and a held instance is not given again.
+  EXPECT_FALSE(store.PreferMig(kLayout, 1, Now()).has_value());
+  auto again = store.ResolveMig({kLayout[1]});
+  ASSERT_TRUE(again.has_value());  // kubelet retrying the same Allocate
+  EXPECT_EQ((*again)->pod_name, "b");
+  EXPECT_EQ(store.ResolveMig({kLayout[0]}).error().code(), StatusCode::kNotFound);
+  // The software-slice pod is not a MIG pod.
+  EXPECT_FALSE(store.PreferMig(kLayout, 1, Now()).has_value());
+}
+
+TEST(AssignmentStoreMigTest, KubeletsOtherInstanceOfTheSameProfileGoesToThePod) {
+  AssignmentStore store;
+  store.Update({MigPod("a", "1g.18gb", 4, "MIG-1", 10)});
+  // kubelet gave MIG-2 (same profile) without asking for a preference: the pod takes it.
+  auto a = store.ResolveMig({kLayout[1]});
+  ASSERT_TRUE(a.has_value()) << a.error().ToString();
+  EXPECT_EQ((*a)->pod_name, "a");
+  EXPECT_EQ((*a)->units, std::vector<std::string>{"MIG-2"});
+  // Another profile never matches.
+  store.Update({MigPod("a", "1g.18gb", 4, "MIG-1", 10), MigPod("c", "3g.71gb", 0, "MIG-3", 30)});
+  EXPECT_EQ(store.ResolveMig({kLayout[3]}).error().code(), StatusCode::kNotFound);
+  EXPECT_EQ(store.ResolveMig({kLayout[1], kLayout[1]}).error().code(),
+            StatusCode::kInvalidArgument);
+  // The holding survives an Update, so MIG-2 stays a's.
+  EXPECT_EQ(store.ResolveMig({kLayout[1]}).value()->pod_name, "a");
+}
+
+}  // namespace
+}  // namespace vgpu::node

@@ -107,7 +107,11 @@ Status Daemon::Start() {
       // A MIG device's slice names the instance; kubelet's units are its parent GPU's.
       const bool mig = d.uuid.rfind("MIG-", 0) == 0 && d.node_index >= 0 &&
                        d.node_index < static_cast<int>(state_->devices().size());
-      units.push_back(MakeUnitId(mig ? state_->devices()[d.node_index].uuid : d.uuid, d.unit));
+      if (d.unit < 0) {
+        units.push_back(d.uuid);  // an instance of NVIDIA's MIG resources: kubelet's unit
+      } else {
+        units.push_back(MakeUnitId(mig ? state_->devices()[d.node_index].uuid : d.uuid, d.unit));
+      }
     }
     store_.Restore(r.spec.pod_uid, r.spec.container, units);
   }
@@ -127,14 +131,33 @@ Status Daemon::Start() {
   SampleNow();
   runner_ = std::make_unique<PluginRunner>(options_.plugin, state_.get(), allocator_.get());
   VGPU_RETURN_IF_ERROR(runner_->Start());
+  // NVIDIA's MIG resources: one plugin per profile of the static layouts, beside the units.
+  for (const std::string& profile : state_->StaticMigProfiles()) {
+    auto runner = std::make_unique<PluginRunner>(MigPluginOptions(options_.plugin, profile),
+                                                 state_.get(), allocator_.get());
+    Status started = runner->Start();
+    if (!started.ok()) {
+      for (auto& r : mig_runners_) r->Stop();
+      mig_runners_.clear();
+      runner_->Stop();
+      return started.WithContext("MIG resource " + profile);
+    }
+    mig_runners_.push_back(std::move(runner));
+  }
   if (!options_.metrics_listen.empty()) {
     metrics_ = std::make_unique<MetricsServer>([this] { return Metrics(); },
-                                               [this] { return runner_->registered(); });
+                                               [this] {
+                                                 for (const auto& r : mig_runners_) {
+                                                   if (!r->registered()) return false;
+                                                 }
+                                                 return runner_->registered();
+                                               });
     if (injector_ != nullptr) {
       metrics_->SetInjector([this](const MetricsServer::InjectRequest& r) { return Inject(r); });
     }
     Status s = metrics_->Start(options_.metrics_listen);
     if (!s.ok()) {
+      for (auto& r : mig_runners_) r->Stop();
       runner_->Stop();
       return s.WithContext("--metrics-listen");
     }
@@ -197,6 +220,7 @@ void Daemon::Stop() {
   for (std::thread& t : threads_) t.join();
   threads_.clear();
   if (metrics_) metrics_->Stop();
+  for (auto& r : mig_runners_) r->Stop();
   if (runner_) runner_->Stop();
 }
 

@@ -1,7 +1,8 @@
 // Daemon: the node daemon's parts wired together, with their threads.
 //
 //   discovery   DeviceBackend::Discover() once at Start(); the GPUs do not change while it runs
-//   plugin      PluginRunner: serve the device plugin, register, follow kubelet restarts
+//   plugin      PluginRunner: serve the device plugin, register, follow kubelet restarts; one
+//               more per MIG profile of the GPUs in mode mig (NVIDIA's nvidia.com/mig-<profile>)
 //   health      a thread waiting for driver events; a sampler thread (every sample_interval)
 //               that also feeds failures to the health rules (node/health.h, docs/faults.md);
 //               health changes reach kubelet through ListAndWatch and the API server through
@@ -114,6 +115,8 @@ class Daemon {
   NodeState* state() { return state_.get(); }
   Allocator* allocator() { return allocator_.get(); }
   PluginRunner* runner() { return runner_.get(); }
+  // The plugins of NVIDIA's MIG resources (one per profile of the GPUs in mode mig at Start).
+  const std::vector<std::unique_ptr<PluginRunner>>& mig_runners() const { return mig_runners_; }
   AssignmentStore* store() { return &store_; }
   PodSync* pods() { return pods_.get(); }
   SliceManager* slices() { return &slices_; }
@@ -173,6 +176,7 @@ class Daemon {
   std::unique_ptr<Allocator> allocator_;
   std::unique_ptr<PodResourcesSource> pod_resources_;
   std::unique_ptr<PluginRunner> runner_;
+  std::vector<std::unique_ptr<PluginRunner>> mig_runners_;
   std::unique_ptr<InventoryPublisher> inventory_;
   std::unique_ptr<MpsManager> mps_;
   std::unique_ptr<MigManager> mig_;

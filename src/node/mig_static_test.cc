@@ -4,18 +4,14 @@
 
 #include "device/fake_backend.h"
 #include "mig/profiles.h"
+#include "node/test_pods.h"
 
 namespace vgpu::node {
 namespace {
 
 // The profiles a driver would report for `model`, from vgpu's tables.
 std::vector<device::MigProfileInfo> ProfilesOf(std::string_view model) {
-  std::vector<device::MigProfileInfo> out;
-  for (const mig::Profile& p : mig::ModelByKey(model)->profiles) {
-    out.push_back({p.profile_id, std::string(p.name), p.memory_slices, p.compute_slices, p.sm_count,
-                   static_cast<uint64_t>(p.memory_mib) << 20, p.max_count, p.Starts()});
-  }
-  return out;
+  return testing::MigProfilesOf(model);
 }
 
 std::string Layout(const std::vector<MigPlacement>& plan) {

@@ -1,6 +1,7 @@
 #include "node/node_state.h"
 
 #include <chrono>
+#include <set>
 
 #include "node/unit_id.h"
 
@@ -11,6 +12,18 @@ std::vector<std::string> Uuids(const std::vector<device::DeviceInfo>& devices) {
   std::vector<std::string> out;
   for (const auto& d : devices) out.push_back(d.uuid);
   return out;
+}
+
+bool SameInstances(const std::vector<device::MigInstance>& a,
+                   const std::vector<device::MigInstance>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].uuid != b[i].uuid || a[i].profile != b[i].profile || a[i].start != b[i].start ||
+        a[i].ci_id != b[i].ci_id) {
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -46,10 +59,47 @@ std::vector<device::MigProfileInfo> NodeState::MigProfiles(int index) const {
 }
 
 void NodeState::SetMigInstances(int index, std::vector<device::MigInstance> instances) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (index >= 0 && index < static_cast<int>(mig_.size())) {
+  bool changed = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (index < 0 || index >= static_cast<int>(mig_.size())) return;
+    changed = !SameInstances(mig_[index].instances, instances);
     mig_[index].instances = std::move(instances);
+    if (changed) ++version_;
   }
+  if (changed) cv_.notify_all();
+}
+
+std::vector<UnitView> NodeState::MigDevices(const std::string& profile) const {
+  std::vector<std::pair<std::string, int>> found;  // (MIG UUID, GPU position)
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < mig_.size(); ++i) {
+      if (mig_[i].mode != k8s::GpuMode::kMig) continue;
+      for (const device::MigInstance& m : mig_[i].instances) {
+        if (m.profile == profile && m.ci_id >= 0 && !m.uuid.empty()) {
+          found.emplace_back(m.uuid, static_cast<int>(i));
+        }
+      }
+    }
+  }
+  std::vector<UnitView> out;
+  for (const auto& [uuid, i] : found) {
+    out.push_back({uuid, health_.Healthy(devices_[i].uuid), devices_[i].numa_node});
+  }
+  return out;
+}
+
+std::vector<std::string> NodeState::StaticMigProfiles() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::set<std::string> out;
+  for (const MigView& v : mig_) {
+    if (v.mode != k8s::GpuMode::kMig) continue;
+    for (const device::MigInstance& m : v.instances) {
+      if (m.ci_id >= 0 && !m.uuid.empty()) out.insert(m.profile);
+    }
+  }
+  return {out.begin(), out.end()};
 }
 
 std::vector<device::MigInstance> NodeState::MigInstances(int index) const {

@@ -70,8 +70,16 @@ class NodeState {
   k8s::GpuMode Mode(int index) const;
   void SetMigProfiles(int index, std::vector<device::MigProfileInfo> profiles);
   std::vector<device::MigProfileInfo> MigProfiles(int index) const;
+  // A change of the instances (UUID, profile, placement) also changes the version, since the
+  // MIG resources' device lists are made of them (MigDevices).
   void SetMigInstances(int index, std::vector<device::MigInstance> instances);
   std::vector<device::MigInstance> MigInstances(int index) const;
+  // The device plugin's devices of NVIDIA's MIG resource for `profile` ("1g.18gb+me"): every
+  // complete instance (with its compute instance) of that profile on a GPU in mode `mig`, in GPU
+  // order, its MIG UUID as the ID and its parent GPU's health.
+  std::vector<UnitView> MigDevices(const std::string& profile) const;
+  // The profiles of the instances on GPUs in mode `mig`, sorted and distinct.
+  std::vector<std::string> StaticMigProfiles() const;
 
   void StoreSample(int index, std::optional<device::DeviceSample> sample);
   // Latest sample per GPU index; std::nullopt where the last sample failed or none was taken.

@@ -13,6 +13,7 @@
 
 #include "common/log.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "mig/profiles.h"
 #include "node/plugin_service.h"
 
 namespace vgpu::node {
@@ -29,6 +30,17 @@ ino_t InodeOf(const std::string& path) {
 
 }  // namespace
 
+PluginOptions MigPluginOptions(const PluginOptions& base, const std::string& profile) {
+  PluginOptions o = base;
+  o.mig_profile = profile;
+  o.resource_name = mig::ResourceNameOfProfile(profile);
+  std::string stem = base.endpoint;
+  if (stem.size() > 5 && stem.ends_with(".sock")) stem.resize(stem.size() - 5);
+  o.endpoint = stem + "-" + o.resource_name.substr(o.resource_name.find('/') + 1) + ".sock";
+  o.pre_start_required = false;
+  return o;
+}
+
 PluginRunner::PluginRunner(PluginOptions options, NodeState* state, Allocator* allocator)
     : options_(std::move(options)), state_(state), allocator_(allocator) {}
 
@@ -37,7 +49,8 @@ PluginRunner::~PluginRunner() { Stop(); }
 Status PluginRunner::StartServer() {
   const std::string path = socket_path();
   ::unlink(path.c_str());
-  service_ = std::make_unique<DevicePluginService>(state_, allocator_, options_.pre_start_required);
+  service_ = std::make_unique<DevicePluginService>(state_, allocator_, options_.pre_start_required,
+                                                   options_.mig_profile);
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix://" + path, grpc::InsecureServerCredentials());
   builder.RegisterService(service_.get());

@@ -38,7 +38,15 @@ struct PluginOptions {
   std::string resource_name = "nvidia.com/gpu";
   bool pre_start_required = false;
   int retry_ms = 1000;  // between failed registrations
+  // Non-empty: serve NVIDIA's MIG resource of this profile (DevicePluginService) rather than
+  // the GPU units; resource_name and endpoint then name that resource (MigPluginOptions).
+  std::string mig_profile;
 };
+
+// The options of the plugin serving NVIDIA's MIG resource of `profile` beside the units plugin
+// `base`: resource "nvidia.com/mig-1g.18gb" ("+me" as ".me"), endpoint "<base
+// stem>-mig-1g.18gb.sock" in the same directory, no PreStartContainer.
+PluginOptions MigPluginOptions(const PluginOptions& base, const std::string& profile);
 
 class PluginRunner {
  public:

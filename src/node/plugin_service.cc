@@ -27,8 +27,11 @@ grpc::Status ToGrpc(const Status& status) {
 }
 
 DevicePluginService::DevicePluginService(NodeState* state, Allocator* allocator,
-                                         bool pre_start_required)
-    : state_(state), allocator_(allocator), pre_start_required_(pre_start_required) {}
+                                         bool pre_start_required, std::string mig_profile)
+    : state_(state),
+      allocator_(allocator),
+      pre_start_required_(pre_start_required),
+      mig_profile_(std::move(mig_profile)) {}
 
 void DevicePluginService::Stop() { stopping_.store(true); }
 
@@ -41,7 +44,8 @@ grpc::Status DevicePluginService::GetDevicePluginOptions(grpc::ServerContext*,
 }
 
 void DevicePluginService::FillList(v1beta1::ListAndWatchResponse* response) const {
-  for (const UnitView& u : state_->Units()) {
+  for (const UnitView& u :
+       mig_profile_.empty() ? state_->Units() : state_->MigDevices(mig_profile_)) {
     v1beta1::Device* d = response->add_devices();
     d->set_id(u.id);
     d->set_health(u.healthy ? "Healthy" : "Unhealthy");
@@ -83,7 +87,9 @@ grpc::Status DevicePluginService::GetPreferredAllocation(
           "allocation_size " + std::to_string(c.allocation_size()) + " is out of range");
     }
     auto* out = response->add_container_responses();
-    for (const std::string& id : allocator_->Prefer(available, must, c.allocation_size())) {
+    for (const std::string& id :
+         mig_profile_.empty() ? allocator_->Prefer(available, must, c.allocation_size())
+                              : allocator_->PreferMig(available, must, c.allocation_size())) {
       out->add_deviceids(id);
     }
   }
@@ -95,7 +101,8 @@ grpc::Status DevicePluginService::Allocate(grpc::ServerContext*,
                                            v1beta1::AllocateResponse* response) {
   for (const auto& c : request->container_requests()) {
     std::vector<std::string> ids(c.devices_ids().begin(), c.devices_ids().end());
-    auto allocation = allocator_->Allocate(ids);
+    auto allocation =
+        mig_profile_.empty() ? allocator_->Allocate(ids) : allocator_->AllocateMig(ids);
     if (!allocation) return ToGrpc(allocation.error());
     auto* out = response->add_container_responses();
     for (const auto& [k, v] : allocation->envs) (*out->mutable_envs())[k] = v;

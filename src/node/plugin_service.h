@@ -3,6 +3,11 @@
 //
 // ListAndWatch sends the full unit list at once and again after every change of NodeState's
 // version; the stream ends when kubelet cancels it or Stop() is called (a server restart).
+//
+// With a `mig_profile` ("1g.18gb+me") the service serves NVIDIA's MIG resource of that profile
+// instead of the GPU units: its devices are the instances of that profile on GPUs in mode mig
+// (NodeState::MigDevices, by MIG UUID), and preferences and allocations go to
+// Allocator::PreferMig / AllocateMig.
 #pragma once
 
 #include <atomic>
@@ -15,7 +20,8 @@ namespace vgpu::node {
 
 class DevicePluginService final : public v1beta1::DevicePlugin::Service {
  public:
-  DevicePluginService(NodeState* state, Allocator* allocator, bool pre_start_required);
+  DevicePluginService(NodeState* state, Allocator* allocator, bool pre_start_required,
+                      std::string mig_profile = "");
 
   // Ends open ListAndWatch streams within ~0.5 s.
   void Stop();
@@ -40,6 +46,7 @@ class DevicePluginService final : public v1beta1::DevicePlugin::Service {
   NodeState* state_;
   Allocator* allocator_;
   const bool pre_start_required_;
+  const std::string mig_profile_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> open_streams_{0};
 };

@@ -2,8 +2,11 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "device/device_backend.h"
+#include "mig/profiles.h"
 #include "node/assignment.h"
 #include "node/cluster.h"
 
@@ -61,6 +64,28 @@ inline PodInfo HamiPodWith(const std::string& name, const std::string& node,
   p.annotations[kHamiNodeAnnotation] = node;
   p.annotations[kHamiBindTimeAnnotation] = std::to_string(created);
   return p;
+}
+
+// A pod whose container is assigned MIG instance `profile`@`start` (with its UUID, as the
+// extender records an instance of a static layout) on GPU `gpu`, limited to `memory_mib` in it.
+inline PodInfo MigPodWith(const std::string& name, const std::string& node, const std::string& gpu,
+                          const std::string& profile, int start, const std::string& mig_uuid,
+                          uint64_t memory_mib, int64_t created = 0) {
+  PodInfo p = PodWith(name, node, {{gpu, memory_mib}}, created);
+  PodAssignment a = *ParseAssignment(p.annotations[kAssignmentAnnotation]);
+  a.containers[0].devices[0].mig = k8s::AssignedMig{profile, start, mig_uuid};
+  p.annotations[kAssignmentAnnotation] = FormatAssignment(a);
+  return p;
+}
+
+// The MIG profiles of a table (mig/profiles.h) as a driver reports them.
+inline std::vector<device::MigProfileInfo> MigProfilesOf(std::string_view model) {
+  std::vector<device::MigProfileInfo> out;
+  for (const mig::Profile& p : mig::ModelByKey(model)->profiles) {
+    out.push_back({p.profile_id, std::string(p.name), p.memory_slices, p.compute_slices, p.sm_count,
+                   static_cast<uint64_t>(p.memory_mib) << 20, p.max_count, p.Starts()});
+  }
+  return out;
 }
 
 }  // namespace vgpu::node::testing

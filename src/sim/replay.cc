@@ -34,6 +34,38 @@ double Quantile(const std::vector<double>& sorted, double q) {
   return sorted[std::min(sorted.size(), std::max<size_t>(rank, 1)) - 1];
 }
 
+// The offered demand: every job running from its arrival for its run time, nothing waiting. Fills
+// the peak and each sample's demand_pct.
+void DemandCurve(const std::vector<ReplayJob>& jobs, const std::vector<uint32_t>& active,
+                 int64_t horizon, int64_t capacity, ReplayResult* res) {
+  std::vector<std::pair<int64_t, int64_t>> events;  // (time, +-milli); departures sort first
+  events.reserve(active.size() * 2);
+  for (uint32_t j : active) {
+    const int64_t milli = jobs[j].request.TotalGpuMilli();
+    if (milli == 0) continue;
+    events.emplace_back(jobs[j].arrival_us, milli);
+    events.emplace_back(jobs[j].arrival_us + jobs[j].run_us, -milli);
+  }
+  std::sort(events.begin(), events.end());
+  const double cap = static_cast<double>(capacity);
+  int64_t level = 0, peak = 0;
+  size_t e = 0;
+  auto advance_to = [&](int64_t t) {  // applies the events at or before t
+    for (; e < events.size() && events[e].first <= t; ++e) {
+      level += events[e].second;
+      if (events[e].first <= horizon) peak = std::max(peak, level);
+    }
+  };
+  for (ReplaySample& s : res->series) {
+    advance_to(s.time_us);
+    s.demand_pct = 100.0 * static_cast<double>(level) / cap;
+  }
+  advance_to(horizon);
+  res->peak_demand_pct = 100.0 * static_cast<double>(peak) / cap;
+}
+
+}  // namespace
+
 // Keeps the name-sorted node indices of the sample (protocol step 1): a stratified sample that
 // keeps the mix of node types (same CPU, memory and GPUs). Each type gets scale x its count,
 // rounded down; the nodes left over go to the largest remainders (ties in random order); within a
@@ -86,38 +118,6 @@ std::vector<size_t> SampleNodes(const std::vector<sched::NodeSpec>& nodes, doubl
   std::sort(kept.begin(), kept.end());
   return kept;
 }
-
-// The offered demand: every job running from its arrival for its run time, nothing waiting. Fills
-// the peak and each sample's demand_pct.
-void DemandCurve(const std::vector<ReplayJob>& jobs, const std::vector<uint32_t>& active,
-                 int64_t horizon, int64_t capacity, ReplayResult* res) {
-  std::vector<std::pair<int64_t, int64_t>> events;  // (time, +-milli); departures sort first
-  events.reserve(active.size() * 2);
-  for (uint32_t j : active) {
-    const int64_t milli = jobs[j].request.TotalGpuMilli();
-    if (milli == 0) continue;
-    events.emplace_back(jobs[j].arrival_us, milli);
-    events.emplace_back(jobs[j].arrival_us + jobs[j].run_us, -milli);
-  }
-  std::sort(events.begin(), events.end());
-  const double cap = static_cast<double>(capacity);
-  int64_t level = 0, peak = 0;
-  size_t e = 0;
-  auto advance_to = [&](int64_t t) {  // applies the events at or before t
-    for (; e < events.size() && events[e].first <= t; ++e) {
-      level += events[e].second;
-      if (events[e].first <= horizon) peak = std::max(peak, level);
-    }
-  };
-  for (ReplaySample& s : res->series) {
-    advance_to(s.time_us);
-    s.demand_pct = 100.0 * static_cast<double>(level) / cap;
-  }
-  advance_to(horizon);
-  res->peak_demand_pct = 100.0 * static_cast<double>(peak) / cap;
-}
-
-}  // namespace
 
 Result<ReplayResult> RunReplay(const ReplayInput& input, const ReplayConfig& cfg) {
   if (cfg.horizon_us <= 0) return Status::InvalidArgument("the horizon must be > 0");

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/rng.h"
 #include "sched/cluster.h"
 #include "sched/registry.h"
 #include "sim/replay_trace.h"
@@ -108,5 +109,9 @@ struct ReplayInput {
 };
 
 Result<ReplayResult> RunReplay(const ReplayInput& input, const ReplayConfig& config);
+
+// Protocol step 1: the indices of the nodes kept at `scale` (name-sorted `nodes`), a stratified
+// sample that keeps the mix of node types. Also used by the MIG replay (mig_replay.h).
+std::vector<size_t> SampleNodes(const std::vector<sched::NodeSpec>& nodes, double scale, Rng& rng);
 
 }  // namespace vgpu::sim

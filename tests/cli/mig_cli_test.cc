@@ -109,6 +109,9 @@ TEST(MigCli, BenchMigReportsEveryMixAndOursIsNotWorse) {
     EXPECT_GE(row["ours"]["accepted"], row["first-fit"]["accepted"]) << row.dump();
     EXPECT_GE(row["ours"]["accepted"], row["hami"]["accepted"]) << row.dump();
     EXPECT_EQ(row["ours"]["arrivals"], 100000);
+    // The scheduler's variant: the mix of the instances the GPU holds.
+    EXPECT_GE(row["ours-node-mix"]["accepted"], row["first-fit"]["accepted"]) << row.dump();
+    EXPECT_GE(row["ours-node-mix"]["accepted"], row["hami"]["accepted"]) << row.dump();
   }
   EXPECT_EQ(testing::RunCommand(kVgpu + " bench mig --model T4").exit_code, 2);
   EXPECT_EQ(testing::RunCommand(kVgpu + " bench mig --help").exit_code, 0);

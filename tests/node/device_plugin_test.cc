@@ -23,6 +23,7 @@
 #include "kubelet_emulator.h"
 #include "node/daemon.h"
 #include "node/fake_cluster.h"
+#include "node/gpu_modes.h"
 #include "node/test_pods.h"
 #include "test_daemon.h"
 
@@ -425,6 +426,64 @@ TEST_F(CdiDevicePluginTest, AllocateReturnsCdiDevicesAndDeviceSpecs) {
     EXPECT_EQ(d.permissions(), "rw");
   }
   EXPECT_EQ(nodes, (std::vector<std::string>{"/dev/nvidia1", "/dev/nvidia3", "/dev/nvidiactl"}));
+}
+
+// NVIDIA's MIG resources with --pass-device-specs: GPU 2 holds a static layout of two 1g.18gb;
+// nvidia.com/mig-1g.18gb lists both, and the pod assigned the second gets exactly it: its MIG
+// UUID, its parent's device node and the /dev/nvidia-caps nodes of its GPU and compute instance
+// (from mig-minors), its limits file, and its slice's memory limit.
+class MigResourcePluginTest : public DevicePluginTest {
+ protected:
+  void Customize(DaemonOptions& o) override {
+    fake_->SetMigProfiles(2, testing::MigProfilesOf("H200"));
+    auto modes = ParseGpuModeConfig(
+        "version: v1\ngpus:\n  - devices: [2]\n    mode: mig\n    mig-devices: {\"1g.18gb\": 2}\n",
+        "modes.yaml");
+    ASSERT_TRUE(modes.has_value()) << modes.error().ToString();
+    o.gpu_modes = *modes;
+    o.device_list.pass_device_specs = true;
+    o.device_list.probe_root = root_ + "/probe";
+  }
+};
+
+TEST_F(MigResourcePluginTest, AllocateGivesTheAssignedInstanceWithItsCapNodes) {
+  const std::string resource = "nvidia.com/mig-1g.18gb";
+  ASSERT_TRUE(kubelet_->WaitForDevices(
+      resource, [](const auto& d) { return d.size() == 2; }, 5000));
+  EXPECT_EQ(kubelet_->resources(), (std::vector<std::string>{"nvidia.com/gpu", resource}));
+  const std::vector<device::MigInstance> layout = daemon_->state()->MigInstances(2);
+  ASSERT_EQ(layout.size(), 2u);
+  const device::MigInstance& target = layout[1];
+  const int minor = daemon_->state()->devices()[2].minor_number;
+  const std::string gpu = "gpu" + std::to_string(minor) + "/gi" + std::to_string(target.gi_id);
+  fs::create_directories(root_ + "/probe/proc/driver/nvidia-caps");
+  std::ofstream(root_ + "/probe/proc/driver/nvidia-caps/mig-minors")
+      << "config 1\nmonitor 2\n"
+      << gpu << "/access 41\n"
+      << gpu << "/ci" << target.ci_id << "/access 42\n";
+  cluster_.UpsertPod(testing::MigPodWith("mig", "gpu-node-1", uuids_[2], "1g.18gb", target.start,
+                                         target.uuid, 8192, 1));
+  std::vector<std::string> ids;
+  for (const auto& d : kubelet_->devices(resource)) ids.push_back(d.id());
+  std::vector<std::string> chosen;
+  ASSERT_TRUE(kubelet_->GetPreferredAllocation(resource, ids, 1, &chosen).ok());
+  ASSERT_EQ(chosen, std::vector<std::string>{target.uuid});
+  v1beta1::ContainerAllocateResponse r;
+  grpc::Status st = kubelet_->AllocateResource(resource, chosen, &r);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(r.envs().at("NVIDIA_VISIBLE_DEVICES"), target.uuid);
+  EXPECT_EQ(r.envs().at("CUDA_DEVICE_MEMORY_LIMIT_0"), "8192m");
+  std::vector<std::string> nodes;
+  for (const auto& d : r.devices()) nodes.push_back(d.container_path());
+  EXPECT_EQ(nodes, (std::vector<std::string>{"/dev/nvidia" + std::to_string(minor),
+                                             "/dev/nvidia-caps/nvidia-cap41",
+                                             "/dev/nvidia-caps/nvidia-cap42", "/dev/nvidiactl"}));
+  bool limits = false;
+  for (const auto& m : r.mounts())
+    limits |= m.container_path() == "/etc/vgpu/limits" && m.read_only();
+  EXPECT_TRUE(limits);
+  const std::string limits_file = ReadFile(root_ + "/slices/uid-mig_main/limits");
+  EXPECT_NE(limits_file.find("uuid.0=" + target.uuid), std::string::npos) << limits_file;
 }
 
 // kubelet's registration socket missing (kubelet not running, or another --kubelet-dir): one

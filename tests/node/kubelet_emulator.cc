@@ -74,16 +74,23 @@ bool KubeletEmulator::Start() {
   return server_ != nullptr && pod_resources_server_ != nullptr;
 }
 
-void KubeletEmulator::Disconnect() {
+void KubeletEmulator::Disconnect(const std::string& resource) {
   std::thread reader;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stream_context_) stream_context_->TryCancel();
-    reader = std::move(reader_);
+    auto it = plugins_.find(resource);
+    if (it == plugins_.end()) return;
+    if (it->second->stream_context) it->second->stream_context->TryCancel();
+    reader = std::move(it->second->reader);
   }
   if (reader.joinable()) reader.join();
   std::lock_guard<std::mutex> lock(mu_);
-  stream_context_.reset();
+  plugins_[resource]->stream_context.reset();
+}
+
+const KubeletEmulator::Plugin* KubeletEmulator::FindLocked(const std::string& resource) const {
+  auto it = plugins_.find(resource.empty() ? last_.resource_name() : resource);
+  return it == plugins_.end() ? nullptr : it->second.get();
 }
 
 void KubeletEmulator::Stop(bool wipe) {
@@ -102,7 +109,12 @@ void KubeletEmulator::Stop(bool wipe) {
     pending.swap(pending_);
   }
   for (std::thread& t : pending) t.join();
-  Disconnect();
+  std::vector<std::string> resources;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [r, p] : plugins_) resources.push_back(r);
+  }
+  for (const std::string& r : resources) Disconnect(r);
   std::error_code ec;
   ::unlink((dir_ + "/kubelet.sock").c_str());
   if (wipe) {
@@ -119,11 +131,12 @@ bool KubeletEmulator::Restart() {
   return Start();
 }
 
-std::unique_ptr<v1beta1::DevicePlugin::Stub> KubeletEmulator::NewStub() const {
+std::unique_ptr<v1beta1::DevicePlugin::Stub> KubeletEmulator::NewStub(
+    const std::string& resource) const {
   std::string endpoint;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    endpoint = endpoint_;
+    if (const Plugin* p = FindLocked(resource)) endpoint = p->endpoint;
   }
   auto channel =
       grpc::CreateChannel("unix://" + dir_ + "/" + endpoint, grpc::InsecureChannelCredentials());
@@ -131,13 +144,16 @@ std::unique_ptr<v1beta1::DevicePlugin::Stub> KubeletEmulator::NewStub() const {
 }
 
 void KubeletEmulator::OnRegistered(const v1beta1::RegisterRequest& request) {
-  Disconnect();  // a new registration replaces the old connection, as in kubelet
+  const std::string resource = request.resource_name();
+  Disconnect(resource);  // a new registration replaces the old connection, as in kubelet
   {
     std::lock_guard<std::mutex> lock(mu_);
     last_ = request;
-    endpoint_ = request.endpoint();
+    std::unique_ptr<Plugin>& p = plugins_[resource];
+    if (!p) p = std::make_unique<Plugin>();
+    p->endpoint = request.endpoint();
   }
-  auto stub = NewStub();
+  auto stub = NewStub(resource);
   v1beta1::DevicePluginOptions options;
   {
     grpc::ClientContext ctx;
@@ -147,25 +163,27 @@ void KubeletEmulator::OnRegistered(const v1beta1::RegisterRequest& request) {
   }
   std::shared_ptr<v1beta1::DevicePlugin::Stub> shared(std::move(stub));
   std::lock_guard<std::mutex> lock(mu_);
-  options_ = options;
-  stream_context_ = std::make_unique<grpc::ClientContext>();
-  grpc::ClientContext* ctx = stream_context_.get();
-  streaming_ = true;
-  reader_ = std::thread([this, shared, ctx] {
+  Plugin* p = plugins_[resource].get();
+  p->options = options;
+  p->stream_context = std::make_unique<grpc::ClientContext>();
+  grpc::ClientContext* ctx = p->stream_context.get();
+  p->streaming = true;
+  p->reader = std::thread([this, shared, ctx, p] {
     v1beta1::Empty empty;
     auto reader = shared->ListAndWatch(ctx, empty);
     v1beta1::ListAndWatchResponse response;
     while (reader->Read(&response)) {
       std::lock_guard<std::mutex> lock(mu_);
-      devices_.assign(response.devices().begin(), response.devices().end());
+      p->devices.assign(response.devices().begin(), response.devices().end());
       ++lists_;
       cv_.notify_all();
     }
     reader->Finish();
     std::lock_guard<std::mutex> lock(mu_);
-    streaming_ = false;
+    p->streaming = false;
     cv_.notify_all();
   });
+  ++p->registrations;
   ++registrations_;
   cv_.notify_all();
 }
@@ -182,7 +200,21 @@ v1beta1::RegisterRequest KubeletEmulator::last_registration() const {
 
 v1beta1::DevicePluginOptions KubeletEmulator::plugin_options() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return options_;
+  const Plugin* p = FindLocked("");
+  return p ? p->options : v1beta1::DevicePluginOptions();
+}
+
+std::vector<std::string> KubeletEmulator::resources() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [r, p] : plugins_) out.push_back(r);
+  return out;
+}
+
+int KubeletEmulator::registrations(const std::string& resource) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = plugins_.find(resource);
+  return it == plugins_.end() ? 0 : it->second->registrations;
 }
 
 bool KubeletEmulator::WaitForRegistrations(int n, int timeout_ms) const {
@@ -191,9 +223,12 @@ bool KubeletEmulator::WaitForRegistrations(int n, int timeout_ms) const {
                       [&] { return registrations_ >= n; });
 }
 
-std::vector<v1beta1::Device> KubeletEmulator::devices() const {
+std::vector<v1beta1::Device> KubeletEmulator::devices() const { return devices(""); }
+
+std::vector<v1beta1::Device> KubeletEmulator::devices(const std::string& resource) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return devices_;
+  const Plugin* p = FindLocked(resource);
+  return p ? p->devices : std::vector<v1beta1::Device>();
 }
 
 int KubeletEmulator::lists() const {
@@ -203,18 +238,41 @@ int KubeletEmulator::lists() const {
 
 bool KubeletEmulator::streaming() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return streaming_;
+  const Plugin* p = FindLocked("");
+  return p != nullptr && p->streaming;
 }
 
 bool KubeletEmulator::WaitForDevices(
     const std::function<bool(const std::vector<v1beta1::Device>&)>& pred, int timeout_ms) const {
+  return WaitForDevices("", pred, timeout_ms);
+}
+
+bool KubeletEmulator::WaitForDevices(
+    const std::string& resource,
+    const std::function<bool(const std::vector<v1beta1::Device>&)>& pred, int timeout_ms) const {
   std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return pred(devices_); });
+  return cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] {
+    const Plugin* p = FindLocked(resource);
+    return pred(p ? p->devices : std::vector<v1beta1::Device>());
+  });
+}
+
+grpc::Status KubeletEmulator::GetPreferredAllocation(const std::string& resource,
+                                                     const std::vector<std::string>& available,
+                                                     int size, std::vector<std::string>* out) {
+  return Prefer(resource, available, {}, size, out);
 }
 
 grpc::Status KubeletEmulator::GetPreferredAllocation(const std::vector<std::string>& available,
                                                      const std::vector<std::string>& must_include,
                                                      int size, std::vector<std::string>* out) {
+  return Prefer("", available, must_include, size, out);
+}
+
+grpc::Status KubeletEmulator::Prefer(const std::string& resource,
+                                     const std::vector<std::string>& available,
+                                     const std::vector<std::string>& must_include, int size,
+                                     std::vector<std::string>* out) {
   v1beta1::PreferredAllocationRequest request;
   auto* c = request.add_container_requests();
   for (const auto& id : available) c->add_available_deviceids(id);
@@ -223,7 +281,7 @@ grpc::Status KubeletEmulator::GetPreferredAllocation(const std::vector<std::stri
   v1beta1::PreferredAllocationResponse response;
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  grpc::Status s = NewStub()->GetPreferredAllocation(&ctx, request, &response);
+  grpc::Status s = NewStub(resource)->GetPreferredAllocation(&ctx, request, &response);
   out->clear();
   if (s.ok() && response.container_responses_size() == 1) {
     for (const auto& id : response.container_responses(0).deviceids()) out->push_back(id);
@@ -233,13 +291,25 @@ grpc::Status KubeletEmulator::GetPreferredAllocation(const std::vector<std::stri
 
 grpc::Status KubeletEmulator::Allocate(const std::vector<std::string>& ids,
                                        v1beta1::ContainerAllocateResponse* out) {
+  return AllocateOn("", ids, out);
+}
+
+grpc::Status KubeletEmulator::AllocateResource(const std::string& resource,
+                                               const std::vector<std::string>& ids,
+                                               v1beta1::ContainerAllocateResponse* out) {
+  return AllocateOn(resource, ids, out);
+}
+
+grpc::Status KubeletEmulator::AllocateOn(const std::string& resource,
+                                         const std::vector<std::string>& ids,
+                                         v1beta1::ContainerAllocateResponse* out) {
   v1beta1::AllocateRequest request;
   auto* c = request.add_container_requests();
   for (const auto& id : ids) c->add_devices_ids(id);
   v1beta1::AllocateResponse response;
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  grpc::Status s = NewStub()->Allocate(&ctx, request, &response);
+  grpc::Status s = NewStub(resource)->Allocate(&ctx, request, &response);
   if (s.ok() && response.container_responses_size() == 1) *out = response.container_responses(0);
   return s;
 }

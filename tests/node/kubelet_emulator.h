@@ -9,6 +9,9 @@
 //     an Allocate for a named pod and container records the devices it got, which the
 //     emulator's PodResources server (List, on <dir>/pod-resources.sock) reports, as kubelet's
 //     does.
+// Each resource name has its own plugin connection, as in kubelet: a registration replaces the
+// connection of its resource only. The calls without a resource name use the resource of the
+// latest registration; those with one use that resource's plugin.
 // Thread-safe.
 #pragma once
 
@@ -16,6 +19,7 @@
 
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -44,12 +48,19 @@ class KubeletEmulator {
 
   // The latest device list from ListAndWatch, and how many lists arrived (all streams).
   std::vector<v1beta1::Device> devices() const;
+  std::vector<v1beta1::Device> devices(const std::string& resource) const;
   int lists() const;
   // Waits until `pred(devices())` holds.
   bool WaitForDevices(const std::function<bool(const std::vector<v1beta1::Device>&)>& pred,
                       int timeout_ms) const;
+  bool WaitForDevices(const std::string& resource,
+                      const std::function<bool(const std::vector<v1beta1::Device>&)>& pred,
+                      int timeout_ms) const;
   // True while a ListAndWatch stream is open.
   bool streaming() const;
+  // The resource names registered so far (sorted), and how many registrations each had.
+  std::vector<std::string> resources() const;
+  int registrations(const std::string& resource) const;
 
   grpc::Status GetPreferredAllocation(const std::vector<std::string>& available,
                                       const std::vector<std::string>& must_include, int size,
@@ -62,13 +73,36 @@ class KubeletEmulator {
                         v1beta1::ContainerAllocateResponse* out);
   std::string pod_resources_socket() const { return dir_ + "/pod-resources.sock"; }
   grpc::Status PreStartContainer(const std::vector<std::string>& ids);
+  // The same calls to the plugin of `resource`.
+  grpc::Status GetPreferredAllocation(const std::string& resource,
+                                      const std::vector<std::string>& available, int size,
+                                      std::vector<std::string>* out);
+  grpc::Status AllocateResource(const std::string& resource, const std::vector<std::string>& ids,
+                                v1beta1::ContainerAllocateResponse* out);
 
  private:
   class RegistrationService;
   class PodResourcesService;
+  // One registered plugin (by resource name).
+  struct Plugin {
+    std::string endpoint;
+    v1beta1::DevicePluginOptions options;
+    std::vector<v1beta1::Device> devices;
+    int registrations = 0;
+    bool streaming = false;
+    std::unique_ptr<grpc::ClientContext> stream_context;
+    std::thread reader;
+  };
   void OnRegistered(const v1beta1::RegisterRequest& request);
-  void Disconnect();
-  std::unique_ptr<v1beta1::DevicePlugin::Stub> NewStub() const;
+  void Disconnect(const std::string& resource);
+  // Plugin of `resource`, or of the latest registration when empty; mu_ held. Null if none.
+  const Plugin* FindLocked(const std::string& resource) const;
+  std::unique_ptr<v1beta1::DevicePlugin::Stub> NewStub(const std::string& resource = "") const;
+  grpc::Status Prefer(const std::string& resource, const std::vector<std::string>& available,
+                      const std::vector<std::string>& must_include, int size,
+                      std::vector<std::string>* out);
+  grpc::Status AllocateOn(const std::string& resource, const std::vector<std::string>& ids,
+                          v1beta1::ContainerAllocateResponse* out);
 
   const std::string dir_;
   std::unique_ptr<RegistrationService> service_;
@@ -84,13 +118,8 @@ class KubeletEmulator {
   mutable std::condition_variable cv_;
   int registrations_ = 0;
   v1beta1::RegisterRequest last_;
-  v1beta1::DevicePluginOptions options_;
-  std::string endpoint_;
-  std::vector<v1beta1::Device> devices_;
+  std::map<std::string, std::unique_ptr<Plugin>> plugins_;  // by resource name
   int lists_ = 0;
-  bool streaming_ = false;
-  std::unique_ptr<grpc::ClientContext> stream_context_;
-  std::thread reader_;
   std::vector<std::thread> pending_;  // connections after Register, joined by Stop()
 };
 

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -64,6 +65,7 @@ struct TestPod {
   int start;
   uint64_t memory_mib;
   int cores = 100;
+  std::string mig_uuid = "";  // the instance's, on a static layout
 };
 
 std::string PodJson(const TestPod& p, int order) {
@@ -71,7 +73,7 @@ std::string PodJson(const TestPod& p, int order) {
   ContainerAssignment c;
   c.name = "main";
   AssignedDevice d{p.gpu, p.index, p.memory_mib << 20, p.cores};
-  if (!p.profile.empty()) d.mig = k8s::AssignedMig{p.profile, p.start, ""};
+  if (!p.profile.empty()) d.mig = k8s::AssignedMig{p.profile, p.start, p.mig_uuid};
   c.devices.push_back(d);
   a.containers.push_back(c);
   return R"({"metadata": {"name": ")" + p.name + R"(", "namespace": "ml", "uid": ")" + p.uid +
@@ -216,24 +218,27 @@ class NodeMigTest : public ::testing::Test {
 
 TEST_F(NodeMigTest, DynamicStaticAndSharedGpusServeTheirPods) {
   StartDaemon();
-  ASSERT_TRUE(kubelet_->WaitForRegistrations(1, 20'000)) << ReadFile(root_ + "/daemon.log");
-  ASSERT_TRUE(kubelet_->WaitForDevices([](const auto& d) { return d.size() == 12; }, 5000));
+  // nvidia.com/gpu, and NVIDIA's resources of the static layout's three profiles.
+  ASSERT_TRUE(kubelet_->WaitForRegistrations(4, 20'000)) << ReadFile(root_ + "/daemon.log");
+  const std::string kUnits = "nvidia.com/gpu";
+  ASSERT_TRUE(kubelet_->WaitForDevices(
+      kUnits, [](const auto& d) { return d.size() == 12; }, 5000));
   // The static layout was applied at start.
   std::vector<device::MigInstance> fixed = Instances(2);
   ASSERT_EQ(fixed.size(), 4u) << ReadFile(root_ + "/daemon.log");
   EXPECT_TRUE(Instances(0).empty());
 
   std::vector<std::string> available;
-  for (const auto& d : kubelet_->devices()) available.push_back(d.id());
+  for (const auto& d : kubelet_->devices(kUnits)) available.push_back(d.id());
   for (const TestPod& p : pods_) {
     SCOPED_TRACE(p.name);
     std::vector<std::string> units;
-    ASSERT_TRUE(kubelet_->GetPreferredAllocation(available, {}, 1, &units).ok());
+    ASSERT_TRUE(kubelet_->GetPreferredAllocation(kUnits, available, 1, &units).ok());
     ASSERT_EQ(units.size(), 1u);
     ASSERT_EQ(units[0].rfind(p.gpu, 0), 0u) << units[0];
     available.erase(std::find(available.begin(), available.end(), units[0]));
     v1beta1::ContainerAllocateResponse r;
-    grpc::Status s = kubelet_->Allocate(units, &r);
+    grpc::Status s = kubelet_->AllocateResource(kUnits, units, &r);
     ASSERT_TRUE(s.ok()) << s.error_message() << ReadFile(root_ + "/daemon.log");
     const std::string visible = r.envs().at("NVIDIA_VISIBLE_DEVICES");
     std::map<std::string, std::string> seen = RunInContainer(visible);
@@ -321,6 +326,118 @@ TEST_F(NodeMigTest, DynamicStaticAndSharedGpusServeTheirPods) {
   }
   EXPECT_TRUE(Instances(0).empty()) << ReadFile(root_ + "/daemon.log");
   EXPECT_EQ(Instances(2).size(), 4u);
+  EXPECT_EQ(daemon_->Stop(SIGTERM, std::chrono::seconds(5)), 0);
+}
+
+// NVIDIA's MIG resources: a node with an H100 in mode shared and an H200 with a static mixed
+// layout serves one device plugin per resource: nvidia.com/gpu (the units of both GPUs) and
+// nvidia.com/mig-<profile> for each profile of the layout, each listing exactly that profile's
+// instances. A pod asking nvidia.com/mig-1g.18gb gets the instance the scheduler assigned (the
+// container sees exactly its memory), the shared pod its software slice, and a kubelet restart
+// registers every resource again.
+TEST_F(NodeMigTest, StaticLayoutServesNvidiasMigResourcesBesideASharedGpu) {
+  std::ofstream(root_ + "/devices.conf")
+      << "model=h100 uuid=" << kShared << "\nmodel=h200 uuid=" << kStatic << "\n";
+  std::ofstream(root_ + "/modes.yaml") << "version: v1\ngpus:\n"
+                                       << "  - devices: [1]\n    mode: mig\n"
+                                       << "    mig-devices: {\"3g.71gb\": 1, \"1g.18gb\": 2, "
+                                          "\"1g.18gb+me\": 1}\n"
+                                       << "  - devices: all\n    mode: shared\n";
+  WritePods({});
+  StartDaemon();
+  const std::vector<std::string> want = {"nvidia.com/gpu", "nvidia.com/mig-1g.18gb",
+                                         "nvidia.com/mig-1g.18gb.me", "nvidia.com/mig-3g.71gb"};
+  ASSERT_TRUE(kubelet_->WaitForRegistrations(4, 20'000)) << ReadFile(root_ + "/daemon.log");
+  EXPECT_EQ(kubelet_->resources(), want);
+  std::vector<device::MigInstance> layout = Instances(1);
+  ASSERT_EQ(layout.size(), 4u) << ReadFile(root_ + "/daemon.log");
+  // Each MIG resource lists the UUIDs of its profile's instances, healthy.
+  std::map<std::string, std::set<std::string>> expected;
+  for (const device::MigInstance& m : layout) {
+    expected[mig::ResourceNameOfProfile(m.profile)].insert(m.uuid);
+  }
+  ASSERT_EQ(expected.size(), 3u);
+  for (const auto& [resource, uuids] : expected) {
+    SCOPED_TRACE(resource);
+    const std::set<std::string> ids = uuids;
+    EXPECT_TRUE(kubelet_->WaitForDevices(
+        resource,
+        [&](const auto& d) {
+          std::set<std::string> got;
+          for (const auto& x : d) {
+            if (x.health() == "Healthy") got.insert(x.id());
+          }
+          return got == ids;
+        },
+        5000));
+  }
+  EXPECT_TRUE(kubelet_->WaitForDevices(
+      "nvidia.com/gpu", [](const auto& d) { return d.size() == 8; }, 5000));
+
+  // The scheduler assigned the second 1g.18gb instance (by UUID) and a 6 GiB software slice on
+  // the shared GPU.
+  std::vector<device::MigInstance> small;
+  for (const device::MigInstance& m : layout) {
+    if (m.profile == "1g.18gb") small.push_back(m);
+  }
+  ASSERT_EQ(small.size(), 2u);
+  const device::MigInstance& target = small[1];
+  const uint64_t instance_mib = target.memory_bytes >> 20;
+  WritePods({{"mig", "00000000-0000-4000-8000-000000000010", kStatic, 1, "1g.18gb", target.start,
+              instance_mib, 100, target.uuid},
+             {"soft", "00000000-0000-4000-8000-000000000004", kShared, 0, "", 0, 6144}});
+  std::vector<std::string> chosen;
+  ASSERT_TRUE(kubelet_
+                  ->GetPreferredAllocation("nvidia.com/mig-1g.18gb", {small[0].uuid, small[1].uuid},
+                                           1, &chosen)
+                  .ok());
+  ASSERT_EQ(chosen, std::vector<std::string>{target.uuid}) << ReadFile(root_ + "/daemon.log");
+  v1beta1::ContainerAllocateResponse r;
+  grpc::Status s = kubelet_->AllocateResource("nvidia.com/mig-1g.18gb", chosen, &r);
+  ASSERT_TRUE(s.ok()) << s.error_message() << ReadFile(root_ + "/daemon.log");
+  EXPECT_EQ(r.envs().at("NVIDIA_VISIBLE_DEVICES"), target.uuid);
+  EXPECT_EQ(r.envs().at("CUDA_DEVICE_MEMORY_LIMIT_0"), std::to_string(instance_mib) + "m");
+  bool limits_file = false;
+  for (const auto& m : r.mounts()) limits_file |= m.container_path() == "/etc/vgpu/limits";
+  EXPECT_TRUE(limits_file);
+  std::map<std::string, std::string> seen = RunInContainer(target.uuid);
+  EXPECT_EQ(seen["count"], "1");
+  EXPECT_EQ(seen["device"].substr(0, seen["device"].find(' ')),
+            std::to_string(target.memory_bytes));
+  EXPECT_EQ(seen["alloc_all"], "OK");
+  EXPECT_EQ(seen["alloc_more"], "ERR");
+  // The instance is the pod's now: another Allocate of it for nobody is refused.
+  v1beta1::ContainerAllocateResponse again;
+  EXPECT_FALSE(kubelet_->AllocateResource("nvidia.com/mig-1g.18gb", {small[0].uuid}, &again).ok());
+  // A GPU unit is not a MIG device.
+  EXPECT_EQ(
+      kubelet_->AllocateResource("nvidia.com/mig-1g.18gb", {std::string(kShared) + "-0"}, &again)
+          .error_code(),
+      grpc::StatusCode::INVALID_ARGUMENT);
+
+  // The shared pod goes to the shared GPU through nvidia.com/gpu.
+  std::vector<std::string> units;
+  for (const auto& d : kubelet_->devices("nvidia.com/gpu")) units.push_back(d.id());
+  ASSERT_TRUE(kubelet_->GetPreferredAllocation("nvidia.com/gpu", units, 1, &chosen).ok());
+  ASSERT_EQ(chosen.size(), 1u);
+  EXPECT_EQ(chosen[0].rfind(kShared, 0), 0u) << chosen[0];
+  s = kubelet_->AllocateResource("nvidia.com/gpu", chosen, &r);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(r.envs().at("NVIDIA_VISIBLE_DEVICES"), kShared);
+  EXPECT_EQ(r.envs().at("CUDA_DEVICE_MEMORY_LIMIT_0"), "6144m");
+
+  // kubelet restarts: every resource registers again and lists its devices again.
+  ASSERT_TRUE(kubelet_->Restart());
+  for (const std::string& resource : want) {
+    SCOPED_TRACE(resource);
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (kubelet_->registrations(resource) < 2 && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_EQ(kubelet_->registrations(resource), 2) << ReadFile(root_ + "/daemon.log");
+  }
+  EXPECT_TRUE(kubelet_->WaitForDevices(
+      "nvidia.com/mig-1g.18gb.me", [](const auto& d) { return d.size() == 1; }, 5000));
   EXPECT_EQ(daemon_->Stop(SIGTERM, std::chrono::seconds(5)), 0);
 }
 

@@ -60,7 +60,7 @@ TEST_F(ReplayCli, HelpDescribesTheMode) {
   EXPECT_EQ(r.exit_code, 0);
   for (const char* s :
        {"--mode", "replay", "--time-compress", "--cluster-scale", "--queue", "backfill", "--alloc",
-        "whole", "--horizon", "--step", "--run-time-from", "--include-pending"}) {
+        "whole", "--horizon", "--step", "--run-time-from", "--include-pending", "--mig"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
   }
 }
@@ -157,6 +157,33 @@ TEST_F(ReplayCli, RunsTheBundledTraceWithDefaults) {
   EXPECT_NE(r.out.find("openb_pod_list_default"), std::string::npos);
   EXPECT_NE(r.out.find("policy default, queue fifo"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("897 never-scheduled (Pending) skipped"), std::string::npos) << r.out;
+}
+
+// --mig: every GPU a mig-dynamic H200. p0 (600 milli -> 7g.141gb) runs 0..100 s; p1 (500 -> the
+// 7g: 69.5 GiB is under half) and p2 (300 -> 3g.71gb) arrive while it runs and are refused, by
+// every rule. Bad MIG input exits 2.
+TEST_F(ReplayCli, MigRunComparesThePlacementRules) {
+  auto r = Sim(Io() + " --mig H200 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* rule : {"\"rule\": \"ours\"", "\"rule\": \"first-fit\"", "\"rule\": \"hami\""}) {
+    EXPECT_NE(r.out.find(rule), std::string::npos) << r.out;
+  }
+  size_t rows = 0;
+  for (size_t at = 0; (at = r.out.find("\"accepted_pct\": 33.33", at)) != std::string::npos; ++at) {
+    ++rows;
+  }
+  EXPECT_EQ(rows, 3u) << r.out;
+  EXPECT_NE(r.out.find("\"arrivals\": 3.0"), std::string::npos) << r.out;
+  auto t = Sim(Io() + " --mig H100-80GB --policy first-fit");
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("first-fit"), std::string::npos);
+  EXPECT_EQ(t.out.find("hami"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("requests: 3g.40gb 33.3%, 7g.80gb 66.7%"), std::string::npos) << t.out;
+  ExpectBadInput(Io() + " --mig T4", "--mig: unknown MIG model 'T4'");
+  ExpectBadInput(Io() + " --mig H200 --policy bestfit", "MIG placement rules");
+  ExpectBadInput(Io() + " --mig H200 --queue backfill", "do not apply");
+  ExpectBadInput("--nodes " + nodes_ + " --pods " + pods_ + " --mig H200",
+                 "--mig applies only to --mode replay");
 }
 
 }  // namespace
