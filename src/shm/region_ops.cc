@@ -32,9 +32,38 @@ uint64_t EffectiveLimit(const Region* region, int device, uint64_t process_limit
   return config < process_limit ? config : process_limit;
 }
 
+uint64_t* CounterFields(ProcCounters& c) { return &c.launches; }
+constexpr int kCounterFields = sizeof(ProcCounters) / sizeof(uint64_t);
+
+// Adds the slot's counters to the slice's folded totals and zeroes them, inside the telemetry
+// seqlock (readers retry while fold_seq is odd or moved). REQUIRES: region mutex held.
+void FoldCountersLocked(Region* region, ProcSlot& slot) {
+  SliceTelemetry& t = region->header.telemetry;
+  uint64_t* from = CounterFields(slot.counters);
+  uint64_t* to = CounterFields(t.folded);
+  bool any = false;
+  for (int i = 0; i < kCounterFields; ++i) any = any || LoadU64(from[i]) != 0;
+  if (!any) return;
+  std::atomic_ref<uint64_t> seq(t.fold_seq);
+  seq.fetch_add(1, std::memory_order_acq_rel);
+  std::atomic_thread_fence(std::memory_order_release);
+  for (int i = 0; i < kCounterFields; ++i) {
+    uint64_t v = std::atomic_ref<uint64_t>(from[i]).exchange(0, std::memory_order_relaxed);
+    std::atomic_ref<uint64_t>(to[i]).fetch_add(v, std::memory_order_relaxed);
+  }
+  seq.fetch_add(1, std::memory_order_release);
+}
+
+// Raises the device's peak after device_used[] grew. REQUIRES: region mutex held.
+void NotePeakLocked(RegionHeader& h, int device) {
+  uint64_t used = h.device_used[device];
+  if (used > h.telemetry.peak_used[device]) StoreU64(h.telemetry.peak_used[device], used);
+}
+
 // Frees a slot's charges and the slot. REQUIRES: region mutex held.
 void FreeSlotLocked(Region* region, ProcSlot& slot) {
   RegionHeader& h = region->header;
+  FoldCountersLocked(region, slot);
   for (int d = 0; d < kMaxDevices; ++d) {
     uint64_t used = slot.used[d];
     if (used != 0) StoreU64(h.device_used[d], SatSub(h.device_used[d], used));
@@ -134,6 +163,7 @@ RegionError ClaimSlot(Region* region, const ProcIdentity& self, int* slot_index)
         slot.pid_ns = self.pid_ns;
         slot.flags = 0;
         for (uint64_t& u : slot.used) StoreU64(u, 0);
+        FoldCountersLocked(region, slot);  // left by a process that counted after its release
         StorePid(slot, self.pid);
         *slot_index = free_slot;
         return RegionError::kOk;
@@ -170,6 +200,7 @@ RegionError Charge(Region* region, int slot_index, int device, uint64_t bytes,
         StoreU64(h.device_used[device], used + bytes);
         CriticalSectionDelay();
         StoreU64(slot.used[device], slot.used[device] + bytes);
+        NotePeakLocked(h, device);
         return RegionError::kOk;
       }
     }
@@ -192,6 +223,7 @@ uint64_t ChargeUpTo(Region* region, int slot_index, int device, uint64_t bytes,
   uint64_t granted = bytes < room ? bytes : room;
   StoreU64(h.device_used[device], used + granted);
   StoreU64(slot.used[device], slot.used[device] + granted);
+  NotePeakLocked(h, device);
   return granted;
 }
 
@@ -270,6 +302,36 @@ void SetDeviceUuid(Region* region, int device, const char* uuid, const ProcIdent
   if (n >= static_cast<size_t>(kUuidLength)) n = kUuidLength - 1;
   std::memcpy(dst, uuid, n);
   dst[n] = '\0';
+}
+
+bool ReadSliceCounters(const Region* region, SliceCounters* out) {
+  const SliceTelemetry& t = region->header.telemetry;
+  auto& seq_field = const_cast<uint64_t&>(t.fold_seq);
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    const uint64_t before = std::atomic_ref<uint64_t>(seq_field).load(std::memory_order_acquire);
+    if ((before & 1) != 0) continue;
+    ProcCounters sum{};
+    uint64_t* s = CounterFields(sum);
+    auto add = [&](const ProcCounters& c) {
+      const uint64_t* f = &c.launches;
+      for (int i = 0; i < kCounterFields; ++i) s[i] += LoadU64(f[i]);
+    };
+    add(t.folded);
+    int live = 0;
+    for (const ProcSlot& slot : region->slots) {
+      if (LoadPid(slot) == 0) continue;
+      add(slot.counters);
+      ++live;
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (std::atomic_ref<uint64_t>(seq_field).load(std::memory_order_relaxed) != before) continue;
+    out->totals = sum;
+    out->processes = live;
+    out->counting = (LoadU32(t.flags) & kTelemetryCounting) != 0;
+    for (int d = 0; d < kMaxDevices; ++d) out->peak_used[d] = LoadU64(t.peak_used[d]);
+    return true;
+  }
+  return false;
 }
 
 }  // namespace vgpu::shm
