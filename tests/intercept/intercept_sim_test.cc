@@ -398,19 +398,21 @@ TEST_F(SliceTest, CountersEqualTheSimulatedDriversCounts) {
 }
 
 TEST_F(SliceTest, BusyTimeSharesOfGatedSlicesMatchTheTimeline) {
-  // Two gated slices share the GPU (30% and 60%), 2 ms kernels. Each worker holds after its
-  // work so that the timeline still has its record.
+  // Two gated slices share the GPU (30% and 60%), 5 ms kernels (the gate measures a launch onto
+  // an idle GPU from its launch call, so a loaded host's scheduling delay before the driver call
+  // counts as busy time: a smaller share of longer kernels). Each worker holds after its work so
+  // that the timeline still has its record.
   struct Tenant {
     const char* name;
     const char* cores;
     const char* launches;
     std::unique_ptr<ChildProcess> child;
   };
-  Tenant tenants[] = {{"busy-a", "30", "150", nullptr}, {"busy-b", "60", "300", nullptr}};
+  Tenant tenants[] = {{"busy-a", "30", "60", nullptr}, {"busy-b", "60", "120", nullptr}};
   const double t0 = NowMs();
   for (Tenant& t : tenants) {
     t.child = std::make_unique<ChildProcess>(
-        Worker({"telemetry-hold", t.launches, "2000", "0", "0", "0", "0"}),
+        Worker({"telemetry-hold", t.launches, "5000", "0", "0", "0", "0"}),
         SliceEnv(t.name, 256 * kMiB,
                  {std::string("CUDA_DEVICE_SM_LIMIT=") + t.cores, "VGPU_ARBITER_DIR=" + dir_}));
   }
