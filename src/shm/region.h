@@ -69,7 +69,8 @@
 //       fold_seq         u64  even while stable; odd while a freed slot's counters are being
 //                             folded into `folded` (a seqlock for lock-free readers)
 //       flags            u32  kTelemetryCounting: a libvgpu.so that counts has joined the slice
-//       reserved         u32  zero
+//       slots_hint       u32  one past the highest slot index ever claimed (under mutex);
+//                             readers scan slots [0, slots_hint) only; 0 = unknown: scan all
 //       folded           ProcCounters (88 bytes): the counters of processes whose slots were
 //                             freed (exit, reclaim, repair), plus what processes counted while
 //                             they held no slot. Slice total = folded + the live slots' counters
@@ -211,7 +212,7 @@ inline constexpr uint32_t kTelemetryCounting = 1;
 struct SliceTelemetry {
   uint64_t fold_seq;
   uint32_t flags;
-  uint32_t reserved;
+  uint32_t slots_hint;
   ProcCounters folded;
   uint64_t peak_used[kMaxDevices];
   uint8_t spare[256 - 232];

@@ -164,6 +164,11 @@ RegionError ClaimSlot(Region* region, const ProcIdentity& self, int* slot_index)
         slot.flags = 0;
         for (uint64_t& u : slot.used) StoreU64(u, 0);
         FoldCountersLocked(region, slot);  // left by a process that counted after its release
+        uint32_t& hint = region->header.telemetry.slots_hint;
+        if (static_cast<uint32_t>(free_slot) >= hint) {
+          std::atomic_ref<uint32_t>(hint).store(static_cast<uint32_t>(free_slot) + 1,
+                                                std::memory_order_release);
+        }
         StorePid(slot, self.pid);
         *slot_index = free_slot;
         return RegionError::kOk;
@@ -304,6 +309,13 @@ void SetDeviceUuid(Region* region, int device, const char* uuid, const ProcIdent
   dst[n] = '\0';
 }
 
+int SlotsToScan(const Region* region) {
+  // A region made by an older minor may hold slots claimed by a library that keeps no hint.
+  if (region->header.minor < 4) return kMaxProcs;
+  const uint32_t hint = LoadU32(region->header.telemetry.slots_hint);
+  return hint == 0 || hint > static_cast<uint32_t>(kMaxProcs) ? kMaxProcs : static_cast<int>(hint);
+}
+
 bool ReadSliceCounters(const Region* region, SliceCounters* out) {
   const SliceTelemetry& t = region->header.telemetry;
   auto& seq_field = const_cast<uint64_t&>(t.fold_seq);
@@ -318,7 +330,9 @@ bool ReadSliceCounters(const Region* region, SliceCounters* out) {
     };
     add(t.folded);
     int live = 0;
-    for (const ProcSlot& slot : region->slots) {
+    const int n = SlotsToScan(region);
+    for (int i = 0; i < n; ++i) {
+      const ProcSlot& slot = region->slots[i];
       if (LoadPid(slot) == 0) continue;
       add(slot.counters);
       ++live;
