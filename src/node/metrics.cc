@@ -88,6 +88,17 @@ void AddGpuMetrics(MetricsBuilder& m, const MetricsSources& src) {
     }
     if (i >= samples.size() || !samples[i].has_value()) continue;
     const device::DeviceSample& s = *samples[i];
+    if (s.gpm.has_value()) AddGpmMetrics(m, l, *s.gpm);
+    for (const device::MigGpmSample& g : s.mig_gpm) {
+      for (const device::MigInstance& mi : state.MigInstances(d.index)) {
+        if (mi.gi_id != g.gi_id || mi.ci_id < 0) continue;
+        Labels il = l;
+        il.emplace_back("GPU_I_PROFILE", mi.profile);
+        il.emplace_back("GPU_I_ID", std::to_string(mi.gi_id));
+        AddGpmMetrics(m, il, g.metrics);
+        break;
+      }
+    }
     m.Add("vgpu_gpu_memory_used_bytes", kGauge, "Device memory in use (driver's view)", l,
           static_cast<double>(s.memory_used_bytes));
     m.Add("vgpu_gpu_processes", kGauge, "Processes holding memory on the GPU", l,

@@ -40,12 +40,13 @@ Labels DcgmLabels(const Labels& l) {
 
 // Adds each sample of family `from` to `to` (type `type`) with dcgm-exporter's labels and the
 // value multiplied by `scale`.
-void AliasInto(MetricsBuilder& m, const std::string& from, const std::string& to,
-               MetricType type, const std::string& help, double scale) {
+void AliasInto(MetricsBuilder& m, const std::string& from, const std::string& to, MetricType type,
+               const std::string& help, double scale) {
   const MetricFamily* f = m.Find(from);
   if (f == nullptr) return;
   std::vector<MetricSample> samples = f->samples;  // m.Add may move the family
-  for (const MetricSample& s : samples) m.Add(to, type, help, DcgmLabels(s.labels), s.value * scale);
+  for (const MetricSample& s : samples)
+    m.Add(to, type, help, DcgmLabels(s.labels), s.value * scale);
 }
 
 }  // namespace
@@ -95,6 +96,33 @@ void AddSlicePeakMetric(MetricsBuilder& m, const Labels& l, uint64_t peak_bytes)
   m.Add("vgpu_slice_memory_peak_bytes", kGauge,
         "Highest memory charge of the slice on the GPU since its region was created", l,
         static_cast<double>(peak_bytes));
+}
+
+void AddGpmMetrics(MetricsBuilder& m, const Labels& l, const device::GpmMetrics& g) {
+  auto add = [&](const char* name, const char* help, const std::optional<double>& v) {
+    if (v.has_value()) m.Add(name, kGauge, help, l, *v);
+  };
+  add("vgpu_gpu_gpm_graphics_activity_ratio",
+      "Share of the last sample interval the graphics/compute engine was busy (GPM)",
+      g.graphics_activity);
+  add("vgpu_gpu_gpm_sm_activity_ratio", "Share of SMs busy over the last sample interval (GPM)",
+      g.sm_activity);
+  add("vgpu_gpu_gpm_sm_occupancy_ratio",
+      "Resident warps as a share of the maximum over the last sample interval (GPM)",
+      g.sm_occupancy);
+  add("vgpu_gpu_gpm_tensor_activity_ratio",
+      "Share of the last sample interval a tensor pipe was busy (GPM)", g.tensor_activity);
+  add("vgpu_gpu_gpm_dram_activity_ratio",
+      "DRAM bandwidth used as a share of the maximum over the last sample interval (GPM)",
+      g.dram_activity);
+  add("vgpu_gpu_gpm_pcie_transmit_bytes_per_second", "PCIe transmit rate (GPM)",
+      g.pcie_transmit_bytes_per_second);
+  add("vgpu_gpu_gpm_pcie_receive_bytes_per_second", "PCIe receive rate (GPM)",
+      g.pcie_receive_bytes_per_second);
+  add("vgpu_gpu_gpm_nvlink_transmit_bytes_per_second", "NVLink transmit rate, all links (GPM)",
+      g.nvlink_transmit_bytes_per_second);
+  add("vgpu_gpu_gpm_nvlink_receive_bytes_per_second", "NVLink receive rate, all links (GPM)",
+      g.nvlink_receive_bytes_per_second);
 }
 
 void AddDcgmAliases(MetricsBuilder& m) {

@@ -159,6 +159,12 @@ class HamiMetricsTest : public ::testing::Test {
       s.power_watts = 245.5;
       s.ecc_corrected_errors_total = 3;
       s.ecc_uncorrected_errors_total = 0;
+      if (i == 0) {  // a Hopper's GPM (device/nvml_gpm.h)
+        s.gpm = device::GpmMetrics{};
+        s.gpm->sm_activity = 0.42;
+        s.gpm->dram_activity = 0.3;
+        s.gpm->pcie_transmit_bytes_per_second = 1e9;
+      }
       backend->SetSample(i, s);
     }
     DaemonOptions o = testing::TestDaemonOptions(root_, "gpu-node-7", 4);
@@ -425,6 +431,13 @@ TEST_F(DcgmMetricsTest, SliceCountersAndDcgmAliases) {
   EXPECT_EQ(pod_fb->labels.at("container"), "main");
   EXPECT_EQ(pod_fb->labels.at("UUID"), uuids_[0]);
   EXPECT_EQ(page.types.at("DCGM_FI_DEV_GPU_UTIL"), "gauge");
+  // GPM, ours and under dcgm-exporter's profiling names (ratios, bytes/s); none on GPU 1.
+  EXPECT_DOUBLE_EQ(find("vgpu_gpu_gpm_sm_activity_ratio", {{"uuid", uuids_[0]}})->value, 0.42);
+  EXPECT_DOUBLE_EQ(find("DCGM_FI_PROF_SM_ACTIVE", {{"UUID", uuids_[0]}})->value, 0.42);
+  EXPECT_DOUBLE_EQ(find("DCGM_FI_PROF_DRAM_ACTIVE", {{"UUID", uuids_[0]}})->value, 0.3);
+  EXPECT_DOUBLE_EQ(find("DCGM_FI_PROF_PCIE_TX_BYTES", {{"UUID", uuids_[0]}})->value, 1e9);
+  EXPECT_EQ(find("DCGM_FI_PROF_SM_ACTIVE", {{"UUID", uuids_[1]}}), nullptr);
+  EXPECT_EQ(find("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", {}), nullptr);  // not given: not written
   shm::ReleaseSlot(region, slot, self);
   // promtool accepts the page; its only lint complaints are dcgm-exporter's own label names
   // (UUID, modelName, Hostname are not snake_case), which its dashboards query.
