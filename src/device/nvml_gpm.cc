@@ -14,10 +14,14 @@ constexpr uint64_t kMinIntervalNs = 100'000'000;  // NVML's GPM sample refresh
 constexpr double kMiB = 1024.0 * 1024.0;
 
 const unsigned kMetricIds[] = {
-    NVML_GPM_METRIC_GRAPHICS_UTIL,           NVML_GPM_METRIC_SM_UTIL,
-    NVML_GPM_METRIC_SM_OCCUPANCY,            NVML_GPM_METRIC_ANY_TENSOR_UTIL,
-    NVML_GPM_METRIC_DRAM_BW_UTIL,            NVML_GPM_METRIC_PCIE_TX_PER_SEC,
-    NVML_GPM_METRIC_PCIE_RX_PER_SEC,         NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC,
+    NVML_GPM_METRIC_GRAPHICS_UTIL,
+    NVML_GPM_METRIC_SM_UTIL,
+    NVML_GPM_METRIC_SM_OCCUPANCY,
+    NVML_GPM_METRIC_ANY_TENSOR_UTIL,
+    NVML_GPM_METRIC_DRAM_BW_UTIL,
+    NVML_GPM_METRIC_PCIE_TX_PER_SEC,
+    NVML_GPM_METRIC_PCIE_RX_PER_SEC,
+    NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC,
     NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC,
 };
 constexpr int kMetricCount = sizeof(kMetricIds) / sizeof(kMetricIds[0]);
@@ -156,8 +160,7 @@ std::optional<GpmMetrics> GpmSampler::SampleMig(int index, void* device, unsigne
   if (!available_ || api_->mig_get == nullptr || device == nullptr) return std::nullopt;
   std::lock_guard<std::mutex> lock(mu_);
   if (!Supported(index, device)) return std::nullopt;
-  return Take(targets_[{index, static_cast<int>(gi_id)}], device, static_cast<int>(gi_id),
-              now_ns);
+  return Take(targets_[{index, static_cast<int>(gi_id)}], device, static_cast<int>(gi_id), now_ns);
 }
 
 }  // namespace vgpu::device

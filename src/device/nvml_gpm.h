@@ -53,7 +53,7 @@ class GpmSampler {
   std::unique_ptr<Api> api_;
   bool available_ = false;
   std::mutex mu_;
-  std::map<int, bool> supported_;                    // GPU index -> has GPM
+  std::map<int, bool> supported_;                  // GPU index -> has GPM
   std::map<std::pair<int, int>, Target> targets_;  // (GPU index, GI id or -1) -> last sample
 };
 

@@ -80,6 +80,10 @@ void FreeSlotLocked(Region* region, ProcSlot& slot) {
 // REQUIRES: region mutex held (just acquired with EOWNERDEAD).
 void RepairLocked(Region* region, const ProcIdentity& self) {
   RegionHeader& h = region->header;
+  // A holder killed inside a fold left the sequence odd: close it (the fields it had not moved
+  // yet are still in the dead slot, and are folded when the slot is freed below).
+  std::atomic_ref<uint64_t> seq(h.telemetry.fold_seq);
+  if ((seq.load(std::memory_order_relaxed) & 1) != 0) seq.fetch_add(1, std::memory_order_release);
   for (ProcSlot& slot : region->slots) {
     if (LoadPid(slot) != 0 && CheckLiveness(slot, self.pid_ns) == Liveness::kDead) {
       FreeSlotLocked(region, slot);
