@@ -46,6 +46,7 @@ struct NodeFlags {
   bool no_preload = false;
   std::string metrics_listen = ":9394";
   bool hami_aliases = false;
+  bool dcgm_aliases = false;
   std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
   std::string kubeconfig;
   std::string pods_file;
@@ -169,6 +170,7 @@ Result<node::DaemonOptions> BuildOptions(const NodeFlags& f) {
     if (!s.ok()) return Bad("--metrics-listen", s.message());
   }
   o.hami_aliases = f.hami_aliases;
+  o.dcgm_aliases = f.dcgm_aliases;
   if (f.pod_resources_socket != "off") {
     if (f.pod_resources_socket.empty() || f.pod_resources_socket.front() != '/') {
       return Bad("--pod-resources-socket",
@@ -375,6 +377,8 @@ int RunNode(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--hami-metric-aliases", f.hami_aliases,
                "Also emit HAMi's metric names, for existing dashboards");
+  app.add_flag("--dcgm-metric-aliases", f.dcgm_aliases,
+               "Also emit dcgm-exporter's metric names (DCGM_FI_*), for existing dashboards");
   app.add_option("--pod-resources-socket", f.pod_resources_socket,
                  "kubelet's PodResources socket, to verify each container's slice before it "
                  "starts; 'off' disables")

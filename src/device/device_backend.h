@@ -63,6 +63,25 @@ struct NvLinkLinkSample {
 };
 
 // What changes on one GPU. Ratios are 0..1.
+// GPM metrics (GPU Performance Monitoring, Hopper and later; nvml_gpm.h) over the interval
+// between two samples: shares 0..1 of the interval, rates in bytes/s. Unset: not given.
+struct GpmMetrics {
+  std::optional<double> graphics_activity;  // NVML_GPM_METRIC_GRAPHICS_UTIL
+  std::optional<double> sm_activity;        // SM_UTIL: share of SMs busy
+  std::optional<double> sm_occupancy;       // SM_OCCUPANCY: resident warps / maximum
+  std::optional<double> tensor_activity;    // ANY_TENSOR_UTIL
+  std::optional<double> dram_activity;      // DRAM_BW_UTIL: DRAM bandwidth / theoretical maximum
+  std::optional<double> pcie_transmit_bytes_per_second;
+  std::optional<double> pcie_receive_bytes_per_second;
+  std::optional<double> nvlink_transmit_bytes_per_second;
+  std::optional<double> nvlink_receive_bytes_per_second;
+};
+
+struct MigGpmSample {
+  int gi_id = 0;  // the GPU instance (MigInstance::gi_id)
+  GpmMetrics metrics;
+};
+
 struct DeviceSample {
   uint64_t memory_used_bytes = 0;
   std::optional<double> sm_utilization;                // share of time a kernel ran
@@ -87,6 +106,10 @@ struct DeviceSample {
     int64_t running_ns = 0;
   };
   std::optional<RunningKernel> running_kernel;
+  // GPM over the interval since the previous sample (unset on the first sample, on GPUs
+  // without GPM and where NVML lacks it), for the whole GPU and per MIG GPU instance.
+  std::optional<GpmMetrics> gpm;
+  std::vector<MigGpmSample> mig_gpm;
 };
 
 // A health event reported by the driver (or injected on a fake or simulated GPU).

@@ -198,7 +198,10 @@ Result<std::unique_ptr<NvmlBackend>> NvmlBackend::Open(const NvmlBackendOptions&
 }
 
 NvmlBackend::NvmlBackend(NvmlBackendOptions options, std::unique_ptr<Api> api)
-    : options_(std::move(options)), api_(std::move(api)), mig_(std::make_unique<MigApi>()) {
+    : options_(std::move(options)),
+      api_(std::move(api)),
+      mig_(std::make_unique<MigApi>()),
+      gpm_(std::make_unique<GpmSampler>(api_->lib)) {
   mig_->Load(api_->lib);
   char driver[96] = {};
   char nvml[96] = {};
@@ -623,6 +626,26 @@ Result<DeviceSample> NvmlBackend::Sample(int index) {
       for (unsigned int i = 0; i < n; ++i) {
         for (ProcessUsage& u : s.processes) {
           if (u.pid == samples[i].pid) u.sm_utilization = samples[i].smUtil / 100.0;
+        }
+      }
+    }
+  }
+  // GPM over the interval since the previous sample, for the GPU and its MIG GPU instances.
+  if (gpm_->available()) {
+    const uint64_t now =
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  std::chrono::steady_clock::now().time_since_epoch())
+                                  .count());
+    s.gpm = gpm_->SampleDevice(index, dev, now);
+    auto mode = GetMigMode(index);
+    if (mode.has_value() && mode->current) {
+      auto instances = MigInstances(index);
+      if (instances.has_value()) {
+        std::set<int> seen;
+        for (const MigInstance& mi : *instances) {
+          if (!seen.insert(mi.gi_id).second) continue;
+          auto m = gpm_->SampleMig(index, dev, static_cast<unsigned>(mi.gi_id), now);
+          if (m.has_value()) s.mig_gpm.push_back({mi.gi_id, *m});
         }
       }
     }

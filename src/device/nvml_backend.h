@@ -7,6 +7,9 @@
 // then left empty (std::nullopt) rather than failing the whole sample. This lets the same code
 // run on datacenter GPUs, consumer GPUs (no NVLink, no ECC events) and the simulated GPU.
 //
+// GPM metrics (Hopper and later: SM, tensor and DRAM activity, PCIe and NVLink rates) come
+// with each sample, for the GPU and each of its MIG GPU instances (nvml_gpm.h).
+//
 // SM counts are not in NVML for whole GPUs; they are read through the CUDA driver
 // (cuDeviceGetAttribute, matched by PCI bus id) when libcuda.so.1 loads, else left 0.
 // NUMA nodes come from nvmlDeviceGetNumaNodeId or, failing that, sysfs.
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include "device/device_backend.h"
+#include "device/nvml_gpm.h"
 
 namespace vgpu::device {
 
@@ -83,6 +87,7 @@ class NvmlBackend final : public DeviceBackend {
   NvmlBackendOptions options_;
   std::unique_ptr<Api> api_;
   std::unique_ptr<MigApi> mig_;
+  std::unique_ptr<GpmSampler> gpm_;  // GPM (nvml_gpm.h)
   mutable std::mutex mu_;
   std::vector<void*> handles_;  // nvmlDevice_t per index, filled by Discover()
   std::vector<std::string> uuids_;

@@ -1,6 +1,6 @@
 // NvmlBackend against the simulated libnvidia-ml.so.1 and libcuda.so.1 (src/simgpu): discovery,
 // sampling, graceful degradation of what the simulation does not implement, the NUMA fallback
-// through sysfs, and a process that really holds device memory.
+// through sysfs, a process that really holds device memory, and GPM on Hopper (not on Ampere).
 #include "device/nvml_backend.h"
 
 #include <dlfcn.h>
@@ -26,6 +26,20 @@ TEST(NormalizePciBusIdTest, Forms) {
   EXPECT_EQ(NormalizePciBusId("0000:2A:00.0"), "0000:2a:00.0");
   EXPECT_EQ(NormalizePciBusId("00000001:C3:00.0"), "0001:c3:00.0");
   EXPECT_EQ(NormalizePciBusId("garbage"), "garbage");
+}
+
+TEST(GpmMetricsFromTest, UnitsAndErrors) {
+  const unsigned ids[] = {2, 5, 10, 20, 61, 999};
+  const int returns[] = {0, 3, 0, 0, 0, 0};  // tensor activity: NOT_SUPPORTED
+  const double values[] = {45.0, 12.0, 80.0, 2.0, 1.5, 7.0};
+  GpmMetrics m = GpmMetricsFrom(ids, returns, values, 6);
+  EXPECT_DOUBLE_EQ(*m.sm_activity, 0.45);
+  EXPECT_FALSE(m.tensor_activity.has_value());
+  EXPECT_DOUBLE_EQ(*m.dram_activity, 0.80);
+  EXPECT_DOUBLE_EQ(*m.pcie_transmit_bytes_per_second, 2.0 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(*m.nvlink_transmit_bytes_per_second, 1.5 * 1024 * 1024);
+  EXPECT_FALSE(m.graphics_activity.has_value());
+  EXPECT_FALSE(m.pcie_receive_bytes_per_second.has_value());
 }
 
 TEST(NvmlBackendOpenTest, MissingLibraryIsUnavailable) {
@@ -212,6 +226,56 @@ TEST_F(SimNvmlTest, SeesAProcessThatHoldsMemory) {
 
   ASSERT_EQ(free_mem(ptr), 0);
   EXPECT_EQ(backend_->Sample(1)->memory_used_bytes, 0u);
+}
+TEST_F(SimNvmlTest, GpmOnHopperFromTheTimelineNotOnAmpere) {
+  ASSERT_TRUE(backend_->Discover().has_value());
+  void* cuda = dlopen(VGPU_SIM_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(cuda, nullptr);
+  auto sym = [&](const char* name) { return dlsym(cuda, name); };
+  auto retain = reinterpret_cast<int (*)(void**, int)>(sym("cuDevicePrimaryCtxRetain"));
+  auto set_current = reinterpret_cast<int (*)(void*)>(sym("cuCtxSetCurrent"));
+  auto load = reinterpret_cast<int (*)(void**, const void*)>(sym("cuModuleLoadData"));
+  auto get = reinterpret_cast<int (*)(void**, void*, const char*)>(sym("cuModuleGetFunction"));
+  auto launch =
+      reinterpret_cast<int (*)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                               unsigned, void*, void**, void**)>(sym("cuLaunchKernel"));
+  auto sync = reinterpret_cast<int (*)()>(sym("cuCtxSynchronize"));
+  ASSERT_TRUE(retain && set_current && load && get && launch && sync);
+  void* ctx = nullptr;
+  ASSERT_EQ(retain(&ctx, 0), 0);  // the h100
+  ASSERT_EQ(set_current(ctx), 0);
+  void* mod = nullptr;
+  void* f = nullptr;
+  ASSERT_EQ(load(&mod, "gpm"), 0);
+  ASSERT_EQ(get(&f, mod, "sim_sleep_ns"), 0);
+  // The first sample only starts the interval.
+  auto first = backend_->Sample(0);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_FALSE(first->gpm.has_value());
+  const auto t0 = std::chrono::steady_clock::now();
+  uint64_t ns = 100'000'000;  // a 100 ms kernel in a window of about 200 ms
+  void* params[] = {&ns};
+  ASSERT_EQ(launch(f, 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr), 0);
+  ASSERT_EQ(sync(), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto second = backend_->Sample(0);
+  const double window_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(second.has_value());
+  ASSERT_TRUE(second->gpm.has_value());
+  ASSERT_TRUE(second->gpm->sm_activity.has_value());
+  // Busy 0.1 s of the window (which began a little before t0).
+  EXPECT_GT(*second->gpm->sm_activity, 0.1 / window_s * 0.8);
+  EXPECT_LE(*second->gpm->sm_activity, 0.1 / window_s * 1.05);
+  EXPECT_EQ(second->gpm->graphics_activity, second->gpm->sm_activity);
+  EXPECT_TRUE(second->gpm->pcie_transmit_bytes_per_second.has_value());
+  EXPECT_FALSE(second->gpm->tensor_activity.has_value());  // not simulated: unset
+  EXPECT_FALSE(second->gpm->dram_activity.has_value());
+  EXPECT_TRUE(second->mig_gpm.empty());  // MIG is off
+  // The a100 has no GPM.
+  ASSERT_TRUE(backend_->Sample(1).has_value());
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  EXPECT_FALSE(backend_->Sample(1)->gpm.has_value());
 }
 #endif
 

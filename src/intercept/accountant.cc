@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "intercept/telemetry.h"
 #include "intercept/tenant_control.h"
 #include "shm/region_file.h"
 #include "shm/region_ops.h"
@@ -148,6 +149,7 @@ void Accountant::InitWithRegion(const Config& config, shm::Region* region, bool 
   region_ = region;
   shared_ = shared;
   slot_.store(-1);
+  ResetCounters();
   identity_valid_.store(false);
 }
 
@@ -173,6 +175,7 @@ bool Accountant::EnsureSlot() {
     shm::RegionError e = shm::ClaimSlot(region_, self, &slot);
     if (e == shm::RegionError::kOk) {
       slot_.store(slot, std::memory_order_release);
+      PublishCounters(region_, slot);
       ok = true;
     } else {
       VGPU_LOG_ERROR("cannot join the slice accounting (%s); device memory allocations are refused",
@@ -291,6 +294,8 @@ void Accountant::SetDeviceUuid(int device, const char* uuid) {
 }
 
 void Accountant::ReleaseProcess() {
+  // Counts after this point (other threads at exit) go to the slice's totals.
+  if (region_ != nullptr) PublishCounters(region_, -1);
   int slot = slot_.exchange(-1);
   if (slot >= 0 && region_ != nullptr) shm::ReleaseSlot(region_, slot, identity_);
   for (int i = 0; i < parent_count_; ++i) {
@@ -301,6 +306,7 @@ void Accountant::ReleaseProcess() {
 
 void Accountant::ResetInChild() {
   slot_.store(-1, std::memory_order_relaxed);
+  ResetCounters();
   for (Parent& p : parents_) p.slot.store(-1, std::memory_order_relaxed);
   identity_valid_.store(false, std::memory_order_relaxed);
   pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;

@@ -77,6 +77,9 @@ class Accountant {
   const char* arbiter_slice_path() const { return arbiter_slice_path_; }
   const shm::ProcIdentity& identity();
 
+  // Claims this process's slot if it has none (telemetry.h counts into it). False on failure.
+  bool EnsureSlotForCounters() { return EnsureSlot(); }
+
   // Records a device UUID for observers.
   void SetDeviceUuid(int device, const char* uuid);
 

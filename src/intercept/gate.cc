@@ -2,12 +2,15 @@
 // slice's turn.
 #include "intercept/gate.h"
 
+#include "intercept/telemetry.h"
+
 #include <cstring>
 
 #include "common/log.h"
 #include "intercept/gate_internal.h"
 #include "intercept/hook_util.h"
 #include "intercept/spill.h"
+#include "intercept/telemetry.h"
 #include "shm/arbiter_file.h"
 #include "shm/arbiter_policy.h"
 
@@ -222,6 +225,8 @@ CUresult GatedLaunch(const LaunchSite& site, RealLaunch launch, void* args) {
       return launch(args);
     }
     PollLocked(cg);
+    const uint64_t t_enter = NowNs();
+    bool waited_for_room = false;
     // Room in the ring, and at most one launch of a never-measured site in flight.
     estimate = g_state.estimates.Get(site.key, site.family);
     for (int i = 0; i < 64; ++i) {
@@ -234,6 +239,7 @@ CUresult GatedLaunch(const LaunchSite& site, RealLaunch launch, void* args) {
         wait_for = OldestUnmeasured(cg);
       }
       if (wait_for == nullptr) break;
+      waited_for_room = true;
       WaitForEvent(dc.context, dc.device, wait_for);
       estimate = g_state.estimates.Get(site.key, site.family);
     }
@@ -295,6 +301,8 @@ CUresult GatedLaunch(const LaunchSite& site, RealLaunch launch, void* args) {
     }
     __atomic_add_fetch(&g_state.stats.admitted, 1, __ATOMIC_RELAXED);
     if (held) __atomic_add_fetch(&g_state.stats.held, 1, __ATOMIC_RELAXED);
+    // Time held at the gate (telemetry.h): waiting for the turn or for room in the ring.
+    if (held || waited_for_room) CountAdd(Counters()->gate_wait_ns, submit.t_ns - t_enter);
   }
   // The launch already ran under the arbiter's lock (submit).
   CUresult rc = static_cast<CUresult>(d.submit_rc);
@@ -315,6 +323,17 @@ CUresult GatedLaunch(const LaunchSite& site, RealLaunch launch, void* args) {
   }
   pthread_mutex_unlock(&g_state.mutex);
   return rc;
+}
+
+void GateAfterSynchronize() {
+  DeviceContext dc;
+  if (!CurrentDeviceContext(&dc) || dc.device >= shm::kMaxDevices) return;
+  Locked lock;
+  for (ContextGate& cg : g_state.contexts) {
+    if (cg.context != dc.context) continue;
+    for (int i = 0; i < kRingSize / 64 && cg.head != cg.tail; ++i) PollLocked(&cg);
+    PollLocked(&cg);  // the measurements learned last
+  }
 }
 
 void GateForgetContext(CUcontext context) {

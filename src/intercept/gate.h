@@ -47,6 +47,10 @@ using RealLaunch = CUresult (*)(void* args);
 // Waits for the slice's turn, runs `launch(args)`, and tracks the launch to completion.
 CUresult GatedLaunch(const LaunchSite& site, RealLaunch launch, void* args);
 
+// After cuCtxSynchronize: every launch of the current context has ended; measure them now
+// (telemetry.h busy time), rather than at the next launch. Up to kRingSize launches.
+void GateAfterSynchronize();
+
 // The context is being destroyed or reset: forget its events and streams.
 void GateForgetContext(CUcontext context);
 

@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "intercept/gate_internal.h"
 #include "intercept/runtime.h"
+#include "intercept/telemetry.h"
 #include "shm/arbiter_policy.h"
 
 namespace vgpu::intercept::gate {
@@ -203,6 +204,7 @@ void PollLocked(ContextGate* cg) {
     s.estimates.Update(l.key, l.family, duration);
     s.stats.measured++;
     s.stats.measured_ns += duration;
+    CountAdd(Counters()->busy_ns, duration);
     ++cg->learn_head;
   }
 }

@@ -14,10 +14,17 @@
 // lives (cuPointerGetAttribute; memory the driver does not know is pageable host memory).
 // Device-to-device, peer and host-to-host copies are not paced; peer copies' bytes are counted.
 // Batches (cuMemcpyBatchAsync) draw the tokens of all their host-link bytes before the one call.
+//
+// Counting (telemetry.h): the bytes of every copy the driver accepts are counted by kind
+// (host-to-device, device-to-host, device-to-device, peer), paced or not; a paced copy counts
+// the chunks that went through. Host-to-host copies are not counted. Unified-address copies ask
+// the driver where the memory lives (two cuPointerGetAttribute calls) even without a cap.
 #include <algorithm>
+#include <type_traits>
 
 #include "intercept/copy_pacer.h"
 #include "intercept/hook_util.h"
+#include "intercept/telemetry.h"
 
 namespace vgpu::intercept {
 namespace {
@@ -49,26 +56,70 @@ int Direction(bool src_host, bool dst_host) {
   return src_host ? kCopyHostToDevice : kCopyDeviceToHost;
 }
 
-// The direction of a 2D or 3D copy (kNotHostLink for none, or a null copy).
-template <typename Copy>
-int MultiDirection(const Copy* copy) {
-  if (copy == nullptr) return kNotHostLink;
-  return Direction(IsHostSide(copy->srcMemoryType, copy->srcHost, copy->srcDevice),
-                   IsHostSide(copy->dstMemoryType, copy->dstHost, copy->dstDevice));
+static_assert(kCopyHostToDevice == shm::kCopyKindHostToDevice);
+static_assert(kCopyDeviceToHost == shm::kCopyKindDeviceToHost);
+
+// The counters' kind of a copy (shm::kCopyKind*), or -1 for host to host (not counted).
+int Kind(bool src_host, bool dst_host) {
+  if (src_host && dst_host) return -1;
+  if (src_host) return shm::kCopyKindHostToDevice;
+  return dst_host ? shm::kCopyKindDeviceToHost : shm::kCopyKindDeviceToDevice;
 }
 
-// Runs enqueue(offset, length) over `n` bytes in chunks, each after its tokens.
+// The host-link direction of a kind (kNotHostLink for device-to-device, peer and none).
+int DirectionOfKind(int kind) {
+  return kind == shm::kCopyKindHostToDevice || kind == shm::kCopyKindDeviceToHost ? kind
+                                                                                  : kNotHostLink;
+}
+
+// Counts `bytes` of kind `kind` when the driver accepted the copy.
+CUresult Counted(int kind, uint64_t bytes, CUresult r) {
+  if (r == CUDA_SUCCESS) CountCopy(kind, bytes);
+  return r;
+}
+
+int UnifiedKind(CUdeviceptr src, CUdeviceptr dst) {
+  return Kind(IsHostAddress(src), IsHostAddress(dst));
+}
+
+// The kind of a 2D or 3D copy (-1 for host to host, or a null copy); a device-to-device 3D peer
+// copy is a peer copy.
+template <typename Copy>
+int MultiKind(const Copy* copy) {
+  if (copy == nullptr) return -1;
+  int kind = Kind(IsHostSide(copy->srcMemoryType, copy->srcHost, copy->srcDevice),
+                  IsHostSide(copy->dstMemoryType, copy->dstHost, copy->dstDevice));
+  if constexpr (std::is_same_v<Copy, CUDA_MEMCPY3D_PEER>) {
+    if (kind == shm::kCopyKindDeviceToDevice) kind = shm::kCopyKindPeer;
+  }
+  return kind;
+}
+
+// Bytes of a 2D or 3D copy (a zero height or depth counts as one, as the driver reads it).
+uint64_t MultiBytes(const CUDA_MEMCPY2D* copy) {
+  return copy == nullptr ? 0 : uint64_t{copy->WidthInBytes} * std::max<size_t>(1, copy->Height);
+}
+template <typename Copy3D>
+uint64_t MultiBytes(const Copy3D* copy) {
+  return copy == nullptr ? 0
+                         : uint64_t{copy->WidthInBytes} * std::max<size_t>(1, copy->Height) *
+                               std::max<size_t>(1, copy->Depth);
+}
+
+// Runs enqueue(offset, length) over `n` bytes of kind `kind` in chunks, each after its tokens;
+// counts what the driver accepted.
 template <typename Enqueue>
-CUresult PacedLinear(int dir, size_t n, Enqueue enqueue) {
+CUresult PacedLinear(int kind, size_t n, Enqueue enqueue) {
   CopyPacer& pacer = GetRuntime().copy;
-  if (dir == kNotHostLink) return enqueue(size_t{0}, n);
+  const int dir = DirectionOfKind(kind);
+  if (dir == kNotHostLink) return Counted(kind, n, enqueue(size_t{0}, n));
   pacer.CountCall(dir);
-  if (!pacer.paced(dir) || n == 0) return enqueue(size_t{0}, n);
+  if (!pacer.paced(dir) || n == 0) return Counted(kind, n, enqueue(size_t{0}, n));
   const size_t chunk = pacer.chunk_bytes();
   for (size_t offset = 0; offset < n; offset += chunk) {
     size_t length = std::min(chunk, n - offset);
     pacer.Take(dir, length);
-    if (CUresult r = enqueue(offset, length); r != CUDA_SUCCESS) return r;
+    if (CUresult r = Counted(kind, length, enqueue(offset, length)); r != CUDA_SUCCESS) return r;
   }
   return CUDA_SUCCESS;
 }
@@ -76,13 +127,16 @@ CUresult PacedLinear(int dir, size_t n, Enqueue enqueue) {
 // 2D copies in groups of rows.
 template <typename Call>
 CUresult Paced2D(const CUDA_MEMCPY2D* copy, Call call) {
-  int dir = MultiDirection(copy);
-  if (dir == kNotHostLink) return call(copy);
+  const int kind = MultiKind(copy);
+  const int dir = DirectionOfKind(kind);
+  if (dir == kNotHostLink) return Counted(kind, MultiBytes(copy), call(copy));
   CopyPacer& pacer = GetRuntime().copy;
   pacer.CountCall(dir);
   size_t width = copy->WidthInBytes;
   size_t rows = copy->Height;
-  if (!pacer.paced(dir) || width == 0 || rows == 0) return call(copy);
+  if (!pacer.paced(dir) || width == 0 || rows == 0) {
+    return Counted(kind, MultiBytes(copy), call(copy));
+  }
   size_t per_chunk = std::max<size_t>(1, pacer.chunk_bytes() / width);
   CUDA_MEMCPY2D part = *copy;
   for (size_t row = 0; row < rows; row += per_chunk) {
@@ -90,7 +144,7 @@ CUresult Paced2D(const CUDA_MEMCPY2D* copy, Call call) {
     part.dstY = copy->dstY + row;
     part.Height = std::min(per_chunk, rows - row);
     pacer.Take(dir, width * part.Height);
-    if (CUresult r = call(&part); r != CUDA_SUCCESS) return r;
+    if (CUresult r = Counted(kind, width * part.Height, call(&part)); r != CUDA_SUCCESS) return r;
   }
   return CUDA_SUCCESS;
 }
@@ -98,13 +152,14 @@ CUresult Paced2D(const CUDA_MEMCPY2D* copy, Call call) {
 // 3D copies (and 3D peer copies) in groups of depth slices.
 template <typename Copy3D, typename Call>
 CUresult Paced3D(const Copy3D* copy, Call call) {
-  int dir = MultiDirection(copy);
-  if (dir == kNotHostLink) return call(copy);
+  const int kind = MultiKind(copy);
+  const int dir = DirectionOfKind(kind);
+  if (dir == kNotHostLink) return Counted(kind, MultiBytes(copy), call(copy));
   CopyPacer& pacer = GetRuntime().copy;
   pacer.CountCall(dir);
   size_t slice = copy->WidthInBytes * std::max<size_t>(1, copy->Height);
   size_t depth = std::max<size_t>(1, copy->Depth);
-  if (!pacer.paced(dir) || slice == 0) return call(copy);
+  if (!pacer.paced(dir) || slice == 0) return Counted(kind, MultiBytes(copy), call(copy));
   size_t per_chunk = std::max<size_t>(1, pacer.chunk_bytes() / slice);
   Copy3D part = *copy;
   for (size_t z = 0; z < depth; z += per_chunk) {
@@ -112,7 +167,7 @@ CUresult Paced3D(const Copy3D* copy, Call call) {
     part.dstZ = copy->dstZ + z;
     part.Depth = std::min(per_chunk, depth - z);
     pacer.Take(dir, slice * part.Depth);
-    if (CUresult r = call(&part); r != CUDA_SUCCESS) return r;
+    if (CUresult r = Counted(kind, slice * part.Depth, call(&part)); r != CUDA_SUCCESS) return r;
   }
   return CUDA_SUCCESS;
 }
@@ -138,6 +193,13 @@ void PaceBatch(const CUdeviceptr* dsts, const CUdeviceptr* srcs, const size_t* s
   }
 }
 
+// Counts the bytes of a batch the driver accepted, by kind.
+void CountBatch(const CUdeviceptr* dsts, const CUdeviceptr* srcs, const size_t* sizes,
+                size_t count) {
+  if (dsts == nullptr || srcs == nullptr || sizes == nullptr) return;
+  for (size_t i = 0; i < count; ++i) CountCopy(UnifiedKind(srcs[i], dsts[i]), sizes[i]);
+}
+
 void CountPeer(size_t bytes) {
   shm::CopyQosState* s = GetRuntime().copy.state();
   if (s != nullptr) {
@@ -160,7 +222,10 @@ uint8_t* Bytes(void* p) { return static_cast<uint8_t*>(p); }
   extern "C" CUresult name(dptr_t dst, const void* src,                         \
                            size_t_ bytes __VA_OPT__(, ) __VA_ARGS__) noexcept { \
     VGPU_REAL_OR_FAIL(name);                                                    \
-    if (!Paced()) return real(dst, src, bytes __VA_OPT__(, stream));            \
+    if (!Paced()) {                                                             \
+      return Counted(shm::kCopyKindHostToDevice, bytes,                         \
+                     real(dst, src, bytes __VA_OPT__(, stream)));               \
+    }                                                                           \
     return PacedLinear(kCopyHostToDevice, bytes, [&](size_t off, size_t n) {    \
       return real(static_cast<dptr_t>(dst + off), Bytes(src) + off,             \
                   static_cast<size_t_>(n) __VA_OPT__(, stream));                \
@@ -170,7 +235,10 @@ uint8_t* Bytes(void* p) { return static_cast<uint8_t*>(p); }
   extern "C" CUresult name(void* dst, dptr_t src,                               \
                            size_t_ bytes __VA_OPT__(, ) __VA_ARGS__) noexcept { \
     VGPU_REAL_OR_FAIL(name);                                                    \
-    if (!Paced()) return real(dst, src, bytes __VA_OPT__(, stream));            \
+    if (!Paced()) {                                                             \
+      return Counted(shm::kCopyKindDeviceToHost, bytes,                         \
+                     real(dst, src, bytes __VA_OPT__(, stream)));               \
+    }                                                                           \
     return PacedLinear(kCopyDeviceToHost, bytes, [&](size_t off, size_t n) {    \
       return real(Bytes(dst) + off, static_cast<dptr_t>(src + off),             \
                   static_cast<size_t_>(n) __VA_OPT__(, stream));                \
@@ -191,15 +259,15 @@ VGPU_DTOH(cuMemcpyDtoHAsync_v2_ptsz, CUdeviceptr, size_t, CUstream stream)
 VGPU_DTOH(cuMemcpyDtoHAsync, CUdeviceptr_v1, unsigned int, CUstream stream)
 
 // Unified addresses: the direction is asked of the driver.
-#define VGPU_UNIFIED(name, ...)                                                \
-  extern "C" CUresult name(CUdeviceptr dst, CUdeviceptr src,                   \
-                           size_t bytes __VA_OPT__(, ) __VA_ARGS__) noexcept { \
-    VGPU_REAL_OR_FAIL(name);                                                   \
-    if (!Paced()) return real(dst, src, bytes __VA_OPT__(, stream));           \
-    int dir = Direction(IsHostAddress(src), IsHostAddress(dst));               \
-    return PacedLinear(dir, bytes, [&](size_t off, size_t n) {                 \
-      return real(dst + off, src + off, n __VA_OPT__(, stream));               \
-    });                                                                        \
+#define VGPU_UNIFIED(name, ...)                                                            \
+  extern "C" CUresult name(CUdeviceptr dst, CUdeviceptr src,                               \
+                           size_t bytes __VA_OPT__(, ) __VA_ARGS__) noexcept {             \
+    VGPU_REAL_OR_FAIL(name);                                                               \
+    const int kind = UnifiedKind(src, dst);                                                \
+    if (!Paced()) return Counted(kind, bytes, real(dst, src, bytes __VA_OPT__(, stream))); \
+    return PacedLinear(kind, bytes, [&](size_t off, size_t n) {                            \
+      return real(dst + off, src + off, n __VA_OPT__(, stream));                           \
+    });                                                                                    \
   }
 VGPU_UNIFIED(cuMemcpy)
 VGPU_UNIFIED(cuMemcpy_ptds)
@@ -211,7 +279,10 @@ VGPU_UNIFIED(cuMemcpyAsync_ptsz, CUstream stream)
   extern "C" CUresult name(CUarray dst, size_t offset, const void* src,         \
                            size_t bytes __VA_OPT__(, ) __VA_ARGS__) noexcept {  \
     VGPU_REAL_OR_FAIL(name);                                                    \
-    if (!Paced()) return real(dst, offset, src, bytes __VA_OPT__(, stream));    \
+    if (!Paced()) {                                                             \
+      return Counted(shm::kCopyKindHostToDevice, bytes,                         \
+                     real(dst, offset, src, bytes __VA_OPT__(, stream)));       \
+    }                                                                           \
     return PacedLinear(kCopyHostToDevice, bytes, [&](size_t off, size_t n) {    \
       return real(dst, offset + off, Bytes(src) + off, n __VA_OPT__(, stream)); \
     });                                                                         \
@@ -220,7 +291,10 @@ VGPU_UNIFIED(cuMemcpyAsync_ptsz, CUstream stream)
   extern "C" CUresult name(void* dst, CUarray src, size_t offset,               \
                            size_t bytes __VA_OPT__(, ) __VA_ARGS__) noexcept {  \
     VGPU_REAL_OR_FAIL(name);                                                    \
-    if (!Paced()) return real(dst, src, offset, bytes __VA_OPT__(, stream));    \
+    if (!Paced()) {                                                             \
+      return Counted(shm::kCopyKindDeviceToHost, bytes,                         \
+                     real(dst, src, offset, bytes __VA_OPT__(, stream)));       \
+    }                                                                           \
     return PacedLinear(kCopyDeviceToHost, bytes, [&](size_t off, size_t n) {    \
       return real(Bytes(dst) + off, src, offset + off, n __VA_OPT__(, stream)); \
     });                                                                         \
@@ -238,7 +312,9 @@ VGPU_ATOH(cuMemcpyAtoHAsync_v2_ptsz, CUstream stream)
 #define VGPU_MULTI(name, pace, type, ...)                                                 \
   extern "C" CUresult name(const type* copy __VA_OPT__(, ) __VA_ARGS__) noexcept {        \
     VGPU_REAL_OR_FAIL(name);                                                              \
-    if (!Paced()) return real(copy __VA_OPT__(, stream));                                 \
+    if (!Paced()) {                                                                       \
+      return Counted(MultiKind(copy), MultiBytes(copy), real(copy __VA_OPT__(, stream))); \
+    }                                                                                     \
     return pace(copy, [&](const type* part) { return real(part __VA_OPT__(, stream)); }); \
   }
 VGPU_MULTI(cuMemcpy2D_v2, Paced2D, CUDA_MEMCPY2D)
@@ -262,7 +338,8 @@ VGPU_MULTI(cuMemcpy3DPeerAsync_ptsz, Paced3D, CUDA_MEMCPY3D_PEER, CUstream strea
                            size_t bytes __VA_OPT__(, ) __VA_ARGS__) noexcept {                     \
     VGPU_REAL_OR_FAIL(name);                                                                       \
     if (Paced()) CountPeer(bytes);                                                                 \
-    return real(dst, dst_ctx, src, src_ctx, bytes __VA_OPT__(, stream));                           \
+    return Counted(shm::kCopyKindPeer, bytes,                                                      \
+                   real(dst, dst_ctx, src, src_ctx, bytes __VA_OPT__(, stream)));                  \
   }
 VGPU_PEER(cuMemcpyPeer)
 VGPU_PEER(cuMemcpyPeer_ptds)
@@ -276,8 +353,10 @@ VGPU_PEER(cuMemcpyPeerAsync_ptsz, CUstream stream)
                            CUstream stream) noexcept {                                        \
     VGPU_REAL_OR_FAIL(name);                                                                  \
     if (Paced()) PaceBatch(dsts, srcs, sizes, count);                                         \
-    return real(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs __VA_OPT__(, fail_idx), \
-                stream);                                                                      \
+    CUresult r = real(dsts, srcs, sizes, count, attrs, attr_idxs,                             \
+                      num_attrs __VA_OPT__(, fail_idx), stream);                              \
+    if (r == CUDA_SUCCESS) CountBatch(dsts, srcs, sizes, count);                              \
+    return r;                                                                                 \
   }
 VGPU_BATCH(cuMemcpyBatchAsync, size_t* fail_idx)
 VGPU_BATCH(cuMemcpyBatchAsync_ptsz, size_t* fail_idx)

@@ -1,6 +1,7 @@
 // Kernel launch hooks. Without compute settings the added cost is one acquire load
 // (initialised?), one relaxed load (compute limited?), the pause check of tenant_control.h (two
-// relaxed loads) and an indirect call: no allocation, no
+// relaxed loads), the launch counter (telemetry.h: a relaxed load and a relaxed atomic add on
+// the process's own slot) and an indirect call: no allocation, no
 // lock, no system call. With compute settings every launch path goes through the compute gate
 // (gate.h): plain, per-thread-stream, Ex, cooperative, graph and the pre-4.0 launches alike.
 #include "intercept/gate.h"
@@ -96,7 +97,7 @@ __attribute__((noinline)) CUresult GatedGraph(GraphCall call, bool per_thread) {
   site.family = site.key;
   site.stream = call.stream;
   site.per_thread = per_thread;
-  return CountLaunchResult(GatedLaunch(site, RunGraph, &call));
+  return CountGraphLaunchResult(GatedLaunch(site, RunGraph, &call));
 }
 
 struct LegacyCall {
@@ -252,7 +253,7 @@ extern "C" CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream) noexcept {
   auto real = g_cuda.cuGraphLaunch;
   if (real == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
   HoldIfPaused();
-  if (!Limited()) return CountLaunchResult(real(exec, stream));
+  if (!Limited()) return CountGraphLaunchResult(real(exec, stream));
   return GatedGraph({real, exec, stream}, false);
 }
 
@@ -261,7 +262,7 @@ extern "C" CUresult cuGraphLaunch_ptsz(CUgraphExec exec, CUstream stream) noexce
   auto real = g_cuda.cuGraphLaunch_ptsz;
   if (real == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
   HoldIfPaused();
-  if (!Limited()) return CountLaunchResult(real(exec, stream));
+  if (!Limited()) return CountGraphLaunchResult(real(exec, stream));
   return GatedGraph({real, exec, stream}, true);
 }
 

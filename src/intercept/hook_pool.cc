@@ -7,6 +7,7 @@
 // During stream capture an async allocation only records a graph node; it is charged when the
 // graph is instantiated (hook_graph.cc), so captured calls pass through uncharged, and a free
 // captured into a graph keeps its charge until the process exits (never released early).
+#include "intercept/gate.h"
 #include "intercept/hook_util.h"
 
 namespace vgpu::intercept {
@@ -192,7 +193,8 @@ extern "C" CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t min_bytes_to_keep)
   return r;
 }
 
-// The synchronizations: the driver call, then the pools' release (pool_tracker.h).
+// The synchronizations: the driver call, then the pools' release (pool_tracker.h); after a
+// context synchronization the compute gate measures the context's ended launches (gate.h).
 extern "C" CUresult cuStreamSynchronize(CUstream stream) noexcept {
   if (!EnsureCuda()) return CUDA_ERROR_NOT_INITIALIZED;
   if (g_cuda.cuStreamSynchronize == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
@@ -222,6 +224,9 @@ extern "C" CUresult cuCtxSynchronize() noexcept {
   if (g_cuda.cuCtxSynchronize == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
   CUresult r = g_cuda.cuCtxSynchronize();
   GetRuntime().pools.OnSynchronize();
+  if (r == CUDA_SUCCESS && g_compute_limited.load(std::memory_order_relaxed)) {
+    GateAfterSynchronize();
+  }
   return r;
 }
 
@@ -230,6 +235,9 @@ extern "C" CUresult cuCtxSynchronize_v2(CUcontext ctx) noexcept {
   if (g_cuda.cuCtxSynchronize_v2 == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
   CUresult r = g_cuda.cuCtxSynchronize_v2(ctx);
   GetRuntime().pools.OnSynchronize();
+  if (r == CUDA_SUCCESS && g_compute_limited.load(std::memory_order_relaxed)) {
+    GateAfterSynchronize();
+  }
   return r;
 }
 

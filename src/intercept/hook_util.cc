@@ -3,6 +3,7 @@
 #include "common/log.h"
 #include "intercept/gate.h"
 #include "intercept/spill.h"
+#include "intercept/telemetry.h"
 
 namespace vgpu::intercept {
 
@@ -17,8 +18,19 @@ bool CurrentDeviceContext(DeviceContext* out) {
   return true;
 }
 
+namespace {
+
+// User allocations (not contexts, not graph instantiations) are counted (telemetry.h).
+bool UserSpace(Space space) {
+  return space == Space::kPointer || space == Space::kVmm || space == Space::kArray ||
+         space == Space::kMipmap;
+}
+
+}  // namespace
+
 void ReleaseEntry(const AllocEntry& entry) {
   Runtime& rt = GetRuntime();
+  if (UserSpace(entry.space)) CountAdd(Counters()->frees, 1);
   if (entry.pool >= 0) {
     rt.pools.OnFree(entry.pool, entry.size);
   } else {
@@ -64,6 +76,7 @@ void Track(uint64_t key, Space space, int device, CUcontext context, uint64_t by
   e.size = bytes;
   e.pool = static_cast<int16_t>(pool);
   e.flags = flags;
+  if (UserSpace(space)) CountAdd(Counters()->allocations, 1);
   if (!GetRuntime().table.Insert(e)) {
     static std::atomic<bool> warned{false};
     if (!warned.exchange(true)) {

@@ -3,7 +3,8 @@
 //   - HoldIfPaused(): every kernel-launch hook calls it first; while the daemon's pause lease
 //     (pause_until_ns, CLOCK_MONOTONIC) runs, the launch waits (sleeping, 1..20 ms steps) and is
 //     counted in held_launches. A lease that the daemon stops renewing ends by itself.
-//   - CountLaunchResult(): a launch the driver refused is counted in launch_failures;
+//   - CountLaunchResult(): a launch the driver accepted is counted in the process's launches
+//     (telemetry.h; CountGraphLaunchResult: graph_launches), one it refused in launch_failures;
 //     CountOomRefusal(): an allocation refused over the limit is counted in oom_refusals. The
 //     daemon turns these counters into signals.
 // The daemon, never this library, ends a tenant's processes.
@@ -14,6 +15,7 @@
 #include <atomic>
 
 #include "intercept/driver_api.h"
+#include "intercept/telemetry.h"
 #include "shm/region.h"
 
 namespace vgpu::intercept {
@@ -36,11 +38,22 @@ inline void CountIn(uint64_t& counter) {
   std::atomic_ref<uint64_t>(counter).fetch_add(1, std::memory_order_relaxed);
 }
 
+void CountLaunchFailure();
+
 inline CUresult CountLaunchResult(CUresult rc) {
   if (__builtin_expect(rc != CUDA_SUCCESS, 0)) {
-    if (shm::TenantControl* c = g_tenant_control.load(std::memory_order_relaxed)) {
-      CountIn(c->launch_failures);
-    }
+    CountLaunchFailure();
+  } else {
+    CountAdd(Counters()->launches, 1);
+  }
+  return rc;
+}
+
+inline CUresult CountGraphLaunchResult(CUresult rc) {
+  if (__builtin_expect(rc != CUDA_SUCCESS, 0)) {
+    CountLaunchFailure();
+  } else {
+    CountAdd(Counters()->graph_launches, 1);
   }
   return rc;
 }

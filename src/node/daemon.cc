@@ -563,6 +563,8 @@ std::string Daemon::Metrics() const {
   src.arbiter_dir = options_.slices.arbiter_dir;
   src.version = options_.version;
   src.hami_aliases = options_.hami_aliases;
+  src.dcgm_aliases = options_.dcgm_aliases;
+  src.regions = &regions_;
   src.tenants = Tenants();
   return CollectMetrics(src) + RulesMetrics();
 }

@@ -54,6 +54,7 @@
 #include "node/slice.h"
 #include "node/slice_quarantine.h"
 #include "node/spill_thrash.h"
+#include "node/slice_region.h"
 
 namespace vgpu::node {
 
@@ -72,6 +73,7 @@ struct DaemonOptions {
   SpillPolicy spill;
   std::string metrics_listen = ":9394";
   bool hami_aliases = false;
+  bool dcgm_aliases = false;  // dcgm-exporter's names too (node/metrics_telemetry.h)
   int sample_interval_ms = 5000;
   int pod_refresh_ms = 5000;
   // Watch the node's pods (ClusterClient::WatchPodsOnNode) rather than only listing them.
@@ -178,6 +180,7 @@ class Daemon {
   std::unique_ptr<PluginRunner> runner_;
   std::vector<std::unique_ptr<PluginRunner>> mig_runners_;
   std::unique_ptr<InventoryPublisher> inventory_;
+  mutable RegionCache regions_;  // the slices' regions, mapped between scrapes (metrics)
   std::unique_ptr<MpsManager> mps_;
   std::unique_ptr<MigManager> mig_;
   std::vector<GpuModeOutcome> mode_outcomes_;

@@ -7,6 +7,7 @@
 #include "node/metrics_compute.h"
 #include "node/metrics_faults.h"
 #include "node/metrics_hami.h"
+#include "node/metrics_telemetry.h"
 #include "node/metrics_text.h"
 #include "node/process_owner.h"
 #include "node/slice_region.h"
@@ -87,6 +88,17 @@ void AddGpuMetrics(MetricsBuilder& m, const MetricsSources& src) {
     }
     if (i >= samples.size() || !samples[i].has_value()) continue;
     const device::DeviceSample& s = *samples[i];
+    if (s.gpm.has_value()) AddGpmMetrics(m, l, *s.gpm);
+    for (const device::MigGpmSample& g : s.mig_gpm) {
+      for (const device::MigInstance& mi : state.MigInstances(d.index)) {
+        if (mi.gi_id != g.gi_id || mi.ci_id < 0) continue;
+        Labels il = l;
+        il.emplace_back("GPU_I_PROFILE", mi.profile);
+        il.emplace_back("GPU_I_ID", std::to_string(mi.gi_id));
+        AddGpmMetrics(m, il, g.metrics);
+        break;
+      }
+    }
     m.Add("vgpu_gpu_memory_used_bytes", kGauge, "Device memory in use (driver's view)", l,
           static_cast<double>(s.memory_used_bytes));
     m.Add("vgpu_gpu_processes", kGauge, "Processes holding memory on the GPU", l,
@@ -211,20 +223,32 @@ void AddSliceMetrics(MetricsBuilder& m, const MetricsSources& src) {
     }
   }
   std::map<std::string, RegionUsage> regions;
+  std::vector<std::string> region_paths;
   for (const SliceRecord& r : slices) {
-    auto usage = ReadSliceRegion(r.region_path, static_cast<int>(r.spec.devices.size()));
+    const int n = static_cast<int>(r.spec.devices.size());
+    auto usage = src.regions != nullptr ? src.regions->Read(r.region_path, n)
+                                        : ReadSliceRegion(r.region_path, n);
     if (usage) regions[r.name] = std::move(*usage);
+    region_paths.push_back(r.region_path);
   }
+  if (src.regions != nullptr) src.regions->Retain(region_paths);
   for (const auto& [key, st] : stats) {
     const SliceRecord& r = *st.slice;
     const SliceDevice& d = r.spec.devices[st.cuda_index];
-    Labels l = {{"node", src.node_name},
-                {"namespace", r.spec.pod_ns},
-                {"pod", r.spec.pod_name},
-                {"container", r.spec.container},
-                {"gpu", std::to_string(d.node_index)},
-                {"uuid", d.uuid},
-                {"cuda_index", std::to_string(st.cuda_index)}};
+    Labels base = {{"node", src.node_name},
+                   {"namespace", r.spec.pod_ns},
+                   {"pod", r.spec.pod_name},
+                   {"container", r.spec.container}};
+    Labels l = base;
+    l.emplace_back("gpu", std::to_string(d.node_index));
+    l.emplace_back("uuid", d.uuid);
+    l.emplace_back("cuda_index", std::to_string(st.cuda_index));
+    // A slice in a MIG instance: dcgm-exporter's MIG labels.
+    for (const device::MigInstance& mi : state.MigInstances(d.node_index)) {
+      if (mi.uuid.empty() || mi.uuid != d.uuid) continue;
+      l.emplace_back("GPU_I_PROFILE", mi.profile);
+      l.emplace_back("GPU_I_ID", std::to_string(mi.gi_id));
+    }
     m.Add("vgpu_slice_memory_limit_bytes", kGauge, "Memory limit of the slice on the GPU", l,
           static_cast<double>(d.memory_bytes));
     m.Add("vgpu_slice_memory_used_bytes", kGauge,
@@ -244,6 +268,14 @@ void AddSliceMetrics(MetricsBuilder& m, const MetricsSources& src) {
       m.Add("vgpu_slice_memory_charged_bytes", kGauge,
             "Memory charged against the slice's limit in its accounting region (libvgpu's view)", l,
             static_cast<double>(region->second.used_bytes[st.cuda_index]));
+    }
+    if (region != regions.end() && region->second.counters_read &&
+        region->second.counters.counting) {
+      const SliceCounterValues& c = region->second.counters;
+      if (st.cuda_index < c.peak_bytes.size())
+        AddSlicePeakMetric(m, l, c.peak_bytes[st.cuda_index]);
+      // The slice's totals once: on its GPU's labels when it has one, else on the slice's.
+      if (st.cuda_index == 0) AddSliceCounterMetrics(m, r.spec.devices.size() == 1 ? l : base, c);
     }
     const ArbiterUsage* arbiter = nullptr;
     auto dir = arbiters.find(r.arbiter_dir);
@@ -337,6 +369,7 @@ std::string CollectMetrics(const MetricsSources& src) {
   if (src.hami_aliases) {
     AddHamiSeries(m, src.pods != nullptr ? src.pods->Pods() : std::vector<PodInfo>{});
   }
+  if (src.dcgm_aliases) AddDcgmAliases(m);
   return m.Render();
 }
 

@@ -1,10 +1,12 @@
 // The node daemon's /metrics: per GPU, per slice, and the daemon itself, in the Prometheus
 // text format. Names follow Prometheus conventions (prefix vgpu_, base units, _bytes, _ratio
 // for 0..1 shares, _total for counters); docs/node.md lists them. With `hami_aliases`, HAMi's
-// series are emitted as well (same values, HAMi's names and labels; metrics_hami.h).
+// series are emitted as well (same values, HAMi's names and labels; metrics_hami.h); with
+// `dcgm_aliases`, dcgm-exporter's (metrics_telemetry.h).
 //
 // Per-slice numbers come from four places: the slice's limits (slice.json), its accounting
-// region (what libvgpu.so charged; when the region exists), the per-GPU compute arbiters (the
+// region (what libvgpu.so charged and counted; when the region exists), the per-GPU compute
+// arbiters (the
 // GPU time each slice got; metrics_compute.h), and the driver's per-process memory and SM
 // share, attributed to a slice through the process's cgroup (pod UID and container ID).
 #pragma once
@@ -18,6 +20,7 @@
 #include "node/plugin_runner.h"
 #include "node/pod_sync.h"
 #include "node/slice.h"
+#include "node/slice_region.h"
 
 namespace vgpu::node {
 
@@ -33,6 +36,8 @@ struct MetricsSources {
   std::string arbiter_dir;  // the node's arbiter directory ("" = none: no GPU compute series)
   std::string version;
   bool hami_aliases = false;
+  bool dcgm_aliases = false;       // dcgm-exporter's names too (metrics_telemetry.h)
+  RegionCache* regions = nullptr;  // optional: keeps the slices' regions mapped between scrapes
   std::vector<faults::TenantStatus> tenants;  // quarantine levels (metrics_faults.h)
 };
 

@@ -93,6 +93,30 @@ TEST(MigManager, CreatesDestroysAndRefusesOverlap) {
   EXPECT_TRUE(backend->MigInstances(0)->empty());
 }
 
+// GPM per MIG GPU instance (nvmlGpmMigSampleGet on the simulated H200): every instance gets its
+// own metrics from the second sample on.
+TEST(MigManager, GpmMetricsPerGpuInstance) {
+  SimulatedH200 sim;
+  auto backend = SimulatedH200::Open();
+  ASSERT_NE(backend, nullptr);
+  auto a = backend->CreateMigInstance(0, k3g, 0);
+  auto b = backend->CreateMigInstance(0, k1g, 4);
+  ASSERT_TRUE(a && b);
+  auto first = backend->Sample(0);
+  ASSERT_TRUE(first);
+  EXPECT_TRUE(first->mig_gpm.empty());  // the first sample starts the interval
+  usleep(120'000);
+  auto second = backend->Sample(0);
+  ASSERT_TRUE(second);
+  std::set<int> gis;
+  for (const device::MigGpmSample& g : second->mig_gpm) {
+    gis.insert(g.gi_id);
+    ASSERT_TRUE(g.metrics.sm_activity.has_value());
+    EXPECT_EQ(*g.metrics.sm_activity, 0);  // nothing ran
+  }
+  EXPECT_EQ(gis, (std::set<int>{a->gi_id, b->gi_id}));
+}
+
 TEST(MigManager, RecoverDestroysUnclaimedInstances) {
   SimulatedH200 sim;
   auto backend = SimulatedH200::Open();

@@ -304,18 +304,34 @@ Result<SliceRecord> SliceManager::Create(const SliceSpec& spec, int64_t now_unix
 std::vector<SliceRecord> SliceManager::List() const {
   std::vector<SliceRecord> out;
   std::error_code ec;
+  std::lock_guard<std::mutex> lock(parsed_mu_);
+  std::map<std::string, ParsedRecord> seen;
   for (const fs::directory_entry& e : fs::directory_iterator(layout_.root, ec)) {
     if (!e.is_directory(ec)) continue;
-    std::ifstream in(e.path() / "slice.json");
-    if (!in) continue;
-    json j = json::parse(in, nullptr, false);
-    SliceRecord r;
-    if (!RecordFromJson(j, e.path().string(), &r)) continue;
-    r.name = e.path().filename().string();
-    r.dir = e.path().string();
-    r.limits_path = r.dir + "/limits";
-    out.push_back(std::move(r));
+    const std::string file = (e.path() / "slice.json").string();
+    struct stat st;
+    if (::stat(file.c_str(), &st) != 0) continue;
+    ParsedRecord p;
+    p.ino = st.st_ino;
+    p.size = st.st_size;
+    p.mtime_ns = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
+    auto cached = parsed_.find(file);
+    if (cached != parsed_.end() && cached->second.ino == p.ino && cached->second.size == p.size &&
+        cached->second.mtime_ns == p.mtime_ns) {
+      p.record = cached->second.record;
+    } else {
+      std::ifstream in(file);
+      if (!in) continue;
+      json j = json::parse(in, nullptr, false);
+      if (!RecordFromJson(j, e.path().string(), &p.record)) continue;
+      p.record.name = e.path().filename().string();
+      p.record.dir = e.path().string();
+      p.record.limits_path = p.record.dir + "/limits";
+    }
+    out.push_back(p.record);
+    seen.emplace(file, std::move(p));
   }
+  parsed_ = std::move(seen);
   return out;
 }
 

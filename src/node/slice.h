@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -143,7 +144,8 @@ class SliceManager {
   // container name that cannot be a directory name.
   Result<SliceRecord> Create(const SliceSpec& spec, int64_t now_unix);
 
-  // The slices on disk (directories whose slice.json reads back).
+  // The slices on disk (directories whose slice.json reads back). A slice.json that did not
+  // change since the last call (same inode, size and modification time) is not parsed again.
   std::vector<SliceRecord> List() const;
 
   Status Remove(const std::string& name);
@@ -157,6 +159,14 @@ class SliceManager {
 
  private:
   SliceLayout layout_;
+  struct ParsedRecord {
+    uint64_t ino = 0;
+    int64_t size = 0;
+    int64_t mtime_ns = 0;
+    SliceRecord record;
+  };
+  mutable std::mutex parsed_mu_;
+  mutable std::map<std::string, ParsedRecord> parsed_;  // slice.json path -> what it said
 };
 
 }  // namespace vgpu::node

@@ -63,8 +63,19 @@
 //       launch_failures  u64  kernel launches the driver refused (libvgpu.so counts)
 //       oom_refusals     u64  allocations refused over the memory limit (libvgpu.so counts)
 //       held_launches    u64  launches that waited for a pause to end (libvgpu.so counts)
-//     telemetry_area (minor 4, 2368..2623), probe_area (3008..3071): reserved for the fields
-//     documented with their types; zero = unused
+//     telemetry        SliceTelemetry (minor 4, 2368..2623): the slice's exact counters
+//                      (intercept/telemetry.h writes, ReadSliceCounters() reads); zero in older
+//                      minors (= nothing counted):
+//       fold_seq         u64  even while stable; odd while a freed slot's counters are being
+//                             folded into `folded` (a seqlock for lock-free readers)
+//       flags            u32  kTelemetryCounting: a libvgpu.so that counts has joined the slice
+//       slots_hint       u32  one past the highest slot index ever claimed (under mutex);
+//                             readers scan slots [0, slots_hint) only; 0 = unknown: scan all
+//       folded           ProcCounters (88 bytes): the counters of processes whose slots were
+//                             freed (exit, reclaim, repair), plus what processes counted while
+//                             they held no slot. Slice total = folded + the live slots' counters
+//       peak_used[16]    u64  the highest device_used[] ever reached, per device (under mutex)
+//       spare                 zero (2600..2623)
 //     resize           ResizeControl (minor 4, offsets 2624..2879): live overrides of the
 //                      immutable config, written by `vgpu resize` and the node daemon
 //                      (shm/region_resize.h) under `mutex` as a seqlock; libvgpu.so reads them
@@ -97,6 +108,7 @@
 //                             which the slice is throttled for thrashing (display; the throttle
 //                             itself is control.share_cap_pct / pause_until_ns)
 //       reserved[2]      u64  zero
+//     probe_area (minor 4, 3008..3071): reserved for the fault probe; zero = unused
 //     spare                 zero (3072..4095)
 //   ProcSlot[kMaxProcs] (offset 4096, 256 bytes each)
 //     pid            i32  process id in its pid namespace; 0 = free slot
@@ -106,7 +118,19 @@
 //     pid_ns         u64  inode of the process's pid namespace (/proc/self/ns/pid)
 //     used[16]       u64  bytes this process has charged per device
 //     last_kernel_ns u64  reserved for compute sharing
-//     spare               zero
+//     counters       ProcCounters (minor 4, offset 160, 88 bytes): what this process counted,
+//                    written by it alone with relaxed atomics (no lock); folded into
+//                    telemetry.folded when the slot is freed, so no count is lost:
+//       launches        u64  kernel launches the driver accepted (graphs not included)
+//       graph_launches  u64  graph launches the driver accepted
+//       copy_bytes[4]   u64  bytes of copies the driver accepted, by kind: 0 host-to-device,
+//                            1 device-to-host, 2 device-to-device (same GPU), 3 peer
+//       allocations     u64  device memory allocations made (charged and accepted)
+//       frees           u64  of those, freed
+//       gate_wait_ns    u64  time launches waited at the compute gate for their turn
+//       pause_wait_ns   u64  time launches waited for a quarantine pause to end
+//       busy_ns         u64  device time of the process's gated launches, as measured
+//     spare               zero (248..255)
 //
 // Concurrency: every write happens under `mutex`, so charges are atomic across processes: two
 // processes can never together pass the limit. Readers (cuMemGetInfo, NVML, top) read
@@ -194,6 +218,38 @@ struct TenantControl {
 };
 static_assert(sizeof(TenantControl) == 64);
 
+// Per-process counters (minor 4); see the layout comment.
+struct ProcCounters {
+  uint64_t launches;
+  uint64_t graph_launches;
+  uint64_t copy_bytes[4];
+  uint64_t allocations;
+  uint64_t frees;
+  uint64_t gate_wait_ns;
+  uint64_t pause_wait_ns;
+  uint64_t busy_ns;
+};
+static_assert(sizeof(ProcCounters) == 88);
+
+inline constexpr int kCopyKindHostToDevice = 0;
+inline constexpr int kCopyKindDeviceToHost = 1;
+inline constexpr int kCopyKindDeviceToDevice = 2;
+inline constexpr int kCopyKindPeer = 3;
+inline constexpr int kCopyKinds = 4;
+
+// SliceTelemetry.flags.
+inline constexpr uint32_t kTelemetryCounting = 1;
+
+struct SliceTelemetry {
+  uint64_t fold_seq;
+  uint32_t flags;
+  uint32_t slots_hint;
+  ProcCounters folded;
+  uint64_t peak_used[kMaxDevices];
+  uint8_t spare[256 - 232];
+};
+static_assert(sizeof(SliceTelemetry) == 256);
+
 struct ResizeControl {
   uint64_t seq;
   uint64_t updated_unix_ns;
@@ -250,10 +306,10 @@ struct RegionHeader {
   uint8_t spare0[1792 - 1768];
   CopyQosState copy;
   TenantControl control;
-  uint8_t telemetry_area[2624 - 2368];  // (minor 4) per-slice counters
-  ResizeControl resize;                 // (minor 4) live resize control
-  SpillState spill;                     // (minor 4) memory spill state
-  uint8_t probe_area[3072 - 3008];      // (minor 4) fault probe state
+  SliceTelemetry telemetry;         // (minor 4) per-slice counters
+  ResizeControl resize;             // (minor 4) live resize control
+  SpillState spill;                 // (minor 4) memory spill state
+  uint8_t probe_area[3072 - 3008];  // (minor 4) fault probe state
   uint8_t spare[4096 - 3072];
 };
 
@@ -264,7 +320,8 @@ struct alignas(64) ProcSlot {
   uint64_t pid_ns;
   uint64_t used[kMaxDevices];
   uint64_t last_kernel_ns;
-  uint8_t spare[256 - 160];
+  ProcCounters counters;  // (minor 4)
+  uint8_t spare[256 - 248];
 };
 
 struct Region {
@@ -294,7 +351,10 @@ static_assert(offsetof(RegionHeader, parent_checksum) == 1760);
 static_assert(offsetof(RegionHeader, spare0) == 1768);
 static_assert(offsetof(RegionHeader, copy) == 1792);
 static_assert(offsetof(RegionHeader, control) == 2304);
-static_assert(offsetof(RegionHeader, telemetry_area) == 2368);
+static_assert(offsetof(RegionHeader, telemetry) == 2368);
+static_assert(offsetof(RegionHeader, telemetry) + offsetof(SliceTelemetry, folded) == 2384);
+static_assert(offsetof(RegionHeader, telemetry) + offsetof(SliceTelemetry, peak_used) == 2472);
+static_assert(offsetof(RegionHeader, telemetry) + offsetof(SliceTelemetry, spare) == 2600);
 static_assert(offsetof(RegionHeader, resize) == 2624);
 static_assert(offsetof(RegionHeader, spill) == 2880);
 static_assert(offsetof(SpillState, spilled_bytes) == 8);
@@ -310,11 +370,14 @@ static_assert(offsetof(ProcSlot, start_time) == 8);
 static_assert(offsetof(ProcSlot, pid_ns) == 16);
 static_assert(offsetof(ProcSlot, used) == 24);
 static_assert(offsetof(ProcSlot, last_kernel_ns) == 152);
+static_assert(offsetof(ProcSlot, counters) == 160);
+static_assert(offsetof(ProcSlot, spare) == 248);
 static_assert(sizeof(ProcSlot) == 256);
 static_assert(offsetof(Region, slots) == 4096);
 static_assert(sizeof(Region) == 4096 + 256 * kMaxProcs);
 static_assert(std::atomic_ref<uint64_t>::is_always_lock_free);
 static_assert(std::atomic_ref<int32_t>::is_always_lock_free);
+static_assert(std::atomic_ref<uint32_t>::is_always_lock_free);
 
 // Relaxed/acquire/release access to shared fields (the struct stays a plain POD).
 inline uint64_t LoadU64(const uint64_t& field) {
@@ -322,6 +385,9 @@ inline uint64_t LoadU64(const uint64_t& field) {
 }
 inline void StoreU64(uint64_t& field, uint64_t value) {
   std::atomic_ref<uint64_t>(field).store(value, std::memory_order_release);
+}
+inline uint32_t LoadU32(const uint32_t& field) {
+  return std::atomic_ref<uint32_t>(const_cast<uint32_t&>(field)).load(std::memory_order_acquire);
 }
 inline int32_t LoadPid(const ProcSlot& slot) {
   return std::atomic_ref<int32_t>(const_cast<int32_t&>(slot.pid)).load(std::memory_order_acquire);

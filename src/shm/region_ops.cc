@@ -34,9 +34,38 @@ uint64_t EffectiveLimit(const Region* region, int device, uint64_t process_limit
   return slice < process_limit ? slice : process_limit;
 }
 
+uint64_t* CounterFields(ProcCounters& c) { return &c.launches; }
+constexpr int kCounterFields = sizeof(ProcCounters) / sizeof(uint64_t);
+
+// Adds the slot's counters to the slice's folded totals and zeroes them, inside the telemetry
+// seqlock (readers retry while fold_seq is odd or moved). REQUIRES: region mutex held.
+void FoldCountersLocked(Region* region, ProcSlot& slot) {
+  SliceTelemetry& t = region->header.telemetry;
+  uint64_t* from = CounterFields(slot.counters);
+  uint64_t* to = CounterFields(t.folded);
+  bool any = false;
+  for (int i = 0; i < kCounterFields; ++i) any = any || LoadU64(from[i]) != 0;
+  if (!any) return;
+  std::atomic_ref<uint64_t> seq(t.fold_seq);
+  seq.fetch_add(1, std::memory_order_acq_rel);
+  std::atomic_thread_fence(std::memory_order_release);
+  for (int i = 0; i < kCounterFields; ++i) {
+    uint64_t v = std::atomic_ref<uint64_t>(from[i]).exchange(0, std::memory_order_relaxed);
+    std::atomic_ref<uint64_t>(to[i]).fetch_add(v, std::memory_order_relaxed);
+  }
+  seq.fetch_add(1, std::memory_order_release);
+}
+
+// Raises the device's peak after device_used[] grew. REQUIRES: region mutex held.
+void NotePeakLocked(RegionHeader& h, int device) {
+  uint64_t used = h.device_used[device];
+  if (used > h.telemetry.peak_used[device]) StoreU64(h.telemetry.peak_used[device], used);
+}
+
 // Frees a slot's charges and the slot. REQUIRES: region mutex held.
 void FreeSlotLocked(Region* region, ProcSlot& slot) {
   RegionHeader& h = region->header;
+  FoldCountersLocked(region, slot);
   for (int d = 0; d < kMaxDevices; ++d) {
     uint64_t used = slot.used[d];
     if (used != 0) StoreU64(h.device_used[d], SatSub(h.device_used[d], used));
@@ -53,6 +82,10 @@ void FreeSlotLocked(Region* region, ProcSlot& slot) {
 // REQUIRES: region mutex held (just acquired with EOWNERDEAD).
 void RepairLocked(Region* region, const ProcIdentity& self) {
   RegionHeader& h = region->header;
+  // A holder killed inside a fold left the sequence odd: close it (the fields it had not moved
+  // yet are still in the dead slot, and are folded when the slot is freed below).
+  std::atomic_ref<uint64_t> seq(h.telemetry.fold_seq);
+  if ((seq.load(std::memory_order_relaxed) & 1) != 0) seq.fetch_add(1, std::memory_order_release);
   for (ProcSlot& slot : region->slots) {
     if (LoadPid(slot) != 0 && CheckLiveness(slot, self.pid_ns) == Liveness::kDead) {
       FreeSlotLocked(region, slot);
@@ -137,6 +170,12 @@ RegionError ClaimSlot(Region* region, const ProcIdentity& self, int* slot_index)
         slot.pid_ns = self.pid_ns;
         slot.flags = 0;
         for (uint64_t& u : slot.used) StoreU64(u, 0);
+        FoldCountersLocked(region, slot);  // left by a process that counted after its release
+        uint32_t& hint = region->header.telemetry.slots_hint;
+        if (static_cast<uint32_t>(free_slot) >= hint) {
+          std::atomic_ref<uint32_t>(hint).store(static_cast<uint32_t>(free_slot) + 1,
+                                                std::memory_order_release);
+        }
         StorePid(slot, self.pid);
         *slot_index = free_slot;
         return RegionError::kOk;
@@ -173,6 +212,7 @@ RegionError Charge(Region* region, int slot_index, int device, uint64_t bytes,
         StoreU64(h.device_used[device], used + bytes);
         CriticalSectionDelay();
         StoreU64(slot.used[device], slot.used[device] + bytes);
+        NotePeakLocked(h, device);
         return RegionError::kOk;
       }
     }
@@ -195,6 +235,7 @@ uint64_t ChargeUpTo(Region* region, int slot_index, int device, uint64_t bytes,
   uint64_t granted = bytes < room ? bytes : room;
   StoreU64(h.device_used[device], used + granted);
   StoreU64(slot.used[device], slot.used[device] + granted);
+  NotePeakLocked(h, device);
   return granted;
 }
 
@@ -272,6 +313,45 @@ void SetDeviceUuid(Region* region, int device, const char* uuid, const ProcIdent
   if (n >= static_cast<size_t>(kUuidLength)) n = kUuidLength - 1;
   std::memcpy(dst, uuid, n);
   dst[n] = '\0';
+}
+
+int SlotsToScan(const Region* region) {
+  // A region made by an older minor may hold slots claimed by a library that keeps no hint.
+  if (region->header.minor < 4) return kMaxProcs;
+  const uint32_t hint = LoadU32(region->header.telemetry.slots_hint);
+  return hint == 0 || hint > static_cast<uint32_t>(kMaxProcs) ? kMaxProcs : static_cast<int>(hint);
+}
+
+bool ReadSliceCounters(const Region* region, SliceCounters* out) {
+  const SliceTelemetry& t = region->header.telemetry;
+  auto& seq_field = const_cast<uint64_t&>(t.fold_seq);
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    const uint64_t before = std::atomic_ref<uint64_t>(seq_field).load(std::memory_order_acquire);
+    if ((before & 1) != 0) continue;
+    ProcCounters sum{};
+    uint64_t* s = CounterFields(sum);
+    auto add = [&](const ProcCounters& c) {
+      const uint64_t* f = &c.launches;
+      for (int i = 0; i < kCounterFields; ++i) s[i] += LoadU64(f[i]);
+    };
+    add(t.folded);
+    int live = 0;
+    const int n = SlotsToScan(region);
+    for (int i = 0; i < n; ++i) {
+      const ProcSlot& slot = region->slots[i];
+      if (LoadPid(slot) == 0) continue;
+      add(slot.counters);
+      ++live;
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (std::atomic_ref<uint64_t>(seq_field).load(std::memory_order_relaxed) != before) continue;
+    out->totals = sum;
+    out->processes = live;
+    out->counting = (LoadU32(t.flags) & kTelemetryCounting) != 0;
+    for (int d = 0; d < kMaxDevices; ++d) out->peak_used[d] = LoadU64(t.peak_used[d]);
+    return true;
+  }
+  return false;
 }
 
 }  // namespace vgpu::shm

@@ -71,6 +71,19 @@ uint64_t DeviceUsed(const Region* region, int device);
 uint64_t ConfigLimit(const Region* region, int device);
 uint64_t SlotUsed(const Region* region, int slot_index, int device);
 
+// The slice's counters (region.h ProcCounters): the folded totals plus every live slot's, read
+// without the lock under the telemetry seqlock. False when a fold kept moving for 64 tries (the
+// caller reports the slice as unreadable this time). Reads SlotsToScan() slots.
+struct SliceCounters {
+  ProcCounters totals{};
+  uint64_t peak_used[kMaxDevices] = {};
+  int processes = 0;      // live slots
+  bool counting = false;  // a counting libvgpu.so has joined (kTelemetryCounting)
+};
+bool ReadSliceCounters(const Region* region, SliceCounters* out);
+// How many slots from 0 a reader must look at (telemetry.slots_hint; all when it is unset).
+int SlotsToScan(const Region* region);
+
 // Records the UUID of `device` for display if none is recorded yet.
 void SetDeviceUuid(Region* region, int device, const char* uuid, const ProcIdentity& self);
 

@@ -289,5 +289,55 @@ TEST(RegionOps, RacingProcessesNeverExceedTheLimit) {
   }
 }
 
+// Counters (minor 4): a slot's counters count in the slice's totals while it lives and after it
+// is freed (released, or reclaimed from a dead process), and the peak charge stays.
+TEST(RegionOps, CountersSurviveReleaseAndReclaimAndPeakStays) {
+  SharedRegion r(10 * kMiB);
+  pid_t child = fork();
+  if (child == 0) {
+    ProcIdentity me = CurrentProcIdentity();
+    int slot = -1;
+    if (ClaimSlot(r.get(), me, &slot) != RegionError::kOk) _exit(1);
+    r.get()->slots[slot].counters.launches = 7;
+    r.get()->slots[slot].counters.copy_bytes[kCopyKindDeviceToHost] = 4096;
+    if (Charge(r.get(), slot, 0, 6 * kMiB, kNoLimit, me) != RegionError::kOk) _exit(2);
+    _exit(0);  // dies holding its slot
+  }
+  siginfo_t info{};
+  ASSERT_EQ(waitid(P_PID, child, &info, WEXITED | WNOWAIT), 0);
+  ASSERT_EQ(info.si_status, 0);
+  ProcIdentity self = CurrentProcIdentity();
+  int slot = -1;
+  ASSERT_EQ(ClaimSlot(r.get(), self, &slot), RegionError::kOk);
+  r.get()->slots[slot].counters.launches = 5;
+  r.get()->slots[slot].counters.allocations = 2;
+  SliceCounters c;
+  ASSERT_TRUE(ReadSliceCounters(r.get(), &c));
+  EXPECT_EQ(c.processes, 2);  // the dead child is not swept yet
+  EXPECT_EQ(c.totals.launches, 12u);
+  EXPECT_EQ(c.peak_used[0], 6 * kMiB);
+  // The sweep folds the dead child's counters into the totals: nothing is lost.
+  EXPECT_EQ(SweepDeadSlots(r.get(), self), 1);
+  ASSERT_TRUE(ReadSliceCounters(r.get(), &c));
+  EXPECT_EQ(c.processes, 1);
+  EXPECT_EQ(c.totals.launches, 12u);
+  EXPECT_EQ(c.totals.copy_bytes[kCopyKindDeviceToHost], 4096u);
+  EXPECT_EQ(r.get()->header.telemetry.folded.launches, 7u);
+  EXPECT_EQ(Charge(r.get(), slot, 0, 3 * kMiB, kNoLimit, self), RegionError::kOk);
+  ReleaseSlot(r.get(), slot, self);
+  ASSERT_TRUE(ReadSliceCounters(r.get(), &c));
+  EXPECT_EQ(c.processes, 0);
+  EXPECT_EQ(c.totals.launches, 12u);
+  EXPECT_EQ(c.totals.allocations, 2u);
+  EXPECT_EQ(DeviceUsed(r.get(), 0), 0u);
+  EXPECT_EQ(c.peak_used[0], 6 * kMiB);  // the peak outlives the charges
+  EXPECT_EQ(r.get()->header.telemetry.fold_seq % 2, 0u);
+  // A fold in progress (odd sequence) makes the reader give up rather than read a torn sum.
+  r.get()->header.telemetry.fold_seq += 1;
+  EXPECT_FALSE(ReadSliceCounters(r.get(), &c));
+  int status = 0;
+  waitpid(child, &status, 0);
+}
+
 }  // namespace
 }  // namespace vgpu::shm

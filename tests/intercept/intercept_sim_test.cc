@@ -1,8 +1,12 @@
 // libvgpu.so on the simulated GPU, across real processes: every allocation path holds its slice
 // exactly, the slice is what cuMemGetInfo and NVML report, racing processes never exceed the
-// limit, and killed processes neither wedge the others nor keep their memory.
+// limit, and killed processes neither wedge the others nor keep their memory. The slice's
+// counters (intercept/telemetry.h) equal the simulated driver's own counts, and the measured
+// busy time of gated slices matches the simulated timeline.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -19,6 +23,7 @@
 #include "shm/proc_identity.h"
 #include "shm/region_file.h"
 #include "shm/region_ops.h"
+#include "simgpu/shared_state.h"
 
 namespace vgpu {
 namespace {
@@ -289,6 +294,156 @@ TEST_F(SliceTest, KilledProcessesNeverWedgeTheOthersAndTheirMemoryReturns) {
       "%d kills, %llu of them inside the lock (repaired); worst time for a killed "
       "process's memory to return: %.0f ms\n",
       kills, static_cast<unsigned long long>(region->header.repairs), worst_return_ms);
+}
+
+// The simulated GPU's shared state (simgpu/shared_state.h), mapped read-only: the driver's own
+// counts of kernels, host-link copy bytes and device time.
+class SimState {
+ public:
+  explicit SimState(const std::string& path) {
+    int fd = open(path.c_str(), O_RDONLY);
+    if (fd < 0) return;
+    void* p = mmap(nullptr, sizeof(simgpu::SharedStateLayout), PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p != MAP_FAILED) layout_ = static_cast<const simgpu::SharedStateLayout*>(p);
+  }
+  ~SimState() {
+    if (layout_ != nullptr)
+      munmap(const_cast<simgpu::SharedStateLayout*>(layout_), sizeof(*layout_));
+  }
+  const simgpu::SharedStateLayout* layout() const { return layout_; }
+  const simgpu::DeviceRecord& device0() const { return layout_->devices[0]; }
+  // Kernel time the timeline gave process `pid` on device 0 (0 when it has no record).
+  uint64_t BusyOf(pid_t pid) const {
+    for (const simgpu::ProcessRecord& p : layout_->processes) {
+      if (p.pid == pid) return p.busy_ns[0];
+    }
+    return 0;
+  }
+
+ private:
+  const simgpu::SharedStateLayout* layout_ = nullptr;
+};
+
+shm::SliceCounters ReadCounters(const std::string& region_path) {
+  shm::Mapping mapping;
+  shm::SliceCounters c;
+  EXPECT_EQ(shm::Mapping::OpenExisting(region_path.c_str(), false, &mapping),
+            shm::RegionError::kOk);
+  if (mapping.region() != nullptr) {
+    EXPECT_TRUE(shm::ReadSliceCounters(mapping.region(), &c));
+  }
+  return c;
+}
+
+uint64_t Field(const std::map<std::string, std::string>& lines, const std::string& key,
+               int word = 0) {
+  auto it = lines.find(key);
+  if (it == lines.end()) return ~0ULL;
+  std::istringstream in(it->second);
+  uint64_t v = 0;
+  for (int i = 0; i <= word; ++i) in >> v;
+  return v;
+}
+
+TEST_F(SliceTest, CountersEqualTheSimulatedDriversCounts) {
+  const uint64_t limit = 64 * kMiB;
+  // Two processes one after the other: the first one's counters are folded into the slice's
+  // totals when it exits. Each: 300 launches, 20 + 20 copies of 1 MiB, and 4 MiB allocations
+  // until the 64 MiB limit refuses them (1 MiB buffer + 15 x 4 MiB fit, 25 refused).
+  uint64_t launched = 0, h2d = 0, d2h = 0, allocated = 0, refused = 0, freed = 0;
+  for (int run = 0; run < 2; ++run) {
+    int code = -1;
+    std::string out = RunToCompletion(Worker({"telemetry", "300", "0", "20", std::to_string(kMiB),
+                                              "40", std::to_string(4 * kMiB)}),
+                                      SliceEnv("counted", limit), &code);
+    ASSERT_EQ(code, 0) << out;
+    auto lines = Lines(out);
+    launched += Field(lines, "launched");
+    h2d += Field(lines, "copied", 0);
+    d2h += Field(lines, "copied", 1);
+    allocated += Field(lines, "allocated");
+    refused += Field(lines, "refused");
+    freed += Field(lines, "freed");
+  }
+  EXPECT_EQ(launched, 600u);
+  EXPECT_EQ(refused, 50u);
+  SimState sim(dir_ + "/simgpu.state");
+  ASSERT_NE(sim.layout(), nullptr);
+  shm::SliceCounters c = ReadCounters(Region("counted"));
+  EXPECT_TRUE(c.counting);
+  EXPECT_EQ(c.processes, 0);  // both exited: everything is in the folded totals
+  // The driver's own counts: kernels queued, bytes over the host link in each direction.
+  EXPECT_EQ(c.totals.launches, sim.device0().kernels_total);
+  EXPECT_EQ(c.totals.launches, launched);
+  EXPECT_EQ(c.totals.graph_launches, 0u);
+  EXPECT_EQ(c.totals.copy_bytes[shm::kCopyKindHostToDevice], sim.device0().copy_bytes_total[0]);
+  EXPECT_EQ(c.totals.copy_bytes[shm::kCopyKindDeviceToHost], sim.device0().copy_bytes_total[1]);
+  EXPECT_EQ(c.totals.copy_bytes[shm::kCopyKindHostToDevice], h2d);
+  EXPECT_EQ(c.totals.copy_bytes[shm::kCopyKindDeviceToHost], d2h);
+  EXPECT_EQ(c.totals.copy_bytes[shm::kCopyKindDeviceToDevice], 0u);
+  // Allocations and refusals: what the program was answered (a refused allocation never
+  // reaches the driver; libvgpu refuses it).
+  EXPECT_EQ(c.totals.allocations, allocated);
+  EXPECT_EQ(c.totals.frees, freed);
+  shm::Mapping mapping;
+  ASSERT_EQ(shm::Mapping::OpenExisting(Region("counted").c_str(), false, &mapping),
+            shm::RegionError::kOk);
+  EXPECT_EQ(shm::LoadU64(mapping.region()->header.control.oom_refusals), refused);
+  EXPECT_EQ(c.peak_used[0], 61 * kMiB);
+  EXPECT_EQ(shm::DeviceUsed(mapping.region(), 0), 0u);
+  // Ungated launches are not measured.
+  EXPECT_EQ(c.totals.busy_ns, 0u);
+  EXPECT_EQ(c.totals.gate_wait_ns, 0u);
+}
+
+TEST_F(SliceTest, BusyTimeSharesOfGatedSlicesMatchTheTimeline) {
+  // Two gated slices share the GPU (30% and 60%), 5 ms kernels (the gate measures a launch onto
+  // an idle GPU from its launch call, so a loaded host's scheduling delay before the driver call
+  // counts as busy time: a smaller share of longer kernels). Each worker holds after its work so
+  // that the timeline still has its record.
+  struct Tenant {
+    const char* name;
+    const char* cores;
+    const char* launches;
+    std::unique_ptr<ChildProcess> child;
+  };
+  Tenant tenants[] = {{"busy-a", "30", "60", nullptr}, {"busy-b", "60", "120", nullptr}};
+  const double t0 = NowMs();
+  for (Tenant& t : tenants) {
+    t.child = std::make_unique<ChildProcess>(
+        Worker({"telemetry-hold", t.launches, "5000", "0", "0", "0", "0"}),
+        SliceEnv(t.name, 256 * kMiB,
+                 {std::string("CUDA_DEVICE_SM_LIMIT=") + t.cores, "VGPU_ARBITER_DIR=" + dir_}));
+  }
+  for (Tenant& t : tenants) {
+    std::string line = t.child->ReadLine(30000);
+    ASSERT_EQ(line.rfind("launched", 0), 0u) << t.name << ": " << line;
+  }
+  // Both are done by now (each printed after its cuCtxSynchronize).
+  const double elapsed_ns = (NowMs() - t0) * 1e6;
+  SimState sim(dir_ + "/simgpu.state");
+  ASSERT_NE(sim.layout(), nullptr);
+  for (Tenant& t : tenants) {
+    shm::SliceCounters c = ReadCounters(Region(t.name));
+    uint64_t timeline = sim.BusyOf(t.child->pid());
+    SCOPED_TRACE(std::string(t.name) + ": counted " + std::to_string(c.totals.busy_ns) +
+                 " ns, timeline " + std::to_string(timeline) + " ns over " +
+                 std::to_string(elapsed_ns) + " ns");
+    std::printf("%s: busy share counted %.4f, timeline %.4f; gate wait %.3f s\n", t.name,
+                static_cast<double>(c.totals.busy_ns) / elapsed_ns,
+                static_cast<double>(timeline) / elapsed_ns, c.totals.gate_wait_ns / 1e9);
+    EXPECT_GT(timeline, 0u);
+    EXPECT_NEAR(static_cast<double>(c.totals.busy_ns) / elapsed_ns,
+                static_cast<double>(timeline) / elapsed_ns, 0.02);
+    EXPECT_EQ(c.totals.launches, std::strtoull(t.launches, nullptr, 10));
+  }
+  // The 30% slice waited at the gate.
+  EXPECT_GT(ReadCounters(Region("busy-a")).totals.gate_wait_ns, 0u);
+  for (Tenant& t : tenants) {
+    t.child->CloseStdin();
+    EXPECT_EQ(t.child->Wait(), 0);
+  }
 }
 
 }  // namespace

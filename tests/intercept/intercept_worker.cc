@@ -24,6 +24,14 @@
 //   intercept_worker race CHUNK          prints "ready", waits for a line on stdin, allocates CHUNK
 //                                        bytes until refused, prints "granted BYTES", holds until
 //                                        stdin closes
+//   intercept_worker telemetry LAUNCHES KERNEL_US COPIES COPY_BYTES ALLOCS ALLOC_BYTES
+//                                        LAUNCHES kernels of KERNEL_US each, COPIES host-to-device
+//                                        and as many device-to-host copies of COPY_BYTES, ALLOCS
+//                                        allocations of ALLOC_BYTES (half of those made freed),
+//                                        cuCtxSynchronize; prints "launched N", "copied H2D D2H",
+//                                        "allocated N", "refused N", "freed N" (what the driver
+//                                        and libvgpu answered) and exits
+//   intercept_worker telemetry-hold ...  the same, then holds until stdin closes
 //   intercept_worker churn FILE [PAUSE_US]
 //                                        allocates and frees 1-4 MiB in a loop (pausing PAUSE_US
 //                                        between iterations), counting iterations in the 8-byte
@@ -324,6 +332,59 @@ int Race(uint64_t chunk) {
   return 0;
 }
 
+int Telemetry(uint64_t launches, uint64_t kernel_us, uint64_t copies, uint64_t copy_bytes,
+              uint64_t allocs, uint64_t alloc_bytes, bool hold) {
+  if (!UseDevice0()) return 1;
+  CUmodule mod;
+  CUfunction f;
+  // On the simulated GPU any image works and sim_sleep_ns runs for its argument (docs/simgpu.md).
+  if (!Check(cuModuleLoadData(&mod, "telemetry"), "cuModuleLoadData") ||
+      !Check(cuModuleGetFunction(&f, mod, "sim_sleep_ns"), "cuModuleGetFunction")) {
+    return 1;
+  }
+  uint64_t ns = kernel_us * 1000;
+  void* params[] = {&ns};
+  uint64_t launched = 0;
+  for (uint64_t i = 0; i < launches; ++i) {
+    if (cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr) == CUDA_SUCCESS) {
+      ++launched;
+    }
+  }
+  std::vector<char> host(copy_bytes + 1);
+  CUdeviceptr buffer = 0;
+  uint64_t h2d = 0, d2h = 0;
+  if (copies > 0 && Check(cuMemAlloc(&buffer, copy_bytes), "cuMemAlloc")) {
+    for (uint64_t i = 0; i < copies; ++i) {
+      if (cuMemcpyHtoD(buffer, host.data(), copy_bytes) == CUDA_SUCCESS) h2d += copy_bytes;
+      if (cuMemcpyDtoH(host.data(), buffer, copy_bytes) == CUDA_SUCCESS) d2h += copy_bytes;
+    }
+  }
+  std::vector<CUdeviceptr> held;
+  uint64_t refused = 0;
+  for (uint64_t i = 0; i < allocs; ++i) {
+    CUdeviceptr p;
+    CUresult r = cuMemAlloc(&p, alloc_bytes);
+    if (r == CUDA_SUCCESS) {
+      held.push_back(p);
+    } else if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+      ++refused;
+    }
+  }
+  uint64_t freed = 0;
+  for (size_t i = 0; i < held.size(); i += 2) {
+    if (cuMemFree(held[i]) == CUDA_SUCCESS) ++freed;
+  }
+  if (!Check(cuCtxSynchronize(), "cuCtxSynchronize")) return 1;
+  std::printf("launched %llu\ncopied %llu %llu\nallocated %llu\nrefused %llu\nfreed %llu\n",
+              static_cast<unsigned long long>(launched), static_cast<unsigned long long>(h2d),
+              static_cast<unsigned long long>(d2h),
+              static_cast<unsigned long long>(held.size() + (buffer != 0 ? 1 : 0)),
+              static_cast<unsigned long long>(refused), static_cast<unsigned long long>(freed));
+  std::fflush(stdout);
+  if (hold) WaitForStdinToClose();
+  return 0;
+}
+
 int Churn(const char* counter_file, unsigned pause_us) {
   int fd = open(counter_file, O_RDWR | O_CREAT, 0644);
   if (fd < 0 || ftruncate(fd, 8) != 0) return 1;
@@ -377,6 +438,10 @@ int main(int argc, char** argv) {
   if (cmd == "asyncfree" && argc == 5) {
     return AsyncFree(argv[2], std::strtoull(argv[3], nullptr, 10),
                      std::strtoull(argv[4], nullptr, 10));
+  }
+  if ((cmd == "telemetry" || cmd == "telemetry-hold") && argc == 8) {
+    auto n = [&](int i) { return std::strtoull(argv[i], nullptr, 10); };
+    return Telemetry(n(2), n(3), n(4), n(5), n(6), n(7), cmd == "telemetry-hold");
   }
   if (cmd == "churn" && (argc == 3 || argc == 4)) {
     return Churn(argv[2],

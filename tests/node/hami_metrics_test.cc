@@ -5,8 +5,10 @@
 // position in the pod spec) and units (percentages, a 0..1 memory ratio, bytes); the dashboard's
 // joins find their partners; HAMi's newer series (temperature, power, ECC, memory controller)
 // are there; promtool accepts the page. Two pods are allocated through a kubelet emulator on a
-// FakeBackend node whose GPUs report every sensor.
+// FakeBackend node whose GPUs report every sensor. The same node's slice counters (read from the
+// slice's accounting region) and dcgm-exporter's names (--dcgm-metric-aliases) are checked too.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -23,6 +25,9 @@
 #include "node/daemon.h"
 #include "node/fake_cluster.h"
 #include "node/test_pods.h"
+#include "shm/proc_identity.h"
+#include "shm/region_file.h"
+#include "shm/region_ops.h"
 #include "test_daemon.h"
 
 namespace vgpu::node {
@@ -154,10 +159,17 @@ class HamiMetricsTest : public ::testing::Test {
       s.power_watts = 245.5;
       s.ecc_corrected_errors_total = 3;
       s.ecc_uncorrected_errors_total = 0;
+      if (i == 0) {  // a Hopper's GPM (device/nvml_gpm.h)
+        s.gpm = device::GpmMetrics{};
+        s.gpm->sm_activity = 0.42;
+        s.gpm->dram_activity = 0.3;
+        s.gpm->pcie_transmit_bytes_per_second = 1e9;
+      }
       backend->SetSample(i, s);
     }
     DaemonOptions o = testing::TestDaemonOptions(root_, "gpu-node-7", 4);
     o.hami_aliases = true;
+    o.dcgm_aliases = dcgm_aliases_;
     daemon_ = std::make_unique<Daemon>(o, std::move(backend), &cluster_);
     ASSERT_TRUE(daemon_->Start().ok());
     ASSERT_TRUE(kubelet_->WaitForRegistrations(1, 10'000));
@@ -189,6 +201,7 @@ class HamiMetricsTest : public ::testing::Test {
     allocated_.insert(units[0]);
   }
 
+  bool dcgm_aliases_ = false;
   std::string root_;
   std::unique_ptr<KubeletEmulator> kubelet_;
   std::vector<std::string> uuids_;
@@ -319,6 +332,127 @@ TEST_F(HamiMetricsTest, HamisDashboardAndAlertSeriesHaveHamisLabels) {
   EXPECT_EQ(std::system(("promtool check metrics < " + file + " > " + file + ".out 2>&1").c_str()),
             0)
       << ReadFile(file + ".out");
+}
+
+// The same node with --dcgm-metric-aliases.
+class DcgmMetricsTest : public HamiMetricsTest {
+ protected:
+  void SetUp() override {
+    dcgm_aliases_ = true;
+    HamiMetricsTest::SetUp();
+  }
+};
+
+TEST_F(DcgmMetricsTest, SliceCountersAndDcgmAliases) {
+  ASSERT_TRUE(kubelet_->WaitForDevices([](const auto& d) { return d.size() == 8; }, 5000));
+  AllocatePod("trainer", {"main"}, "main", {uuids_[0], 4096, 30});
+  // Two processes of the slice as libvgpu.so leaves them: one gone (its slot released, so its
+  // counters are folded into the slice's totals), one alive.
+  const std::string region_path = root_ + "/slices/uid-trainer_main/ml_trainer_main/region";
+  shm::Mapping mapping;
+  ASSERT_EQ(shm::Mapping::OpenExisting(region_path.c_str(), true, &mapping), shm::RegionError::kOk);
+  shm::Region* region = mapping.region();
+  shm::ProcIdentity self = shm::CurrentProcIdentity();
+  int slot = -1;
+  ASSERT_EQ(shm::ClaimSlot(region, self, &slot), shm::RegionError::kOk);
+  shm::ProcCounters& gone = region->slots[slot].counters;
+  gone.launches = 1000;
+  gone.copy_bytes[shm::kCopyKindHostToDevice] = 64 << 20;
+  gone.allocations = 10;
+  gone.frees = 10;
+  ASSERT_EQ(shm::Charge(region, slot, 0, 3ULL << 30, shm::kNoLimit, self), shm::RegionError::kOk);
+  shm::ReleaseSlot(region, slot, self);
+  ASSERT_EQ(shm::ClaimSlot(region, self, &slot), shm::RegionError::kOk);
+  shm::ProcCounters& live = region->slots[slot].counters;
+  live.launches = 234;
+  live.graph_launches = 5;
+  live.copy_bytes[shm::kCopyKindDeviceToHost] = 1 << 20;
+  live.copy_bytes[shm::kCopyKindPeer] = 4096;
+  live.allocations = 3;
+  live.gate_wait_ns = 1'500'000'000;
+  live.busy_ns = 2'250'000'000;
+  region->header.telemetry.flags = shm::kTelemetryCounting;
+  region->header.control.oom_refusals = 7;
+  ASSERT_EQ(shm::Charge(region, slot, 0, 1ULL << 30, shm::kNoLimit, self), shm::RegionError::kOk);
+
+  daemon_->SampleNow();
+  const std::string text = daemon_->Metrics();
+  const Page page = Parse(text);
+  auto find = [&](const std::string& name, const LabelMap& match) -> const Sample* {
+    auto it = page.series.find(name);
+    if (it == page.series.end()) return nullptr;
+    for (const Sample& s : it->second) {
+      bool all = true;
+      for (const auto& [k, v] : match) all &= s.labels.count(k) && s.labels.at(k) == v;
+      if (all) return &s;
+    }
+    return nullptr;
+  };
+  auto value = [&](const std::string& name, LabelMap match = {}) {
+    match["pod"] = "trainer";
+    const Sample* s = find(name, match);
+    EXPECT_NE(s, nullptr) << name << " missing";
+    return s == nullptr ? -1.0 : s->value;
+  };
+  const Sample* launches = find("vgpu_slice_kernel_launches_total", {{"pod", "trainer"}});
+  ASSERT_NE(launches, nullptr) << text;
+  EXPECT_EQ(launches->value, 1234);
+  EXPECT_EQ(launches->labels.at("namespace"), "ml");
+  EXPECT_EQ(launches->labels.at("container"), "main");
+  EXPECT_EQ(launches->labels.at("uuid"), uuids_[0]);
+  EXPECT_EQ(page.types.at("vgpu_slice_kernel_launches_total"), "counter");
+  EXPECT_EQ(value("vgpu_slice_graph_launches_total"), 5);
+  EXPECT_EQ(value("vgpu_slice_copy_bytes_total", {{"kind", "host_to_device"}}), 64 << 20);
+  EXPECT_EQ(value("vgpu_slice_copy_bytes_total", {{"kind", "device_to_host"}}), 1 << 20);
+  EXPECT_EQ(value("vgpu_slice_copy_bytes_total", {{"kind", "device_to_device"}}), 0);
+  EXPECT_EQ(value("vgpu_slice_copy_bytes_total", {{"kind", "peer"}}), 4096);
+  EXPECT_EQ(value("vgpu_slice_memory_allocations_total"), 13);
+  EXPECT_EQ(value("vgpu_slice_memory_frees_total"), 10);
+  EXPECT_EQ(value("vgpu_slice_oom_refusals_total"), 7);
+  EXPECT_DOUBLE_EQ(value("vgpu_slice_gate_wait_seconds_total"), 1.5);
+  EXPECT_DOUBLE_EQ(value("vgpu_slice_gpu_busy_seconds_total"), 2.25);
+  EXPECT_EQ(value("vgpu_slice_memory_peak_bytes"), static_cast<double>(3ULL << 30));
+  EXPECT_EQ(value("vgpu_slice_memory_charged_bytes"), static_cast<double>(1ULL << 30));
+  // dcgm-exporter's names, units and labels: per GPU, and per pod for utilization and memory.
+  const Sample* util = find("DCGM_FI_DEV_GPU_UTIL", {{"UUID", uuids_[0]}, {"modelName", kModel}});
+  ASSERT_NE(util, nullptr);
+  EXPECT_DOUBLE_EQ(util->value, 37);
+  EXPECT_EQ(util->labels.at("gpu"), "0");
+  EXPECT_EQ(util->labels.at("device"), "nvidia0");
+  EXPECT_EQ(util->labels.at("Hostname"), "gpu-node-7");
+  EXPECT_EQ(find("DCGM_FI_DEV_FB_USED", {{"UUID", uuids_[1]}})->value, 4096);  // MiB
+  EXPECT_EQ(find("DCGM_FI_DEV_FB_FREE", {{"UUID", uuids_[1]}})->value, 40960 - 4096);
+  EXPECT_DOUBLE_EQ(find("DCGM_FI_DEV_MEM_COPY_UTIL", {{"UUID", uuids_[0]}})->value, 12);
+  EXPECT_EQ(find("DCGM_FI_DEV_GPU_TEMP", {{"UUID", uuids_[0]}})->value, 61);
+  EXPECT_EQ(find("DCGM_FI_DEV_POWER_USAGE", {{"UUID", uuids_[0]}})->value, 245.5);
+  const Sample* pod_fb = find("DCGM_FI_DEV_FB_USED", {{"pod", "trainer"}});
+  ASSERT_NE(pod_fb, nullptr);
+  EXPECT_EQ(pod_fb->labels.at("namespace"), "ml");
+  EXPECT_EQ(pod_fb->labels.at("container"), "main");
+  EXPECT_EQ(pod_fb->labels.at("UUID"), uuids_[0]);
+  EXPECT_EQ(page.types.at("DCGM_FI_DEV_GPU_UTIL"), "gauge");
+  // GPM, ours and under dcgm-exporter's profiling names (ratios, bytes/s); none on GPU 1.
+  EXPECT_DOUBLE_EQ(find("vgpu_gpu_gpm_sm_activity_ratio", {{"uuid", uuids_[0]}})->value, 0.42);
+  EXPECT_DOUBLE_EQ(find("DCGM_FI_PROF_SM_ACTIVE", {{"UUID", uuids_[0]}})->value, 0.42);
+  EXPECT_DOUBLE_EQ(find("DCGM_FI_PROF_DRAM_ACTIVE", {{"UUID", uuids_[0]}})->value, 0.3);
+  EXPECT_DOUBLE_EQ(find("DCGM_FI_PROF_PCIE_TX_BYTES", {{"UUID", uuids_[0]}})->value, 1e9);
+  EXPECT_EQ(find("DCGM_FI_PROF_SM_ACTIVE", {{"UUID", uuids_[1]}}), nullptr);
+  EXPECT_EQ(find("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", {}), nullptr);  // not given: not written
+  shm::ReleaseSlot(region, slot, self);
+  // promtool accepts the page; its only lint complaints are dcgm-exporter's own label names
+  // (UUID, modelName, Hostname are not snake_case), which its dashboards query.
+  const std::string file = root_ + "/telemetry.prom";
+  std::ofstream(file) << text;
+  int rc = std::system(("promtool check metrics < " + file + " > " + file + ".out 2>&1").c_str());
+  ASSERT_TRUE(WIFEXITED(rc));
+  const std::string lint = ReadFile(file + ".out");
+  EXPECT_TRUE(WEXITSTATUS(rc) == 0 || WEXITSTATUS(rc) == 3) << lint;  // 3: lint only
+  std::istringstream lines(lint);
+  std::string line;
+  while (std::getline(lines, line)) {
+    EXPECT_EQ(line.rfind("DCGM_FI_", 0), 0u) << line;
+    EXPECT_NE(line.find("snake_case"), std::string::npos) << line;
+  }
 }
 
 }  // namespace
