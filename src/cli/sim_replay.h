@@ -38,6 +38,10 @@ struct ReplayFlags {
   std::string horizon, step;
   std::string run_time_from = "scheduled";
   bool include_pending = false;
+  // Topology (docs/topology.md): server shapes, GPU choices to compare, communication share.
+  std::string topology;
+  std::string gpu_choice = "vgpu,lowest-index,besteffort";
+  double comm_share = 0.3;
 };
 
 // Adds the replay-only flags to `app`; returns their names (for the mode checks).

@@ -90,9 +90,22 @@ Result<ContainerAllocation> Allocator::AllocateOnce(const std::vector<std::strin
     spec.devices.push_back(
         {device_uuid, info->index, ref->unit, assigned->memory_bytes, assigned->cores, gi, ci});
   }
-  // CUDA index order inside the container follows the node's GPU order.
-  std::sort(spec.devices.begin(), spec.devices.end(),
-            [](const SliceDevice& a, const SliceDevice& b) { return a.node_index < b.node_index; });
+  // CUDA index order inside the container follows the assignment's order: the node's GPU order,
+  // or the rank order the scheduler chose for the pod's communication pattern (BuildAllocation
+  // then sets CUDA_VISIBLE_DEVICES to make CUDA number them so).
+  std::vector<std::pair<size_t, SliceDevice>> ranked;
+  for (SliceDevice& d : spec.devices) {
+    size_t at = 0;
+    for (; at < e.container.devices.size(); ++at) {
+      const device::DeviceInfo* g = state_->FindByUuid(e.container.devices[at].uuid);
+      if (g != nullptr && g->index == d.node_index) break;
+    }
+    ranked.emplace_back(at, std::move(d));
+  }
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  spec.devices.clear();
+  for (auto& [at, d] : ranked) spec.devices.push_back(std::move(d));
   auto slice = slices_->Create(spec, now_unix_());
   if (!slice) return slice.error().WithContext("creating the slice of " + e.Describe());
   VGPU_LOG_INFO("allocated %s: %zu GPU(s), slice %s", e.Describe().c_str(), spec.devices.size(),
