@@ -452,21 +452,23 @@ TEST_F(CdiDevicePluginTest, AllocateReturnsCdiDevicesAndDeviceSpecs) {
   v1beta1::ContainerAllocateResponse r;
   grpc::Status st = kubelet_->Allocate("default", "cdi", "main", units, &r);
   ASSERT_TRUE(st.ok()) << st.error_message();
-  // In CUDA order (the node's GPU order): GPU 1, then GPU 3.
+  // In CUDA order, which is the assignment's order (docs/scheduler.md): GPU 3, then GPU 1;
+  // CUDA_VISIBLE_DEVICES makes CUDA number them so.
   ASSERT_EQ(r.cdi_devices_size(), 2);
-  EXPECT_EQ(r.cdi_devices(0).name(), "nvidia.com/gpu=" + uuids_[1]);
-  EXPECT_EQ(r.cdi_devices(1).name(), "nvidia.com/gpu=" + uuids_[3]);
+  EXPECT_EQ(r.cdi_devices(0).name(), "nvidia.com/gpu=" + uuids_[3]);
+  EXPECT_EQ(r.cdi_devices(1).name(), "nvidia.com/gpu=" + uuids_[1]);
   EXPECT_EQ(r.annotations().at("cdi.k8s.io/vgpu_uid-cdi"),
-            "nvidia.com/gpu=" + uuids_[1] + ",nvidia.com/gpu=" + uuids_[3]);
+            "nvidia.com/gpu=" + uuids_[3] + ",nvidia.com/gpu=" + uuids_[1]);
   EXPECT_EQ(r.envs().at("NVIDIA_VISIBLE_DEVICES"), "void");
-  EXPECT_EQ(r.envs().at("CUDA_DEVICE_MEMORY_LIMIT_1"), "1024m");  // the slice is unchanged
+  EXPECT_EQ(r.envs().at("CUDA_VISIBLE_DEVICES"), uuids_[3] + "," + uuids_[1]);
+  EXPECT_EQ(r.envs().at("CUDA_DEVICE_MEMORY_LIMIT_0"), "1024m");  // the slice is unchanged
   std::vector<std::string> nodes;
   for (const auto& d : r.devices()) {
     nodes.push_back(d.container_path());
     EXPECT_EQ(d.host_path(), d.container_path());
     EXPECT_EQ(d.permissions(), "rw");
   }
-  EXPECT_EQ(nodes, (std::vector<std::string>{"/dev/nvidia1", "/dev/nvidia3", "/dev/nvidiactl"}));
+  EXPECT_EQ(nodes, (std::vector<std::string>{"/dev/nvidia3", "/dev/nvidia1", "/dev/nvidiactl"}));
 }
 
 // kubelet's registration socket missing (kubelet not running, or another --kubelet-dir): one
