@@ -103,11 +103,13 @@ std::vector<std::string> AddReplayFlags(CLI::App& app, ReplayFlags* f) {
   app.add_option("--gpu-choice", f->gpu_choice,
                  "Replay with --topology: how a multi-GPU pod's GPUs are chosen inside its node: "
                  "vgpu, lowest-index, besteffort, policy; a list runs each")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->each([f](const std::string&) { f->topology_flags_given = true; });
   app.add_option("--comm-share", f->comm_share,
                  "Replay with --topology: share of a multi-GPU pod's run time spent "
                  "communicating on the best GPU set, in [0, 1)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->each([f](const std::string&) { f->topology_flags_given = true; });
   return {"--time-compress", "--cluster-scale", "--queue",         "--alloc",
           "--horizon",       "--step",          "--run-time-from", "--include-pending",
           "--topology",      "--gpu-choice",    "--comm-share"};
@@ -229,6 +231,9 @@ Status RunReplayMode(const SimCommonFlags& c, const ReplayFlags& f) {
                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
   std::vector<sim::GpuChoice> choices;
+  if (f.topology.empty() && f.topology_flags_given) {
+    return Status::InvalidArgument("--gpu-choice and --comm-share need --topology");
+  }
   if (!f.topology.empty()) {
     size_t start = 0;
     while (true) {
@@ -238,8 +243,9 @@ Status RunReplayMode(const SimCommonFlags& c, const ReplayFlags& f) {
       if (end == std::string::npos) break;
       start = end + 1;
     }
-    plan.topology.comm_share = f.comm_share;
     VGPU_RETURN_IF_ERROR(sim::CheckTopologyModel(plan.topology).WithContext("--topology"));
+    plan.topology.comm_share = f.comm_share;
+    VGPU_RETURN_IF_ERROR(sim::CheckTopologyModel(plan.topology).WithContext("--comm-share"));
     auto parsed = ParseNames<sim::GpuChoice>("--gpu-choice", f.gpu_choice, sim::ParseGpuChoice);
     if (!parsed) return parsed.error();
     choices = *parsed;

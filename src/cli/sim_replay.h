@@ -42,6 +42,7 @@ struct ReplayFlags {
   std::string topology;
   std::string gpu_choice = "vgpu,lowest-index,besteffort";
   double comm_share = 0.3;
+  bool topology_flags_given = false;  // --gpu-choice or --comm-share was given
 };
 
 // Adds the replay-only flags to `app`; returns their names (for the mode checks).
