@@ -398,6 +398,7 @@ PodAssignment PlacementState::BuildAssignment(const PodGpuRequest& req, const Va
     ca.name = c.name;
     ca.init = c.init;
     ca.priority = c.priority;
+    ca.rank_order = !order.empty();
     // App containers take consecutive distinct GPUs; init containers the first ones.
     size_t first = c.init ? 0 : next;
     if (!c.init) next += static_cast<size_t>(c.count);

@@ -159,6 +159,12 @@ std::vector<int> AssumedOrder(PlacementState& s, const std::string& uid, const P
   std::vector<int> order;
   if (!ticket) return order;
   for (const AssignedGpu& g : ticket->assignment.containers.at(0).gpus) order.push_back(g.index);
+  // The assignment says the order is the container's device order exactly for patterns.
+  EXPECT_EQ(ticket->assignment.containers.at(0).rank_order, !r.comm_pattern.empty());
+  const std::string text = FormatAssignment(ticket->assignment);
+  EXPECT_EQ(text.find("\"rank_order\":true") != std::string::npos, !r.comm_pattern.empty()) << text;
+  auto back = ParseAssignment(text);
+  EXPECT_TRUE(back.has_value() && *back == ticket->assignment);
   return order;
 }
 

@@ -90,15 +90,19 @@ Result<ContainerAllocation> Allocator::AllocateOnce(const std::vector<std::strin
     spec.devices.push_back(
         {device_uuid, info->index, ref->unit, assigned->memory_bytes, assigned->cores, gi, ci});
   }
-  // CUDA index order inside the container follows the assignment's order: the node's GPU order,
-  // or the rank order the scheduler chose for the pod's communication pattern (BuildAllocation
-  // then sets CUDA_VISIBLE_DEVICES to make CUDA number them so).
+  // CUDA index order inside the container: the node's GPU order, or with rank_order the
+  // assignment's order, the rank order the scheduler chose for the pod's communication pattern
+  // (BuildAllocation then sets CUDA_VISIBLE_DEVICES to make CUDA number them so).
   std::vector<std::pair<size_t, SliceDevice>> ranked;
   for (SliceDevice& d : spec.devices) {
     size_t at = 0;
-    for (; at < e.container.devices.size(); ++at) {
-      const device::DeviceInfo* g = state_->FindByUuid(e.container.devices[at].uuid);
-      if (g != nullptr && g->index == d.node_index) break;
+    if (!e.container.rank_order) {
+      at = static_cast<size_t>(d.node_index);
+    } else {
+      for (; at < e.container.devices.size(); ++at) {
+        const device::DeviceInfo* g = state_->FindByUuid(e.container.devices[at].uuid);
+        if (g != nullptr && g->index == d.node_index) break;
+      }
     }
     ranked.emplace_back(at, std::move(d));
   }

@@ -359,9 +359,9 @@ TEST_F(DevicePluginTest, PodsPlacedByHamiGetTheirSlices) {
 }
 
 // A pod whose communication pattern gave a rank order (docs/topology.md): the assignment lists
-// its GPUs in that order, GetPreferredAllocation offers the same set, and the container's CUDA
-// ordinals follow it (CUDA_VISIBLE_DEVICES in rank order, the limits numbered alike). The
-// simulated driver's CUDA_VISIBLE_DEVICES ordering is tested in tests/simgpu.
+// its GPUs in that order with rank_order, GetPreferredAllocation offers the same set, and the
+// container's CUDA ordinals follow it (CUDA_VISIBLE_DEVICES in rank order, the limits numbered
+// alike). The simulated driver's CUDA_VISIBLE_DEVICES ordering is tested in tests/simgpu.
 TEST_F(DevicePluginTest, RankOrderOfTheAssignmentIsTheContainersDeviceOrder) {
   ASSERT_TRUE(kubelet_->WaitForDevices(AllHealthy, 5000));
   const std::vector<int> rank_order = {2, 0, 3, 1};
@@ -369,7 +369,7 @@ TEST_F(DevicePluginTest, RankOrderOfTheAssignmentIsTheContainersDeviceOrder) {
   for (int rank = 0; rank < kGpus; ++rank) {
     shares.push_back({uuids_[rank_order[rank]], 1000u + rank, 100});
   }
-  cluster_.UpsertPod(testing::PodWith("pipeline", "gpu-node-1", shares, 5));
+  cluster_.UpsertPod(testing::PodWith("pipeline", "gpu-node-1", shares, 5, "main", true));
   std::vector<std::string> units;
   ASSERT_TRUE(kubelet_->GetPreferredAllocation(Available(), {}, kGpus, &units).ok());
   std::set<std::string> offered, assigned(uuids_.begin(), uuids_.end());
@@ -388,8 +388,9 @@ TEST_F(DevicePluginTest, RankOrderOfTheAssignmentIsTheContainersDeviceOrder) {
               std::to_string(1000 + rank) + "m");
   }
   for (const std::string& u : units) allocated_.insert(u);
-  // In the node's order CUDA's own (PCI bus) order is kept: no CUDA_VISIBLE_DEVICES.
-  cluster_.UpsertPod(testing::PodWith("plain", "gpu-node-1", {{uuids_[1]}, {uuids_[3]}}, 6));
+  // Without rank_order the node's order is kept, whatever the list's order, and CUDA's own
+  // (PCI bus) order numbers them: no CUDA_VISIBLE_DEVICES.
+  cluster_.UpsertPod(testing::PodWith("plain", "gpu-node-1", {{uuids_[3]}, {uuids_[1]}}, 6));
   std::vector<std::string> plain_units;
   ASSERT_TRUE(kubelet_->GetPreferredAllocation(Available(), {}, 2, &plain_units).ok());
   v1beta1::ContainerAllocateResponse plain;
@@ -452,23 +453,21 @@ TEST_F(CdiDevicePluginTest, AllocateReturnsCdiDevicesAndDeviceSpecs) {
   v1beta1::ContainerAllocateResponse r;
   grpc::Status st = kubelet_->Allocate("default", "cdi", "main", units, &r);
   ASSERT_TRUE(st.ok()) << st.error_message();
-  // In CUDA order, which is the assignment's order (docs/scheduler.md): GPU 3, then GPU 1;
-  // CUDA_VISIBLE_DEVICES makes CUDA number them so.
+  // In CUDA order (the node's GPU order): GPU 1, then GPU 3.
   ASSERT_EQ(r.cdi_devices_size(), 2);
-  EXPECT_EQ(r.cdi_devices(0).name(), "nvidia.com/gpu=" + uuids_[3]);
-  EXPECT_EQ(r.cdi_devices(1).name(), "nvidia.com/gpu=" + uuids_[1]);
+  EXPECT_EQ(r.cdi_devices(0).name(), "nvidia.com/gpu=" + uuids_[1]);
+  EXPECT_EQ(r.cdi_devices(1).name(), "nvidia.com/gpu=" + uuids_[3]);
   EXPECT_EQ(r.annotations().at("cdi.k8s.io/vgpu_uid-cdi"),
-            "nvidia.com/gpu=" + uuids_[3] + ",nvidia.com/gpu=" + uuids_[1]);
+            "nvidia.com/gpu=" + uuids_[1] + ",nvidia.com/gpu=" + uuids_[3]);
   EXPECT_EQ(r.envs().at("NVIDIA_VISIBLE_DEVICES"), "void");
-  EXPECT_EQ(r.envs().at("CUDA_VISIBLE_DEVICES"), uuids_[3] + "," + uuids_[1]);
-  EXPECT_EQ(r.envs().at("CUDA_DEVICE_MEMORY_LIMIT_0"), "1024m");  // the slice is unchanged
+  EXPECT_EQ(r.envs().at("CUDA_DEVICE_MEMORY_LIMIT_1"), "1024m");  // the slice is unchanged
   std::vector<std::string> nodes;
   for (const auto& d : r.devices()) {
     nodes.push_back(d.container_path());
     EXPECT_EQ(d.host_path(), d.container_path());
     EXPECT_EQ(d.permissions(), "rw");
   }
-  EXPECT_EQ(nodes, (std::vector<std::string>{"/dev/nvidia3", "/dev/nvidia1", "/dev/nvidiactl"}));
+  EXPECT_EQ(nodes, (std::vector<std::string>{"/dev/nvidia1", "/dev/nvidia3", "/dev/nvidiactl"}));
 }
 
 // kubelet's registration socket missing (kubelet not running, or another --kubelet-dir): one
