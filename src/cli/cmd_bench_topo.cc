@@ -2,11 +2,14 @@
 // go-gpuallocator's besteffort, HAMi's greedy subset and lowest-index-first (topo/bench.h).
 //
 //   vgpu bench topo [--preset NAME,...] [--jobs N] [--seeds A-B] [--mean-duration D] [--csv]
+//                   [--patterns]
 //
 // One row per preset and policy: multi-GPU jobs placed, mean predicted bus bandwidth, share of
 // jobs given the best available set, share NUMA-minimal, decision time p50/p99/max (microseconds
 // of the deciding thread's CPU time). 16-GPU presets also time besteffort's single decision on the
 // whole node for sizes 2 and 4 (its partition search: 2.0 and 2.6 million partitions).
+// --patterns instead times one decision per communication pattern on each empty node of up to 8
+// GPUs (set and rank order, a fresh Evaluator: nothing memoised), microseconds of CPU time.
 #include <time.h>
 
 #include <chrono>
@@ -17,6 +20,7 @@
 #include "cli/commands.h"
 #include "topo/bench.h"
 #include "topo/besteffort.h"
+#include "topo/choose.h"
 #include "topo/presets.h"
 
 namespace vgpu::cli {
@@ -43,6 +47,25 @@ bool ParseSeeds(const std::string& text, uint64_t* first, uint64_t* last) {
   return *first <= *last && *last - *first < 1000;
 }
 
+// One ChooseSet decision per pattern on the empty node (docs/topology.md §3).
+void TimePatterns(const topo::Topology& t, bool csv) {
+  const int n = t.size();
+  const std::vector<std::pair<std::string, int>> patterns = {
+      {"pipeline", 4}, {"pipeline", n}, {"tp=2,dp=2", 4}, {"tp=2,dp=" + std::to_string(n / 2), n}};
+  for (size_t i = 0; i < patterns.size(); ++i) {
+    const auto& [text, k] = patterns[i];
+    if (i % 2 == 1 && patterns[i - 1] == patterns[i]) continue;  // a 4-GPU node
+    auto pattern = topo::ParseCommPattern(text, k);
+    if (!pattern || k > n || n > 8) continue;
+    topo::Evaluator ev(t);
+    const int64_t start = NowNs();
+    topo::SetChoice c = topo::ChooseSet(ev, (topo::GpuMask{1} << n) - 1, k, *pattern);
+    const double us = static_cast<double>(NowNs() - start) / 1000.0;
+    std::printf(csv ? "%s,%s,%d,%.1f,%.6f\n" : "%-15s %-10s %3d GPUs %10.1f us  (%.6f s/step)\n",
+                t.name.c_str(), text.c_str(), k, us, c.comm_seconds);
+  }
+}
+
 }  // namespace
 
 int RunBenchTopo(int argc, char** argv) {
@@ -65,6 +88,10 @@ int RunBenchTopo(int argc, char** argv) {
   app.add_option("--mean-duration", mean_duration, "mean job duration in arrivals (default 3)")
       ->check(CLI::Range(0.5, 1000.0));
   app.add_flag("--csv", csv, "CSV output");
+  bool patterns = false;
+  app.add_flag("--patterns", patterns,
+               "time one set-and-rank-order decision per communication pattern on each empty "
+               "node (up to 8 GPUs) instead of the job sequences");
   if (auto code = ParseArgs(app, argc, argv)) return *code;
   uint64_t first = 0, last = 0;
   if (!ParseSeeds(seeds, &first, &last)) {
@@ -80,6 +107,15 @@ int RunBenchTopo(int argc, char** argv) {
                           Status::InvalidArgument("--preset \"" + name + "\": unknown preset"));
     }
     topologies.push_back(*t);
+  }
+  if (patterns) {
+    if (csv) {
+      std::printf("preset,pattern,gpus,decision_us,comm_seconds\n");
+    } else {
+      std::printf("%-15s %-10s %8s %13s\n", "preset", "pattern", "gpus", "decision");
+    }
+    for (const topo::Topology& t : topologies) TimePatterns(t, csv);
+    return kExitOk;
   }
   if (csv) {
     std::printf(

@@ -17,6 +17,7 @@
 #include "sim/replay_experiment.h"
 #include "sim/replay_options.h"
 #include "sim/replay_report.h"
+#include "sim/replay_topology_report.h"
 #include "sim/report.h"
 #include "sim/trace.h"
 
@@ -99,8 +100,23 @@ std::vector<std::string> AddReplayFlags(CLI::App& app, ReplayFlags* f) {
                  "Replay: every GPU is a mig-dynamic GPU of this MIG model (H100-80GB, H200, "
                  "...); pods get the smallest fitting profile and --policy names placement rules "
                  "(ours, first-fit, hami; default all)");
-  return {"--time-compress", "--cluster-scale", "--queue",           "--alloc", "--horizon",
-          "--step",          "--run-time-from", "--include-pending", "--mig"};
+  app.add_option("--topology", f->topology,
+                 "Replay: server shapes (topology presets, comma-separated) for the nodes of their "
+                 "GPU count; multi-GPU pods then run longer on worse-connected GPU sets "
+                 "(docs/topology.md)");
+  app.add_option("--gpu-choice", f->gpu_choice,
+                 "Replay with --topology: how a multi-GPU pod's GPUs are chosen inside its node: "
+                 "vgpu, lowest-index, besteffort, policy; a list runs each")
+      ->capture_default_str()
+      ->each([f](const std::string&) { f->topology_flags_given = true; });
+  app.add_option("--comm-share", f->comm_share,
+                 "Replay with --topology: share of a multi-GPU pod's run time spent "
+                 "communicating on the best GPU set, in [0, 1)")
+      ->capture_default_str()
+      ->each([f](const std::string&) { f->topology_flags_given = true; });
+  return {"--time-compress", "--cluster-scale", "--queue",         "--alloc",
+          "--horizon",       "--step",          "--run-time-from", "--include-pending",
+          "--mig",           "--topology",      "--gpu-choice",    "--comm-share"};
 }
 
 namespace {
@@ -128,6 +144,34 @@ Result<sim::Allocation> ParseAllocation(std::string_view name) {
   if (name == "whole") return sim::Allocation::kWhole;
   return Status::InvalidArgument("unknown allocation mode '" + std::string(name) +
                                  "' (known: shared, whole)");
+}
+
+// --topology: one experiment per GPU choice, then the topology table.
+Status RunTopologyReplay(const SimCommonFlags& c, std::vector<sched::NodeSpec> nodes,
+                         const std::vector<sim::TimedPod>& pods, const sched::ModelRegistry* models,
+                         sim::ReplayPlan plan, const std::vector<sim::GpuChoice>& choices) {
+  std::vector<std::pair<sim::GpuChoice, sim::ReplayExperiment>> experiments;
+  const auto start = std::chrono::steady_clock::now();
+  size_t replays = 0;
+  for (sim::GpuChoice choice : choices) {
+    plan.topology.choice = choice;
+    auto e = sim::RunReplayExperiment(nodes, pods, models, plan);
+    if (!e) return AsBadInput(e.error());
+    replays += e->runs.size();
+    experiments.emplace_back(choice, std::move(*e));
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::vector<sim::TopologyRow> rows = sim::SummarizeTopology(experiments);
+  const std::string out =
+      c.json ? sim::TopologyJson(rows, plan)
+             : sim::FormatTopologyTable(rows, plan, fs::path(c.pods).stem().string());
+  std::fputs(out.c_str(), stdout);
+  if (!c.quiet) {
+    std::fprintf(stderr, "vgpu sim: %zu replays in %.1f s on %d thread%s\n", replays, seconds,
+                 plan.threads, plan.threads == 1 ? "" : "s");
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -191,6 +235,30 @@ Status RunReplayMode(const SimCommonFlags& c, const ReplayFlags& f) {
                      ? c.threads
                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 
+  std::vector<sim::GpuChoice> choices;
+  if (f.topology.empty() && f.topology_flags_given) {
+    return Status::InvalidArgument("--gpu-choice and --comm-share need --topology");
+  }
+  if (!f.topology.empty()) {
+    size_t start = 0;
+    while (true) {
+      const size_t end = f.topology.find(',', start);
+      plan.topology.shapes.push_back(
+          f.topology.substr(start, end == std::string::npos ? std::string::npos : end - start));
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+    VGPU_RETURN_IF_ERROR(sim::CheckTopologyModel(plan.topology).WithContext("--topology"));
+    plan.topology.comm_share = f.comm_share;
+    VGPU_RETURN_IF_ERROR(sim::CheckTopologyModel(plan.topology).WithContext("--comm-share"));
+    auto parsed = ParseNames<sim::GpuChoice>("--gpu-choice", f.gpu_choice, sim::ParseGpuChoice);
+    if (!parsed) return parsed.error();
+    choices = *parsed;
+    if (!c.csv.empty() || !c.svg.empty()) {
+      return Status::InvalidArgument("--csv and --svg do not apply with --topology");
+    }
+  }
+
   sched::ModelRegistry models;
   auto nodes = sim::LoadNodeList(c.nodes, &models);
   if (!nodes) return AsBadInput(nodes.error());
@@ -202,6 +270,8 @@ Status RunReplayMode(const SimCommonFlags& c, const ReplayFlags& f) {
   if (!c.quiet && StderrIsTty()) {
     plan.on_progress = [&bar](int64_t done, int64_t total) { bar.Update(done, total); };
   }
+  if (!choices.empty())
+    return RunTopologyReplay(c, std::move(*nodes), *pods, &models, plan, choices);
   const auto start = std::chrono::steady_clock::now();
   auto e = sim::RunReplayExperiment(std::move(*nodes), *pods, &models, plan);
   bar.Finish();

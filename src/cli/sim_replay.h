@@ -41,6 +41,11 @@ struct ReplayFlags {
   // A MIG table's model key ("H200"): every GPU is a mig-dynamic GPU of it, and the placement
   // rules are compared instead of the policies (cmd_sim_mig.cc, sim/mig_replay.h).
   std::string mig;
+  // Topology (docs/topology.md): server shapes, GPU choices to compare, communication share.
+  std::string topology;
+  std::string gpu_choice = "vgpu,lowest-index,besteffort";
+  double comm_share = 0.3;
+  bool topology_flags_given = false;  // --gpu-choice or --comm-share was given
 };
 
 // Adds the replay-only flags to `app`; returns their names (for the mode checks).

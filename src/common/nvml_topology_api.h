@@ -64,6 +64,15 @@ typedef nvmlReturn_t (*nvmlDeviceGetNvLinkRemoteDeviceType_fn)(nvmlDevice_t devi
                                                                unsigned int link,
                                                                nvmlIntNvLinkDeviceType_t* type);
 typedef nvmlReturn_t (*nvmlDeviceGetNumaNodeId_fn)(nvmlDevice_t device, unsigned int* node);
+// PCIe link generation (1..6) and width (lanes). The Max variants: the most the GPU and the system
+// allow together; the Curr variants: the link now, which drops to a lower generation while the
+// GPU idles (power saving), so the bandwidth model reads the Max ones first.
+typedef nvmlReturn_t (*nvmlDeviceGetMaxPcieLinkGeneration_fn)(nvmlDevice_t device,
+                                                              unsigned int* generation);
+typedef nvmlReturn_t (*nvmlDeviceGetMaxPcieLinkWidth_fn)(nvmlDevice_t device, unsigned int* width);
+typedef nvmlReturn_t (*nvmlDeviceGetCurrPcieLinkGeneration_fn)(nvmlDevice_t device,
+                                                               unsigned int* generation);
+typedef nvmlReturn_t (*nvmlDeviceGetCurrPcieLinkWidth_fn)(nvmlDevice_t device, unsigned int* width);
 
 }  // extern "C"
 

@@ -1,8 +1,9 @@
 // NvmlBackend::ReadTopology: the NVML topology calls (common/nvml_topology_api.h), turned into a
-// topo::Topology by topo::BuildTopology. Entry points are looked up here, not at Open(), so a
-// driver without them only loses the topology.
+// topo::Topology by topo::BuildTopology, with the slowest GPU's PCIe generation and width. Entry
+// points are looked up here, not at Open(), so a driver without them only loses the topology.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "common/nvml_topology_api.h"
@@ -33,6 +34,14 @@ Result<topo::Topology> NvmlBackend::ReadTopology() {
       dlsym(lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2"));
   auto remote_type = reinterpret_cast<nvmlDeviceGetNvLinkRemoteDeviceType_fn>(
       dlsym(lib, "nvmlDeviceGetNvLinkRemoteDeviceType"));
+  auto max_gen = reinterpret_cast<nvmlDeviceGetMaxPcieLinkGeneration_fn>(
+      dlsym(lib, "nvmlDeviceGetMaxPcieLinkGeneration"));
+  auto max_width = reinterpret_cast<nvmlDeviceGetMaxPcieLinkWidth_fn>(
+      dlsym(lib, "nvmlDeviceGetMaxPcieLinkWidth"));
+  auto curr_gen = reinterpret_cast<nvmlDeviceGetCurrPcieLinkGeneration_fn>(
+      dlsym(lib, "nvmlDeviceGetCurrPcieLinkGeneration"));
+  auto curr_width = reinterpret_cast<nvmlDeviceGetCurrPcieLinkWidth_fn>(
+      dlsym(lib, "nvmlDeviceGetCurrPcieLinkWidth"));
   if (ancestor == nullptr) {
     return Status::Unavailable("this NVML lacks nvmlDeviceGetTopologyCommonAncestor");
   }
@@ -43,10 +52,24 @@ Result<topo::Topology> NvmlBackend::ReadTopology() {
   }
   int n = static_cast<int>(devices->size());
   std::vector<topo::RawGpu> raw(n);
+  // The slowest GPU's PCIe link: the Max call (what the link can do), else the Curr one.
+  int generation = 0, width = 0;
+  auto read_link = [](auto max_fn, auto curr_fn, nvmlDevice_t dev, unsigned hi) -> int {
+    unsigned v = 0;
+    if (max_fn != nullptr && max_fn(dev, &v) == NVML_SUCCESS && v >= 1 && v <= hi) return v;
+    if (curr_fn != nullptr && curr_fn(dev, &v) == NVML_SUCCESS && v >= 1 && v <= hi) return v;
+    return 0;
+  };
   for (int a = 0; a < n; ++a) {
     const DeviceInfo& d = (*devices)[a];
     auto dev = static_cast<nvmlDevice_t>(handles[a]);
     raw[a].numa_node = d.numa_node;
+    if (int g = read_link(max_gen, curr_gen, dev, 16); g > 0) {
+      generation = generation == 0 ? g : std::min(generation, g);
+    }
+    if (int w = read_link(max_width, curr_width, dev, 64); w > 0) {
+      width = width == 0 ? w : std::min(width, w);
+    }
     raw[a].cpu_affinity = CpuListFromSysfs(options_.sysfs_root, d.pci_bus_id);
     raw[a].ancestor.assign(n, topo::PcieLevel::kSystem);
     raw[a].p2p.assign(n, true);
@@ -93,6 +116,11 @@ Result<topo::Topology> NvmlBackend::ReadTopology() {
   if (!asymmetry.empty())
     return Status::Internal("NVML reports an asymmetric topology: " + asymmetry);
   t.name = Describe();
+  if (generation > 0) {
+    t.pcie_generation = generation;
+    t.pcie_from_driver = true;
+  }
+  if (width > 0) t.pcie_width = width;
   return t;
 }
 

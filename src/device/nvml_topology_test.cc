@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "device/nvml_backend.h"
+#include "topo/bandwidth.h"
 #include "topo/presets.h"
 #include "topo/topo_matrix.h"
 
@@ -77,6 +78,25 @@ TEST(NvmlTopologyTest, ConfigLineTakesASavedTopoMatrix) {
   topo::Topology preset = *topo::Preset("dgx1-volta");
   for (int g = 0; g < 8; ++g) preset.MutableGpu(g).cpu_affinity.clear();
   EXPECT_TRUE(topo::SameMatrix(*read, preset)) << topo::FormatTopoMatrix(*read);
+}
+
+// The PCIe link comes from nvmlDeviceGetMaxPcieLinkGeneration/Width: the topology's by default,
+// a device's pcie_gen / pcie_width when configured, the slowest GPU's for the node.
+TEST(NvmlTopologyTest, PcieGenerationAndWidthComeFromNvml) {
+  Result<topo::Topology> volta = ReadWith("dgx1-volta", "");
+  ASSERT_TRUE(volta) << volta.error().ToString();
+  EXPECT_TRUE(volta->pcie_from_driver);
+  EXPECT_EQ(volta->pcie_generation, topo::Preset("dgx1-volta")->pcie_generation);
+  EXPECT_EQ(volta->pcie_width, 16);
+  std::string config = "topology=pcie8-2socket\n";
+  for (int i = 0; i < 8; ++i) config += i == 5 ? "pcie_gen=3 pcie_width=8\n" : "pcie_gen=5\n";
+  Result<topo::Topology> slow = ReadWith("", config);
+  ASSERT_TRUE(slow) << slow.error().ToString();
+  EXPECT_EQ(slow->pcie_generation, 3);
+  EXPECT_EQ(slow->pcie_width, 8);
+  // The model: Gen3 is a quarter of Gen5, x8 half of x16 (SYS: 28 GB/s at Gen5 x16).
+  topo::Evaluator ev(*slow);
+  EXPECT_NEAR(ev.Pair(0, 4), 28.0 / 4 / 2, 1e-9);
 }
 
 TEST(NvmlTopologyTest, NoTopologyConfiguredIsUnavailable) {

@@ -166,7 +166,12 @@ std::string FormatInventory(const NodeInventory& inv) {
     }
     out += "}";
   }
-  out += "]}";
+  out += "]";
+  if (inv.pcie_generation > 0) {
+    out += ",\"pcie\":{\"generation\":" + std::to_string(inv.pcie_generation) +
+           ",\"width\":" + std::to_string(inv.pcie_width > 0 ? inv.pcie_width : 16) + "}";
+  }
+  out += "}";
   return out;
 }
 
@@ -239,6 +244,15 @@ Result<NodeInventory> ParseInventory(std::string_view text) {
       }
     }
     inv.gpus.push_back(std::move(gpu));
+  }
+  if (auto p = j.find("pcie"); p != j.end() && !p->is_null()) {
+    if (!p->is_object()) return Bad("pcie", "must be an object {\"generation\": G, \"width\": W}");
+    auto generation = IntField(*p, "pcie", "generation", 1, 16, std::nullopt);
+    if (!generation) return generation.error();
+    auto width = IntField(*p, "pcie", "width", 1, 64, 16);
+    if (!width) return width.error();
+    inv.pcie_generation = static_cast<int>(*generation);
+    inv.pcie_width = static_cast<int>(*width);
   }
   VGPU_RETURN_IF_ERROR(Finish(inv, "gpus"));
   return inv;

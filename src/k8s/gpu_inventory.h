@@ -25,6 +25,9 @@
 //   its topology): this GPU's row of the `nvidia-smi topo -m` matrix, one token per GPU in index
 //   order ("X" for itself, "NV18", "PIX", "PXB", "PHB", "NODE", "SYS"); the extender's topology
 //   (k8s/placement_topology.h) uses it when every GPU has one.
+// - pcie (optional, top level, written when the driver tells it): {"generation": 4, "width": 16},
+//   the PCIe link of the node's slowest GPU (nvmlDeviceGetMaxPcieLinkGeneration/Width); it
+//   scales the PCIe figures of the extender's bandwidth model (absent: Gen4 x16).
 // - Unknown fields are ignored (later minor additions); another "version" is refused.
 // - The publisher writes the annotation only when its content changes; FormatInventory gives a
 //   canonical text (GPUs by index, fixed key order) so equal inventories compare equal as text.
@@ -85,6 +88,8 @@ struct NodeInventory {
   std::vector<InventoryGpu> gpus;  // sorted by index
   InventorySource source = InventorySource::kVgpu;
   std::map<int, std::vector<std::string>> links;  // by GPU index: the optional `links` rows
+  int pcie_generation = 0;                        // the optional `pcie`; 0: not given
+  int pcie_width = 0;
   friend bool operator==(const NodeInventory&, const NodeInventory&) = default;
 };
 

@@ -246,8 +246,18 @@ std::optional<AssumeTicket> PlacementState::Decide(const std::string& uid, const
   const bool host_fits = engine_.cluster->FitsHost(v.request, id);
   sched::GpuSet gpus =
       engine_.selector->SelectGpus(host_fits ? v.request : gpus_only, *engine_.cluster, id, rng_);
-  // Multi-GPU pods: the set with the best predicted collective bandwidth (placement_topology.h).
-  gpus = TopologyGpuChoice(*engine_.topology[id], *engine_.cluster, id, v.request, gpus);
+  // Multi-GPU pods: the set with the best predicted communication for the pod's pattern, and for
+  // patterns whose rank order matters that order (placement_topology.h). The pattern was
+  // validated when the request was parsed; one that does not fit this variant counts as
+  // all-reduce.
+  topo::CommPattern pattern;
+  if (!r.comm_pattern.empty()) {
+    auto parsed = topo::ParseCommPattern(r.comm_pattern, v.request.num_gpus);
+    if (parsed) pattern = *parsed;
+  }
+  std::vector<int> order;
+  gpus = TopologyGpuChoice(*engine_.topology[id], *engine_.cluster, id, v.request, gpus, pattern,
+                           &order);
   ctx_.pod = nullptr;
   if (sched::GpuCount(gpus) != v.request.num_gpus) return std::nullopt;
   const sched::PodKey key = next_key_++;
@@ -259,7 +269,7 @@ std::optional<AssumeTicket> PlacementState::Decide(const std::string& uid, const
   Tracked t;
   t.ns = ns;
   t.name = name;
-  t.assignment = BuildAssignment(r, v, id, gpus);
+  t.assignment = BuildAssignment(r, v, id, gpus, order);
   t.host = r.host;
   t.node = t.assignment.node;
   t.in_flight = !held;
@@ -372,12 +382,15 @@ std::string PlacementState::ReasonText(const std::vector<Variant>& variants, boo
 }
 
 PodAssignment PlacementState::BuildAssignment(const PodGpuRequest& req, const Variant& v,
-                                              sched::NodeId node, sched::GpuSet gpus) const {
+                                              sched::NodeId node, sched::GpuSet gpus,
+                                              const std::vector<int>& order) const {
   PodAssignment a;
   a.node = engine_.node_names[node];
   a.reserved_milli = v.request.gpu_milli;
   a.reserved_memory_mib = v.request.gpu_memory_mib;
-  const std::vector<int> indices = sched::GpuIndices(gpus);
+  // Rank order when the pattern gives one (rank i is the i-th GPU of the pod, across its app
+  // containers in spec order), else index order.
+  const std::vector<int> indices = order.empty() ? sched::GpuIndices(gpus) : order;
   size_t next = 0;
   for (const ContainerGpuRequest& c : req.containers) {
     auto shape = ShapeOn(c, v.capacity_mib, options_.request);
@@ -385,6 +398,7 @@ PodAssignment PlacementState::BuildAssignment(const PodGpuRequest& req, const Va
     ca.name = c.name;
     ca.init = c.init;
     ca.priority = c.priority;
+    ca.rank_order = !order.empty();
     // App containers take consecutive distinct GPUs; init containers the first ones.
     size_t first = c.init ? 0 : next;
     if (!c.init) next += static_cast<size_t>(c.count);

@@ -381,8 +381,9 @@ class PlacementState {
   void Forget(const std::string& uid);
   // Per memory class: the engine request of `r`, or why it cannot work there.
   std::vector<Variant> Variants(const PodGpuRequest& r, std::string* why_none);
+  // `order`: the GPUs in rank order (the pod's communication pattern); empty: index order.
   PodAssignment BuildAssignment(const PodGpuRequest& req, const Variant& v, sched::NodeId node,
-                                sched::GpuSet gpus) const;
+                                sched::GpuSet gpus, const std::vector<int>& order = {}) const;
   std::optional<sched::NodeId> NodeIdOf(const std::string& name) const;
   // Whether node n could hold the request were it empty (else preemption cannot help).
   bool CouldEverFit(const PodGpuRequest& req, const std::vector<Variant>& variants,

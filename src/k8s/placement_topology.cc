@@ -63,6 +63,11 @@ topo::Topology TopologyOfInventory(const NodeInventory& inv) {
       t.SetLink(a, b, l);
     }
   }
+  if (inv.pcie_generation > 0) {
+    t.pcie_generation = inv.pcie_generation;
+    t.pcie_width = inv.pcie_width > 0 ? inv.pcie_width : 16;
+    t.pcie_from_driver = true;
+  }
   for (int a = 0; a < n; ++a) {
     for (int b = a + 1; b < n; ++b) {
       topo::PairLink l = t.Link(a, b);
@@ -77,13 +82,16 @@ topo::Topology TopologyOfInventory(const NodeInventory& inv) {
 }
 
 sched::GpuSet TopologyGpuChoice(topo::Evaluator& ev, const sched::Cluster& c, sched::NodeId n,
-                                const sched::PodRequest& r, sched::GpuSet fallback) {
+                                const sched::PodRequest& r, sched::GpuSet fallback,
+                                const topo::CommPattern& pattern, std::vector<int>* order) {
+  if (order != nullptr) order->clear();
   if (r.num_gpus < 2 || ev.size() != c.num_gpus(n) || ev.size() > 16) return fallback;
   topo::GpuMask fit = FittingGpus(c, n, r);
-  topo::SetChoice choice = topo::ChooseSet(ev, fit, r.num_gpus);
+  topo::SetChoice choice = topo::ChooseSet(ev, fit, r.num_gpus, pattern);
   if (static_cast<int>(choice.gpus.size()) != r.num_gpus) return fallback;
   sched::GpuSet set = 0;
   for (int g : choice.gpus) set |= sched::GpuSet{1} << g;
+  if (order != nullptr && pattern.OrderMatters()) *order = choice.gpus;
   return set;
 }
 

@@ -6,10 +6,13 @@
 // - TopologyOfInventory: per pair, the inventory's optional `links` row (topo -m tokens, see
 //   gpu_inventory.h) when every GPU has one, else NVLink (one link, count unknown) between
 //   nvlink_peers, NODE on one NUMA node, SYS otherwise. GPU i is the inventory's i-th GPU.
-// - TopologyGpuChoice: for a request of 2 or more GPUs, the set ChooseSet picks among the node's
-//   GPUs that fit one share of the request (sched::Cluster::GpuFits, default FitOptions);
-//   `fallback` (the policy's choice) for a single GPU, or when the topology does not match the
-//   node or fewer GPUs fit.
+//   The inventory's `pcie` (when given) sets the PCIe generation and width.
+// - TopologyGpuChoice: for a request of 2 or more GPUs, the set ChooseSet picks for `pattern`
+//   among the node's GPUs that fit one share of the request (sched::Cluster::GpuFits, default
+//   FitOptions); `fallback` (the policy's choice) for a single GPU, or when the topology does not
+//   match the node or fewer GPUs fit. `order` (when given) receives the rank order: rank i on
+//   GPU (*order)[i], for patterns whose order matters (topo::CommPattern::OrderMatters); it is
+//   left empty otherwise (the GPUs then go to the container in index order).
 // - BestSetBandwidth: the ring bandwidth of that set (0 when there is none).
 // - RankByTopology: for multi-GPU requests, feasible nodes are ranked first by the best set's
 //   bandwidth (levels within 1% count as equal), then by the policy's raw score: each lower level
@@ -23,6 +26,7 @@
 #include "k8s/gpu_inventory.h"
 #include "sched/cluster.h"
 #include "topo/bandwidth.h"
+#include "topo/pattern.h"
 
 namespace vgpu::k8s {
 
@@ -30,7 +34,8 @@ topo::Topology TopologyOfInventory(const NodeInventory& inventory);
 
 sched::GpuSet TopologyGpuChoice(topo::Evaluator& evaluator, const sched::Cluster& cluster,
                                 sched::NodeId node, const sched::PodRequest& request,
-                                sched::GpuSet fallback);
+                                sched::GpuSet fallback, const topo::CommPattern& pattern = {},
+                                std::vector<int>* order = nullptr);
 
 double BestSetBandwidth(topo::Evaluator& evaluator, const sched::Cluster& cluster,
                         sched::NodeId node, const sched::PodRequest& request);

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "k8s/placement_state.h"
+#include "topo/presets.h"
 
 namespace vgpu::k8s {
 namespace {
@@ -55,6 +56,27 @@ TEST(PlacementTopology, LinksRoundTripThroughTheInventoryText) {
                             R"("memory_mib":1,"units":1,"links":"NV1"}]})");
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.error().message().find("gpus[0].links"), std::string::npos)
+      << bad.error().message();
+}
+
+TEST(PlacementTopology, PcieLinkOfTheInventoryScalesThePcieFigures) {
+  NodeInventory inv = Bridged("n", true);
+  EXPECT_EQ(TopologyOfInventory(inv).pcie_generation, 4);  // not given: Gen4 x16
+  inv.pcie_generation = 5;
+  inv.pcie_width = 8;
+  std::string text = FormatInventory(inv);
+  EXPECT_NE(text.find(R"("pcie":{"generation":5,"width":8})"), std::string::npos) << text;
+  auto back = ParseInventory(text);
+  ASSERT_TRUE(back.has_value()) << back.error().ToString();
+  EXPECT_EQ(*back, inv);
+  topo::Topology t = TopologyOfInventory(*back);
+  EXPECT_EQ(t.pcie_generation, 5);
+  EXPECT_EQ(t.pcie_width, 8);
+  topo::Evaluator ev(t);
+  EXPECT_NEAR(ev.Pair(0, 1), 14.0, 1e-9);  // SYS: 28 GB/s at Gen5 x16, half at x8
+  auto bad = ParseInventory(R"({"version":1,"gpus":[],"pcie":{"generation":"4"}})");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message().find("pcie.generation"), std::string::npos)
       << bad.error().message();
 }
 
@@ -108,6 +130,101 @@ TEST(PlacementTopology, AssumeGivesTheBridgedPairAndScoresPreferIt) {
   for (const AssignedGpu& g : second->assignment.containers.at(0).gpus) other.push_back(g.index);
   std::sort(other.begin(), other.end());
   EXPECT_EQ(other[1] - other[0], 2);
+}
+
+// A node whose inventory carries a preset's `topo -m` rows, as the node daemon writes them.
+NodeInventory OfPreset(const std::string& node, const std::string& preset) {
+  topo::Topology t = *topo::Preset(preset);
+  NodeInventory inv;
+  for (int i = 0; i < t.size(); ++i) {
+    inv.gpus.push_back(
+        {node + "-GPU-" + std::to_string(i), i, "GPU", 32768, 10, true, t.Gpu(i).numa_node, {}});
+    for (int j = 0; j < t.size(); ++j) inv.links[i].push_back(i == j ? "X" : t.Token(i, j));
+  }
+  return inv;
+}
+
+PodGpuRequest WholeGpus(int count, const std::string& pattern) {
+  PodGpuRequest r = TwoWholeGpus();
+  r.containers[0].count = count;
+  r.comm_pattern = pattern;
+  return r;
+}
+
+// The rank order a pod's assignment gives (its GPUs in the order the container sees them).
+std::vector<int> AssumedOrder(PlacementState& s, const std::string& uid, const PodGpuRequest& r,
+                              const std::string& node) {
+  auto ticket = s.Assume(uid, "ns", uid, r, node);
+  EXPECT_TRUE(ticket.has_value()) << ticket.error().ToString();
+  std::vector<int> order;
+  if (!ticket) return order;
+  for (const AssignedGpu& g : ticket->assignment.containers.at(0).gpus) order.push_back(g.index);
+  // The assignment says the order is the container's device order exactly for patterns.
+  EXPECT_EQ(ticket->assignment.containers.at(0).rank_order, !r.comm_pattern.empty());
+  const std::string text = FormatAssignment(ticket->assignment);
+  EXPECT_EQ(text.find("\"rank_order\":true") != std::string::npos, !r.comm_pattern.empty()) << text;
+  auto back = ParseAssignment(text);
+  EXPECT_TRUE(back.has_value() && *back == ticket->assignment);
+  return order;
+}
+
+TEST(PlacementTopology, PatternsGetTheirSetAndRankOrderInTheAssignment) {
+  auto made = PlacementState::Create(StateOptions{});
+  ASSERT_TRUE(made.has_value()) << made.error().ToString();
+  PlacementState& s = **made;
+  s.UpsertNode("dgx1", OfPreset("dgx1", "dgx1-volta"));
+  s.UpsertNode("bridged", OfPreset("bridged", "pcie4-nvbridge"));
+  const topo::Topology volta = *topo::Preset("dgx1-volta");
+  const topo::Topology bridge = *topo::Preset("pcie4-nvbridge");
+
+  // An 8-stage pipeline on the DGX-1: every consecutive pair of stages on an NVLink, which the
+  // index order is not (GPUs 3 and 4 share none).
+  ASSERT_EQ(volta.Link(3, 4).nvlinks, 0);
+  std::vector<int> pipe = AssumedOrder(s, "pipe8", WholeGpus(8, "pipeline"), "dgx1");
+  ASSERT_EQ(pipe.size(), 8u);
+  for (int r = 0; r + 1 < 8; ++r) {
+    EXPECT_GT(volta.Link(pipe[r], pipe[r + 1]).nvlinks, 0) << "stages " << r << "-" << r + 1;
+  }
+  s.RemovePod("pipe8");
+  // A 4-stage pipeline: the stages follow NV2 links (the DGX-1's double links).
+  pipe = AssumedOrder(s, "pipe4", WholeGpus(4, "pipeline"), "dgx1");
+  ASSERT_EQ(pipe.size(), 4u);
+  for (int r = 0; r + 1 < 4; ++r) EXPECT_EQ(volta.Link(pipe[r], pipe[r + 1]).nvlinks, 2) << r;
+  // TP=2 x DP=2 on the DGX-1: both tensor-parallel pairs on NV2 links.
+  std::vector<int> tp = AssumedOrder(s, "tp-dgx1", WholeGpus(4, "tp=2,dp=2"), "dgx1");
+  ASSERT_EQ(tp.size(), 4u);
+  EXPECT_EQ(volta.Link(tp[0], tp[1]).nvlinks, 2);
+  EXPECT_EQ(volta.Link(tp[2], tp[3]).nvlinks, 2);
+
+  // The bridged PCIe box: a 4-stage pipeline crosses the sockets once, between two bridged
+  // pairs; TP=2 x DP=2 puts each tensor-parallel group on a bridge. Index order would put the
+  // TP groups on 0-1 and 2-3, which here are the bridges; the pod's order must say so too.
+  pipe = AssumedOrder(s, "pipe-bridge", WholeGpus(4, "pipeline"), "bridged");
+  ASSERT_EQ(pipe.size(), 4u);
+  EXPECT_EQ(bridge.Link(pipe[0], pipe[1]).nvlinks, 12);
+  EXPECT_EQ(bridge.Link(pipe[2], pipe[3]).nvlinks, 12);
+  s.RemovePod("pipe-bridge");
+  tp = AssumedOrder(s, "tp-bridge", WholeGpus(4, "tp=2,dp=2"), "bridged");
+  ASSERT_EQ(tp.size(), 4u);
+  EXPECT_EQ(bridge.Link(tp[0], tp[1]).nvlinks, 12);
+  EXPECT_EQ(bridge.Link(tp[2], tp[3]).nvlinks, 12);
+}
+
+// Bridges on 0-2 and 1-3: the index order is the wrong TP grouping, and the assignment is not in
+// index order.
+TEST(PlacementTopology, TensorParallelOrderIsNotTheIndexOrder) {
+  auto made = PlacementState::Create(StateOptions{});
+  ASSERT_TRUE(made.has_value()) << made.error().ToString();
+  PlacementState& s = **made;
+  s.UpsertNode("bridged", Bridged("bridged", true));
+  std::vector<int> tp = AssumedOrder(s, "tp", WholeGpus(4, "tp=2,dp=2"), "bridged");
+  ASSERT_EQ(tp.size(), 4u);
+  EXPECT_EQ(std::abs(tp[0] - tp[1]), 2);
+  EXPECT_EQ(std::abs(tp[2] - tp[3]), 2);
+  // All-reduce keeps index order (NCCL orders its rings itself).
+  s.RemovePod("tp");
+  std::vector<int> all = AssumedOrder(s, "ar", WholeGpus(4, ""), "bridged");
+  EXPECT_EQ(all, (std::vector<int>{0, 1, 2, 3}));
 }
 
 }  // namespace

@@ -55,8 +55,10 @@ std::string FormatAssignment(const PodAssignment& a) {
       }
       gpus.push_back(std::move(gj));
     }
-    containers.push_back(
-        {{"name", c.name}, {"init", c.init}, {"priority", c.priority}, {"gpus", std::move(gpus)}});
+    Json cj = {
+        {"name", c.name}, {"init", c.init}, {"priority", c.priority}, {"gpus", std::move(gpus)}};
+    if (c.rank_order) cj["rank_order"] = true;
+    containers.push_back(std::move(cj));
   }
   const Json j = {
       {"version", kAssignmentVersion},
@@ -96,6 +98,10 @@ Result<PodAssignment> ParseAssignment(std::string_view text) {
     if (!c.contains("name") || !c["name"].is_string()) return Bad(where + ".name", "missing");
     ca.name = c["name"].get<std::string>();
     ca.init = c.contains("init") && c["init"].is_boolean() && c["init"].get<bool>();
+    if (c.contains("rank_order")) {
+      if (!c["rank_order"].is_boolean()) return Bad(where + ".rank_order", "must be true or false");
+      ca.rank_order = c["rank_order"].get<bool>();
+    }
     if (c.contains("priority")) {
       auto p = Int(c, where, "priority", -1, 1);
       if (!p) return p.error();

@@ -22,6 +22,8 @@
 //   GPU entry's uuid stays the parent GPU's; memory_mib and cores are the container's limits
 //   inside the instance (a software slice within it when smaller than the instance).
 // - App containers use distinct GPUs; an init container uses GPUs of the pod's set.
+// - rank_order (optional, true only): the container's gpus are listed in the rank order the
+//   extender chose for the pod's vgpu.io/comm-pattern, and are its CUDA device order.
 //
 // HAMi's hami.io/vgpu-devices-allocated ("uuid,NVIDIA,memMiB,cores:" per GPU, ';' between
 // containers) with hami.io/vgpu-node is read for pods placed by HAMi before a migration, with
@@ -72,6 +74,10 @@ struct ContainerAssignment {
   bool init = false;
   int priority = -1;
   std::vector<AssignedGpu> gpus;
+  // "rank_order": true (written only when true): `gpus` are in the rank order of the pod's
+  // communication pattern and are the container's CUDA device order; otherwise the node numbers
+  // them in its own (index) order, whatever the list's order.
+  bool rank_order = false;
   friend bool operator==(const ContainerAssignment&, const ContainerAssignment&) = default;
 };
 

@@ -129,9 +129,26 @@ Result<ContainerAllocation> Allocator::AllocateOnce(const std::vector<std::strin
 
 Result<ContainerAllocation> Allocator::Finish(SliceSpec spec, const AssignmentEntry& e,
                                               const std::map<std::string, uint64_t>& capacity_of) {
-  // CUDA index order inside the container follows the node's GPU order.
-  std::sort(spec.devices.begin(), spec.devices.end(),
-            [](const SliceDevice& a, const SliceDevice& b) { return a.node_index < b.node_index; });
+  // CUDA index order inside the container: the node's GPU order, or with rank_order the
+  // assignment's order, the rank order the scheduler chose for the pod's communication pattern
+  // (BuildAllocation then sets CUDA_VISIBLE_DEVICES to make CUDA number them so).
+  std::vector<std::pair<size_t, SliceDevice>> ranked;
+  for (SliceDevice& d : spec.devices) {
+    size_t at = 0;
+    if (!e.container.rank_order) {
+      at = static_cast<size_t>(d.node_index);
+    } else {
+      for (; at < e.container.devices.size(); ++at) {
+        const device::DeviceInfo* g = state_->FindByUuid(e.container.devices[at].uuid);
+        if (g != nullptr && g->index == d.node_index) break;
+      }
+    }
+    ranked.emplace_back(at, std::move(d));
+  }
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  spec.devices.clear();
+  for (auto& [at, d] : ranked) spec.devices.push_back(std::move(d));
   if (spec.compute.memory_mode == "spill") {
     Status admitted = AdmitSpill(spec, capacity_of);
     if (!admitted.ok()) return admitted.WithContext(e.Describe());

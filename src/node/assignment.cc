@@ -107,6 +107,7 @@ Result<PodAssignment> FromScheduler(const k8s::PodAssignment& assignment,
     ca.name = c.name;
     ca.init = c.init;
     ca.priority = c.priority;
+    ca.rank_order = c.rank_order && !hami;
     if (hami) {
       // "#<position in spec.containers>".
       size_t position = 0;
@@ -227,6 +228,7 @@ std::string FormatAssignment(const PodAssignment& assignment) {
     kc.name = c.name;
     kc.init = c.init;
     kc.priority = c.priority;
+    kc.rank_order = c.rank_order;
     for (const AssignedDevice& d : c.devices) {
       kc.gpus.push_back({d.uuid, std::max(d.index, 0), d.cores * 10,
                          static_cast<int64_t>(d.memory_bytes >> 20), d.cores, d.mig});

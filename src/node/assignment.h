@@ -67,6 +67,7 @@ struct ContainerAssignment {
   std::vector<AssignedDevice> devices;
   // From the pod's vgpu.io/compute annotations (compute_settings.h), not from the assignment.
   ComputeSettings compute;
+  bool rank_order = false;  // `devices` are the container's CUDA order (k8s/pod_assignment.h)
   // UUIDs of `devices`, sorted.
   std::vector<std::string> GpuUuids() const;
 };

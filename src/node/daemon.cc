@@ -64,6 +64,9 @@ Status Daemon::Start() {
       for (int b = 0; b < topology->size(); ++b) rows[a].push_back(topology->Token(a, b));
     }
     state_->SetTopologyRows(std::move(rows));
+    if (topology->pcie_from_driver) {
+      state_->SetPcieLink(topology->pcie_generation, topology->pcie_width);
+    }
   } else if (!topology) {
     VGPU_LOG_INFO("GPU topology unknown: %s", topology.error().message().c_str());
   }

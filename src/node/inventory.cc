@@ -42,6 +42,9 @@ std::string InventoryJson(const NodeState& state, const std::string&) {
     }
     j["gpus"].push_back(std::move(g));
   }
+  if (state.pcie_generation() > 0) {
+    j["pcie"] = {{"generation", state.pcie_generation()}, {"width", state.pcie_width()}};
+  }
   return j.dump();
 }
 

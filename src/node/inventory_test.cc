@@ -64,6 +64,10 @@ TEST(InventoryTest, TopologyRowsAsLinks) {
   EXPECT_NE(text.find("\"nvlink_peers\":[\"GPU-b\"],\"links\":[\"X\",\"NV12\"]}"),
             std::string::npos)
       << text;
+  EXPECT_EQ(text.find("pcie"), std::string::npos);
+  state.SetPcieLink(5, 16);
+  text = InventoryJson(state, "nvidia.com/gpu");
+  EXPECT_NE(text.find("],\"pcie\":{\"generation\":5,\"width\":16}}"), std::string::npos) << text;
 }
 
 TEST(InventoryTest, PublishedOnlyWhenItChanges) {

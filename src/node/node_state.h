@@ -46,6 +46,13 @@ class NodeState {
     topology_rows_ = std::move(rows);
   }
   const std::vector<std::vector<std::string>>& topology_rows() const { return topology_rows_; }
+  // The PCIe link of the slowest GPU as the driver tells it (0: unknown); set with the rows.
+  void SetPcieLink(int generation, int width) {
+    pcie_generation_ = generation;
+    pcie_width_ = width;
+  }
+  int pcie_generation() const { return pcie_generation_; }
+  int pcie_width() const { return pcie_width_; }
 
   // Every unit of every GPU, in GPU order, with the GPU's health (a cordoned GPU's units are
   // unhealthy).
@@ -88,6 +95,8 @@ class NodeState {
  private:
   const std::vector<device::DeviceInfo> devices_;
   std::vector<std::vector<std::string>> topology_rows_;
+  int pcie_generation_ = 0;
+  int pcie_width_ = 0;
   const int units_per_gpu_;
   HealthTracker health_;
   mutable std::mutex mu_;

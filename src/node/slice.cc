@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -202,10 +203,16 @@ ContainerAllocation BuildAllocation(const SliceRecord& slice, const SliceLayout&
     a.envs["CUDA_DEVICE_SM_LIMIT_" + std::to_string(i)] = std::to_string(d.cores);
   }
   a.envs["NVIDIA_VISIBLE_DEVICES"] = visible;
-  // The limits are numbered in the node's (NVML, PCI bus) order. CUDA numbers devices fastest
-  // first by default, which differs on a node that mixes GPU models; PCI order makes CUDA's
-  // ordinals match the limits.
+  // The limits are numbered in the slice's device order. In the node's (NVML, PCI bus) order:
+  // CUDA numbers devices fastest first by default, which differs on a node that mixes GPU
+  // models; PCI order makes CUDA's ordinals match the limits. In another order (the rank order
+  // of a communication pattern, docs/topology.md): CUDA_VISIBLE_DEVICES lists the UUIDs in that
+  // order, which is the order CUDA numbers them in.
   if (spec.devices.size() > 1) a.envs["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
+  const bool node_order = std::is_sorted(
+      spec.devices.begin(), spec.devices.end(),
+      [](const SliceDevice& x, const SliceDevice& y) { return x.node_index < y.node_index; });
+  if (!node_order) a.envs["CUDA_VISIBLE_DEVICES"] = visible;
   if (!spec.devices.empty()) {
     a.envs["CUDA_DEVICE_SM_LIMIT"] = std::to_string(spec.devices[0].cores);
   }

@@ -18,10 +18,11 @@ struct GpuShare {
   int cores = 100;
 };
 
-// A pod bound to `node` whose container `container` is assigned `gpus`.
+// A pod bound to `node` whose container `container` is assigned `gpus` (with `rank_order`: in
+// that order, as for a pod with a communication pattern).
 inline PodInfo PodWith(const std::string& name, const std::string& node,
                        const std::vector<GpuShare>& gpus, int64_t created = 0,
-                       const std::string& container = "main") {
+                       const std::string& container = "main", bool rank_order = false) {
   PodInfo p;
   p.ns = "default";
   p.name = name;
@@ -34,6 +35,7 @@ inline PodInfo PodWith(const std::string& name, const std::string& node,
   ContainerAssignment c;
   c.name = container;
   c.priority = 1;
+  c.rank_order = rank_order;
   for (const GpuShare& g : gpus) {
     c.devices.push_back({g.uuid, 0, g.memory_mib << 20, g.cores});
   }

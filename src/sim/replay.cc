@@ -140,6 +140,13 @@ Result<ReplayResult> RunReplay(const ReplayInput& input, const ReplayConfig& cfg
   std::vector<NodeId> order(rank.size());
   for (NodeId i = 0; i < rank.size(); ++i) order[rank[i]] = i;
 
+  std::unique_ptr<TopologyPlacer> placer;
+  if (cfg.topology.enabled()) {
+    auto made_placer = TopologyPlacer::Create(cluster, cfg.topology);
+    if (!made_placer) return made_placer.error();
+    placer = std::move(*made_placer);
+  }
+
   // Requests as allocated in this mode; the policy's target workload is theirs.
   const size_t num_jobs = input.jobs.size();
   std::vector<PodRequest> req(num_jobs);
@@ -201,6 +208,10 @@ Result<ReplayResult> RunReplay(const ReplayInput& input, const ReplayConfig& cfg
   using Departure = std::pair<int64_t, uint32_t>;
   std::priority_queue<Departure, std::vector<Departure>, std::greater<>> departures;
   std::vector<int64_t> start(num_jobs, -1);
+  std::vector<int64_t> run_us(num_jobs, 0);  // as run (the topology model may stretch it)
+  std::vector<uint8_t> multi_shaped(num_jobs, 0);
+  double ratio_sum = 0, factor_sum = 0;
+  int64_t best_sets = 0;
   WaitQueue queue(cfg.queue);
   std::vector<uint8_t> freed_mark(cluster.num_nodes(), 0);
   std::vector<NodeId> freed;
@@ -215,13 +226,24 @@ Result<ReplayResult> RunReplay(const ReplayInput& input, const ReplayConfig& cfg
       if (placement.error().code() != StatusCode::kResourceExhausted) error = placement.error();
       return false;
     }
+    run_us[j] = input.jobs[j].run_us;
+    if (placer != nullptr && req[j].num_gpus >= 2 && placer->Shaped(placement->node)) {
+      double factor = 1, ratio = 1;
+      placement->gpus =
+          placer->Choose(cluster, placement->node, req[j], placement->gpus, &factor, &ratio);
+      run_us[j] = std::llround(static_cast<double>(run_us[j]) * factor);
+      multi_shaped[j] = 1;
+      ratio_sum += ratio;
+      factor_sum += factor;
+      best_sets += ratio >= 1.0 - 1e-9 ? 1 : 0;
+    }
     Status s = scheduler->Reserve(j, req[j], *placement);
     if (!s.ok()) {
       error = s.WithContext("pod " + input.jobs[j].name);
       return false;
     }
     start[j] = now;
-    departures.emplace(now + input.jobs[j].run_us, j);
+    departures.emplace(now + run_us[j], j);
     requested_milli += input.jobs[j].request.TotalGpuMilli();
     ++running;
     return true;
@@ -328,6 +350,27 @@ Result<ReplayResult> RunReplay(const ReplayInput& input, const ReplayConfig& cfg
     res.last_start_us = std::max(res.last_start_us, start[j]);
   }
   res.queued_at_horizon = res.jobs - res.started;
+  if (placer != nullptr) {
+    TopologyOutcome& o = res.topology;
+    std::vector<double> multi_jct;
+    double jct_sum = 0;
+    for (uint32_t j : active) {
+      const double jct = static_cast<double>(start[j] + run_us[j] - input.jobs[j].arrival_us) / 1e6;
+      jct_sum += jct;
+      if (multi_shaped[j]) multi_jct.push_back(jct);
+    }
+    o.multi_jobs = static_cast<int64_t>(multi_jct.size());
+    if (!active.empty()) o.jct_mean_s = jct_sum / static_cast<double>(active.size());
+    if (!multi_jct.empty()) {
+      const double m = static_cast<double>(multi_jct.size());
+      std::sort(multi_jct.begin(), multi_jct.end());
+      o.multi_jct_mean_s = std::accumulate(multi_jct.begin(), multi_jct.end(), 0.0) / m;
+      o.multi_jct_p99_s = Quantile(multi_jct, 0.99);
+      o.bandwidth_ratio = ratio_sum / m;
+      o.run_factor = factor_sum / m;
+      o.best_share = static_cast<double>(best_sets) / m;
+    }
+  }
   std::sort(waits.begin(), waits.end());
   if (!waits.empty()) {
     res.wait_mean_s =

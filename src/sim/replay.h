@@ -24,6 +24,9 @@
 // so every wait is known; counts of completed pods, the time integrals and the samples stop at the
 // horizon. Waits of pods still queued at the horizon are therefore measured, not cut off.
 //
+// With a topology model (replay_topology.h), a multi-GPU pod's GPUs on a shaped node are chosen
+// by the model's GPU choice and its run time is scaled by the model's run-time factor.
+//
 // Deterministic: the same inputs, policy, seed and options give the same result.
 #pragma once
 
@@ -38,6 +41,7 @@
 #include "common/rng.h"
 #include "sched/cluster.h"
 #include "sched/registry.h"
+#include "sim/replay_topology.h"
 #include "sim/replay_trace.h"
 #include "sim/wait_queue.h"
 
@@ -57,6 +61,9 @@ struct ReplayConfig {
   double cluster_scale = 1.0;  // (0, 1]
   int64_t horizon_us = 0;      // > 0
   int64_t step_us = 0;         // time-series interval; 0: no samples
+  // Server shapes and the communication share of multi-GPU pods (replay_topology.h); off when
+  // no shapes are given.
+  TopologyModel topology;
   // Called after every instant's events, for tests: the cluster and the waiting jobs.
   std::function<void(int64_t now_us, const sched::Cluster&, std::span<const uint32_t> waiting,
                      const std::function<bool(uint32_t, sched::NodeId)>& feasible)>
@@ -98,7 +105,8 @@ struct ReplayResult {
   int64_t last_start_us = 0;  // when the last job started
   int64_t makespan_us = 0;    // when the last job that is not censored left
   std::vector<ReplaySample> series;
-  uint64_t decisions = 0;  // full scheduling decisions
+  uint64_t decisions = 0;    // full scheduling decisions
+  TopologyOutcome topology;  // when ReplayConfig::topology is on
 };
 
 // The jobs and nodes every run of an experiment shares. Nodes are name-sorted.

@@ -35,6 +35,7 @@ Result<ReplayExperiment> RunReplayExperiment(std::vector<sched::NodeSpec> nodes,
                                      "', which is not being run");
     }
   }
+  if (plan.topology.enabled()) VGPU_RETURN_IF_ERROR(CheckTopologyModel(plan.topology));
   std::stable_sort(nodes.begin(), nodes.end(),
                    [](const auto& a, const auto& b) { return a.name < b.name; });
 
@@ -100,6 +101,7 @@ Result<ReplayExperiment> RunReplayExperiment(std::vector<sched::NodeSpec> nodes,
       c.cluster_scale = plan.loads[run.load].cluster_scale;
       c.horizon_us = out.horizon_us[run.load];
       c.step_us = plan.step_us > 0 ? plan.step_us : std::max<int64_t>(1, c.horizon_us / 400);
+      c.topology = plan.topology;
       const auto start = std::chrono::steady_clock::now();
       auto r = RunReplay(inputs[run.load], c);
       run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

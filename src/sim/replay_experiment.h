@@ -41,6 +41,7 @@ struct ReplayPlan {
   RunTimeFrom run_time_from = RunTimeFrom::kScheduled;
   bool include_pending = false;
   int threads = 1;
+  TopologyModel topology;  // server shapes and communication share (replay_topology.h)
   // Called from the calling thread about every 100 ms with (runs done, runs in all).
   std::function<void(int64_t, int64_t)> on_progress;
 };

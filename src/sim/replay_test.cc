@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include "topo/bandwidth.h"
+#include "topo/presets.h"
+
 namespace vgpu::sim {
 namespace {
 
@@ -235,6 +238,65 @@ TEST(Replay, RejectsBadConfigs) {
   c.cluster_scale = 1;
   c.policy = "tetris";
   EXPECT_EQ(RunReplay(in, c).error().code(), StatusCode::kNotFound);
+}
+
+// Topology (replay_topology.h): one 4-GPU node shaped as rtx8000x4 (NV2 bridges join 0-3 and
+// 1-2; 0-1 is PCIe) and one 2-GPU node without a shape. A 2-GPU pod runs 100 s on the best set.
+ReplayResult TopologyReplay(GpuChoice choice, double share, const std::string& shape) {
+  ReplayInput in;
+  in.nodes = {Node("n0", 8000, 4), Node("n1", 1000, 2)};
+  in.jobs = {Job("p0", 0, 100, 2, 1000, 4000)};  // only n0 has the CPU
+  ReplayConfig c;
+  c.policy = "bestfit";
+  c.horizon_us = 1000 * kS;
+  c.topology.shapes = {shape};
+  c.topology.comm_share = share;
+  c.topology.choice = choice;
+  auto r = RunReplay(in, c);
+  EXPECT_TRUE(r.has_value()) << r.error().message();
+  return r ? *r : ReplayResult{};
+}
+
+TEST(ReplayTopology, WorseConnectedSetsRunLongerByTheCommunicationShare) {
+  topo::Evaluator ev(*topo::Preset("rtx8000x4"));
+  const double ratio = ev.Pair(0, 1) / ev.Pair(0, 3);  // lowest-index set / the bridged pair
+  ASSERT_LT(ratio, 0.5);
+  const ReplayResult best = TopologyReplay(GpuChoice::kVgpu, 0.5, "rtx8000x4");
+  EXPECT_EQ(best.topology.multi_jobs, 1);
+  EXPECT_DOUBLE_EQ(best.topology.bandwidth_ratio, 1.0);
+  EXPECT_DOUBLE_EQ(best.topology.best_share, 1.0);
+  EXPECT_DOUBLE_EQ(best.topology.multi_jct_mean_s, 100.0);
+  const ReplayResult low = TopologyReplay(GpuChoice::kLowestIndex, 0.5, "rtx8000x4");
+  EXPECT_NEAR(low.topology.bandwidth_ratio, ratio, 1e-9);
+  EXPECT_DOUBLE_EQ(low.topology.best_share, 0.0);
+  const double stretched = 100.0 * (0.5 + 0.5 / ratio);
+  EXPECT_NEAR(low.topology.run_factor, stretched / 100.0, 1e-9);
+  EXPECT_NEAR(low.topology.multi_jct_mean_s, stretched, 1e-5);
+  EXPECT_NEAR(low.topology.jct_mean_s, stretched, 1e-5);
+  EXPECT_NEAR(static_cast<double>(low.makespan_us) / kS, stretched, 1e-5);
+  // besteffort sees the NV2 bridges; with no communication share nothing is stretched.
+  EXPECT_DOUBLE_EQ(TopologyReplay(GpuChoice::kBestEffort, 0.5, "rtx8000x4").topology.run_factor,
+                   1.0);
+  EXPECT_DOUBLE_EQ(
+      TopologyReplay(GpuChoice::kLowestIndex, 0, "rtx8000x4").topology.multi_jct_mean_s, 100.0);
+  // A shape of another GPU count leaves the node unshaped: nothing is counted or stretched.
+  const ReplayResult unshaped = TopologyReplay(GpuChoice::kLowestIndex, 0.5, "dgx1-volta");
+  EXPECT_EQ(unshaped.topology.multi_jobs, 0);
+  EXPECT_DOUBLE_EQ(unshaped.topology.jct_mean_s, 100.0);
+}
+
+TEST(ReplayTopology, BadModelsAreRefusedNamingTheField) {
+  TopologyModel m;
+  m.shapes = {"dgx-9000"};
+  EXPECT_NE(CheckTopologyModel(m).message().find("unknown server shape 'dgx-9000'"),
+            std::string::npos);
+  m.shapes = {"dgx1-volta"};
+  m.comm_share = 1.0;
+  EXPECT_NE(CheckTopologyModel(m).message().find("communication share must be in [0, 1)"),
+            std::string::npos);
+  EXPECT_EQ(ParseGpuChoice("best").error().message(),
+            "unknown GPU choice 'best' (known: vgpu, lowest-index, besteffort, policy)");
+  EXPECT_EQ(*ParseGpuChoice("besteffort"), GpuChoice::kBestEffort);
 }
 
 }  // namespace

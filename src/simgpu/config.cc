@@ -193,10 +193,18 @@ std::string ApplyKey(DeviceSpec* d, std::string_view key, std::string_view value
     d->mig_enabled = value == "on";
   } else if (key == "mig_layout") {
     d->mig_layout = value;  // checked against the model's profiles once the line is read
+  } else if (key == "pcie_gen") {
+    Result<int> v = ParseSmallInt(value, 1, 6);
+    if (!v) return v.error().message();
+    d->pcie_generation = *v;
+  } else if (key == "pcie_width") {
+    Result<int> v = ParseSmallInt(value, 1, 32);
+    if (!v || (*v & (*v - 1)) != 0) return "must be 1, 2, 4, 8, 16 or 32 lanes";
+    d->pcie_width = *v;
   } else {
     return "unknown key (known: model name memory sms cc clock_mhz memory_clock_mhz bus_width l2 "
            "power_w uuid pci kernel_time context_memory h2d_bandwidth d2h_bandwidth "
-           "link_coupling fault_latency mig mig_layout)";
+           "link_coupling fault_latency mig mig_layout pcie_gen pcie_width)";
   }
   return "";
 }
@@ -346,6 +354,10 @@ uint64_t Config::Hash() const {
     canonical += buf;
     if (d.mig_enabled || !d.mig_layout.empty()) {
       canonical += "mig=" + std::string(d.mig_enabled ? "on" : "off") + "|" + d.mig_layout + "\n";
+    }
+    if (d.pcie_generation != 0 || d.pcie_width != 0) {
+      canonical +=
+          "pcie=" + std::to_string(d.pcie_generation) + "|" + std::to_string(d.pcie_width) + "\n";
     }
   }
   if (has_topology) canonical += "topology=" + topology_spec;

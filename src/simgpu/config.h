@@ -26,6 +26,8 @@
 //   mig=on|off                MIG mode at start (default off; see mig_state.h)
 //   mig_layout=3g.71gb@0,1g.18gb@4   GPU instances at start (PROFILE@START, comma-separated),
 //                             each with one compute instance over all its slices; needs mig=on
+//   pcie_gen=5 pcie_width=16  the PCIe link NVML reports (nvmlDevice{Max,Curr}PcieLink*);
+//                             default: the topology's, else h100/h200 Gen5, a100 Gen4, x16
 // A line `topology=NAME|PATH` (alone on its line, not a device) gives the GPUs' topology: a preset
 // of src/topo/presets.h or a saved `nvidia-smi topo -m` file; VGPU_SIMGPU_TOPOLOGY=NAME|PATH does
 // the same from the environment (the config file's line wins), and without a config file or
@@ -74,6 +76,8 @@ struct DeviceSpec {
   uint64_t fault_latency_ns = 20'000;  // per-process UVM model only: not part of Hash()
   bool mig_enabled = false;
   std::string mig_layout;
+  int pcie_generation = 0;  // 0: the topology's, else the model's (h100/h200 5, a100 4)
+  int pcie_width = 0;       // 0: the topology's, else 16
 };
 
 struct Config {

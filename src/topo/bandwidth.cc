@@ -27,13 +27,15 @@ double PcieBandwidth(const BandwidthModel& m, const PairLink& l) {
 
 }  // namespace
 
-double PairBandwidth(const BandwidthModel& m, const PairLink& l, int pcie_generation) {
+double PairBandwidth(const BandwidthModel& m, const PairLink& l, int pcie_generation,
+                     int pcie_width) {
   if (l.nvlinks > 0) {
     double eff = l.via_nvswitch ? m.nvswitch_efficiency : m.nvlink_direct_efficiency;
     return l.nvlinks * m.nvlink_gbps_per_link * eff;
   }
   int gen = std::clamp(pcie_generation, 1, 5);
-  return PcieBandwidth(m, l) / static_cast<double>(1 << (5 - gen));
+  double lanes = std::clamp(pcie_width, 1, 16) / 16.0;
+  return PcieBandwidth(m, l) / static_cast<double>(1 << (5 - gen)) * lanes;
 }
 
 std::vector<int> MaskGpus(GpuMask m) {
@@ -56,7 +58,8 @@ Evaluator::Evaluator(const Topology& topology, BandwidthModel model)
   for (int a = 0; a < n_; ++a) {
     for (int b = 0; b < n_; ++b) {
       if (a != b) {
-        bw_[a * n_ + b] = PairBandwidth(model_, topology_.Link(a, b), topology_.pcie_generation);
+        bw_[a * n_ + b] = PairBandwidth(model_, topology_.Link(a, b), topology_.pcie_generation,
+                                        topology_.pcie_width);
       }
     }
   }

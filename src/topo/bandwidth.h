@@ -9,6 +9,7 @@
 //                          (SYS 28 and PXB 35: calibrated to 8 and 4 PCIe Gen5 GPUs behind
 //                           switches, nccl#1639; PIX, PHB and NODE are interpolated, not
 //                           measured); halved per generation below 5 (Topology::pcie_generation)
+//                          and scaled by lanes / 16 (Topology::pcie_width)
 // Bus bandwidth of a set: the ring bottleneck, max over Hamiltonian rings of the set of the
 // slowest hop (NCCL builds its rings from the topology; one ring is modelled). Exact for any set
 // of up to 16 GPUs (a bitmask search per bandwidth threshold).
@@ -45,8 +46,10 @@ struct BandwidthModel {
   double no_p2p_gbps = 28.0;
 };
 
-// `pcie_generation` scales the PCIe figures (Gen5 as given, halved per generation below).
-double PairBandwidth(const BandwidthModel& model, const PairLink& link, int pcie_generation = 5);
+// `pcie_generation` scales the PCIe figures (Gen5 as given, halved per generation below, Gen6
+// counted as Gen5: no published figure) and `pcie_width` by lanes / 16 (x16 as given).
+double PairBandwidth(const BandwidthModel& model, const PairLink& link, int pcie_generation = 5,
+                     int pcie_width = 16);
 
 using GpuMask = uint32_t;  // bit i: GPU i (up to 32 GPUs; searches are bounded to 16)
 

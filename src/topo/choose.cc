@@ -119,7 +119,21 @@ std::vector<int> BestRankOrder(Evaluator& ev, const CommPattern& pattern,
   std::sort(order.begin(), order.end());
   std::vector<int> best = order;
   double best_time = PatternSeconds(ev, pattern, order);
+  // Orders that give the same time by symmetry are skipped: a reversed pipeline, and
+  // tensor-parallel groups swapped whole (the same groups, the same data-parallel lanes). The
+  // first order of each class in lexicographic order is the one evaluated.
+  const int k = static_cast<int>(order.size());
+  auto canonical = [&](const std::vector<int>& o) {
+    if (pattern.kind == CommPattern::Kind::kPipeline) return o.front() < o.back();
+    if (pattern.kind == CommPattern::Kind::kTensorData && pattern.tp > 0) {
+      for (int g = 0; g + 1 < pattern.dp && (g + 2) * pattern.tp <= k; ++g) {
+        if (o[g * pattern.tp] > o[(g + 1) * pattern.tp]) return false;
+      }
+    }
+    return true;
+  };
   while (std::next_permutation(order.begin(), order.end())) {
+    if (!canonical(order)) continue;
     double t = PatternSeconds(ev, pattern, order);
     if (t < best_time - 1e-15) {
       best_time = t;

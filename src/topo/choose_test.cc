@@ -31,6 +31,18 @@ TEST(Bandwidth, CalibrationFigures) {
   EXPECT_EQ(volta.RingBusBandwidth(0b1), 0.0);
 }
 
+TEST(Bandwidth, PcieWidthAndGenerationScaleOnlyPcieLinks) {
+  BandwidthModel m;
+  PairLink sys;
+  EXPECT_NEAR(PairBandwidth(m, sys, 5, 16), 28.0, 1e-9);
+  EXPECT_NEAR(PairBandwidth(m, sys, 4, 16), 14.0, 1e-9);
+  EXPECT_NEAR(PairBandwidth(m, sys, 5, 8), 14.0, 1e-9);
+  EXPECT_NEAR(PairBandwidth(m, sys, 6, 32), 28.0, 1e-9);  // Gen6 / x32: no figure, as Gen5 x16
+  PairLink nv;
+  nv.nvlinks = 2;
+  EXPECT_NEAR(PairBandwidth(m, nv, 3, 4), 43.5, 1e-9);
+}
+
 TEST(Bandwidth, RingBottleneckFindsTheBestRing) {
   Evaluator volta(*Preset("dgx1-volta"));
   // 0-3-2-1-0: NV2, NV2, NV2, NV1: 21.75.

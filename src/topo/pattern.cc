@@ -171,20 +171,31 @@ double PatternSeconds(Evaluator& ev, const CommPattern& p, const std::vector<int
   switch (p.kind) {
     case CommPattern::Kind::kAllReduce:
       return ev.AllReduceSeconds(GpusMask(g), p.gb);
-    case CommPattern::Kind::kPipeline:
-      return matrix_time([&](int a, int b) { return std::abs(a - b) == 1 ? p.gb : 0.0; });
+    case CommPattern::Kind::kPipeline: {
+      // The matrix with W[r][r+1] = W[r+1][r] = gb, summed over each rank's two neighbours only.
+      double worst = 0;
+      for (int a = 0; a < k; ++a) {
+        double t = 0;
+        if (a > 0) t += p.gb / ev.Pair(g[a], g[a - 1]);
+        if (a + 1 < k) t += p.gb / ev.Pair(g[a], g[a + 1]);
+        worst = std::max(worst, t);
+      }
+      return worst;
+    }
     case CommPattern::Kind::kMatrix:
       return matrix_time([&](int a, int b) { return p.matrix[a * p.ranks + b]; });
     case CommPattern::Kind::kTensorData: {
+      // Group masks built in place: this runs for every permutation of the rank order search.
       double tp_time = 0, dp_time = 0;
       for (int group = 0; group < p.dp; ++group) {
-        std::vector<int> members(g.begin() + group * p.tp, g.begin() + (group + 1) * p.tp);
-        tp_time = std::max(tp_time, ev.AllReduceSeconds(GpusMask(members), p.gb));
+        GpuMask members = 0;
+        for (int i = group * p.tp; i < (group + 1) * p.tp; ++i) members |= GpuMask{1} << g[i];
+        tp_time = std::max(tp_time, ev.AllReduceSeconds(members, p.gb));
       }
       for (int lane = 0; lane < p.tp; ++lane) {
-        std::vector<int> members;
-        for (int group = 0; group < p.dp; ++group) members.push_back(g[group * p.tp + lane]);
-        dp_time = std::max(dp_time, ev.AllReduceSeconds(GpusMask(members), p.dp_gb));
+        GpuMask members = 0;
+        for (int group = 0; group < p.dp; ++group) members |= GpuMask{1} << g[group * p.tp + lane];
+        dp_time = std::max(dp_time, ev.AllReduceSeconds(members, p.dp_gb));
       }
       return tp_time + dp_time;
     }

@@ -32,13 +32,17 @@ std::string TopologyJson(const Topology& t, const BandwidthModel& model) {
            ",\"numa_node\":" + std::to_string(t.Gpu(a).numa_node) +
            ",\"cpu_affinity\":" + Quote(t.Gpu(a).cpu_affinity) + "}";
   }
-  out += "],\"links\":[";
+  out += "],\"pcie_generation\":" + std::to_string(t.pcie_generation) +
+         ",\"pcie_width\":" + std::to_string(t.pcie_width) +
+         ",\"pcie_from_driver\":" + (t.pcie_from_driver ? "true" : "false");
+  out += ",\"links\":[";
   bool first = true;
   for (int a = 0; a < t.size(); ++a) {
     for (int b = a + 1; b < t.size(); ++b) {
       const PairLink& l = t.Link(a, b);
       char bw[32];
-      std::snprintf(bw, sizeof bw, "%.1f", PairBandwidth(model, l, t.pcie_generation));
+      std::snprintf(bw, sizeof bw, "%.1f",
+                    PairBandwidth(model, l, t.pcie_generation, t.pcie_width));
       out += first ? "" : ",";
       first = false;
       out += "{\"a\":" + std::to_string(a) + ",\"b\":" + std::to_string(b) +

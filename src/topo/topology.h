@@ -76,9 +76,13 @@ class Topology {
   // The `topo -m` token of a pair: "NV12" or the PCIe token.
   std::string Token(int a, int b) const;
 
-  // PCIe generation of the GPUs' links (3, 4, 5); scales the PCIe figures of the bandwidth
-  // model. `topo -m` does not show it: parsed and NVML-read topologies keep the default.
+  // PCIe generation (3, 4, 5) and width (lanes) of the GPUs' links, the slowest GPU's; they
+  // scale the PCIe figures of the bandwidth model. `topo -m` does not show them: a parsed
+  // topology keeps the defaults; NVML-read ones take nvmlDeviceGetMaxPcieLinkGeneration/Width
+  // (pcie_from_driver true).
   int pcie_generation = 4;
+  int pcie_width = 16;
+  bool pcie_from_driver = false;
   std::string name;         // preset name or source, for messages
   std::string description;  // one line, for `vgpu topo` and docs
 

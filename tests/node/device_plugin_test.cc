@@ -359,6 +359,49 @@ TEST_F(DevicePluginTest, PodsPlacedByHamiGetTheirSlices) {
   EXPECT_EQ(ok.envs().at("CUDA_DEVICE_SM_LIMIT"), "100");
 }
 
+// A pod whose communication pattern gave a rank order (docs/topology.md): the assignment lists
+// its GPUs in that order with rank_order, GetPreferredAllocation offers the same set, and the
+// container's CUDA ordinals follow it (CUDA_VISIBLE_DEVICES in rank order, the limits numbered
+// alike). The simulated driver's CUDA_VISIBLE_DEVICES ordering is tested in tests/simgpu.
+TEST_F(DevicePluginTest, RankOrderOfTheAssignmentIsTheContainersDeviceOrder) {
+  ASSERT_TRUE(kubelet_->WaitForDevices(AllHealthy, 5000));
+  const std::vector<int> rank_order = {2, 0, 3, 1};
+  std::vector<testing::GpuShare> shares;
+  for (int rank = 0; rank < kGpus; ++rank) {
+    shares.push_back({uuids_[rank_order[rank]], 1000u + rank, 100});
+  }
+  cluster_.UpsertPod(testing::PodWith("pipeline", "gpu-node-1", shares, 5, "main", true));
+  std::vector<std::string> units;
+  ASSERT_TRUE(kubelet_->GetPreferredAllocation(Available(), {}, kGpus, &units).ok());
+  std::set<std::string> offered, assigned(uuids_.begin(), uuids_.end());
+  for (const std::string& u : units) offered.insert(u.substr(0, u.rfind('-')));
+  EXPECT_EQ(offered, assigned);
+  std::sort(units.begin(), units.end());  // kubelet's order says nothing
+  v1beta1::ContainerAllocateResponse resp;
+  grpc::Status st = kubelet_->Allocate("default", "pipeline", "main", units, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  std::string want;
+  for (int rank = 0; rank < kGpus; ++rank) want += (rank > 0 ? "," : "") + uuids_[rank_order[rank]];
+  EXPECT_EQ(resp.envs().at("CUDA_VISIBLE_DEVICES"), want);
+  EXPECT_EQ(resp.envs().at("NVIDIA_VISIBLE_DEVICES"), want);
+  for (int rank = 0; rank < kGpus; ++rank) {
+    EXPECT_EQ(resp.envs().at("CUDA_DEVICE_MEMORY_LIMIT_" + std::to_string(rank)),
+              std::to_string(1000 + rank) + "m");
+  }
+  for (const std::string& u : units) allocated_.insert(u);
+  // Without rank_order the node's order is kept, whatever the list's order, and CUDA's own
+  // (PCI bus) order numbers them: no CUDA_VISIBLE_DEVICES.
+  cluster_.UpsertPod(testing::PodWith("plain", "gpu-node-1", {{uuids_[3]}, {uuids_[1]}}, 6));
+  std::vector<std::string> plain_units;
+  ASSERT_TRUE(kubelet_->GetPreferredAllocation(Available(), {}, 2, &plain_units).ok());
+  v1beta1::ContainerAllocateResponse plain;
+  st = kubelet_->Allocate("default", "plain", "main", plain_units, &plain);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(plain.envs().at("NVIDIA_VISIBLE_DEVICES"), uuids_[1] + "," + uuids_[3]);
+  EXPECT_EQ(plain.envs().count("CUDA_VISIBLE_DEVICES"), 0u);
+  for (const std::string& u : plain_units) allocated_.insert(u);
+}
+
 // Without a pending assignment, the preference is kubelet's order with one unit per GPU: a
 // container never gets two units of one GPU (Allocate would refuse them).
 TEST_F(DevicePluginTest, PreferenceWithoutAnAssignmentTakesOneUnitPerGpu) {

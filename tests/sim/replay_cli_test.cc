@@ -87,6 +87,40 @@ TEST_F(ReplayCli, BadFlagsAndValues) {
                  "--queue applies only to --mode replay");
 }
 
+// --topology (docs/topology.md §7): a 4-GPU node shaped as rtx8000x4 (NV2 bridges 0-3 and 1-2,
+// 0-1 over PCIe Gen3); a 2-GPU pod of 100 s. lowest-index gives it GPUs 0-1 (7.5 of 43.5 GB/s):
+// 100 x (0.7 + 0.3 x 43.5 / 7.5) = 244 s, 0.0678 h; vgpu and besteffort the bridge: 100 s.
+TEST_F(ReplayCli, TopologyComparesGpuChoices) {
+  const std::string nodes =
+      Write("nodes4.csv", "sn,cpu_milli,memory_mib,gpu,model\nn0,32000,131072,4,T4\n");
+  const std::string pods =
+      Write("pods2.csv", std::string(kHeader) + "p0,1000,1024,2,1000,,LS,Running,0,100,0\n");
+  const std::string io = "--mode replay --nodes " + nodes + " --pods " + pods + " --alloc whole";
+  auto r = Sim(io + " --topology rtx8000x4");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("shapes rtx8000x4; communication share 0.30"), std::string::npos) << r.out;
+  std::string squeezed;  // the table with runs of spaces as one
+  for (char c : r.out) {
+    if (c != ' ' || squeezed.empty() || squeezed.back() != ' ') squeezed += c;
+  }
+  for (const char* row :
+       {"vgpu default fifo x1/s1 whole 1.0 1.000 1.000 1.000 0.03 0.03 0.03 1.000",
+        "lowest-index default fifo x1/s1 whole 1.0 0.172 2.440 0.000 0.07 0.07 "
+        "0.07 2.440",
+        "besteffort default fifo x1/s1 whole 1.0 1.000 1.000 1.000 0.03 0.03 "
+        "0.03 1.000"}) {
+    EXPECT_NE(squeezed.find(row), std::string::npos) << row << "\n" << r.out;
+  }
+  ExpectBadInput(io + " --topology dgx-9000", "--topology: unknown server shape 'dgx-9000'");
+  ExpectBadInput(io + " --topology rtx8000x4 --comm-share 1",
+                 "--comm-share: the communication share must be in [0, 1)");
+  ExpectBadInput(io + " --topology rtx8000x4 --gpu-choice best",
+                 "--gpu-choice: unknown GPU choice 'best'");
+  ExpectBadInput(io + " --comm-share 0.5", "--gpu-choice and --comm-share need --topology");
+  ExpectBadInput(io + " --topology rtx8000x4 --csv " + dir_ + "/t.csv",
+                 "--csv and --svg do not apply with --topology");
+}
+
 TEST_F(ReplayCli, MalformedTimeColumnsNameFileLineAndColumn) {
   const std::string five =
       Write("five.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1000,1024,1,500\n");

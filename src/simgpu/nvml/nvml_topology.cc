@@ -147,3 +147,51 @@ SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsign
   *node = static_cast<unsigned>(numa);
   return NVML_SUCCESS;
 }
+
+// PCIe link: the device's pcie_gen / pcie_width, else the topology's, else the model's. The
+// simulated link never idles down, so the Curr calls answer what the Max ones do.
+namespace {
+
+unsigned PcieGeneration(unsigned index) {
+  const DeviceSpec& s = Spec(index);
+  if (s.pcie_generation > 0) return static_cast<unsigned>(s.pcie_generation);
+  if (const vgpu::topo::Topology* t = Topo()) return static_cast<unsigned>(t->pcie_generation);
+  return s.model == "a100" ? 4u : 5u;
+}
+
+unsigned PcieWidth(unsigned index) {
+  const DeviceSpec& s = Spec(index);
+  if (s.pcie_width > 0) return static_cast<unsigned>(s.pcie_width);
+  if (const vgpu::topo::Topology* t = Topo()) return static_cast<unsigned>(t->pcie_width);
+  return 16u;
+}
+
+nvmlReturn_t AnswerPcie(nvmlDevice_t device, unsigned int* out, unsigned (*value)(unsigned)) {
+  unsigned index = 0;
+  if (nvmlReturn_t rc = CheckDevice(device, &index); rc != NVML_SUCCESS) return rc;
+  if (out == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *out = value(index);
+  return NVML_SUCCESS;
+}
+
+}  // namespace
+
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t device,
+                                                                unsigned int* maxLinkGen) {
+  return AnswerPcie(device, maxLinkGen, PcieGeneration);
+}
+
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t device,
+                                                           unsigned int* maxLinkWidth) {
+  return AnswerPcie(device, maxLinkWidth, PcieWidth);
+}
+
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t device,
+                                                                 unsigned int* currLinkGen) {
+  return AnswerPcie(device, currLinkGen, PcieGeneration);
+}
+
+SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t device,
+                                                            unsigned int* currLinkWidth) {
+  return AnswerPcie(device, currLinkWidth, PcieWidth);
+}
