@@ -53,8 +53,8 @@
 #include "node/pod_sync.h"
 #include "node/slice.h"
 #include "node/slice_quarantine.h"
-#include "node/spill_thrash.h"
 #include "node/slice_region.h"
+#include "node/spill_thrash.h"
 
 namespace vgpu::node {
 

@@ -95,6 +95,38 @@ std::vector<GpuMask> Candidates(Evaluator& ev, GpuMask free, int k, bool* exact)
   return out;
 }
 
+// True when every pair of GPUs in `free` has the same bandwidth. Ring bandwidth and pattern times
+// depend on pair bandwidths only, so then every set of a size performs the same.
+bool UniformPairs(const Evaluator& ev, GpuMask free) {
+  std::vector<int> gpus = MaskGpus(free);
+  if (gpus.size() < 2) return true;
+  const double first = ev.Pair(gpus[0], gpus[1]);
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    for (size_t j = i + 1; j < gpus.size(); ++j) {
+      if (ev.Pair(gpus[i], gpus[j]) != first) return false;
+    }
+  }
+  return true;
+}
+
+// The first k-subset of `free` in (NUMA span, GPU indices) order: objective (3) alone.
+GpuMask FewestNumaLowestIndices(const Evaluator& ev, GpuMask free, int k) {
+  GpuMask best = 0;
+  int best_span = 0;
+  std::vector<int> best_gpus;
+  ForEachSubset(MaskGpus(free), k, [&](GpuMask m) {
+    int span = NumaSpan(ev.topology(), m);
+    if (best != 0 && span > best_span) return;
+    std::vector<int> gpus = MaskGpus(m);
+    if (best == 0 || span < best_span || gpus < best_gpus) {
+      best = m;
+      best_span = span;
+      best_gpus = std::move(gpus);
+    }
+  });
+  return best;
+}
+
 }  // namespace
 
 double BestBusBandwidth(Evaluator& ev, GpuMask free, int k) {
@@ -148,6 +180,12 @@ SetChoice ChooseSet(Evaluator& ev, GpuMask free, int k, const CommPattern& patte
                     const ChooseOptions& options) {
   SetChoice choice;
   if (k < 1 || MaskCount(free) < k) return choice;
+  if (options.uniform_shortcut && UniformPairs(ev, free)) {
+    std::vector<int> gpus = MaskGpus(FewestNumaLowestIndices(ev, free, k));
+    choice.bus_bandwidth_gbps = ev.RingBusBandwidth(GpusMask(gpus));
+    choice.gpus = BestRankOrder(ev, pattern, gpus, &choice.comm_seconds);
+    return choice;
+  }
   bool exact = true;
   std::vector<GpuMask> candidates = Candidates(ev, free, k, &exact);
   // For patterns with an order, a full permutation search per set is bounded: the 16 best sets

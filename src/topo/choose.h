@@ -36,6 +36,10 @@ inline constexpr int kLookaheadSubsets = 300;
 struct ChooseOptions {
   double tie_tolerance = 1e-9;  // relative; 0.05 would treat sets within 5% as ties
   bool lookahead = true;        // objective (2); false: (1) then (3) only
+  // When every pair of free GPUs has the same bandwidth (an NVSwitch board), every set ties on
+  // (1) and on (2), so the choice is decided by (3) alone: the search is skipped. The answer is
+  // the same as without the shortcut (choose_test checks it on every free mask).
+  bool uniform_shortcut = true;
 };
 
 struct SetChoice {

@@ -74,6 +74,34 @@ TEST(Choose, BridgedPairsAndNumaOnNvSwitch) {
   EXPECT_TRUE(ChooseSet(h200, GpusMask({1}), 2).gpus.empty());
 }
 
+// The shortcut for boards where every pair is equal (NVSwitch) gives exactly the answer of the
+// full search, for every free mask, size and pattern kind; it does not fire on mixed links.
+TEST(Choose, UniformShortcutGivesTheSearchsAnswer) {
+  ChooseOptions full;
+  full.uniform_shortcut = false;
+  CommPattern pipeline;
+  pipeline.kind = CommPattern::Kind::kPipeline;
+  for (const char* name : {"hgx-h200", "dgx-a100", "dgx1-volta"}) {
+    Evaluator ev(*Preset(name));
+    int checked = 0;
+    for (GpuMask free = 1; free <= All(8); ++free) {
+      for (int k = 1; k <= MaskCount(free); ++k) {
+        SetChoice fast = ChooseSet(ev, free, k);
+        SetChoice slow = ChooseSet(ev, free, k, {}, full);
+        ASSERT_EQ(fast.gpus, slow.gpus) << name << " free " << free << " k " << k;
+        EXPECT_DOUBLE_EQ(fast.bus_bandwidth_gbps, slow.bus_bandwidth_gbps);
+        if (k >= 2 && k <= 5) {
+          ASSERT_EQ(ChooseSet(ev, free, k, pipeline).gpus,
+                    ChooseSet(ev, free, k, pipeline, full).gpus)
+              << name << " pipeline, free " << free << " k " << k;
+        }
+        ++checked;
+      }
+    }
+    EXPECT_EQ(checked, 1024) << name;  // sum over masks of their sizes: 8 * 2^7
+  }
+}
+
 // Lookahead: among equally good sets, the one that leaves the best set for the next job.
 TEST(Choose, LookaheadKeepsTheNodeWellConnected) {
   Evaluator volta(*Preset("dgx1-volta"));
