@@ -109,19 +109,22 @@ bool UniformPairs(const Evaluator& ev, GpuMask free) {
   return true;
 }
 
+// For two sets of the same size: true when `a`'s sorted GPU indices come first in lexicographic
+// order (the lowest GPU in one set only is in `a`).
+bool LowerIndices(GpuMask a, GpuMask b) {
+  GpuMask diff = a ^ b;
+  return diff != 0 && (a & diff & (~diff + 1)) != 0;
+}
+
 // The first k-subset of `free` in (NUMA span, GPU indices) order: objective (3) alone.
 GpuMask FewestNumaLowestIndices(const Evaluator& ev, GpuMask free, int k) {
   GpuMask best = 0;
   int best_span = 0;
-  std::vector<int> best_gpus;
   ForEachSubset(MaskGpus(free), k, [&](GpuMask m) {
     int span = NumaSpan(ev.topology(), m);
-    if (best != 0 && span > best_span) return;
-    std::vector<int> gpus = MaskGpus(m);
-    if (best == 0 || span < best_span || gpus < best_gpus) {
+    if (best == 0 || span < best_span || (span == best_span && LowerIndices(m, best))) {
       best = m;
       best_span = span;
-      best_gpus = std::move(gpus);
     }
   });
   return best;
@@ -180,6 +183,12 @@ SetChoice ChooseSet(Evaluator& ev, GpuMask free, int k, const CommPattern& patte
                     const ChooseOptions& options) {
   SetChoice choice;
   if (k < 1 || MaskCount(free) < k) return choice;
+  if (MaskCount(free) == k) {  // one set only
+    std::vector<int> gpus = MaskGpus(free);
+    choice.bus_bandwidth_gbps = ev.RingBusBandwidth(free);
+    choice.gpus = BestRankOrder(ev, pattern, gpus, &choice.comm_seconds);
+    return choice;
+  }
   if (options.uniform_shortcut && UniformPairs(ev, free)) {
     std::vector<int> gpus = MaskGpus(FewestNumaLowestIndices(ev, free, k));
     choice.bus_bandwidth_gbps = ev.RingBusBandwidth(GpusMask(gpus));
@@ -235,7 +244,7 @@ SetChoice ChooseSet(Evaluator& ev, GpuMask free, int k, const CommPattern& patte
   }
   std::stable_sort(ties.begin(), ties.end(), [&](size_t a, size_t b) {
     if (spans[a] != spans[b]) return spans[a] < spans[b];
-    return MaskGpus(candidates[a]) < MaskGpus(candidates[b]);
+    return LowerIndices(candidates[a], candidates[b]);
   });
   const bool large = ev.size() > 8;
   if (large && ties.size() > static_cast<size_t>(kLookaheadSets)) ties.resize(kLookaheadSets);
