@@ -65,6 +65,20 @@ std::vector<std::tuple<std::string, std::string, double>> RuleEngine::Sample(con
              static_cast<double>(shm::LoadU64(region->header.control.oom_refusals)), now, &rate)) {
       out.emplace_back(target, "oom_refusals_per_s", rate);
     }
+    // Copy traffic from the slice's exact counters (region.h telemetry), where libvgpu counts.
+    shm::SliceCounters counters;
+    if (shm::ReadSliceCounters(region, &counters) && counters.counting) {
+      const double h2d =
+          static_cast<double>(counters.totals.copy_bytes[shm::kCopyKindHostToDevice]);
+      const double d2h =
+          static_cast<double>(counters.totals.copy_bytes[shm::kCopyKindDeviceToHost]);
+      double h2d_rate = 0, d2h_rate = 0;
+      const bool h = Rate(target + "|h2d", h2d, now, &h2d_rate);
+      const bool d = Rate(target + "|d2h", d2h, now, &d2h_rate);
+      if (h) out.emplace_back(target, "h2d_bytes_per_s", h2d_rate);
+      if (d) out.emplace_back(target, "d2h_bytes_per_s", d2h_rate);
+      if (h && d) out.emplace_back(target, "copy_bytes_per_s", h2d_rate + d2h_rate);
+    }
     uint32_t sm = shm::SmLimitInForce(region, 0);
     out.emplace_back(target, "share_percent", sm == 0 ? 100.0 : static_cast<double>(sm));
     out.emplace_back(target, "best_effort",

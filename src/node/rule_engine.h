@@ -11,10 +11,12 @@
 //   util, launches_per_s, gate_wait_ratio  its arbiter record on its first GPU: the share of GPU
 //                                          time it got, admitted launches and time held at the
 //                                          gate per second
+//   h2d_bytes_per_s, d2h_bytes_per_s,      the slice's exact copy counters (region telemetry,
+//   copy_bytes_per_s                       written by a counting libvgpu.so), per second since
+//                                          the last round; their sum for copy_bytes_per_s
 // per GPU (target "gpuN"): xid_errors (XIDs in the interval), slices (slices on the GPU).
-// Signals the node does not sample here (copy bytes, DRAM bandwidth, NVLink replays, GPU
-// utilization) come from the per-slice counters and device metrics when those are exported; a
-// condition over a signal without samples does not hold.
+// Signals the node does not sample here (DRAM bandwidth, NVLink replays, GPU utilization) come
+// from device metrics; a condition over a signal without samples does not hold.
 //
 // Samples are kept for an hour. Not thread-safe: one thread calls Round(); AddMetrics() and
 // History() may be called from others (NodeActions locks its own state).

@@ -283,5 +283,43 @@ TEST_F(RuleEngineTest, TheEngineSeesALeakInARealRegion) {
   shm::ReleaseSlot(m.region(), slot, self);
 }
 
+// Copy traffic comes from the slice's exact counters, as a counting libvgpu.so writes them (a
+// slot's own counters plus what freed slots folded in): 3 GB in, 1 GB out in 30 s.
+TEST_F(RuleEngineTest, CopyTrafficIsSampledFromTheSliceCounters) {
+  SimulatedClock clock(0);
+  RuleEngine engine(rules_, &clock, Hooks(), false, 1);
+  shm::Mapping m;
+  ASSERT_EQ(shm::Mapping::OpenExisting(region_["trainer"].c_str(), true, &m),
+            shm::RegionError::kOk);
+  const shm::ProcIdentity self = shm::CurrentProcIdentity();
+  int slot = -1;
+  ASSERT_EQ(shm::ClaimSlot(m.region(), self, &slot), shm::RegionError::kOk);
+  RuleInputs in;
+  in.slices = slices_->List();
+  const std::string target = "gpu0/" + name_["trainer"];
+  auto copy_signals = [&] {
+    std::map<std::string, double> got;
+    for (auto& [t, signal, v] : engine.Sample(in)) {
+      if (t == target && signal.find("_bytes_per_s") != std::string::npos) got[signal] = v;
+    }
+    return got;
+  };
+  EXPECT_TRUE(copy_signals().empty()) << "no counting libvgpu.so has joined";
+  m.region()->header.telemetry.flags = shm::kTelemetryCounting;
+  EXPECT_TRUE(copy_signals().empty()) << "a rate needs two rounds";
+  shm::ProcCounters& mine = m.region()->slots[slot].counters;
+  mine.copy_bytes[shm::kCopyKindHostToDevice] += 2'000'000'000;
+  m.region()->header.telemetry.folded.copy_bytes[shm::kCopyKindHostToDevice] += 1'000'000'000;
+  mine.copy_bytes[shm::kCopyKindDeviceToHost] += 1'000'000'000;
+  mine.copy_bytes[shm::kCopyKindDeviceToDevice] += 7'000'000'000;  // not host traffic
+  clock.Advance(30'000'000'000);
+  std::map<std::string, double> got = copy_signals();
+  EXPECT_DOUBLE_EQ(got["h2d_bytes_per_s"], 1e8);
+  EXPECT_DOUBLE_EQ(got["d2h_bytes_per_s"], 1e8 / 3);
+  EXPECT_DOUBLE_EQ(got["copy_bytes_per_s"], 1e8 + 1e8 / 3);
+  EXPECT_EQ(got.size(), 3u);
+  shm::ReleaseSlot(m.region(), slot, self);
+}
+
 }  // namespace
 }  // namespace vgpu::node
