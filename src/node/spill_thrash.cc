@@ -2,22 +2,16 @@
 
 #include <cstdio>
 
+#include "common/field_list.h"
 #include "common/units.h"
 
 namespace vgpu::node {
 
 Result<ThrashRules> ParseThrashRules(const std::string& text) {
   ThrashRules r;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t comma = text.find(',', start);
-    std::string item =
-        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    start = comma == std::string::npos ? text.size() : comma + 1;
-    if (item.empty()) continue;
-    size_t eq = item.find('=');
-    std::string field = item.substr(0, eq);
-    std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+  for (const FieldItem& item : SplitFieldList(text)) {
+    const std::string& field = item.field;
+    const std::string& value = item.value;
     if (field == "link") {
       Parsed<uint64_t> v = ParseRateRaw(value);
       if (!v.ok() || v.value < 1'000'000 || v.value > 1'000'000'000'000ULL) {

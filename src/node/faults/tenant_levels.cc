@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/field_list.h"
 #include "common/units.h"
 
 namespace vgpu::node::faults {
@@ -74,19 +75,12 @@ Status ValidateTenantLevelRules(const TenantLevelRules& r) {
 
 Result<TenantLevelRules> ParseTenantLevelRules(const std::string& text) {
   TenantLevelRules r;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t comma = text.find(',', start);
-    std::string item =
-        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    start = comma == std::string::npos ? text.size() : comma + 1;
-    if (item.empty()) continue;
-    size_t eq = item.find('=');
-    if (eq == std::string::npos) {
-      return Status::InvalidArgument("\"" + item + "\": expected field=value");
+  for (const FieldItem& item : SplitFieldList(text)) {
+    if (!item.has_value) {
+      return Status::InvalidArgument("\"" + item.field + "\": expected field=value");
     }
-    const std::string field = item.substr(0, eq);
-    const std::string value = item.substr(eq + 1);
+    const std::string& field = item.field;
+    const std::string& value = item.value;
     int* int_field = nullptr;
     int64_t* seconds_field = nullptr;
     if (field == "warn") int_field = &r.warn;
