@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 
 #include <atomic>
+#include <chrono>
 #include <random>
 #include <thread>
 #include <vector>
@@ -151,9 +152,17 @@ TEST_F(ResizeRegionTest, AShrinkRacingWithChargesNeverLetsUsagePassTheNewLimit) 
       if (held > 0) Uncharge(region_, slot, 0, held, me);
     });
   }
+  // Shrinks are refused only while the workers hold memory: wait until they do (a loaded machine
+  // may not have run them yet), then resize at least 2000 times and until both answers were seen.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (DeviceUsed(region_, 0) < 2 * kMiB && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
   std::mt19937 rng(7);
   int accepted = 0, refused = 0;
-  for (int i = 0; i < 2000; ++i) {
+  for (int i = 0;
+       i < 2000 || ((accepted == 0 || refused == 0) && std::chrono::steady_clock::now() < deadline);
+       ++i) {
     uint64_t limit = (1 + rng() % 14) * kMiB;
     RegionError e = Resize(0, limit, 0);
     if (e == RegionError::kOk) {
