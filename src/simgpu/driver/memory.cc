@@ -8,6 +8,20 @@
 namespace vgpu::simgpu::driver {
 namespace {
 
+// A new allocation of `ctx` over `backing` (caller holds D().mu; the caller adds it).
+Allocation* NewContextAllocation(Context* ctx, const Backing& backing, size_t bytes,
+                                 AllocKind kind) {
+  auto* a = new Allocation;
+  a->base = reinterpret_cast<uintptr_t>(backing.ptr);
+  a->size = bytes;
+  a->kind = kind;
+  a->ctx = ctx;
+  a->device = ctx->device;
+  a->phys = ctx->phys;
+  a->backing = backing;
+  return a;
+}
+
 CUresult AllocDevice(CUdeviceptr* dptr, size_t bytes, AllocKind kind, bool low32 = false) {
   Context* ctx = nullptr;
   if (CUresult rc = CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
@@ -20,15 +34,8 @@ CUresult AllocDevice(CUdeviceptr* dptr, size_t bytes, AllocKind kind, bool low32
     UnchargeLocked(ctx->phys, charge);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  auto* a = new Allocation;
-  a->base = reinterpret_cast<uintptr_t>(backing.ptr);
-  a->size = bytes;
-  a->kind = kind;
-  a->ctx = ctx;
-  a->device = ctx->device;
-  a->phys = ctx->phys;
+  Allocation* a = NewContextAllocation(ctx, backing, bytes, kind);
   a->charged = charge;
-  a->backing = backing;
   AddAllocationLocked(a);
   *dptr = static_cast<CUdeviceptr>(a->base);
   return CUDA_SUCCESS;
@@ -43,14 +50,7 @@ CUresult AllocManaged(CUdeviceptr* dptr, size_t bytes) {
   std::lock_guard<std::mutex> lock(D().mu);
   Backing backing = AllocateBacking(bytes);
   if (backing.ptr == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
-  auto* a = new Allocation;
-  a->base = reinterpret_cast<uintptr_t>(backing.ptr);
-  a->size = bytes;
-  a->kind = AllocKind::kManaged;
-  a->ctx = ctx;
-  a->device = ctx->device;
-  a->phys = ctx->phys;
-  a->backing = backing;
+  Allocation* a = NewContextAllocation(ctx, backing, bytes, AllocKind::kManaged);
   ManagedAllocatedLocked(a);
   AddAllocationLocked(a);
   *dptr = static_cast<CUdeviceptr>(a->base);
@@ -92,14 +92,7 @@ CUresult AllocHost(void** pp, size_t bytes, unsigned flags) {
   std::lock_guard<std::mutex> lock(D().mu);
   Backing backing = AllocateBacking(bytes < (1u << 20) ? (1u << 20) : bytes);
   if (backing.ptr == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
-  auto* a = new Allocation;
-  a->base = reinterpret_cast<uintptr_t>(backing.ptr);
-  a->size = bytes;
-  a->kind = AllocKind::kHost;
-  a->ctx = ctx;
-  a->device = ctx->device;
-  a->phys = ctx->phys;
-  a->backing = backing;
+  Allocation* a = NewContextAllocation(ctx, backing, bytes, AllocKind::kHost);
   a->host_flags = flags;
   AddAllocationLocked(a);
   *pp = backing.ptr;
