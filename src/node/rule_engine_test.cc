@@ -102,6 +102,12 @@ class RuleEngineTest : public ::testing::Test {
     EXPECT_EQ(shm::Mapping::OpenExisting(region_[n].c_str(), false, &m), shm::RegionError::kOk);
     return shm::PriorityInForce(m.region());
   }
+  // Maps the trainer's region writable and claims a slot in it, as a process of the slice does.
+  void JoinTrainer(const shm::ProcIdentity& self, shm::Mapping* m, int* slot) {
+    ASSERT_EQ(shm::Mapping::OpenExisting(region_["trainer"].c_str(), true, m),
+              shm::RegionError::kOk);
+    ASSERT_EQ(shm::ClaimSlot(m->region(), self, slot), shm::RegionError::kOk);
+  }
   int64_t ForNs(const std::string& rule) const {
     for (const analyze::Rule& r : rules_.rules) {
       if (r.name == rule) return r.for_ns;
@@ -236,11 +242,9 @@ TEST_F(RuleEngineTest, TheEngineSeesALeakInARealRegion) {
   SimulatedClock clock(0);
   RuleEngine engine(rules_, &clock, Hooks(), false, 1);
   shm::Mapping m;
-  ASSERT_EQ(shm::Mapping::OpenExisting(region_["trainer"].c_str(), true, &m),
-            shm::RegionError::kOk);
   const shm::ProcIdentity self = shm::CurrentProcIdentity();
   int slot = -1;
-  ASSERT_EQ(shm::ClaimSlot(m.region(), self, &slot), shm::RegionError::kOk);
+  ASSERT_NO_FATAL_FAILURE(JoinTrainer(self, &m, &slot));
   ASSERT_EQ(shm::Charge(m.region(), slot, 0, 4 * kGiB, shm::kNoLimit, self), shm::RegionError::kOk);
   RuleInputs in;
   in.slices = slices_->List();
@@ -289,11 +293,9 @@ TEST_F(RuleEngineTest, CopyTrafficIsSampledFromTheSliceCounters) {
   SimulatedClock clock(0);
   RuleEngine engine(rules_, &clock, Hooks(), false, 1);
   shm::Mapping m;
-  ASSERT_EQ(shm::Mapping::OpenExisting(region_["trainer"].c_str(), true, &m),
-            shm::RegionError::kOk);
   const shm::ProcIdentity self = shm::CurrentProcIdentity();
   int slot = -1;
-  ASSERT_EQ(shm::ClaimSlot(m.region(), self, &slot), shm::RegionError::kOk);
+  ASSERT_NO_FATAL_FAILURE(JoinTrainer(self, &m, &slot));
   RuleInputs in;
   in.slices = slices_->List();
   const std::string target = "gpu0/" + name_["trainer"];
