@@ -454,12 +454,11 @@ Estimate Compute(const Inputs& in) {
     const double grad_div = in.zero_stage >= 2 ? in.dp : 1;
     const double largest = e.params.largest_tensor / std::max(in.tp, 1);
     end_gradients = std::min(m.gradients, InBackwardGradientBytes(largest, param_bytes) / grad_div);
-    end_step_temp =
-        in.cpu_offload ? 0
-                       : OptimizerStepTempBytes(in.optimizer,
-                                                std::min(trainable, largest) /
-                                                    (in.zero_stage >= 1 ? in.dp : 1),
-                                                state_bytes);
+    end_step_temp = in.cpu_offload ? 0
+                                   : OptimizerStepTempBytes(in.optimizer,
+                                                            std::min(trainable, largest) /
+                                                                (in.zero_stage >= 1 ? in.dp : 1),
+                                                            state_bytes);
   }
 
   // The three moments of a step; the peak is the largest.
@@ -480,8 +479,7 @@ Estimate Compute(const Inputs& in) {
            LayerBackwardGradBytes(shape, s, batch, in.tp)},
       {in_backward ? "the end of the step (the optimizer ran in the backward pass)"
                    : "the optimizer step",
-       m.weights, in_backward ? 0 : m.gradients, m.optimizer + (in_backward ? 0 : step_temp),
-       held},
+       m.weights, in_backward ? 0 : m.gradients, m.optimizer + (in_backward ? 0 : step_temp), held},
   };
   e.states = m;
   e.saved_activations = saved;
