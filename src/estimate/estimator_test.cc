@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "estimate/hf_config.h"
+#include "estimate/spec.h"
 
 namespace vgpu::estimate {
 namespace {
@@ -197,6 +198,18 @@ TEST(Estimator, OptimizerInBackwardHoldsOneGradientAtATime) {
   Inputs serve = Llama8b(Mode::kServe);
   serve.optimizer_in_backward = true;
   EXPECT_NE(Validate(serve).message().find("applies to training"), std::string::npos);
+  // The annotation key: true/false, anything else named with its key.
+  auto parsed = InputsFromSpec({{"model", "llama-3-8b"},
+                                {"mode", "full"},
+                                {"seq-len", "2048"},
+                                {"optimizer-in-backward", "true"}},
+                               false);
+  ASSERT_TRUE(parsed.has_value()) << parsed.error().message();
+  EXPECT_TRUE(parsed->optimizer_in_backward);
+  auto bad = InputsFromSpec(
+      {{"model", "llama-3-8b"}, {"mode", "full"}, {"optimizer-in-backward", "sometimes"}}, false);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message().find("optimizer-in-backward"), std::string::npos);
 }
 
 TEST(Estimator, ActivationsDoNotScaleWithTheParameterCount) {
