@@ -47,6 +47,9 @@ constexpr FlagHelp kFlags[] = {
     {"checkpointing", "activation checkpointing: none or full [none]"},
     {"flash-attention", "true or false [true]"},
     {"cpu-offload", "optimizer state (and ZeRO-3 weights) in host memory: true or false"},
+    {"optimizer-in-backward",
+     "the optimizer step fused into the backward pass (torchtune's optimizer_in_bwd): true or "
+     "false [false]"},
     {"lora-rank", "LoRA rank [8]"},
     {"lora-targets", "qv (q and v projections) or all (every linear layer) [qv]"},
     {"gpu", "GPU model to check the fit on (--list-gpus) [the smallest that fits]"},

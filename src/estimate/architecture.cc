@@ -79,6 +79,8 @@ ParamCount ParamCounts(const Architecture& a) {
       p.per_layer_other = other;
     }
   }
+  p.largest_tensor = std::max({double(a.vocab) * h, h * a.intermediate, h * a.expert_intermediate,
+                               h * a.heads * a.HeadDim()});
   p.linear = linear_all;
   p.other = other_all + p.embedding + p.head + (a.layer_norm ? 2 : 1) * h;
   return p;

@@ -79,6 +79,8 @@ struct ParamCount {
   double head = 0;
   double per_layer_linear = 0;  // of the largest layer
   double per_layer_other = 0;
+  // The largest single weight tensor: the embedding (vocab x hidden) or a layer's largest matrix.
+  double largest_tensor = 0;
   double Total() const { return linear + other; }
 };
 ParamCount ParamCounts(const Architecture& arch);

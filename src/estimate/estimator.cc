@@ -259,6 +259,9 @@ Status Validate(const Inputs& in) {
                " (quantised weights are trained with qlora)");
   }
   if (in.cpu_offload && !Training(in.mode)) return bad("--cpu-offload applies to training");
+  if (in.optimizer_in_backward && !Training(in.mode)) {
+    return bad("--optimizer-in-backward applies to training");
+  }
   if (!(in.margin >= 0 && in.margin < 10)) return bad("margin must be in [0, 10)");
   if (in.gpu && in.slice_memory > in.gpu->memory) {
     return bad("a slice of " + Fmt("%.2f GiB", in.slice_memory / kGiB) + " is larger than the " +
@@ -443,6 +446,21 @@ Estimate Compute(const Inputs& in) {
                      : OptimizerStepTempBytes(
                            in.optimizer, trainable / (in.zero_stage >= 1 ? in.dp : 1), state_bytes);
 
+  // With the step fused into the backward pass (InBackwardGradientBytes) one tensor's gradient
+  // is alive at a time, and its step's temporary; no gradients remain for a separate step.
+  const bool in_backward = in.optimizer_in_backward;
+  double end_gradients = m.gradients, end_step_temp = 0;
+  if (in_backward) {
+    const double grad_div = in.zero_stage >= 2 ? in.dp : 1;
+    const double largest = e.params.largest_tensor / std::max(in.tp, 1);
+    end_gradients = std::min(m.gradients, InBackwardGradientBytes(largest, param_bytes) / grad_div);
+    end_step_temp = in.cpu_offload ? 0
+                                   : OptimizerStepTempBytes(in.optimizer,
+                                                            std::min(trainable, largest) /
+                                                                (in.zero_stage >= 1 ? in.dp : 1),
+                                                            state_bytes);
+  }
+
   // The three moments of a step; the peak is the largest.
   struct Moment {
     const char* name;
@@ -452,11 +470,16 @@ Estimate Compute(const Inputs& in) {
   const Moment moments[] = {
       {"the start of the backward pass (saved activations and the loss)",
        m.weights + gathered.forward_params, 0, m.optimizer, saved + loss},
-      {"the end of the backward pass (all gradients, the first layer recomputed)",
-       m.weights + gathered.backward_params, m.gradients + gathered.backward_grads, m.optimizer,
+      {in_backward ? "the end of the backward pass (one tensor's gradient being applied, the first "
+                     "layer recomputed)"
+                   : "the end of the backward pass (all gradients, the first layer recomputed)",
+       m.weights + gathered.backward_params, end_gradients + gathered.backward_grads,
+       m.optimizer + end_step_temp,
        held + (ckpt ? checkpoint + one_layer : one_layer) +
            LayerBackwardGradBytes(shape, s, batch, in.tp)},
-      {"the optimizer step", m.weights, m.gradients, m.optimizer + step_temp, held},
+      {in_backward ? "the end of the step (the optimizer ran in the backward pass)"
+                   : "the optimizer step",
+       m.weights, in_backward ? 0 : m.gradients, m.optimizer + (in_backward ? 0 : step_temp), held},
   };
   e.states = m;
   e.saved_activations = saved;
@@ -480,7 +503,12 @@ Estimate Compute(const Inputs& in) {
       Fmt("loss: fp32 logits of %.0f tokens x the vocabulary, 16 B per logit at the "
           "start of the backward pass, 4 B held until the step ends",
           tokens));
-  if (step_temp > 0) {
+  if (in_backward) {
+    as.push_back(
+        Fmt("optimizer in the backward pass: each gradient is freed once applied; at most one "
+            "tensor's, %.2f GiB, is alive",
+            end_gradients / kGiB));
+  } else if (step_temp > 0) {
     as.push_back(
         Fmt("optimizer step: torch's foreach AdamW allocates %.2f GiB more (one "
             "state); adamw-fused does not",

@@ -63,6 +63,9 @@ struct Inputs {
   Checkpointing checkpointing = Checkpointing::kNone;
   bool flash_attention = true;
   bool cpu_offload = false;  // optimizer state (and, with ZeRO-3, the weights) in host memory
+  // The optimizer step fused into the backward pass (torchtune's optimizer_in_bwd): each
+  // gradient is freed once applied, so the gradients never all exist at once.
+  bool optimizer_in_backward = false;
   int lora_rank = 8;
   bool lora_all_linear = false;  // false: q and v projections only (PEFT's and torchtune's default)
   // parallelism

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "estimate/hf_config.h"
+#include "estimate/spec.h"
 
 namespace vgpu::estimate {
 namespace {
@@ -164,6 +165,51 @@ TEST(Estimator, TrainingPeakIsTheLargestMoment) {
   EXPECT_DOUBLE_EQ(e.allocated_peak, e.moments[2]);
   in.optimizer = Optimizer::kAdamWFused;
   EXPECT_DOUBLE_EQ(Compute(in).moments[2], 8 * p + held);
+}
+
+// The optimizer step fused into the backward pass (torchtune's optimizer_in_bwd): the start of
+// the backward pass is unchanged, but the gradients never exist all at once; at the end of the
+// backward pass only the largest tensor's (the 128256 x 4096 embedding) bounds them, and no
+// separate step follows. Outside training the flag is refused.
+TEST(Estimator, OptimizerInBackwardHoldsOneGradientAtATime) {
+  Inputs in = Llama8b(Mode::kFull);
+  in.seq_len = 2048;
+  in.precision = Precision::kPure;
+  in.checkpointing = Checkpointing::kFull;
+  const Estimate stored = Compute(in);
+  in.optimizer_in_backward = true;
+  const Estimate fused = Compute(in);
+  const double p = ParamCounts(in.arch).Total();
+  EXPECT_DOUBLE_EQ(ParamCounts(in.arch).largest_tensor, 128256.0 * 4096);
+  EXPECT_DOUBLE_EQ(fused.moments[0], stored.moments[0]);
+  const double largest = 128256.0 * 4096;
+  // All gradients (2 bytes) replaced by one tensor's, plus one AdamW state of it (foreach step).
+  EXPECT_DOUBLE_EQ(fused.moments[1], stored.moments[1] - 2 * p + 2 * largest + 2 * largest);
+  EXPECT_DOUBLE_EQ(fused.moments[2], 2 * p + 4 * p + HeldLogitsBytes(2048, 128256, 1));
+  EXPECT_LT(fused.allocated_peak, stored.allocated_peak);
+  // Over ZeRO-2 the tensor's gradient and its step's state are partitioned like the rest.
+  in.zero_stage = 2;
+  in.dp = 4;
+  const Estimate fused_z2 = Compute(in);
+  in.optimizer_in_backward = false;
+  const Estimate stored_z2 = Compute(in);
+  EXPECT_DOUBLE_EQ(fused_z2.moments[1],
+                   stored_z2.moments[1] - 2 * p / 4 + 2 * largest / 4 + 2 * largest / 4);
+  Inputs serve = Llama8b(Mode::kServe);
+  serve.optimizer_in_backward = true;
+  EXPECT_NE(Validate(serve).message().find("applies to training"), std::string::npos);
+  // The annotation key: true/false, anything else named with its key.
+  auto parsed = InputsFromSpec({{"model", "llama-3-8b"},
+                                {"mode", "full"},
+                                {"seq-len", "2048"},
+                                {"optimizer-in-backward", "true"}},
+                               false);
+  ASSERT_TRUE(parsed.has_value()) << parsed.error().message();
+  EXPECT_TRUE(parsed->optimizer_in_backward);
+  auto bad = InputsFromSpec(
+      {{"model", "llama-3-8b"}, {"mode", "full"}, {"optimizer-in-backward", "sometimes"}}, false);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message().find("optimizer-in-backward"), std::string::npos);
 }
 
 TEST(Estimator, ActivationsDoNotScaleWithTheParameterCount) {

@@ -149,6 +149,10 @@ double OptimizerStepTempBytes(Optimizer optimizer, double params, double state_b
   return optimizer == Optimizer::kAdamW ? params * state_bytes : 0;
 }
 
+double InBackwardGradientBytes(double largest_tensor_params, double grad_bytes) {
+  return largest_tensor_params * grad_bytes;
+}
+
 FsdpGathered FsdpGatheredBytes(double root_params, double layer_params, double param_bytes,
                                bool trainable) {
   FsdpGathered g;

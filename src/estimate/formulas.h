@@ -20,6 +20,8 @@
 //           torch/optim/adamw.py (foreach and fused implementations).
 // - [FSDP]  torch.distributed.fsdp (FSDP1) FULL_SHARD: _runtime_utils.py (_post_forward_reshard,
 //           backward prefetch), flat parameters (flat_param.py).
+// - [TTUNE] torchtune (v0.1, 2024): torchtune/utils/memory.py register_optim_in_bwd_hooks, the
+//           optimizer step fused into the backward pass (optimizer_in_bwd).
 // - [BNB]   bitsandbytes 8-bit optimizers (Dettmers et al., arXiv 2110.02861): two int8 states per
 //           parameter plus one fp32 absmax per block of 2048.
 #pragma once
@@ -173,6 +175,14 @@ double HeldLogitsBytes(double tokens, double vocab, int tp);
 // before the update: params x state bytes. Fused, 8-bit and paged steps update in place, SGD
 // without weight decay too: 0.
 double OptimizerStepTempBytes(Optimizer optimizer, double params, double state_bytes);
+
+// [TTUNE] the optimizer step fused into the backward pass (torchtune's optimizer_in_bwd,
+// register_optim_in_bwd_hooks; PyTorch's tutorial "How to save memory by fusing the optimizer
+// step into the backward pass"): every parameter has its own optimizer, whose step() and
+// zero_grad() run in the parameter's post-accumulate-grad hook, so a gradient is freed as soon as
+// it is applied and no two parameters' gradients are alive together. The gradients held at any
+// moment are bounded by those of the largest tensor: largest_tensor_params x grad bytes.
+double InBackwardGradientBytes(double largest_tensor_params, double grad_bytes);
 
 // [FSDP] FULL_SHARD with one unit per decoder layer and the root unit holding the embedding,
 // final norm and head (torch/distributed/fsdp; torchtune wraps TransformerDecoderLayer): the

@@ -84,6 +84,7 @@ const std::vector<std::string>& SpecKeys() {
                                                  "checkpointing",
                                                  "flash-attention",
                                                  "cpu-offload",
+                                                 "optimizer-in-backward",
                                                  "lora-rank",
                                                  "lora-targets",
                                                  "gpu",
@@ -236,6 +237,10 @@ Result<Inputs> InputsFromSpec(const Spec& spec, bool allow_files) {
     in.flash_attention = err.Take(Bool("flash-attention", *v), in.flash_attention);
   if (auto v = get("cpu-offload"))
     in.cpu_offload = err.Take(Bool("cpu-offload", *v), in.cpu_offload);
+  if (auto v = get("optimizer-in-backward")) {
+    in.optimizer_in_backward =
+        err.Take(Bool("optimizer-in-backward", *v), in.optimizer_in_backward);
+  }
   if (auto v = get("lora-rank"))
     in.lora_rank = err.Take(Int("lora-rank", *v, 1, 65536), in.lora_rank);
   if (auto v = get("lora-targets")) {

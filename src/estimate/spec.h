@@ -18,7 +18,8 @@
 //   optimizer    adamw | adam | adamw8bit | paged-adamw | paged-adamw8bit | sgd | sgd-momentum
 //   precision    mixed | pure  [mixed]
 //   zero         0..3; dp, tp, pp  [0; 1, 1, 1]
-//   checkpointing  none | full  [none];  flash-attention, cpu-offload  true | false
+//   checkpointing  none | full  [none];  flash-attention, cpu-offload, optimizer-in-backward
+//                true | false  [true, false, false]
 //   lora-rank [8], lora-targets  qv | all  [qv]
 //   gpu          a GPU model (vgpu estimate --list-gpus); slice-memory  a size ("20GiB"): also
 //                check the fit on a slice of it; margin  a percent [10]

@@ -56,20 +56,13 @@ TEST(MeasuredPoints, WeightsWithinOnePercent) {
   EXPECT_GE(within, 7);
 }
 
-// Training peaks of the setups the source states: the ones within 15% are asserted; the miss is
-// pinned so that a change either way is seen (docs/estimate.md says what it may be).
+// Training peaks of the setups the source states in full are within 15%; the partly known ones
+// (docs/estimate.md says what each source leaves open) are reported, not asserted.
 TEST(MeasuredPoints, FullyKnownTrainingPeaks) {
-  const std::map<std::string, double> known_misses = {
-      {"torchtune-llama2-7b-full-4x4090", -0.233},
-  };
   int fully_known = 0;
   for (const PointResult& r : Results()) {
     if (r.kind != "training_peak" || !r.fully_known) continue;
     ++fully_known;
-    if (auto it = known_misses.find(r.id); it != known_misses.end()) {
-      EXPECT_NEAR(r.error, it->second, 0.005) << r.id;
-      continue;
-    }
     EXPECT_TRUE(r.ok) << r.id << ": " << r.error * 100 << "%";
   }
   EXPECT_GE(fully_known, 2);
