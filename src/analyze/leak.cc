@@ -27,9 +27,14 @@ std::vector<QuietStep> QuietSteps(const std::vector<double>& v, double max_step)
 
 enum class StepClass { kFlat, kLeakLike, kOther };
 
+struct LeakDate {
+  size_t start;       // the slot reported as the start
+  size_t first_rise;  // the slot of the first leak-like step
+};
+
 // Where the leak of region [first, ...) of quiet steps `q` began, at `rate` per slot: see leak.h.
-size_t LeakStart(const std::vector<double>& v, const std::vector<QuietStep>& q, size_t first,
-                 size_t window, double rate, double band) {
+LeakDate DateLeak(const std::vector<double>& v, const std::vector<QuietStep>& q, size_t first,
+                  size_t window, double rate, double band) {
   auto cls = [&](double d) {
     if (std::fabs(d) <= rate / band) return StepClass::kFlat;
     if (d > rate / band && d <= rate * band) return StepClass::kLeakLike;
@@ -61,7 +66,7 @@ size_t LeakStart(const std::vector<double>& v, const std::vector<QuietStep>& q, 
   if (!flat_before) {
     while (z_at > 0 && Present(v[z_at - 1])) --z_at;
   }
-  return (z_at + j_at - 1) / 2;  // the leak began in [z_at, j_at - 1]: its middle
+  return {(z_at + j_at - 1) / 2, j_at};  // the leak began in [z_at, j_at - 1]: its middle
 }
 
 void DetectQuietCreep(const std::vector<double>& v, const DetectorOptions& o,
@@ -98,10 +103,10 @@ void DetectQuietCreep(const std::vector<double>& v, const DetectorOptions& o,
       if (rising[u]) steps.push_back(q[u].d);
     }
     const double rate = Median(std::move(steps));
-    const size_t start = LeakStart(v, q, t, w, rate, o.leak_rate_band);
-    const size_t end_at = q[end].at;
-    if (rate * static_cast<double>(end_at - start) >= o.leak_min_rise) {
-      out->push_back({AnomalyKind::kLeak, start, end_at, rate / per_slot});
+    const LeakDate date = DateLeak(v, q, t, w, rate, o.leak_rate_band);
+    const size_t end_at = std::max(q[end].at, date.first_rise);
+    if (rate * static_cast<double>(end_at - date.start) >= o.leak_min_rise) {
+      out->push_back({AnomalyKind::kLeak, date.start, end_at, rate / per_slot});
     }
     t = end + 1;
   }
