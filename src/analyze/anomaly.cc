@@ -3,13 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analyze/leak.h"
 #include "analyze/robust.h"
 #include "analyze/series.h"
 
 namespace vgpu::analyze {
 namespace {
-
-constexpr double kGiB = 1073741824.0;
 
 void DetectSpikes(const std::vector<double>& v, const DetectorOptions& o,
                   std::vector<Anomaly>* out) {
@@ -149,119 +148,6 @@ void DetectStuck(const std::vector<double>& v, const DetectorOptions& o,
   }
 }
 
-// Creep: memory that rises by small steps sample after sample (a serving process's memory is
-// otherwise flat between allocation jumps). Regions of windows where at least
-// `leak_creep_fraction` of the steps are small rises (0 < step <= 16 x the minimum slope) adding up
-// to half the minimum slope over the window; the start is the sample before the region's first
-// small rise.
-void DetectCreep(const std::vector<double>& v, const DetectorOptions& o,
-                 std::vector<Anomaly>* out) {
-  const size_t n = v.size(), w = o.leak_creep_window;
-  if (n < w + 1) return;
-  const double min_slope = o.leak_min_slope_per_hour * o.step_s / 3600.0;
-  const double max_step = 16 * min_slope;
-  std::vector<double> step(n, kMissing);
-  for (size_t i = 1; i < n; ++i) {
-    if (Present(v[i]) && Present(v[i - 1])) step[i] = v[i] - v[i - 1];
-  }
-  auto creeping = [&](double d) { return Present(d) && d > 0 && d <= max_step; };
-  std::vector<char> cand(n, 0);
-  for (size_t i = 1; i + w <= n; ++i) {
-    size_t present = 0, small = 0;
-    double rise = 0;
-    for (size_t t = i; t < i + w; ++t) {
-      if (!Present(step[t])) continue;
-      ++present;
-      if (creeping(step[t])) ++small, rise += step[t];
-    }
-    if (present >= w / 2 &&
-        static_cast<double>(small) >= o.leak_creep_fraction * static_cast<double>(present) &&
-        rise >= 0.5 * min_slope * static_cast<double>(w)) {
-      cand[i] = 1;
-    }
-  }
-  for (size_t i = 0; i < n;) {
-    if (!cand[i]) {
-      ++i;
-      continue;
-    }
-    // Regions interrupted by less than four windows (an allocation jump in the middle of a
-    // leak) are one.
-    size_t j = i, last = i;
-    while (j < n && j <= last + 4 * w) {
-      if (cand[j]) last = j;
-      ++j;
-    }
-    j = last + 1;
-    size_t start = i;
-    while (start < n && !creeping(step[start])) ++start;
-    const size_t end = std::min(n, j - 1 + w);
-    double slope = TheilSenSlope(v, start, end, 40);
-    if (start > 0) --start;  // the last sample before the first rise is where it began
-    out->push_back({AnomalyKind::kLeak, start, end - 1, slope * 3600.0 / o.step_s});
-    i = end;
-  }
-}
-
-// Leaks in series too noisy for creep: see anomaly.h.
-void DetectEnvelopeLeaks(const std::vector<double>& v, const DetectorOptions& o,
-                         std::vector<Anomaly>* out) {
-  const size_t n = v.size(), w = o.leak_window;
-  if (n < w + 2) return;
-  const double min_slope = o.leak_min_slope_per_hour * o.step_s / 3600.0;  // per slot
-  const std::vector<double> env = CentredMedian(v, o.leak_envelope / 2);
-  // Candidates: windows over which the smoothed series rises along a line.
-  std::vector<char> cand(n, 0);
-  for (size_t i = 0; i + w <= n; ++i) {
-    if (CountPresent({v.begin() + static_cast<long>(i), v.begin() + static_cast<long>(i + w)}) <
-        w * 3 / 4) {
-      continue;
-    }
-    double s = TheilSenSlope(env, i, i + w, 20);
-    if (!Present(s) || s < min_slope) continue;
-    const double rise = s * static_cast<double>(w);
-    std::vector<double> res;
-    double mid = Median(env, i, i + w);
-    for (size_t t = i; t < i + w; ++t) {
-      if (Present(env[t])) {
-        res.push_back(std::fabs(
-            env[t] - mid - s * (static_cast<double>(t - i) - static_cast<double>(w - 1) / 2.0)));
-      }
-    }
-    if (Median(std::move(res)) <= o.leak_linearity * rise) cand[i] = 1;
-  }
-  // Regions of candidate windows (overlapping windows form one); the start is the knee of a
-  // flat-then-linear L1 fit of the smoothed series around the region's first window.
-  for (size_t i = 0; i < n;) {
-    if (!cand[i]) {
-      ++i;
-      continue;
-    }
-    size_t j = i, last = i;
-    while (j < n && j < last + w) {
-      if (cand[j]) last = j;
-      ++j;
-    }
-    const size_t end = std::min(n, last + w);
-    const double slope = TheilSenSlope(env, i, end, 40);
-    const size_t a = i >= w ? i - w : 0, b = std::min(n, i + w);
-    size_t knee = i;
-    double best = INFINITY;
-    for (size_t k = a + 1; k + 10 < b; ++k) {
-      double level = Median(env, a, k), s = std::max(0.0, TheilSenSlope(env, k, b, 20)), cost = 0;
-      if (!Present(level) || !Present(s)) continue;
-      for (size_t t = a; t < b; ++t) {
-        if (!Present(env[t])) continue;
-        double f = t < k ? level : level + s * static_cast<double>(t - k);
-        cost += std::fabs(env[t] - f);
-      }
-      if (cost < best) best = cost, knee = k;
-    }
-    out->push_back({AnomalyKind::kLeak, knee, end - 1, slope * 3600.0 / o.step_s});
-    i = end;
-  }
-}
-
 }  // namespace
 
 std::string_view KindName(AnomalyKind k) {
@@ -289,7 +175,6 @@ DetectorOptions MemoryOptions(double step_s) {
   DetectorOptions o;
   o.step_s = step_s;
   o.spikes = o.shifts = o.stuck = false;
-  o.leak_min_slope_per_hour = 0.5 * kGiB;
   return o;
 }
 
@@ -298,18 +183,7 @@ std::vector<Anomaly> DetectAnomalies(const std::vector<double>& v, const Detecto
   if (o.spikes) DetectSpikes(v, o, &out);
   if (o.shifts) DetectShifts(v, o, &out);
   if (o.stuck) DetectStuck(v, o, &out);
-  if (o.leaks) {
-    std::vector<Anomaly> creep, envelope;
-    DetectCreep(v, o, &creep);
-    DetectEnvelopeLeaks(v, o, &envelope);
-    out.insert(out.end(), creep.begin(), creep.end());
-    for (const Anomaly& e : envelope) {  // a creep, where found, dates the same leak better
-      if (std::none_of(creep.begin(), creep.end(),
-                       [&](const Anomaly& c) { return c.start <= e.end && e.start <= c.end; })) {
-        out.push_back(e);
-      }
-    }
-  }
+  if (o.leaks) DetectLeaks(v, o, &out);
   // A stuck-at-zero run also moves the level: report it once, as the run.
   std::erase_if(out, [&](const Anomaly& a) {
     if (a.kind != AnomalyKind::kLevelShift) return false;

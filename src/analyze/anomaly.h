@@ -17,18 +17,12 @@
 //   within 5 slots of each other are one (the larger).
 // - kStuckZero: a run of at least `stuck_min_len` present samples exactly 0 that follows a
 //   stretch (`stuck_context` samples) where at least `stuck_active_fraction` were non-zero.
-// - kLeak, two ways:
-//   - creep (dates a leak best): memory that rises by small steps sample after sample, where a
-//     serving process's memory is otherwise flat between allocation jumps. Windows of
-//     `leak_creep_window` steps where at least `leak_creep_fraction` are small rises (0 < step
-//     <= 16 x the minimum slope per slot) adding up to half the minimum slope over the window;
-//     regions less than 4 windows apart are one; the start is the sample before the region's
-//     first small rise. The untouched bundled series have no creep at all.
-//   - envelope (for series too noisy for creep): the centred median over `leak_envelope`
-//     samples rises with a Theil-Sen slope of at least `leak_min_slope_per_hour` over
-//     `leak_window` samples, along a line (median residual at most `leak_linearity` x the
-//     rise); the start is the knee of a flat-then-linear L1 fit. Reported only where no creep
-//     overlaps.
+// - kLeak (leak.h): judged on the quiet steps only (at most `leak_max_slope_per_hour` per slot
+//   either way; the allocation jumps are left out). A run of `leak_creep_window` quiet steps of
+//   which at least `leak_creep_fraction` rise by at least `leak_min_slope_per_hour` per slot,
+//   rising `leak_min_rise` in all, is a leak; it is dated between the last flat quiet step and
+//   the first one that rises at the leak's rate. An envelope rule for series without quiet
+//   steps is off by default (`leak_envelope_rule`).
 // A level shift that starts within 5 slots of a stuck-at-zero run is that run, and is dropped.
 // Anomalies are reported in order of start, each with start and end slots (end inclusive).
 #pragma once
@@ -66,13 +60,17 @@ struct DetectorOptions {
   size_t stuck_min_len = 30;
   size_t stuck_context = 60;
   double stuck_active_fraction = 0.2;
-  // Leaks (values in bytes).
+  // Leaks (values in bytes; rates in bytes per hour).
+  double leak_min_slope_per_hour = 0.25 * 1073741824.0;  // a quiet step rises from this rate
+  double leak_max_slope_per_hour = 16 * 1073741824.0;    // a larger step is a jump, not quiet
+  size_t leak_creep_window = 12;                         // quiet steps
+  double leak_creep_fraction = 0.75;                     // of them rising
+  double leak_min_rise = 0.25 * 1073741824.0;            // rate x duration, at least
+  double leak_rate_band = 2;  // dating: flat <= rate / band < leak-like <= rate x band
+  bool leak_envelope_rule = false;
   size_t leak_envelope = 15;
   size_t leak_window = 120;
   double leak_linearity = 0.15;
-  size_t leak_creep_window = 20;
-  double leak_creep_fraction = 0.6;
-  double leak_min_slope_per_hour = 0.5 * 1073741824.0;
 };
 
 // Options for a utilization series (percent): spikes, shifts, stuck-at-zero.

@@ -17,6 +17,7 @@ expect2 "bad.yaml:5:13: unknown action" "$vgpu" analyze rules --rules "$work/bad
 printf 'value,timestamp_anon,container_ip\n1,100,p\n2,1x7,p\n' >"$work/bad.csv"
 expect2 "bad.csv:3: column 'timestamp_anon' (2)" "$vgpu" analyze anomalies --util "$work/bad.csv" --memory ''
 expect2 "bad.csv:3" "$vgpu" analyze forecast --util "$work/bad.csv"
+expect2 "leak-rate" "$vgpu" analyze anomalies --evaluate --leak-rate 0
 expect2 "no such file" "$vgpu" analyze rightsize --memory "$work/none.csv"
 printf 'value,timestamp_anon,container_ip\n1,100,p\n2,157,p\n' >"$work/ok.csv"
 printf 'series,node\np,n1\nq,n1\n' >"$work/groups.csv"

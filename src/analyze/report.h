@@ -14,6 +14,7 @@ struct AnomalyRequest {
   std::string util, memory;  // files; empty = none
   bool evaluate = false;
   std::vector<uint64_t> seeds = {1, 2, 3, 4, 5};
+  double leak_gib_per_hour = 1.0;  // the generator's leak rate for --evaluate
   bool json = false;
 };
 Result<std::string> RunAnomalies(const AnomalyRequest& r);

@@ -103,6 +103,7 @@ Result<std::string> RunAnomalies(const AnomalyRequest& r) {
       SeriesSet set = clean_set;
       InjectOptions io;
       io.seed = seed;
+      io.leak_gib_per_hour = r.leak_gib_per_hour;
       std::vector<Injection> labels = memory ? InjectMemory(&set, io) : InjectUtilization(&set, io);
       for (auto& [k, s] : Score(labels, DetectAll(set, o), clean)) {
         if (memory != (k == AnomalyKind::kLeak)) continue;

@@ -1,6 +1,7 @@
 // `vgpu analyze`: offline analyses of per-pod (per-slice) metric series (docs/analyze.md).
 //
-//   vgpu analyze anomalies [--util FILE] [--memory FILE] [--evaluate [--seeds A-B]] [--json]
+//   vgpu analyze anomalies [--util FILE] [--memory FILE] [--evaluate [--seeds A-B]
+//                          [--leak-rate GIB_PER_HOUR]] [--json]
 //   vgpu analyze forecast  [--util FILE] [--horizon N] [--groups FILE] [--json]
 //   vgpu analyze rightsize [--memory FILE] [--json]
 //   vgpu analyze rules --rules FILE --series FILE [--dry-run] [--json]
@@ -47,6 +48,9 @@ int RunAnomalies(int argc, char** argv) {
   app.add_option("--memory", r.memory, "memory series CSV (bytes; '' for none)");
   app.add_flag("--evaluate", r.evaluate, "inject anomalies (docs/analyze.md) and score");
   app.add_option("--seeds", seeds, "seeds of the generator for --evaluate, A or A-B");
+  app.add_option("--leak-rate", r.leak_gib_per_hour,
+                 "rate of the injected leaks for --evaluate, GiB/h (default 1)")
+      ->check(CLI::Range(0.01, 1000.0));
   app.add_flag("--json", r.json, "JSON output");
   AllowEmptyValues(app, {"--util", "--memory"});
   if (auto code = ParseArgs(app, argc, argv)) return *code;
