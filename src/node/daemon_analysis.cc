@@ -16,7 +16,9 @@
 namespace vgpu::node {
 namespace {
 
-std::string MetricName(OnlineMetric m) { return m == OnlineMetric::kUtil ? "utilization" : "memory"; }
+std::string MetricName(OnlineMetric m) {
+  return m == OnlineMetric::kUtil ? "utilization" : "memory";
+}
 
 std::string Describe(const OnlineAnomaly& a, int64_t now_ns) {
   char magnitude[64];
@@ -39,13 +41,13 @@ Status Daemon::StartAnalysis() {
   const int64_t step_ns = options_.analyze_step_ms * 1'000'000;
   if (step_ns <= 0) return Status::InvalidArgument("--analyze-step: must be positive");
   if (rules_ && rules_->rules().interval_ns > step_ns) {
-    return Status::InvalidArgument(
-        "--analyze-step: " + std::to_string(options_.analyze_step_ms) +
-        " ms is shorter than the rules' evaluation_interval (" +
-        std::to_string(rules_->rules().interval_ns / 1'000'000) + " ms), which feeds it");
+    return Status::InvalidArgument("--analyze-step: " + std::to_string(options_.analyze_step_ms) +
+                                   " ms is shorter than the rules' evaluation_interval (" +
+                                   std::to_string(rules_->rules().interval_ns / 1'000'000) +
+                                   " ms), which feeds it");
   }
-  const Clock* clock = options_.analysis_clock != nullptr ? options_.analysis_clock
-                                                          : &MonotonicClock::Instance();
+  const Clock* clock =
+      options_.analysis_clock != nullptr ? options_.analysis_clock : &MonotonicClock::Instance();
   if (!rules_) {
     // No rule file: a rule engine without rules samples the node once per step.
     analyze::RuleSet none;
@@ -58,9 +60,10 @@ Status Daemon::StartAnalysis() {
   o.step_ns = step_ns;
   analysis_ = std::make_unique<OnlineAnalysis>(o, clock);
   rules_->SetSampleObserver([this](const auto& samples) { AnalysisRound(samples); });
-  VGPU_LOG_INFO("online analyses: a %lld ms grid, anomalies per slice and GPU, forecasts %zu "
-                "steps ahead, right-sizing per slice",
-                static_cast<long long>(options_.analyze_step_ms), o.horizon);
+  VGPU_LOG_INFO(
+      "online analyses: a %lld ms grid, anomalies per slice and GPU, forecasts %zu "
+      "steps ahead, right-sizing per slice",
+      static_cast<long long>(options_.analyze_step_ms), o.horizon);
   return Status::Ok();
 }
 
@@ -80,9 +83,9 @@ void Daemon::AnalysisRound(
     std::lock_guard<std::mutex> lock(analysis_mu_);
     analysis_->ObserveRound(samples, gpu_util);
     found = analysis_->Round();
-    now = (options_.analysis_clock != nullptr ? options_.analysis_clock
-                                              : &MonotonicClock::Instance())
-              ->NowNanos();
+    now =
+        (options_.analysis_clock != nullptr ? options_.analysis_clock : &MonotonicClock::Instance())
+            ->NowNanos();
   }
   for (const OnlineAnomaly& a : found) {
     const std::string what = Describe(a, now);
@@ -102,9 +105,9 @@ std::string Daemon::AnalysisMetrics() const {
   timespec wall;
   clock_gettime(CLOCK_REALTIME, &wall);
   const double wall_now = static_cast<double>(wall.tv_sec) + wall.tv_nsec / 1e9;
-  const int64_t now = (options_.analysis_clock != nullptr ? options_.analysis_clock
-                                                          : &MonotonicClock::Instance())
-                          ->NowNanos();
+  const int64_t now =
+      (options_.analysis_clock != nullptr ? options_.analysis_clock : &MonotonicClock::Instance())
+          ->NowNanos();
   for (const auto& [key, n] : a.anomaly_counts()) {
     Labels l = {{"node", node}, {"target", key.first}, {"kind", std::string(KindName(key.second))}};
     m.Add("vgpu_anomalies_total", MetricType::kCounter,
@@ -118,8 +121,8 @@ std::string Daemon::AnalysisMetrics() const {
           "When the last anomaly of the kind on the target started (Unix time)", l,
           wall_now - static_cast<double>(now - last.start_ns) / 1e9);
   }
-  const std::string horizon = std::to_string(static_cast<long long>(
-      static_cast<double>(a.options().horizon * a.options().step_ns) / 1e9));
+  const std::string horizon = std::to_string(
+      static_cast<long long>(static_cast<double>(a.options().horizon * a.options().step_ns) / 1e9));
   for (const OnlineForecast& f : a.Forecasts()) {
     Labels l = {{"node", node}};
     if (f.target != "node") l.emplace_back("gpu", f.target.substr(3));
@@ -131,17 +134,16 @@ std::string Daemon::AnalysisMetrics() const {
   }
   for (const analyze::Recommendation& r : a.rightsize()) {
     const size_t slash = r.id.find('/');
-    Labels l = {{"node", node},
-                {"gpu", r.id.substr(3, slash - 3)},
-                {"slice", r.id.substr(slash + 1)}};
+    Labels l = {
+        {"node", node}, {"gpu", r.id.substr(3, slash - 3)}, {"slice", r.id.substr(slash + 1)}};
     m.Add("vgpu_rightsize_memory_bytes", MetricType::kGauge,
           "Recommended memory limit of the slice (its peak times the fleet margin)", l, r.limit);
     m.Add("vgpu_rightsize_exceed_risk_ratio", MetricType::kGauge,
-          "Estimated probability that the slice exceeds the recommended limit in the next hour",
-          l, r.risk);
+          "Estimated probability that the slice exceeds the recommended limit in the next hour", l,
+          r.risk);
   }
-  m.Add("vgpu_analysis_series", MetricType::kGauge, "Series the online analyses keep", {{"node", node}},
-        static_cast<double>(a.series()));
+  m.Add("vgpu_analysis_series", MetricType::kGauge, "Series the online analyses keep",
+        {{"node", node}}, static_cast<double>(a.series()));
   return m.Render();
 }
 

@@ -118,8 +118,7 @@ void OnlineAnalysis::Observe(const std::string& target, OnlineMetric metric, dou
     t->target = target;
     t->metric = metric;
     t->origin = t->first = slot;
-    const size_t every =
-        metric == OnlineMetric::kUtil ? o_.detect_every : o_.leak_detect_every;
+    const size_t every = metric == OnlineMetric::kUtil ? o_.detect_every : o_.leak_detect_every;
     t->next_detect = slot + static_cast<int64_t>(next_phase_++ % every) + 1;
     if (metric == OnlineMetric::kUtil && !IsSlice(target)) {
       analyze::ForecastOptions fo;
@@ -220,8 +219,8 @@ void OnlineAnalysis::Detect(Track& t, std::vector<OnlineAnomaly>* out) {
     for (const Anomaly& r : t.reported) {
       if (r.kind != AnomalyKind::kLevelShift && r.kind != AnomalyKind::kStuckZero) continue;
       if (t.end() - static_cast<int64_t>(r.start) > static_cast<int64_t>(kShiftMemory)) continue;
-      const int64_t from = std::max(t.first, static_cast<int64_t>(r.start) -
-                                                 static_cast<int64_t>(GuardSlots(r.kind, o)));
+      const int64_t from = std::max(
+          t.first, static_cast<int64_t>(r.start) - static_cast<int64_t>(GuardSlots(r.kind, o)));
       len = std::max(len, static_cast<size_t>(t.end() - from));
     }
   }
@@ -230,7 +229,7 @@ void OnlineAnalysis::Detect(Track& t, std::vector<OnlineAnomaly>* out) {
   for (Anomaly a : analyze::DetectAnomalies(window, o)) {
     const int64_t start = begin + static_cast<int64_t>(a.start);
     if (start + static_cast<int64_t>(LagSlots(a.kind, o)) >= t.end()) continue;  // not final yet
-    if (begin != t.origin && a.start < GuardSlots(a.kind, o)) continue;  // context evicted
+    if (begin != t.origin && a.start < GuardSlots(a.kind, o)) continue;          // context evicted
     const bool known = std::any_of(t.reported.begin(), t.reported.end(), [&](const Anomaly& r) {
       if (r.kind != a.kind) return false;
       // A spike's start is exact; the other kinds' may be dated again a few slots apart.
@@ -272,9 +271,9 @@ std::vector<OnlineAnomaly> OnlineAnalysis::Round() {
     }
     if (closed_ >= t.next_detect && t.target != "node") {
       Detect(t, &found);
-      t.next_detect = closed_ + static_cast<int64_t>(t.metric == OnlineMetric::kUtil
-                                                         ? o_.detect_every
-                                                         : o_.leak_detect_every);
+      t.next_detect =
+          closed_ + static_cast<int64_t>(t.metric == OnlineMetric::kUtil ? o_.detect_every
+                                                                         : o_.leak_detect_every);
     }
     ++it;
   }

@@ -89,10 +89,9 @@ void ExpectSame(const Found& online, const Found& offline) {
                       std::inserter(missed, missed.end()));
   std::set_difference(online.begin(), online.end(), offline.begin(), offline.end(),
                       std::inserter(extra, extra.end()));
-  EXPECT_TRUE(missed.empty() && extra.empty())
-      << "offline only:\n"
-      << Describe(missed) << "online only:\n"
-      << Describe(extra);
+  EXPECT_TRUE(missed.empty() && extra.empty()) << "offline only:\n"
+                                               << Describe(missed) << "online only:\n"
+                                               << Describe(extra);
 }
 
 TEST(OnlineAnalysisTest, FindsTheAnomaliesOfferedOfflineOnTheWholeSeriesOnce) {
@@ -141,9 +140,7 @@ TEST(OnlineAnalysisTest, ForecastsAreTheOfflineForecastsOfTheGpuAndNodeSums) {
                  c = util->series[ids[2]].values[t];
     const bool g0 = analyze::Present(a) || analyze::Present(b);
     gpu0[t] = g0 ? (analyze::Present(a) ? a : 0) + (analyze::Present(b) ? b : 0) : NAN;
-    node[t] = g0 || analyze::Present(c)
-                  ? (g0 ? gpu0[t] : 0) + (analyze::Present(c) ? c : 0)
-                  : NAN;
+    node[t] = g0 || analyze::Present(c) ? (g0 ? gpu0[t] : 0) + (analyze::Present(c) ? c : 0) : NAN;
   }
   analyze::ForecastOptions fo;
   const std::vector<double> want0 = analyze::ForecastSeries(gpu0, fo);
@@ -156,8 +153,8 @@ TEST(OnlineAnalysisTest, ForecastsAreTheOfflineForecastsOfTheGpuAndNodeSums) {
   for (size_t t = 0; t <= util->length; ++t) {
     clock.AdvanceTo(static_cast<int64_t>(t) * kStepNs);
     if (t < util->length) {
-      std::vector<std::tuple<std::string, std::string, double>> samples = {
-          {"gpu0", "slices", 2}, {"gpu1", "slices", 1}};
+      std::vector<std::tuple<std::string, std::string, double>> samples = {{"gpu0", "slices", 2},
+                                                                           {"gpu1", "slices", 1}};
       for (int k = 0; k < 3; ++k) {
         const double v = util->series[ids[k]].values[t];
         const std::string target = (k < 2 ? "gpu0/s" : "gpu1/s") + std::to_string(k);
