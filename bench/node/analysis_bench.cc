@@ -89,9 +89,9 @@ int main(int argc, char** argv) {
       worst = std::max(worst, dt);
     }
   }
-  std::printf("%d slices, %d h of history at 60 s, %zu series: per round mean %.2f ms, max %.2f "
-              "ms CPU over %d rounds (%zu anomalies reported in all)\n",
-              slices, hours, online.series(), 1e3 * total / rounds, 1e3 * worst, rounds,
-              anomalies);
+  std::printf(
+      "%d slices, %d h of history at 60 s, %zu series: per round mean %.2f ms, max %.2f "
+      "ms CPU over %d rounds (%zu anomalies reported in all)\n",
+      slices, hours, online.series(), 1e3 * total / rounds, 1e3 * worst, rounds, anomalies);
   return 0;
 }

@@ -19,9 +19,12 @@
 // Guard(kind) + Lag(kind) + detect_every slots. An anomaly found there is reported when its start
 // has at least Lag(kind) slots after it (its window is complete: more samples no longer move it)
 // and Guard(kind) before it in the window (or the window starts where the series started), so
-// it is the one DetectAnomalies finds on the whole series. Each anomaly is reported once: a
-// later detection of the same kind that starts within 5 slots of a reported one (or, for leaks,
-// within its extent) is the same anomaly.
+// it is the one DetectAnomalies finds on the whole series. A utilization window also reaches
+// back to the level shifts and stuck runs reported in the last 360 slots (with their guard), so
+// that a change that ends one is seen as its end, not as a new shift; a change that undoes an
+// older shift is reported as a shift (offline it ends the first). Each anomaly is reported once:
+// a later detection of the same kind at the same start (spikes) or within 5 slots of it (the
+// others; for leaks also within a reported leak's extent) is the same anomaly.
 //
 // Forecasts (per GPU and the node): the adaptive EWMA of forecast.h fed slot by slot, `horizon`
 // slots ahead; the same values as ForecastSeries on the whole series.
