@@ -66,7 +66,9 @@ size_t LagSlots(AnomalyKind kind, const DetectorOptions& o) {
     case AnomalyKind::kStuckZero:
       return o.stuck_min_len;
     case AnomalyKind::kLeak:
-      return 5 * o.leak_creep_window + 1;  // a creep region and the gap that would extend it
+      // An envelope leak is dropped where a creep overlaps it, which may show only once the
+      // envelope's region is complete: two envelope windows and its median.
+      return std::max(5 * o.leak_creep_window + 1, 2 * o.leak_window + o.leak_envelope);
   }
   return 0;
 }

@@ -53,7 +53,7 @@ namespace vgpu::node {
 
 struct OnlineOptions {
   int64_t step_ns = 60'000'000'000;  // the grid step
-  size_t capacity = 480;             // closed slots kept per series (8 hours at 60 s)
+  size_t capacity = 720;             // closed slots kept per series (12 hours at 60 s)
   size_t detect_every = 10;          // a utilization series' detectors run every N slots
   size_t leak_detect_every = 30;     // a memory series' (their window is longer)
   size_t horizon = 5;                // forecast slots ahead

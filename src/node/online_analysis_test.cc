@@ -112,7 +112,7 @@ TEST(OnlineAnalysisTest, FindsTheAnomaliesOfferedOfflineOnTheWholeSeriesOnce) {
   ASSERT_FALSE(labels.empty());
   OnlineOptions o;
   o.step_ns = kStepNs;
-  o.capacity = 480;  // a third of the day: the ring evicts, detection runs on tail windows
+  o.capacity = 600;  // under half the day: the ring evicts, detection runs on tail windows
   const std::vector<size_t> ids = Busiest(*util, EnvOr("VGPU_ONLINE_TEST_SERIES", 6));
   const Found online = FeedOnline(*util, ids, OnlineMetric::kUtil, o);
   const Found offline = Offline(*util, ids, analyze::UtilizationOptions(util->step));
@@ -131,7 +131,7 @@ TEST(OnlineAnalysisTest, FindsTheLeaksFoundOfflineOnTheWholeSeries) {
   analyze::InjectMemory(&*memory, io);
   OnlineOptions o;
   o.step_ns = kStepNs;
-  o.capacity = 480;
+  o.capacity = 600;
   const std::vector<size_t> ids = Busiest(*memory, EnvOr("VGPU_ONLINE_TEST_SERIES", 4));
   const Found offline = Offline(*memory, ids, analyze::MemoryOptions(memory->step));
   EXPECT_GE(offline.size(), 2u);
@@ -216,7 +216,7 @@ TEST(OnlineAnalysisTest, SamplesOfASlotAreAveragedAndASliceIsRightSizedFromItsMe
   EXPECT_LT(r.risk, 0.05);  // never exceeded in its history: below the prior rate
   EXPECT_EQ(online.series(), 1u);
   // A slice gone for a whole ring is forgotten.
-  clock.AdvanceTo(clock.NowNanos() + 500 * o.step_ns);
+  clock.AdvanceTo(clock.NowNanos() + 800 * o.step_ns);
   online.Round();
   EXPECT_EQ(online.series(), 0u);
 }

@@ -21,6 +21,7 @@
 #include "kubelet_emulator.h"
 #include "node/daemon.h"
 #include "node/fake_cluster.h"
+#include "node/online_analysis.h"
 #include "node/slice_control.h"
 #include "node/test_pods.h"
 #include "shm/proc_identity.h"
@@ -450,8 +451,10 @@ TEST_F(AnalyzeFaultsTest, ALeakIsReportedOnceWithAnEventAndTheMetricsShowTheAnal
   const uint64_t kGiB = 1ULL << 30;
   ASSERT_EQ(shm::Charge(m.region(), slot, 0, 4 * kGiB, shm::kNoLimit, self), shm::RegionError::kOk);
   const int64_t step = 60'000'000'000;
+  const int lag = static_cast<int>(
+      LagSlots(analyze::AnomalyKind::kLeak, analyze::MemoryOptions(60)));  // 255 slots
   int reported_at = -1;
-  for (int k = 0; k <= 300; ++k) {
+  for (int k = 0; k <= 120 + lag + 40; ++k) {
     analysis_clock_.AdvanceTo(k * step);
     if (k >= 120) {
       ASSERT_EQ(shm::Charge(m.region(), slot, 0, kGiB / 60, shm::kNoLimit, self),
@@ -463,9 +466,9 @@ TEST_F(AnalyzeFaultsTest, ALeakIsReportedOnceWithAnEventAndTheMetricsShowTheAnal
     }
   }
   // Dated at slot 119 (the last sample before the first rise), reported once its window is
-  // complete: the lag of a leak (101 slots) and at most one detection period (30) later.
-  EXPECT_GE(reported_at, 119 + 101);
-  EXPECT_LE(reported_at, 119 + 101 + 30 + 2);
+  // complete: the lag of a leak and at most one detection period (30 slots) later.
+  EXPECT_GE(reported_at, 119 + lag);
+  EXPECT_LE(reported_at, 119 + lag + 30 + 2);
   const std::string metrics = daemon_->Metrics();
   const std::string target = "gpu0/" + leaky.name;
   EXPECT_NE(metrics.find("vgpu_anomalies_total{node=\"gpu-node-1\",target=\"" + target +
