@@ -7,7 +7,6 @@ namespace vgpu::analyze {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr int kBank = 10;  // alpha = 0.1 x (i + 1)
 
 // MAE / sum of targets over target slots [lo, hi) of the forecasts `pred` (made h earlier).
 double Relative(const std::vector<double>& y, const std::vector<double>& pred, size_t h, size_t lo,
@@ -37,34 +36,43 @@ std::vector<double> Ewma(const std::vector<double>& y, double alpha) {
   return e;
 }
 
-std::vector<double> ForecastSeries(const std::vector<double>& y, const ForecastOptions& o) {
-  const size_t n = y.size(), h = o.horizon;
-  std::vector<std::vector<double>> bank;
-  for (int i = 0; i < kBank; ++i) bank.push_back(Ewma(y, 0.1 * (i + 1)));
-  // err[i][s]: |bank[i][s] - y[s + h]|, the error of the forecast made at s (0 where unknown).
-  std::vector<std::vector<double>> err(kBank, std::vector<double>(n, 0));
+AdaptiveEwma::AdaptiveEwma(const ForecastOptions& o)
+    : o_(o),
+      pred_(static_cast<size_t>(kBank) * (o.horizon + 1), kNaN),
+      err_(static_cast<size_t>(kBank) * (o.window + 1), 0) {
+  for (double& c : cur_) c = kNaN;
+}
+
+double AdaptiveEwma::Push(double y) {
+  const size_t h = o_.horizon, t = t_++, np = h + 1, ne = o_.window + 1;
   for (int i = 0; i < kBank; ++i) {
-    for (size_t s = 0; s + h < n; ++s) {
-      if (!std::isnan(bank[i][s]) && !std::isnan(y[s + h]))
-        err[i][s] = std::fabs(bank[i][s] - y[s + h]);
-    }
-  }
-  std::vector<double> out(n, kNaN), trailing(kBank, 0);
-  for (size_t t = 0; t < n; ++t) {
-    // Forecasts whose target is known at t were made at s <= t - h: add s = t - h, drop the one
-    // that left the window.
+    // The bank member's EWMA at t (a missing sample keeps its value), as Ewma() computes it.
+    const double alpha = 0.1 * (i + 1);
+    if (!std::isnan(y)) cur_[i] = std::isnan(cur_[i]) ? y : alpha * y + (1 - alpha) * cur_[i];
+    double* pred = &pred_[static_cast<size_t>(i) * np];
+    double* err = &err_[static_cast<size_t>(i) * ne];
+    pred[t % np] = cur_[i];
+    // Forecasts whose target is known at t were made at s <= t - h: add the error of s = t - h,
+    // drop the one that left the window.
     if (t >= h) {
-      for (int i = 0; i < kBank; ++i) {
-        trailing[i] += err[i][t - h];
-        if (t - h >= o.window) trailing[i] -= err[i][t - h - o.window];
-      }
+      const size_t s = t - h;
+      const double p = pred[s % np];
+      err[s % ne] = !std::isnan(p) && !std::isnan(y) ? std::fabs(p - y) : 0;
+      trailing_[i] += err[s % ne];
+      if (s >= o_.window) trailing_[i] -= err[(s - o_.window) % ne];
     }
-    int best = 2;  // alpha 0.3 until there is a record
-    for (int i = 0; i < kBank; ++i) {
-      if (trailing[i] < trailing[best] - 1e-12) best = i;
-    }
-    out[t] = bank[best][t];
   }
+  int best = 2;  // alpha 0.3 until there is a record
+  for (int i = 0; i < kBank; ++i) {
+    if (trailing_[i] < trailing_[best] - 1e-12) best = i;
+  }
+  return cur_[best];
+}
+
+std::vector<double> ForecastSeries(const std::vector<double>& y, const ForecastOptions& o) {
+  AdaptiveEwma model(o);
+  std::vector<double> out(y.size(), kNaN);
+  for (size_t t = 0; t < y.size(); ++t) out[t] = model.Push(y[t]);
   return out;
 }
 

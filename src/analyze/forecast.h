@@ -27,6 +27,26 @@ struct ForecastOptions {
 // EWMA of y (missing samples keep the previous value); NaN until the first sample.
 std::vector<double> Ewma(const std::vector<double>& y, double alpha);
 
+// The adaptive EWMA one sample at a time (the node daemon runs it online): Push(y[t]) returns
+// the forecast of y[t + horizon] made at t, the same value ForecastSeries gives for slot t (it is
+// built on this class). Memory: (horizon + window) values per bank member.
+class AdaptiveEwma {
+ public:
+  explicit AdaptiveEwma(const ForecastOptions& o);
+  // y: the next slot's sample, NaN where it is missing.
+  double Push(double y);
+  size_t slots() const { return t_; }
+
+ private:
+  static constexpr int kBank = 10;  // alpha = 0.1 x (i + 1)
+  ForecastOptions o_;
+  size_t t_ = 0;
+  double cur_[kBank];
+  double trailing_[kBank] = {};
+  std::vector<double> pred_;  // ring of the last horizon + 1 forecasts per member
+  std::vector<double> err_;   // ring of the last window + 1 errors per member
+};
+
 // Forecasts of y[t + horizon] made at every t.
 std::vector<double> ForecastSeries(const std::vector<double>& y, const ForecastOptions& o);
 

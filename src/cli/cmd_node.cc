@@ -57,6 +57,9 @@ struct NodeFlags {
   std::string tenant_levels;
   std::string rules;
   bool rules_dry_run = false;
+  bool analyze = false;
+  std::string analyze_step = "60s";
+  bool analyze_step_given = false;
   std::string thrash;
   std::string spill_headroom = "4GiB";
   double spill_ratio = 1.5;
@@ -205,6 +208,22 @@ Result<node::DaemonOptions> BuildOptions(const NodeFlags& f) {
     return Bad("--rules-dry-run", "needs --rules FILE");
   }
   o.rules_dry_run = f.rules_dry_run;
+  if (f.analyze_step_given && !f.analyze) return Bad("--analyze-step", "needs --analyze");
+  if (f.analyze) {
+    auto step = DurationMs("--analyze-step", f.analyze_step, 100, 3600 * 1000);
+    if (!step) return step.error();
+    if (!f.rules.empty()) {
+      auto rules = analyze::LoadRules(f.rules);
+      if (rules && rules->interval_ns / 1'000'000 > *step) {
+        return Bad("--analyze-step",
+                   "\"" + f.analyze_step + "\" is shorter than the evaluation_interval of " +
+                       f.rules + " (" + std::to_string(rules->interval_ns / 1'000'000) +
+                       " ms), whose rounds feed the analyses");
+      }
+    }
+    o.analyze = true;
+    o.analyze_step_ms = *step;
+  }
   auto thrash = node::ParseThrashRules(f.thrash);
   if (!thrash) return Bad("--spill-thrash", thrash.error().message());
   o.thrash = *thrash;
@@ -413,6 +432,14 @@ int RunNode(int argc, char** argv) {
       "--rules-dry-run", f.rules_dry_run,
       "Log and count what the rules would do (vgpu_rule_actions_total{outcome=\"dry_run\"}) "
       "without doing it");
+  app.add_flag("--analyze", f.analyze,
+               "Run the analyses of `vgpu analyze` online (docs/analyze.md): anomalies per slice "
+               "and GPU (a Warning Event VgpuAnomaly each), utilization forecasts per GPU and for "
+               "the node, memory right-sizing per slice, on /metrics");
+  app.add_option("--analyze-step", f.analyze_step,
+                 "The analyses' sample step (at least the rules' evaluation_interval; the "
+                 "detectors' windows are in steps: 60 s matches the offline defaults)")
+      ->capture_default_str();
   app.add_option("--spill-thrash", f.thrash,
                  "When a spilling slice thrashes: link=RATE (its GPU's host link receives at "
                  "least this, default 2GB/s), rounds=N (that many sampling rounds in a row, "
@@ -457,6 +484,7 @@ int RunNode(int argc, char** argv) {
                "nothing");
   if (auto code = ParseArgs(app, argc, argv)) return *code;
   f.sim_devices_given = app.count("--sim-devices") > 0;
+  f.analyze_step_given = app.count("--analyze-step") > 0;
   return ReportStatus(kCommand, Run(f));
 }
 

@@ -17,10 +17,17 @@
 #include "node/unit_id.h"
 
 #ifdef VGPU_NODE_HAVE_SHM
+#include "node/online_analysis.h"
 #include "node/rule_engine.h"
 #else
 namespace vgpu::node {
 class RuleEngine {};
+class OnlineAnalysis {};
+Status Daemon::StartAnalysis() {
+  if (!options_.analyze) return Status::Ok();
+  return Status::FailedPrecondition("--analyze: built without the shm library");
+}
+std::string Daemon::AnalysisMetrics() const { return ""; }
 Status Daemon::StartRules() {
   if (options_.rules_file.empty()) return Status::Ok();
   return Status::FailedPrecondition("--rules: built without the shm library");
@@ -87,6 +94,7 @@ Status Daemon::Start() {
   }
   VGPU_RETURN_IF_ERROR(slices_.Init());
   VGPU_RETURN_IF_ERROR(StartRules());
+  VGPU_RETURN_IF_ERROR(StartAnalysis());
   Status modes = SetUpModes();
   if (!modes.ok()) return modes;
   if (!options_.slices.arbiter_dir.empty()) {
@@ -569,7 +577,7 @@ std::string Daemon::Metrics() const {
   src.dcgm_aliases = options_.dcgm_aliases;
   src.regions = &regions_;
   src.tenants = Tenants();
-  return CollectMetrics(src) + RulesMetrics();
+  return CollectMetrics(src) + RulesMetrics() + AnalysisMetrics();
 }
 
 Status Daemon::Inject(const MetricsServer::InjectRequest& r) {

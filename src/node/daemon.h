@@ -31,8 +31,10 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
+#include "common/clock.h"
 #include "device/device_backend.h"
 #include "device/injecting_backend.h"
 #include "node/allocator.h"
@@ -97,9 +99,18 @@ struct DaemonOptions {
   std::string rules_file;
   // The rules' actions are logged and counted, not carried out.
   bool rules_dry_run = false;
+  // The analyses online (online_analysis.h, docs/analyze.md): anomalies per slice and GPU,
+  // utilization forecasts per GPU and for the node, memory right-sizing per slice, on a grid of
+  // analyze_step_ms, fed by the rules' rounds (every evaluation_interval; every step without
+  // --rules). The step is at least the rules' evaluation_interval.
+  bool analyze = false;
+  int64_t analyze_step_ms = 60'000;
+  // The analyses' clock (tests); null: the monotonic clock.
+  const Clock* analysis_clock = nullptr;
 };
 
 class RuleEngine;
+class OnlineAnalysis;
 
 class Daemon {
  public:
@@ -137,6 +148,8 @@ class Daemon {
   // One evaluation of the tuning rules now (tests); nothing without --rules.
   void RulesNow();
   RuleEngine* rules() { return rules_.get(); }
+  // The online analyses (--analyze), null without.
+  OnlineAnalysis* analysis() { return analysis_.get(); }
 
  private:
   void HealthLoop();
@@ -166,6 +179,10 @@ class Daemon {
   Status StartRules();
   void RulesLoop();
   std::string RulesMetrics() const;
+  // Sets up the online analyses, fed by the rules' rounds (daemon_analysis.cc).
+  Status StartAnalysis();
+  void AnalysisRound(const std::vector<std::tuple<std::string, std::string, double>>& samples);
+  std::string AnalysisMetrics() const;
 
   DaemonOptions options_;
   std::unique_ptr<device::DeviceBackend> backend_;
@@ -190,6 +207,8 @@ class Daemon {
   std::unique_ptr<faults::TenantLevels> tenants_;
   std::mutex rules_mu_;  // one rule round at a time
   std::unique_ptr<RuleEngine> rules_;
+  mutable std::mutex analysis_mu_;  // guards analysis_'s state
+  std::unique_ptr<OnlineAnalysis> analysis_;
   std::mutex stuck_mu_;  // guards stuck_kernels_
   // GPUs with a kernel past the deadline: its pid and how long it had run at the last round.
   std::map<std::string, std::pair<uint32_t, int64_t>> stuck_kernels_;

@@ -112,7 +112,9 @@ std::vector<std::tuple<std::string, std::string, double>> RuleEngine::Sample(con
 
 void RuleEngine::Round(const RuleInputs& in) {
   const int64_t now = clock_->NowNanos();
-  for (auto& [target, signal, v] : Sample(in)) kept_.push_back({target, signal, now, v});
+  const std::vector<std::tuple<std::string, std::string, double>> samples = Sample(in);
+  if (observer_) observer_(samples);
+  for (const auto& [target, signal, v] : samples) kept_.push_back({target, signal, now, v});
   kept_.erase(std::remove_if(kept_.begin(), kept_.end(),
                              [&](const Kept& k) { return k.t_ns < now - kKeepNs; }),
               kept_.end());

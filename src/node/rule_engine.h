@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -55,6 +56,12 @@ class RuleEngine {
   // The samples a round would add (tests): (target, signal, value).
   std::vector<std::tuple<std::string, std::string, double>> Sample(const RuleInputs& in);
 
+  // Called by Round() with what it sampled, before the rules are evaluated (the node's online
+  // analyses, online_analysis.h). Set before the first Round().
+  using SampleObserver =
+      std::function<void(const std::vector<std::tuple<std::string, std::string, double>>&)>;
+  void SetSampleObserver(SampleObserver o) { observer_ = std::move(o); }
+
   const analyze::RuleSet& rules() const { return rules_; }
   NodeActions& actions() { return *actions_; }
   size_t transitions() const { return evaluator_->Transitions(); }
@@ -74,6 +81,7 @@ class RuleEngine {
   std::unique_ptr<NodeActions> actions_;
   std::unique_ptr<analyze::RuleEvaluator> evaluator_;
   std::map<std::string, Previous> previous_;
+  SampleObserver observer_;
   struct Kept {
     std::string target, signal;
     int64_t t_ns;

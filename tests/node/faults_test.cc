@@ -21,6 +21,7 @@
 #include "kubelet_emulator.h"
 #include "node/daemon.h"
 #include "node/fake_cluster.h"
+#include "node/online_analysis.h"
 #include "node/slice_control.h"
 #include "node/test_pods.h"
 #include "shm/proc_identity.h"
@@ -57,6 +58,8 @@ class FaultsTest : public ::testing::Test {
     o.sample_interval_ms = 100;
     o.tenant_levels.quiet_s = 1;
     o.rules_file = rules_file_;
+    o.analyze = analyze_;
+    o.analysis_clock = &analysis_clock_;
     daemon_ = std::make_unique<Daemon>(o, std::move(backend), &cluster_);
     ASSERT_TRUE(daemon_->Start().ok());
     ASSERT_TRUE(kubelet_->WaitForRegistrations(1, 10'000));
@@ -88,8 +91,8 @@ class FaultsTest : public ::testing::Test {
 
   // A pod with one container on GPU `gpu`; returns its slice, with a live process (a child
   // that sleeps) in its region's slots as libvgpu.so would put it there.
-  SliceRecord Tenant(const std::string& name, int gpu, pid_t* child) {
-    cluster_.UpsertPod(testing::PodWith(name, "gpu-node-1", {{uuids_[gpu], 1024, 50}}, 1));
+  SliceRecord Tenant(const std::string& name, int gpu, pid_t* child, uint64_t memory_mib = 1024) {
+    cluster_.UpsertPod(testing::PodWith(name, "gpu-node-1", {{uuids_[gpu], memory_mib, 50}}, 1));
     std::vector<std::string> available;
     for (const auto& d : kubelet_->devices()) {
       if (d.id().rfind(uuids_[gpu] + "-", 0) == 0 && !used_.count(d.id())) {
@@ -172,6 +175,8 @@ class FaultsTest : public ::testing::Test {
   }
 
   std::string root_;
+  bool analyze_ = false;  // --analyze, on analysis_clock_ (60 s steps)
+  SimulatedClock analysis_clock_{0};
   std::unique_ptr<KubeletEmulator> kubelet_;
   device::FakeBackend* fake_ = nullptr;
   std::vector<std::string> uuids_;
@@ -417,6 +422,79 @@ TEST_F(RulesFaultsTest, AnXidRuleCordonsTheGpuThatReportedIt) {
   EXPECT_NE(metrics.find("vgpu_rule_actions_total{rule=\"xid-burst\",action=\"quarantine_gpu\","
                          "outcome=\"applied\"} 1"),
             std::string::npos);
+}
+
+class AnalyzeFaultsTest : public FaultsTest {
+ protected:
+  void SetUp() override {
+    analyze_ = true;
+    FaultsTest::SetUp();
+  }
+};
+
+// `vgpu node --analyze` (no rule file: a rule engine without rules feeds the analyses): a tenant
+// whose memory leaks 1 GiB/h from slot 120 of the 60 s grid is reported once, with a Warning
+// Event, on /metrics with the leak's start; GPU 0's utilization (the device's own, 50%) is
+// forecast; the slice gets a right-size recommendation.
+TEST_F(AnalyzeFaultsTest, ALeakIsReportedOnceWithAnEventAndTheMetricsShowTheAnalyses) {
+  pid_t child = 0;
+  SliceRecord leaky = Tenant("leaky", 0, &child, 16 * 1024);
+  device::DeviceSample busy;
+  busy.sm_utilization = 0.5;
+  fake_->SetSample(0, busy);
+  daemon_->SampleNow();
+  shm::Mapping m;
+  ASSERT_EQ(shm::Mapping::OpenExisting(leaky.region_path.c_str(), true, &m), shm::RegionError::kOk);
+  const shm::ProcIdentity self = shm::CurrentProcIdentity();
+  int slot = -1;
+  ASSERT_EQ(shm::ClaimSlot(m.region(), self, &slot), shm::RegionError::kOk);
+  const uint64_t kGiB = 1ULL << 30;
+  ASSERT_EQ(shm::Charge(m.region(), slot, 0, 4 * kGiB, shm::kNoLimit, self), shm::RegionError::kOk);
+  const int64_t step = 60'000'000'000;
+  const int lag = static_cast<int>(
+      LagSlots(analyze::AnomalyKind::kLeak, analyze::MemoryOptions(60)));  // 255 slots
+  int reported_at = -1;
+  for (int k = 0; k <= 120 + lag + 40; ++k) {
+    analysis_clock_.AdvanceTo(k * step);
+    if (k >= 120) {
+      ASSERT_EQ(shm::Charge(m.region(), slot, 0, kGiB / 60, shm::kNoLimit, self),
+                shm::RegionError::kOk);
+    }
+    daemon_->RulesNow();
+    if (reported_at < 0 && daemon_->Metrics().find("kind=\"leak\"") != std::string::npos) {
+      reported_at = k;
+    }
+  }
+  // Dated at slot 119 (the last sample before the first rise), reported once its window is
+  // complete: the lag of a leak and at most one detection period (30 slots) later.
+  EXPECT_GE(reported_at, 119 + lag);
+  EXPECT_LE(reported_at, 119 + lag + 30 + 2);
+  const std::string metrics = daemon_->Metrics();
+  const std::string target = "gpu0/" + leaky.name;
+  EXPECT_NE(metrics.find("vgpu_anomalies_total{node=\"gpu-node-1\",target=\"" + target +
+                         "\",kind=\"leak\"} 1\n"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("vgpu_anomaly_last_start_timestamp_seconds{node=\"gpu-node-1\",target=\"" +
+                         target + "\",kind=\"leak\"}"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("vgpu_forecast_utilization{node=\"gpu-node-1\",gpu=\"0\","
+                         "horizon_seconds=\"300\"} 50\n"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("vgpu_rightsize_memory_bytes{node=\"gpu-node-1\",gpu=\"0\",slice=\"" +
+                         leaky.name + "\"}"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("vgpu_rightsize_exceed_risk_ratio{"), std::string::npos);
+  EXPECT_EQ(metrics.find("kind=\"level_shift\""), std::string::npos) << "a flat 50% has no shift";
+  int events = 0;
+  for (const std::string& e : cluster_.Events()) {
+    if (e.find(" VgpuAnomaly:") != std::string::npos &&
+        e.find("leak in the memory of " + target + ",") != std::string::npos) {
+      ++events;
+    }
+  }
+  EXPECT_EQ(events, 1);
 }
 
 // Memory oversubscription's risk control: while GPU 0's host link receives past the thrash

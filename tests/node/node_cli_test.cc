@@ -310,6 +310,9 @@ TEST(NodeCliErrorsTest, BadInputExitsWithTwo) {
       {"--tenant-levels speed=3", "--tenant-levels: \"speed\" is not a field"},
       {"--rules /nonexistent/rules.yaml", "--rules: "},
       {"--rules-dry-run", "--rules-dry-run: needs --rules FILE"},
+      {"--analyze-step 30s", "--analyze-step: needs --analyze"},
+      {"--analyze --analyze-step 10ms", "--analyze-step: \"10ms\" is outside"},
+      {"--analyze --analyze-step soon", "--analyze-step"},
   };
   for (const BadFlag& c : cases) {
     auto r = RunCommand(bin + " node --node-name n " + c.args);
@@ -323,10 +326,19 @@ TEST(NodeCliErrorsTest, BadInputExitsWithTwo) {
   auto bad_rules = RunCommand(bin + " node --node-name n --rules " + rules);
   EXPECT_EQ(bad_rules.exit_code, 2) << bad_rules.err;
   EXPECT_NE(bad_rules.err.find("--rules: " + rules + ":4:"), std::string::npos) << bad_rules.err;
+  // The analyses' step may not be shorter than the rounds that feed them.
+  std::ofstream(rules) << "evaluation_interval: 30s\nrules: []\n";
+  auto short_step =
+      RunCommand(bin + " node --node-name n --rules " + rules + " --analyze --analyze-step 10s");
+  EXPECT_EQ(short_step.exit_code, 2) << short_step.err;
+  EXPECT_NE(short_step.err.find("--analyze-step: \"10s\" is shorter than the evaluation_interval"),
+            std::string::npos)
+      << short_step.err;
   std::remove(rules.c_str());
   auto help = RunCommand(bin + " node --help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("--rules-dry-run"), std::string::npos);
+  EXPECT_NE(help.out.find("--analyze-step"), std::string::npos);
   EXPECT_NE(help.out.find("--units-per-gpu"), std::string::npos);
   EXPECT_NE(help.out.find("--hami-metric-aliases"), std::string::npos);
   // A machine without NVML: a clear failure, exit 1.
