@@ -5,8 +5,10 @@
 # and the copy-QoS checks of tests/copyqos with `vgpu bench copy` and tests/gpu/copy_qos.cu.
 #
 #   tests/gpu/run.sh [--libvgpu PATH] [--vgpu PATH] [--races N] [--compute-seconds S]
-#                    [--only memory|compute|copy] [--simulated-driver DIR] [--sanitizer-runtime PATH]
+#                    [--only memory|compute|copy[,...]] [--simulated-driver DIR]
+#                    [--sanitizer-runtime PATH]
 #
+# --only runs the named parts only (a comma-separated list; default all three).
 # --simulated-driver DIR runs the driver API checks against the simulated GPU in DIR
 # (build/lib/simgpu) instead, to test this script on a machine without a GPU; the CUDA runtime
 # checks are skipped then (the simulation does not serve libcudart). --sanitizer-runtime PATH is
@@ -41,6 +43,15 @@ while [[ $# -gt 0 ]]; do
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+
+for part in ${only//,/ }; do
+  case $part in
+    memory|compute|copy) ;;
+    *) echo "run.sh: --only: unknown part '$part' (known: memory, compute, copy)" >&2; exit 2 ;;
+  esac
+done
+# wants PART: whether --only names PART (or is not given).
+wants() { [[ -z $only || ,$only, == *,$1,* ]]; }
 
 skip() { echo "SKIPPED: $*"; exit 77; }
 find_lib() { ldconfig -p 2>/dev/null | awk -v n="$1" '$1 == n {print $NF; exit}'; }
@@ -107,7 +118,7 @@ in_slice() {
 }
 field() { awk -v k="$1" '$1 == k {sub(/^[^ ]+ /, ""); print; exit}'; }
 
-if [[ $only != compute && $only != copy ]]; then
+if wants memory; then
 # ---- 1. every allocation path holds N bytes and not one byte more ----------------------------
 n=$((256 * MiB))
 for spec in alloc:1 managed:1 pitch:512 vmm:$((2 * MiB)) async:1 async_ptsz:1 pool:1 \
@@ -335,7 +346,7 @@ sys.exit(0 if ok else 1)
       fail "compute: $launch launches: $out"
   done
 }
-[[ $only != memory && $only != copy ]] && compute_checks
+wants compute && compute_checks
 
 # ---- 7. copy QoS: caps per tenant, stream order under chunked pacing ----------------------------
 # `vgpu bench copy` runs tenants of host-device copies, each in its own slice with its caps, on
@@ -399,7 +410,7 @@ sys.exit(0 if ok else 1)
       fail "copy: two tenants under libvgpu.so (windows above)"
   fi
 }
-[[ $only != memory && $only != compute ]] && copy_checks
+wants copy && copy_checks
 
 echo
 if ((failures == 0)); then
