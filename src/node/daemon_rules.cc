@@ -1,5 +1,5 @@
 // The node daemon's tuning rules (daemon.h, rule_engine.h): loading the rule file at Start, the
-// evaluation loop, and what one round reads (slices, arbiters, XID counts).
+// evaluation loop, and what one round reads (slices, arbiters, XID counts, device samples).
 #include <algorithm>
 
 #include "common/clock.h"
@@ -55,6 +55,11 @@ void Daemon::RulesNow() {
       if (kind.rfind("xid:", 0) == 0) xids += n;
     }
     in.xid_totals[static_cast<int>(d->index)] += xids;
+  }
+  // The sampler's latest sample of each GPU (by NVML index): utilization, GPM, NVLink counters.
+  const std::vector<std::optional<device::DeviceSample>> samples = state_->Samples();
+  for (size_t i = 0; i < samples.size(); ++i) {
+    if (samples[i]) in.gpu_samples[static_cast<int>(i)] = *samples[i];
   }
   rules_->Round(in);
 }

@@ -33,9 +33,9 @@ bool RuleEngine::Rate(const std::string& key, double total, int64_t now, double*
   return ok;
 }
 
-std::vector<std::tuple<std::string, std::string, double>> RuleEngine::Sample(const RuleInputs& in) {
+std::vector<RuleEngine::Signal> RuleEngine::Sample(const RuleInputs& in) {
   const int64_t now = clock_->NowNanos();
-  std::vector<std::tuple<std::string, std::string, double>> out;
+  std::vector<Signal> out;
   std::map<int, int> per_gpu;
   for (const SliceRecord& r : in.slices) {
     if (r.spec.devices.empty()) continue;
@@ -106,8 +106,29 @@ std::vector<std::tuple<std::string, std::string, double>> RuleEngine::Sample(con
       out.emplace_back(target, "xid_errors", total - prev->second.value);  // since the last round
     }
     previous_[target + "|xid"] = {now, total};
+    auto d = in.gpu_samples.find(g);
+    if (d != in.gpu_samples.end()) SampleDevice(target, d->second, now, &out);
   }
   return out;
+}
+
+void RuleEngine::SampleDevice(const std::string& target, const device::DeviceSample& d,
+                              int64_t now, std::vector<Signal>* out) {
+  if (d.sm_utilization) out->emplace_back(target, "gpu_util", 100.0 * *d.sm_utilization);
+  if (d.gpm && d.gpm->dram_activity) {
+    out->emplace_back(target, "dram_bw_util", 100.0 * *d.gpm->dram_activity);
+  }
+  bool counted = false;
+  double replays = 0;
+  for (const device::NvLinkLinkSample& l : d.nvlink_links) {
+    if (!l.replay_errors_total) continue;
+    counted = true;
+    replays += static_cast<double>(*l.replay_errors_total);
+  }
+  double rate = 0;
+  if (counted && Rate(target + "|nvlink_replays", replays, now, &rate)) {
+    out->emplace_back(target, "nvlink_replays_per_s", rate);
+  }
 }
 
 void RuleEngine::Round(const RuleInputs& in) {

@@ -14,9 +14,16 @@
 //   h2d_bytes_per_s, d2h_bytes_per_s,      the slice's exact copy counters (region telemetry,
 //   copy_bytes_per_s                       written by a counting libvgpu.so), per second since
 //                                          the last round; their sum for copy_bytes_per_s
-// per GPU (target "gpuN"): xid_errors (XIDs in the interval), slices (slices on the GPU).
-// Signals the node does not sample here (DRAM bandwidth, NVLink replays, GPU utilization) come
-// from device metrics; a condition over a signal without samples does not hold.
+// per GPU (target "gpuN"): xid_errors (XIDs in the interval), slices (slices on the GPU), and
+// from the GPU's latest device sample (RuleInputs::gpu_samples, the daemon's sampler through the
+// device layer):
+//   gpu_util                               NVML utilization (DeviceSample::sm_utilization), percent
+//   dram_bw_util                           GPM DRAM bandwidth (GpmMetrics::dram_activity), percent
+//                                          of peak; only where the GPU has GPM (Hopper and later)
+//   nvlink_replays_per_s                   the NVLink replay counters of its links, summed, per
+//                                          second since the last round
+// each absent where the device layer does not give it; a condition over a signal without
+// samples does not hold.
 //
 // Samples are kept for an hour. Not thread-safe: one thread calls Round(); AddMetrics() and
 // History() may be called from others (NodeActions locks its own state).
@@ -31,6 +38,7 @@
 
 #include "analyze/rules.h"
 #include "common/clock.h"
+#include "device/device_backend.h"
 #include "node/arbiter_usage.h"
 #include "node/rule_actions.h"
 #include "node/slice.h"
@@ -42,6 +50,7 @@ struct RuleInputs {
   std::vector<SliceRecord> slices;
   std::map<std::string, ArbiterUsage> arbiters;  // by GPU UUID
   std::map<int, uint64_t> xid_totals;            // by GPU NVML index: XIDs seen so far
+  std::map<int, device::DeviceSample> gpu_samples;  // by GPU NVML index: the latest sample
 };
 
 class RuleEngine {
@@ -53,7 +62,8 @@ class RuleEngine {
   // Samples `in` at the clock's time, evaluates, acts.
   void Round(const RuleInputs& in);
   // The samples a round would add (tests): (target, signal, value).
-  std::vector<std::tuple<std::string, std::string, double>> Sample(const RuleInputs& in);
+  using Signal = std::tuple<std::string, std::string, double>;
+  std::vector<Signal> Sample(const RuleInputs& in);
 
   const analyze::RuleSet& rules() const { return rules_; }
   NodeActions& actions() { return *actions_; }
@@ -67,6 +77,9 @@ class RuleEngine {
   };
   // The change of a cumulative counter per second since the last round (false on the first).
   bool Rate(const std::string& key, double total, int64_t now, double* rate);
+  // The GPU-level signals of one device sample.
+  void SampleDevice(const std::string& target, const device::DeviceSample& d, int64_t now,
+                    std::vector<Signal>* out);
 
   analyze::RuleSet rules_;
   const Clock* clock_;
