@@ -33,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "device/device_backend.h"
 #include "device/injecting_backend.h"
 #include "node/allocator.h"
@@ -165,6 +166,7 @@ class Daemon {
   // Loads options_.rules_file and sets up the engine (daemon_rules.cc).
   Status StartRules();
   void RulesLoop();
+  void RulesRound(int64_t scheduled_ns);
   std::string RulesMetrics() const;
 
   DaemonOptions options_;
@@ -189,6 +191,9 @@ class Daemon {
   mutable std::mutex tenant_mu_;  // guards tenants_
   std::unique_ptr<faults::TenantLevels> tenants_;
   std::mutex rules_mu_;  // one rule round at a time
+  // The rules' clock: each round's scheduled time (monotonic), so that `for:` counts whole
+  // intervals however late a round starts (as Prometheus evaluates at its scheduled times).
+  SimulatedClock rules_clock_;
   std::unique_ptr<RuleEngine> rules_;
   std::mutex stuck_mu_;  // guards stuck_kernels_
   // GPUs with a kernel past the deadline: its pid and how long it had run at the last round.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/log.h"
 #include "shm/arbiter.h"
 #include "shm/region_file.h"
 #include "shm/region_ops.h"
@@ -67,7 +68,8 @@ std::vector<RuleEngine::Signal> RuleEngine::Sample(const RuleInputs& in) {
     }
     // Copy traffic from the slice's exact counters (region.h telemetry), where libvgpu counts.
     shm::SliceCounters counters;
-    if (shm::ReadSliceCounters(region, &counters) && counters.counting) {
+    const bool counted = shm::ReadSliceCounters(region, &counters) && counters.counting;
+    if (counted) {
       const double h2d =
           static_cast<double>(counters.totals.copy_bytes[shm::kCopyKindHostToDevice]);
       const double d2h =
@@ -84,15 +86,26 @@ std::vector<RuleEngine::Signal> RuleEngine::Sample(const RuleInputs& in) {
     out.emplace_back(target, "best_effort",
                      shm::PriorityInForce(region) >= shm::kPriorityLow ? 1.0 : 0.0);
     auto a = in.arbiters.find(first.uuid);
+    const ArbiterSliceUsage* u = nullptr;
     if (a != in.arbiters.end() && a->second.error.empty()) {
-      if (const ArbiterSliceUsage* u = a->second.Find(SliceKeyOf(r.region_path))) {
-        out.emplace_back(target, "util", 100.0 * u->achieved);
-        if (Rate(target + "|kernels", static_cast<double>(u->kernels), now, &rate)) {
-          out.emplace_back(target, "launches_per_s", rate);
-        }
-        if (Rate(target + "|held", static_cast<double>(u->held_ns), now, &rate)) {
-          out.emplace_back(target, "gate_wait_ratio", rate / 1e9);
-        }
+      u = a->second.Find(SliceKeyOf(r.region_path));
+    }
+    if (u != nullptr) {
+      out.emplace_back(target, "util", 100.0 * u->achieved);
+      if (Rate(target + "|kernels", static_cast<double>(u->kernels), now, &rate)) {
+        out.emplace_back(target, "launches_per_s", rate);
+      }
+      if (Rate(target + "|held", static_cast<double>(u->held_ns), now, &rate)) {
+        out.emplace_back(target, "gate_wait_ratio", rate / 1e9);
+      }
+    } else if (counted) {
+      // Not in an arbiter (a slice alone on its GPU never joins one): launches and busy time
+      // from the slice's exact counters, per second since the last round.
+      if (Rate(target + "|launches", static_cast<double>(counters.totals.launches), now, &rate)) {
+        out.emplace_back(target, "launches_per_s", rate);
+      }
+      if (Rate(target + "|busy", static_cast<double>(counters.totals.busy_ns), now, &rate)) {
+        out.emplace_back(target, "util", 100.0 * rate / 1e9);
       }
     }
   }
@@ -112,8 +125,8 @@ std::vector<RuleEngine::Signal> RuleEngine::Sample(const RuleInputs& in) {
   return out;
 }
 
-void RuleEngine::SampleDevice(const std::string& target, const device::DeviceSample& d,
-                              int64_t now, std::vector<Signal>* out) {
+void RuleEngine::SampleDevice(const std::string& target, const device::DeviceSample& d, int64_t now,
+                              std::vector<Signal>* out) {
   if (d.sm_utilization) out->emplace_back(target, "gpu_util", 100.0 * *d.sm_utilization);
   if (d.gpm && d.gpm->dram_activity) {
     out->emplace_back(target, "dram_bw_util", 100.0 * *d.gpm->dram_activity);
@@ -133,7 +146,10 @@ void RuleEngine::SampleDevice(const std::string& target, const device::DeviceSam
 
 void RuleEngine::Round(const RuleInputs& in) {
   const int64_t now = clock_->NowNanos();
-  for (auto& [target, signal, v] : Sample(in)) kept_.push_back({target, signal, now, v});
+  for (auto& [target, signal, v] : Sample(in)) {
+    VGPU_LOG_DEBUG("rule signal %s %s %g", target.c_str(), signal.c_str(), v);
+    kept_.push_back({target, signal, now, v});
+  }
   kept_.erase(std::remove_if(kept_.begin(), kept_.end(),
                              [&](const Kept& k) { return k.t_ns < now - kKeepNs; }),
               kept_.end());

@@ -11,6 +11,10 @@
 //   util, launches_per_s, gate_wait_ratio  its arbiter record on its first GPU: the share of GPU
 //                                          time it got, admitted launches and time held at the
 //                                          gate per second
+//                                          (a slice in no arbiter, as one alone on its GPU:
+//                                          util and launches_per_s from its exact counters'
+//                                          busy time and launches, per second since the last
+//                                          round, where libvgpu counts; no gate_wait_ratio)
 //   h2d_bytes_per_s, d2h_bytes_per_s,      the slice's exact copy counters (region telemetry,
 //   copy_bytes_per_s                       written by a counting libvgpu.so), per second since
 //                                          the last round; their sum for copy_bytes_per_s
@@ -48,8 +52,8 @@ namespace vgpu::node {
 // What one round observes.
 struct RuleInputs {
   std::vector<SliceRecord> slices;
-  std::map<std::string, ArbiterUsage> arbiters;  // by GPU UUID
-  std::map<int, uint64_t> xid_totals;            // by GPU NVML index: XIDs seen so far
+  std::map<std::string, ArbiterUsage> arbiters;     // by GPU UUID
+  std::map<int, uint64_t> xid_totals;               // by GPU NVML index: XIDs seen so far
   std::map<int, device::DeviceSample> gpu_samples;  // by GPU NVML index: the latest sample
 };
 

@@ -348,9 +348,9 @@ TEST_F(RuleEngineTest, GpuSignalsComeFromTheDeviceSamplesAndAreAbsentWithoutThem
     }
     return got;
   };
-  EXPECT_EQ(gpu_signals(), (std::map<std::string, double>{{"gpu0 dram_bw_util", 90},
-                                                          {"gpu0 gpu_util", 42},
-                                                          {"gpu1 gpu_util", 10}}))
+  EXPECT_EQ(gpu_signals(),
+            (std::map<std::string, double>{
+                {"gpu0 dram_bw_util", 90}, {"gpu0 gpu_util", 42}, {"gpu1 gpu_util", 10}}))
       << "no replay rate before a second round";
   clock.Advance(10'000'000'000);
   in.gpu_samples[0].nvlink_links = {{0, 22, 0, 0}, {1, 13, 0, 0}};  // 20 more in 10 s
