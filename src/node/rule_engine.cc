@@ -157,6 +157,14 @@ void RuleEngine::Round(const RuleInputs& in) {
   for (const Kept& k : kept_) store.Add(k.target, k.signal, k.t_ns, k.v);
   evaluator_->Evaluate(store);
   actions_->Renew();
+  rounds_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void RuleEngine::AddMetrics(MetricsBuilder& m) const {
+  m.Add("vgpu_rule_evaluations_total", MetricType::kCounter,
+        "Evaluation rounds of the tuning rules (each samples the signals and evaluates every rule)",
+        {}, static_cast<double>(rounds_.load(std::memory_order_relaxed)));
+  actions_->AddMetrics(m);
 }
 
 }  // namespace vgpu::node

@@ -33,6 +33,7 @@
 // History() may be called from others (NodeActions locks its own state).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -72,7 +73,8 @@ class RuleEngine {
   const analyze::RuleSet& rules() const { return rules_; }
   NodeActions& actions() { return *actions_; }
   size_t transitions() const { return evaluator_->Transitions(); }
-  void AddMetrics(MetricsBuilder& m) const { actions_->AddMetrics(m); }
+  // vgpu_rule_evaluations_total (rounds so far) and the actions' metrics (rule_actions.h).
+  void AddMetrics(MetricsBuilder& m) const;
 
  private:
   struct Previous {
@@ -97,6 +99,7 @@ class RuleEngine {
     double v;
   };
   std::vector<Kept> kept_;
+  std::atomic<uint64_t> rounds_{0};
 };
 
 }  // namespace vgpu::node
