@@ -128,8 +128,16 @@ std::vector<RuleEngine::Signal> RuleEngine::Sample(const RuleInputs& in) {
 void RuleEngine::SampleDevice(const std::string& target, const device::DeviceSample& d, int64_t now,
                               std::vector<Signal>* out) {
   if (d.sm_utilization) out->emplace_back(target, "gpu_util", 100.0 * *d.sm_utilization);
-  if (d.gpm && d.gpm->dram_activity) {
-    out->emplace_back(target, "dram_bw_util", 100.0 * *d.gpm->dram_activity);
+  if (d.gpm) {
+    if (d.gpm->dram_activity) {
+      out->emplace_back(target, "dram_bw_util", 100.0 * *d.gpm->dram_activity);
+    }
+    if (d.gpm->nvlink_transmit_bytes_per_second) {
+      out->emplace_back(target, "nvlink_tx_bytes_per_s", *d.gpm->nvlink_transmit_bytes_per_second);
+    }
+    if (d.gpm->nvlink_receive_bytes_per_second) {
+      out->emplace_back(target, "nvlink_rx_bytes_per_s", *d.gpm->nvlink_receive_bytes_per_second);
+    }
   }
   bool counted = false;
   double replays = 0;

@@ -24,6 +24,8 @@
 //   gpu_util                               NVML utilization (DeviceSample::sm_utilization), percent
 //   dram_bw_util                           GPM DRAM bandwidth (GpmMetrics::dram_activity), percent
 //                                          of peak; only where the GPU has GPM (Hopper and later)
+//   nvlink_tx_bytes_per_s, nvlink_rx_bytes_per_s
+//                                          GPM NVLink traffic, all links (bytes/s)
 //   nvlink_replays_per_s                   the NVLink replay counters of its links, summed, per
 //                                          second since the last round
 // each absent where the device layer does not give it; a condition over a signal without

@@ -324,8 +324,9 @@ TEST_F(RuleEngineTest, CopyTrafficIsSampledFromTheSliceCounters) {
 }
 
 // The GPU-level signals come from the daemon's latest device sample of each GPU: NVML
-// utilization, GPM DRAM bandwidth (only where the GPU has GPM) and the NVLink replay counters (a
-// rate); a GPU without them has no such samples, so a rule over them does not hold there.
+// utilization, GPM DRAM bandwidth and NVLink traffic (only where the GPU has GPM and the metric)
+// and the NVLink replay counters (a rate); a GPU without them has no such samples, so a rule over
+// them does not hold there.
 TEST_F(RuleEngineTest, GpuSignalsComeFromTheDeviceSamplesAndAreAbsentWithoutThem) {
   SimulatedClock clock(0);
   RuleEngine engine(rules_, &clock, Hooks(), false, 3);
@@ -335,6 +336,7 @@ TEST_F(RuleEngineTest, GpuSignalsComeFromTheDeviceSamplesAndAreAbsentWithoutThem
   hopper.sm_utilization = 0.42;
   hopper.gpm = device::GpmMetrics{};
   hopper.gpm->dram_activity = 0.9;
+  hopper.gpm->nvlink_transmit_bytes_per_second = 3e9;
   hopper.nvlink_links = {{0, 10, 0, 0}, {1, 5, 0, 0}};
   device::DeviceSample older;  // GPU 1: utilization only (no GPM, no NVLink)
   older.sm_utilization = 0.1;
@@ -348,15 +350,16 @@ TEST_F(RuleEngineTest, GpuSignalsComeFromTheDeviceSamplesAndAreAbsentWithoutThem
     }
     return got;
   };
-  EXPECT_EQ(gpu_signals(),
-            (std::map<std::string, double>{
-                {"gpu0 dram_bw_util", 90}, {"gpu0 gpu_util", 42}, {"gpu1 gpu_util", 10}}))
+  EXPECT_EQ(gpu_signals(), (std::map<std::string, double>{{"gpu0 dram_bw_util", 90},
+                                                          {"gpu0 gpu_util", 42},
+                                                          {"gpu0 nvlink_tx_bytes_per_s", 3e9},
+                                                          {"gpu1 gpu_util", 10}}))
       << "no replay rate before a second round";
   clock.Advance(10'000'000'000);
   in.gpu_samples[0].nvlink_links = {{0, 22, 0, 0}, {1, 13, 0, 0}};  // 20 more in 10 s
   std::map<std::string, double> got = gpu_signals();
   EXPECT_DOUBLE_EQ(got["gpu0 nvlink_replays_per_s"], 2.0);
-  EXPECT_EQ(got.size(), 4u);
+  EXPECT_EQ(got.size(), 5u);
   // The shipped rules over them: DRAM-bound co-tenants (90 % > 85 % with four slices, 10 min)
   // and NVLink replays (2/s > 0.1/s, 5 min) fire on GPU 0 only; GPU 1 has no GPM and no links.
   uint64_t replays = 35;

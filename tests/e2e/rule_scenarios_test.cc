@@ -11,12 +11,17 @@
 //   gpu2  a process that holds 256 MiB, launches for a while, then stops -> idle-slice (alert)
 //   gpu3  a burst of XIDs injected on the simulated GPU (/sim/health) -> xid-burst (cordon)
 //   gpu4  an inference tenant alone: nothing fires
+// A scenario's onset: when its tenants' first iteration is done (their "ready" line), when the
+// idle tenant stops launching, the first XID. The gate wait beside the hog comes from the hog's
+// kernels, not its copies: copies do not pass the compute gate (docs/compute.md), so a hog that
+// only copies leaves its neighbour's gate wait alone (on a real GPU it slows the neighbour
+// through PCIe and memory bandwidth, which no gate sees).
 // The rule file is deploy/analyze/rules.yaml's four rules with the same conditions, on a 200 ms
 // interval with `for:` of a few intervals and thresholds scaled to what the processes do (with
 // wide margins: a loaded machine only makes the tenants slower). The test watches /metrics
 // (vgpu_rule_firing, vgpu_rule_actions_total) every 50 ms and checks that each scenario's rule
 // fires for its target within its onset + `for` + 2 intervals, to the resolution of the test's
-// scrapes (every 50 ms),
+// scrapes (every 50 ms) and with 50 ms for the round's thread to run late on a loaded machine,
 // that it changes state once, that nothing else fires anywhere, and that each action had its
 // effect: the hog's share 100 -> 90 in its region, GPU 3's units unhealthy to kubelet, the alert
 // Events in the daemon's log.
@@ -61,6 +66,9 @@ constexpr uint64_t kMiB = 1ULL << 20;
 constexpr uint64_t kGiB = 1ULL << 30;
 constexpr int64_t kIntervalNs = 200'000'000;
 constexpr int64_t kPollNs = 50'000'000;  // between two scrapes of the test
+// The rules are evaluated at their rounds' scheduled times; the round's thread may run this much
+// later on a loaded machine before its firing shows in /metrics.
+constexpr double kLateS = 0.05;
 
 std::string Uuid(int gpu) {
   return "GPU-5cea0000-1111-4222-8333-00000000000" + std::to_string(gpu);
@@ -170,7 +178,7 @@ class RuleScenariosTest : public ::testing::Test {
     StopSimNode(daemon_.get());
     daemon_.reset();
     kubelet_.reset();
-    if (!HasFailure() && !getenv("KEEPDBG")) fs::remove_all(root_);
+    if (!HasFailure()) fs::remove_all(root_);
   }
 
   std::string Log() const { return "daemon log:\n" + ReadFile(root_ + "/daemon.log"); }
@@ -399,7 +407,7 @@ TEST_F(RuleScenariosTest, EachScenarioFiresItsRuleOnceInTimeAndTheQuietGpuNothin
         e.rule.c_str(), target.c_str(), after_s, by_s, static_cast<double>(e.for_ns) / 1e9,
         bound_s);
     EXPECT_GE(by_s, static_cast<double>(e.for_ns) / 1e9) << "fired before its `for`";
-    EXPECT_LE(after_s, bound_s);
+    EXPECT_LE(after_s, bound_s + kLateS);
     EXPECT_EQ(found->changes, 1) << "it changed state more than once";
     EXPECT_EQ(found->last, 1);
   }
