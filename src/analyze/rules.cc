@@ -24,17 +24,18 @@ const std::map<std::string, bool>& Signals() {
       {"d2h_bytes_per_s", false},
       {"memory_used_bytes", false},
       {"memory_limit_bytes", false},
-      {"oom_refusals_per_s", false},    // allocations refused at the limit
-      {"gate_wait_ratio", false},       // time held at the compute gate / wall time
-      {"share_percent", false},         // the slice's compute share
-      {"best_effort", false},           // 1 for a best-effort slice, 0 for a guaranteed one
-      {"xid_errors", true},             // XID errors in the interval
-      {"gpu_util", true},               // device utilization, percent
-      {"dram_bw_util", true},           // GPM DRAM bandwidth, percent of peak
-      {"nvlink_replays_per_s", true},   // NVLink DL replay counter rate
-      {"nvlink_tx_bytes_per_s", true},  // GPM NVLink transmit, all links
-      {"nvlink_rx_bytes_per_s", true},  // GPM NVLink receive, all links
-      {"slices", true},                 // slices on the GPU
+      {"oom_refusals_per_s", false},   // allocations refused at the limit
+      {"gate_wait_ratio", false},      // time held at the compute gate / wall time
+      {"share_percent", false},        // the slice's compute share
+      {"best_effort", false},          // 1 for a best-effort slice, 0 for a guaranteed one
+      {"xid_errors", true},            // XID errors in the interval
+      {"gpu_util", true},              // device utilization, percent
+      {"dram_bw_util", true},          // GPM DRAM bandwidth, percent of peak
+      {"nvlink_replays_per_s", true},  // NVLink DL replay counter rate
+      {"slices", true},                // slices on the GPU
+      // GPM NVLink traffic, all links, bytes/s
+      {"nvlink_tx_bytes_per_s", true},
+      {"nvlink_rx_bytes_per_s", true},
   };
   return kSignals;
 }

@@ -377,5 +377,39 @@ TEST_F(RuleEngineTest, GpuSignalsComeFromTheDeviceSamplesAndAreAbsentWithoutThem
                                           "nvlink-replays gpu0 applied"}));
 }
 
+// A slice in no arbiter (one alone on its GPU) gets launches_per_s and util from its exact
+// counters: 300 launches and 15 s of GPU time in 30 s are 10 per second and 50 %; it has no
+// gate_wait_ratio.
+TEST_F(RuleEngineTest, ASliceInNoArbiterGetsLaunchesAndUtilFromItsCounters) {
+  SimulatedClock clock(0);
+  RuleEngine engine(rules_, &clock, Hooks(), false, 1);
+  shm::Mapping m;
+  const shm::ProcIdentity self = shm::CurrentProcIdentity();
+  int slot = -1;
+  ASSERT_NO_FATAL_FAILURE(JoinTrainer(self, &m, &slot));
+  m.region()->header.telemetry.flags = shm::kTelemetryCounting;
+  RuleInputs in;
+  in.slices = slices_->List();
+  const std::string target = "gpu0/" + name_["trainer"];
+  auto compute_signals = [&] {
+    std::map<std::string, double> got;
+    for (auto& [t, signal, v] : engine.Sample(in)) {
+      if (t == target &&
+          (signal == "launches_per_s" || signal == "util" || signal == "gate_wait_ratio")) {
+        got[signal] = v;
+      }
+    }
+    return got;
+  };
+  EXPECT_TRUE(compute_signals().empty()) << "a rate needs two rounds";
+  shm::ProcCounters& mine = m.region()->slots[slot].counters;
+  mine.launches += 300;
+  mine.busy_ns += 15'000'000'000;
+  clock.Advance(30'000'000'000);
+  EXPECT_EQ(compute_signals(),
+            (std::map<std::string, double>{{"launches_per_s", 10}, {"util", 50}}));
+  shm::ReleaseSlot(m.region(), slot, self);
+}
+
 }  // namespace
 }  // namespace vgpu::node

@@ -62,7 +62,6 @@ using vgpu::testing::ChildProcess;
 using vgpu::testing::FreePort;
 using vgpu::testing::KubeletEmulator;
 
-constexpr uint64_t kMiB = 1ULL << 20;
 constexpr uint64_t kGiB = 1ULL << 30;
 constexpr int64_t kIntervalNs = 200'000'000;
 constexpr int64_t kPollNs = 50'000'000;  // between two scrapes of the test
@@ -76,7 +75,7 @@ std::string Uuid(int gpu) {
 
 // The scaled rule file. Rates: the hog copies about 1.4 GB/s (threshold 0.2 GB/s), the leak
 // grows 150-400 MiB/s (threshold 10 MB/s, 3.6e10 bytes/h); the inference tenant beside the hog
-// waits at the gate 0.1-0.2 of the time, rounds of 200 ms ranging 0.02-0.4 (threshold 0.02; a
+// waits at the gate about 0.1 of the time, rounds of 200 ms ranging 0.02-0.4 (threshold 0.02; a
 // tenant alone on its GPU joins no arbiter and has no gate wait at all). memory-leak's
 // `for` (1 s) is longer than its rate window (600 ms), so the step of a process's first
 // allocation, which shows in the rate for one window, does not fire it.
@@ -248,14 +247,14 @@ int64_t TimeOf(const std::string& line) {
 TEST_F(RuleScenariosTest, EachScenarioFiresItsRuleOnceInTimeAndTheQuietGpuNothing) {
   const uint64_t t_begin = MonotonicNs();
   port_ = FreePort();
-  daemon_ = StartSimNode({VGPU_BIN,
-                          LIBVGPU_PATH,
-                          root_,
-                          kubelet_->pod_resources_socket(),
-                          "127.0.0.1:" + std::to_string(port_),
-                          4,
-                          {"--sample-interval", "200ms", "--compute-arbitration", "all", "--rules",
-                           root_ + "/rules.yaml", "--log-level", "3"}});
+  daemon_ = StartSimNode(
+      {VGPU_BIN,
+       LIBVGPU_PATH,
+       root_,
+       kubelet_->pod_resources_socket(),
+       "127.0.0.1:" + std::to_string(port_),
+       4,
+       {"--sample-interval", "200ms", "--rules", root_ + "/rules.yaml", "--log-level", "3"}});
   ASSERT_TRUE(kubelet_->WaitForRegistrations(1, 30'000)) << Log();
   ASSERT_TRUE(kubelet_->WaitForDevices([](const auto& d) { return d.size() == 20; }, 10'000))
       << Log();
