@@ -33,6 +33,9 @@ const std::map<std::string, bool>& Signals() {
       {"dram_bw_util", true},          // GPM DRAM bandwidth, percent of peak
       {"nvlink_replays_per_s", true},  // NVLink DL replay counter rate
       {"slices", true},                // slices on the GPU
+      // GPM NVLink traffic, all links, bytes/s
+      {"nvlink_tx_bytes_per_s", true},
+      {"nvlink_rx_bytes_per_s", true},
   };
   return kSignals;
 }

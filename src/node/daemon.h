@@ -178,6 +178,7 @@ class Daemon {
   // Loads options_.rules_file and sets up the engine (daemon_rules.cc).
   Status StartRules();
   void RulesLoop();
+  void RulesRound(int64_t scheduled_ns);
   std::string RulesMetrics() const;
   // Sets up the online analyses, fed by the rules' rounds (daemon_analysis.cc).
   Status StartAnalysis();
@@ -206,6 +207,9 @@ class Daemon {
   mutable std::mutex tenant_mu_;  // guards tenants_
   std::unique_ptr<faults::TenantLevels> tenants_;
   std::mutex rules_mu_;  // one rule round at a time
+  // The rules' clock: each round's scheduled time (monotonic), so that `for:` counts whole
+  // intervals however late a round starts (as Prometheus evaluates at its scheduled times).
+  SimulatedClock rules_clock_;
   std::unique_ptr<RuleEngine> rules_;
   mutable std::mutex analysis_mu_;  // guards analysis_'s state
   std::unique_ptr<OnlineAnalysis> analysis_;

@@ -1,5 +1,5 @@
 // The node daemon's tuning rules (daemon.h, rule_engine.h): loading the rule file at Start, the
-// evaluation loop, and what one round reads (slices, arbiters, XID counts).
+// evaluation loop, and what one round reads (slices, arbiters, XID counts, device samples).
 #include <algorithm>
 
 #include "common/clock.h"
@@ -31,15 +31,19 @@ Status Daemon::StartRules() {
   VGPU_LOG_INFO("tuning rules: %zu rule(s) from %s, every %lld ms%s", rules->rules.size(),
                 options_.rules_file.c_str(), static_cast<long long>(rules->interval_ns / 1'000'000),
                 options_.rules_dry_run ? " (dry run: actions are logged, not taken)" : "");
-  rules_ = std::make_unique<RuleEngine>(std::move(*rules), &MonotonicClock::Instance(),
-                                        std::move(hooks), options_.rules_dry_run,
+  rules_clock_.AdvanceTo(MonotonicClock::Instance().NowNanos());
+  rules_ = std::make_unique<RuleEngine>(std::move(*rules), &rules_clock_, std::move(hooks),
+                                        options_.rules_dry_run,
                                         static_cast<int>(state_->devices().size()));
   return Status::Ok();
 }
 
-void Daemon::RulesNow() {
+void Daemon::RulesNow() { RulesRound(MonotonicClock::Instance().NowNanos()); }
+
+void Daemon::RulesRound(int64_t scheduled_ns) {
   if (!rules_) return;
   std::lock_guard<std::mutex> lock(rules_mu_);
+  rules_clock_.AdvanceTo(scheduled_ns);
   RuleInputs in;
   in.slices = slices_.List();
   std::vector<std::string> uuids;
@@ -56,12 +60,28 @@ void Daemon::RulesNow() {
     }
     in.xid_totals[static_cast<int>(d->index)] += xids;
   }
+  // The sampler's latest sample of each GPU (by NVML index): utilization, GPM, NVLink counters.
+  const std::vector<std::optional<device::DeviceSample>> samples = state_->Samples();
+  for (size_t i = 0; i < samples.size(); ++i) {
+    if (samples[i]) in.gpu_samples[static_cast<int>(i)] = *samples[i];
+  }
   rules_->Round(in);
 }
 
+// Rounds on a fixed period, each evaluated at its scheduled time (the time a round takes, or how
+// late its thread wakes, stretches neither the interval nor a `for:`); a round that ran past the
+// next one's time is followed at once, missed ones are skipped.
 void Daemon::RulesLoop() {
-  const int64_t ms = std::max<int64_t>(10, rules_->rules().interval_ns / 1'000'000);
-  while (!WaitStop(static_cast<int>(ms))) RulesNow();
+  const int64_t period = std::max<int64_t>(10'000'000, rules_->rules().interval_ns);
+  const Clock& clock = MonotonicClock::Instance();
+  int64_t next = clock.NowNanos() + period;
+  for (;;) {
+    const int64_t wait_ms = std::max<int64_t>(0, (next - clock.NowNanos()) / 1'000'000);
+    if (WaitStop(static_cast<int>(wait_ms))) return;
+    RulesRound(next);
+    next += period;
+    if (const int64_t now = clock.NowNanos(); next < now) next = now;
+  }
 }
 
 std::string Daemon::RulesMetrics() const {

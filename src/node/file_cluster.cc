@@ -35,6 +35,13 @@ Status FileCluster::PatchNodeAnnotations(const std::string& node,
   return Status::Ok();
 }
 
+Status FileCluster::PostNodeEvent(const std::string& node, const std::string& type,
+                                  const std::string& reason, const std::string& message) {
+  VGPU_LOG_INFO("node %s: event %s %s: %s", node.c_str(), type.c_str(), reason.c_str(),
+                message.c_str());
+  return Status::Ok();
+}
+
 std::map<std::string, std::string> FileCluster::NodeAnnotations() const {
   std::lock_guard<std::mutex> lock(mu_);
   return annotations_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/log.h"
 #include "shm/arbiter.h"
 #include "shm/region_file.h"
 #include "shm/region_ops.h"
@@ -33,9 +34,9 @@ bool RuleEngine::Rate(const std::string& key, double total, int64_t now, double*
   return ok;
 }
 
-std::vector<std::tuple<std::string, std::string, double>> RuleEngine::Sample(const RuleInputs& in) {
+std::vector<RuleEngine::Signal> RuleEngine::Sample(const RuleInputs& in) {
   const int64_t now = clock_->NowNanos();
-  std::vector<std::tuple<std::string, std::string, double>> out;
+  std::vector<Signal> out;
   std::map<int, int> per_gpu;
   for (const SliceRecord& r : in.slices) {
     if (r.spec.devices.empty()) continue;
@@ -67,7 +68,8 @@ std::vector<std::tuple<std::string, std::string, double>> RuleEngine::Sample(con
     }
     // Copy traffic from the slice's exact counters (region.h telemetry), where libvgpu counts.
     shm::SliceCounters counters;
-    if (shm::ReadSliceCounters(region, &counters) && counters.counting) {
+    const bool counted = shm::ReadSliceCounters(region, &counters) && counters.counting;
+    if (counted) {
       const double h2d =
           static_cast<double>(counters.totals.copy_bytes[shm::kCopyKindHostToDevice]);
       const double d2h =
@@ -84,15 +86,26 @@ std::vector<std::tuple<std::string, std::string, double>> RuleEngine::Sample(con
     out.emplace_back(target, "best_effort",
                      shm::PriorityInForce(region) >= shm::kPriorityLow ? 1.0 : 0.0);
     auto a = in.arbiters.find(first.uuid);
+    const ArbiterSliceUsage* u = nullptr;
     if (a != in.arbiters.end() && a->second.error.empty()) {
-      if (const ArbiterSliceUsage* u = a->second.Find(SliceKeyOf(r.region_path))) {
-        out.emplace_back(target, "util", 100.0 * u->achieved);
-        if (Rate(target + "|kernels", static_cast<double>(u->kernels), now, &rate)) {
-          out.emplace_back(target, "launches_per_s", rate);
-        }
-        if (Rate(target + "|held", static_cast<double>(u->held_ns), now, &rate)) {
-          out.emplace_back(target, "gate_wait_ratio", rate / 1e9);
-        }
+      u = a->second.Find(SliceKeyOf(r.region_path));
+    }
+    if (u != nullptr) {
+      out.emplace_back(target, "util", 100.0 * u->achieved);
+      if (Rate(target + "|kernels", static_cast<double>(u->kernels), now, &rate)) {
+        out.emplace_back(target, "launches_per_s", rate);
+      }
+      if (Rate(target + "|held", static_cast<double>(u->held_ns), now, &rate)) {
+        out.emplace_back(target, "gate_wait_ratio", rate / 1e9);
+      }
+    } else if (counted) {
+      // Not in an arbiter (a slice alone on its GPU never joins one): launches and busy time
+      // from the slice's exact counters, per second since the last round.
+      if (Rate(target + "|launches", static_cast<double>(counters.totals.launches), now, &rate)) {
+        out.emplace_back(target, "launches_per_s", rate);
+      }
+      if (Rate(target + "|busy", static_cast<double>(counters.totals.busy_ns), now, &rate)) {
+        out.emplace_back(target, "util", 100.0 * rate / 1e9);
       }
     }
   }
@@ -106,15 +119,47 @@ std::vector<std::tuple<std::string, std::string, double>> RuleEngine::Sample(con
       out.emplace_back(target, "xid_errors", total - prev->second.value);  // since the last round
     }
     previous_[target + "|xid"] = {now, total};
+    auto d = in.gpu_samples.find(g);
+    if (d != in.gpu_samples.end()) SampleDevice(target, d->second, now, &out);
   }
   return out;
 }
 
+void RuleEngine::SampleDevice(const std::string& target, const device::DeviceSample& d, int64_t now,
+                              std::vector<Signal>* out) {
+  if (d.sm_utilization) out->emplace_back(target, "gpu_util", 100.0 * *d.sm_utilization);
+  if (d.gpm) {
+    if (d.gpm->dram_activity) {
+      out->emplace_back(target, "dram_bw_util", 100.0 * *d.gpm->dram_activity);
+    }
+    if (d.gpm->nvlink_transmit_bytes_per_second) {
+      out->emplace_back(target, "nvlink_tx_bytes_per_s", *d.gpm->nvlink_transmit_bytes_per_second);
+    }
+    if (d.gpm->nvlink_receive_bytes_per_second) {
+      out->emplace_back(target, "nvlink_rx_bytes_per_s", *d.gpm->nvlink_receive_bytes_per_second);
+    }
+  }
+  bool counted = false;
+  double replays = 0;
+  for (const device::NvLinkLinkSample& l : d.nvlink_links) {
+    if (!l.replay_errors_total) continue;
+    counted = true;
+    replays += static_cast<double>(*l.replay_errors_total);
+  }
+  double rate = 0;
+  if (counted && Rate(target + "|nvlink_replays", replays, now, &rate)) {
+    out->emplace_back(target, "nvlink_replays_per_s", rate);
+  }
+}
+
 void RuleEngine::Round(const RuleInputs& in) {
   const int64_t now = clock_->NowNanos();
-  const std::vector<std::tuple<std::string, std::string, double>> samples = Sample(in);
+  const std::vector<Signal> samples = Sample(in);
   if (observer_) observer_(samples);
-  for (const auto& [target, signal, v] : samples) kept_.push_back({target, signal, now, v});
+  for (const auto& [target, signal, v] : samples) {
+    VGPU_LOG_DEBUG("rule signal %s %s %g", target.c_str(), signal.c_str(), v);
+    kept_.push_back({target, signal, now, v});
+  }
   kept_.erase(std::remove_if(kept_.begin(), kept_.end(),
                              [&](const Kept& k) { return k.t_ns < now - kKeepNs; }),
               kept_.end());
@@ -122,6 +167,14 @@ void RuleEngine::Round(const RuleInputs& in) {
   for (const Kept& k : kept_) store.Add(k.target, k.signal, k.t_ns, k.v);
   evaluator_->Evaluate(store);
   actions_->Renew();
+  rounds_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void RuleEngine::AddMetrics(MetricsBuilder& m) const {
+  m.Add("vgpu_rule_evaluations_total", MetricType::kCounter,
+        "Evaluation rounds of the tuning rules (each samples the signals and evaluates every rule)",
+        {}, static_cast<double>(rounds_.load(std::memory_order_relaxed)));
+  actions_->AddMetrics(m);
 }
 
 }  // namespace vgpu::node

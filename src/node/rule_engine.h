@@ -11,17 +11,31 @@
 //   util, launches_per_s, gate_wait_ratio  its arbiter record on its first GPU: the share of GPU
 //                                          time it got, admitted launches and time held at the
 //                                          gate per second
+//                                          (a slice in no arbiter, as one alone on its GPU:
+//                                          util and launches_per_s from its exact counters'
+//                                          busy time and launches, per second since the last
+//                                          round, where libvgpu counts; no gate_wait_ratio)
 //   h2d_bytes_per_s, d2h_bytes_per_s,      the slice's exact copy counters (region telemetry,
 //   copy_bytes_per_s                       written by a counting libvgpu.so), per second since
 //                                          the last round; their sum for copy_bytes_per_s
-// per GPU (target "gpuN"): xid_errors (XIDs in the interval), slices (slices on the GPU).
-// Signals the node does not sample here (DRAM bandwidth, NVLink replays, GPU utilization) come
-// from device metrics; a condition over a signal without samples does not hold.
+// per GPU (target "gpuN"): xid_errors (XIDs in the interval), slices (slices on the GPU), and
+// from the GPU's latest device sample (RuleInputs::gpu_samples, the daemon's sampler through the
+// device layer):
+//   gpu_util                               NVML utilization (DeviceSample::sm_utilization), percent
+//   dram_bw_util                           GPM DRAM bandwidth (GpmMetrics::dram_activity), percent
+//                                          of peak; only where the GPU has GPM (Hopper and later)
+//   nvlink_tx_bytes_per_s, nvlink_rx_bytes_per_s
+//                                          GPM NVLink traffic, all links (bytes/s)
+//   nvlink_replays_per_s                   the NVLink replay counters of its links, summed, per
+//                                          second since the last round
+// each absent where the device layer does not give it; a condition over a signal without
+// samples does not hold.
 //
 // Samples are kept for an hour. Not thread-safe: one thread calls Round(); AddMetrics() and
 // History() may be called from others (NodeActions locks its own state).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -32,6 +46,7 @@
 
 #include "analyze/rules.h"
 #include "common/clock.h"
+#include "device/device_backend.h"
 #include "node/arbiter_usage.h"
 #include "node/rule_actions.h"
 #include "node/slice.h"
@@ -41,8 +56,9 @@ namespace vgpu::node {
 // What one round observes.
 struct RuleInputs {
   std::vector<SliceRecord> slices;
-  std::map<std::string, ArbiterUsage> arbiters;  // by GPU UUID
-  std::map<int, uint64_t> xid_totals;            // by GPU NVML index: XIDs seen so far
+  std::map<std::string, ArbiterUsage> arbiters;     // by GPU UUID
+  std::map<int, uint64_t> xid_totals;               // by GPU NVML index: XIDs seen so far
+  std::map<int, device::DeviceSample> gpu_samples;  // by GPU NVML index: the latest sample
 };
 
 class RuleEngine {
@@ -54,7 +70,8 @@ class RuleEngine {
   // Samples `in` at the clock's time, evaluates, acts.
   void Round(const RuleInputs& in);
   // The samples a round would add (tests): (target, signal, value).
-  std::vector<std::tuple<std::string, std::string, double>> Sample(const RuleInputs& in);
+  using Signal = std::tuple<std::string, std::string, double>;
+  std::vector<Signal> Sample(const RuleInputs& in);
 
   // Called by Round() with what it sampled, before the rules are evaluated (the node's online
   // analyses, online_analysis.h). Set before the first Round().
@@ -65,7 +82,8 @@ class RuleEngine {
   const analyze::RuleSet& rules() const { return rules_; }
   NodeActions& actions() { return *actions_; }
   size_t transitions() const { return evaluator_->Transitions(); }
-  void AddMetrics(MetricsBuilder& m) const { actions_->AddMetrics(m); }
+  // vgpu_rule_evaluations_total (rounds so far) and the actions' metrics (rule_actions.h).
+  void AddMetrics(MetricsBuilder& m) const;
 
  private:
   struct Previous {
@@ -74,6 +92,9 @@ class RuleEngine {
   };
   // The change of a cumulative counter per second since the last round (false on the first).
   bool Rate(const std::string& key, double total, int64_t now, double* rate);
+  // The GPU-level signals of one device sample.
+  void SampleDevice(const std::string& target, const device::DeviceSample& d, int64_t now,
+                    std::vector<Signal>* out);
 
   analyze::RuleSet rules_;
   const Clock* clock_;
@@ -88,6 +109,7 @@ class RuleEngine {
     double v;
   };
   std::vector<Kept> kept_;
+  std::atomic<uint64_t> rounds_{0};
 };
 
 }  // namespace vgpu::node

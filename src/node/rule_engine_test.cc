@@ -323,5 +323,93 @@ TEST_F(RuleEngineTest, CopyTrafficIsSampledFromTheSliceCounters) {
   shm::ReleaseSlot(m.region(), slot, self);
 }
 
+// The GPU-level signals come from the daemon's latest device sample of each GPU: NVML
+// utilization, GPM DRAM bandwidth and NVLink traffic (only where the GPU has GPM and the metric)
+// and the NVLink replay counters (a rate); a GPU without them has no such samples, so a rule over
+// them does not hold there.
+TEST_F(RuleEngineTest, GpuSignalsComeFromTheDeviceSamplesAndAreAbsentWithoutThem) {
+  SimulatedClock clock(0);
+  RuleEngine engine(rules_, &clock, Hooks(), false, 3);
+  RuleInputs in;
+  in.slices = slices_->List();  // four slices on GPU 0
+  device::DeviceSample hopper;  // GPU 0: utilization, GPM, two NVLinks
+  hopper.sm_utilization = 0.42;
+  hopper.gpm = device::GpmMetrics{};
+  hopper.gpm->dram_activity = 0.9;
+  hopper.gpm->nvlink_transmit_bytes_per_second = 3e9;
+  hopper.nvlink_links = {{0, 10, 0, 0}, {1, 5, 0, 0}};
+  device::DeviceSample older;  // GPU 1: utilization only (no GPM, no NVLink)
+  older.sm_utilization = 0.1;
+  in.gpu_samples = {{0, hopper}, {1, older}};  // GPU 2: no sample (it failed)
+  auto gpu_signals = [&] {
+    std::map<std::string, double> got;
+    for (auto& [t, signal, v] : engine.Sample(in)) {
+      if (t.find('/') == std::string::npos && signal != "slices" && signal != "xid_errors") {
+        got[t + " " + signal] = v;
+      }
+    }
+    return got;
+  };
+  EXPECT_EQ(gpu_signals(), (std::map<std::string, double>{{"gpu0 dram_bw_util", 90},
+                                                          {"gpu0 gpu_util", 42},
+                                                          {"gpu0 nvlink_tx_bytes_per_s", 3e9},
+                                                          {"gpu1 gpu_util", 10}}))
+      << "no replay rate before a second round";
+  clock.Advance(10'000'000'000);
+  in.gpu_samples[0].nvlink_links = {{0, 22, 0, 0}, {1, 13, 0, 0}};  // 20 more in 10 s
+  std::map<std::string, double> got = gpu_signals();
+  EXPECT_DOUBLE_EQ(got["gpu0 nvlink_replays_per_s"], 2.0);
+  EXPECT_EQ(got.size(), 5u);
+  // The shipped rules over them: DRAM-bound co-tenants (90 % > 85 % with four slices, 10 min)
+  // and NVLink replays (2/s > 0.1/s, 5 min) fire on GPU 0 only; GPU 1 has no GPM and no links.
+  uint64_t replays = 35;
+  for (int64_t t = 0; t <= 11LL * 60 * 1'000'000'000; t += rules_.interval_ns) {
+    clock.Advance(rules_.interval_ns);
+    replays += 60;
+    in.gpu_samples[0].nvlink_links = {{0, replays, 0, 0}};
+    engine.Round(in);
+  }
+  std::set<std::string> fired;
+  for (const NodeActionRecord& r : engine.actions().History()) {
+    fired.insert(r.action.rule + " " + r.action.target + " " + r.outcome);
+  }
+  EXPECT_EQ(fired, (std::set<std::string>{"memory-bound-cotenants gpu0 applied",
+                                          "nvlink-replays gpu0 applied"}));
+}
+
+// A slice in no arbiter (one alone on its GPU) gets launches_per_s and util from its exact
+// counters: 300 launches and 15 s of GPU time in 30 s are 10 per second and 50 %; it has no
+// gate_wait_ratio.
+TEST_F(RuleEngineTest, ASliceInNoArbiterGetsLaunchesAndUtilFromItsCounters) {
+  SimulatedClock clock(0);
+  RuleEngine engine(rules_, &clock, Hooks(), false, 1);
+  shm::Mapping m;
+  const shm::ProcIdentity self = shm::CurrentProcIdentity();
+  int slot = -1;
+  ASSERT_NO_FATAL_FAILURE(JoinTrainer(self, &m, &slot));
+  m.region()->header.telemetry.flags = shm::kTelemetryCounting;
+  RuleInputs in;
+  in.slices = slices_->List();
+  const std::string target = "gpu0/" + name_["trainer"];
+  auto compute_signals = [&] {
+    std::map<std::string, double> got;
+    for (auto& [t, signal, v] : engine.Sample(in)) {
+      if (t == target &&
+          (signal == "launches_per_s" || signal == "util" || signal == "gate_wait_ratio")) {
+        got[signal] = v;
+      }
+    }
+    return got;
+  };
+  EXPECT_TRUE(compute_signals().empty()) << "a rate needs two rounds";
+  shm::ProcCounters& mine = m.region()->slots[slot].counters;
+  mine.launches += 300;
+  mine.busy_ns += 15'000'000'000;
+  clock.Advance(30'000'000'000);
+  EXPECT_EQ(compute_signals(),
+            (std::map<std::string, double>{{"launches_per_s", 10}, {"util", 50}}));
+  shm::ReleaseSlot(m.region(), slot, self);
+}
+
 }  // namespace
 }  // namespace vgpu::node

@@ -32,6 +32,19 @@
 //                                        "allocated N", "refused N", "freed N" (what the driver
 //                                        and libvgpu answered) and exits
 //   intercept_worker telemetry-hold ...  the same, then holds until stdin closes
+//   intercept_worker loop HOLD KERNELS KERNEL_US GAP_US COPY_BYTES LEAK_BYTES ITERATIONS
+//                                        a tenant that keeps working: allocates HOLD bytes (none
+//                                        for 0), and per iteration launches KERNELS kernels of
+//                                        KERNEL_US, synchronizes, allocates LEAK_BYTES that it
+//                                        never frees (none for 0) and spends GAP_US of host time
+//                                        ("~N": a random gap, exponential with mean N us, as
+//                                        requests arrive at a server); with COPY_BYTES, a second
+//                                        thread (a data loader) copies COPY_BYTES host-to-device
+//                                        and back on a stream of its own every 10 ms meanwhile.
+//                                        Prints "ready PID NS" (NS: CLOCK_MONOTONIC) once the first
+//                                        iteration is done; after ITERATIONS iterations (0: no
+//                                        end) "stopped NS", and then only holds its memory. Ends
+//                                        when stdin closes, printing "iterations N"
 //   intercept_worker churn FILE [PAUSE_US]
 //                                        allocates and frees 1-4 MiB in a loop (pausing PAUSE_US
 //                                        between iterations), counting iterations in the 8-byte
@@ -43,16 +56,21 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/nvml_api.h"
@@ -385,6 +403,106 @@ int Telemetry(uint64_t launches, uint64_t kernel_us, uint64_t copies, uint64_t c
   return 0;
 }
 
+uint64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// True once stdin is closed (without waiting).
+bool StdinClosed() {
+  pollfd p{0, POLLIN, 0};
+  if (poll(&p, 1, 0) <= 0) return false;
+  char buf[64];
+  return read(0, buf, sizeof buf) <= 0;
+}
+
+struct LoopSpec {
+  uint64_t hold = 0, kernels = 0, kernel_us = 0, gap_us = 0, copy_bytes = 0, leak_bytes = 0;
+  uint64_t iterations = 0;
+  bool random_gap = false;
+};
+
+int Loop(const LoopSpec& s) {
+  if (!UseDevice0()) return 1;
+  CUdeviceptr held = 0;
+  if (s.hold != 0 && !Check(cuMemAlloc(&held, s.hold), "cuMemAlloc")) return 1;
+  CUmodule mod;
+  CUfunction f;
+  if (!Check(cuModuleLoadData(&mod, "loop"), "cuModuleLoadData") ||
+      !Check(cuModuleGetFunction(&f, mod, "sim_sleep_ns"), "cuModuleGetFunction")) {
+    return 1;
+  }
+  std::vector<char> host(s.copy_bytes + 1);
+  CUdeviceptr buffer = 0;
+  if (s.copy_bytes != 0 && !Check(cuMemAlloc(&buffer, s.copy_bytes), "cuMemAlloc")) return 1;
+  CUcontext ctx = nullptr;
+  cuCtxGetCurrent(&ctx);
+  std::atomic<bool> stop{false};
+  std::thread loader;
+  if (buffer != 0) {
+    loader = std::thread([&] {
+      CUstream stream;
+      if (cuCtxSetCurrent(ctx) != CUDA_SUCCESS ||
+          !Check(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate")) {
+        return;
+      }
+      while (!stop.load()) {
+        if (!Check(cuMemcpyHtoDAsync(buffer, host.data(), s.copy_bytes, stream), "copy") ||
+            !Check(cuMemcpyDtoHAsync(host.data(), buffer, s.copy_bytes, stream), "copy") ||
+            !Check(cuStreamSynchronize(stream), "cuStreamSynchronize")) {
+          return;
+        }
+        usleep(10'000);
+      }
+    });
+  }
+  struct Join {
+    std::atomic<bool>& stop;
+    std::thread& t;
+    ~Join() {
+      stop = true;
+      if (t.joinable()) t.join();
+    }
+  } join{stop, loader};
+  uint64_t ns = s.kernel_us * 1000;
+  void* params[] = {&ns};
+  std::mt19937_64 random(42);
+  std::exponential_distribution<double> gap(1.0 /
+                                            static_cast<double>(std::max<uint64_t>(1, s.gap_us)));
+  uint64_t i = 0;
+  for (; s.iterations == 0 || i < s.iterations; ++i) {
+    if (i == 1) {  // the first iteration (and the set-up it paid for) is behind
+      std::printf("ready %d %llu\n", getpid(), static_cast<unsigned long long>(MonotonicNs()));
+      std::fflush(stdout);
+    }
+    if (StdinClosed()) {
+      std::printf("iterations %llu\n", static_cast<unsigned long long>(i));
+      return 0;
+    }
+    for (uint64_t k = 0; k < s.kernels; ++k) {
+      if (!Check(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr),
+                 "cuLaunchKernel")) {
+        return 1;
+      }
+    }
+    if (!Check(cuCtxSynchronize(), "cuCtxSynchronize")) return 1;
+    CUdeviceptr leaked;
+    if (s.leak_bytes != 0 && !Check(cuMemAlloc(&leaked, s.leak_bytes), "cuMemAlloc")) return 1;
+    const uint64_t us = s.random_gap ? static_cast<uint64_t>(gap(random)) : s.gap_us;
+    if (us != 0) usleep(static_cast<useconds_t>(us));
+  }
+  stop = true;
+  if (loader.joinable()) loader.join();
+  if (i <= 1)
+    std::printf("ready %d %llu\n", getpid(), static_cast<unsigned long long>(MonotonicNs()));
+  std::printf("stopped %llu\n", static_cast<unsigned long long>(MonotonicNs()));
+  std::fflush(stdout);
+  WaitForStdinToClose();
+  std::printf("iterations %llu\n", static_cast<unsigned long long>(i));
+  return 0;
+}
+
 int Churn(const char* counter_file, unsigned pause_us) {
   int fd = open(counter_file, O_RDWR | O_CREAT, 0644);
   if (fd < 0 || ftruncate(fd, 8) != 0) return 1;
@@ -443,12 +561,26 @@ int main(int argc, char** argv) {
     auto n = [&](int i) { return std::strtoull(argv[i], nullptr, 10); };
     return Telemetry(n(2), n(3), n(4), n(5), n(6), n(7), cmd == "telemetry-hold");
   }
+  if (cmd == "loop" && argc == 9) {
+    auto n = [&](int i) { return std::strtoull(argv[i], nullptr, 10); };
+    LoopSpec spec;
+    spec.hold = n(2);
+    spec.kernels = n(3);
+    spec.kernel_us = n(4);
+    spec.random_gap = argv[5][0] == '~';
+    spec.gap_us = std::strtoull(argv[5] + (spec.random_gap ? 1 : 0), nullptr, 10);
+    spec.copy_bytes = n(6);
+    spec.leak_bytes = n(7);
+    spec.iterations = n(8);
+    return Loop(spec);
+  }
   if (cmd == "churn" && (argc == 3 || argc == 4)) {
     return Churn(argv[2],
                  argc == 4 ? static_cast<unsigned>(std::strtoul(argv[3], nullptr, 10)) : 0);
   }
-  std::fprintf(stderr,
-               "usage: intercept_worker "
-               "fill|info|nvml|usage|hold|park|asyncfree|asyncpark|race|churn ...\n");
+  std::fprintf(
+      stderr,
+      "usage: intercept_worker "
+      "fill|info|nvml|usage|hold|park|asyncfree|asyncpark|race|telemetry|loop|churn ...\n");
   return 2;
 }
