@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -46,12 +47,13 @@ std::vector<size_t> Busiest(const analyze::SeriesSet& set, size_t n) {
 using Found = std::set<std::tuple<std::string, AnomalyKind, size_t>>;  // target, kind, start
 
 // Feeds `ids` of `set` as slice targets, slot by slot; returns what was reported (and checks
-// that nothing is reported twice).
+// that nothing is reported twice). Prints the delays from the anomalies' starts to their reports.
 Found FeedOnline(const analyze::SeriesSet& set, const std::vector<size_t>& ids, OnlineMetric m,
                  const OnlineOptions& o) {
   SimulatedClock clock(1'000'000'000);
   OnlineAnalysis online(o, &clock);
   Found found;
+  std::vector<int64_t> delays;  // slots
   for (size_t t = 0; t <= set.length; ++t) {
     clock.AdvanceTo(1'000'000'000 + static_cast<int64_t>(t) * kStepNs);
     if (t < set.length) {
@@ -62,7 +64,14 @@ Found FeedOnline(const analyze::SeriesSet& set, const std::vector<size_t>& ids, 
       EXPECT_TRUE(found.insert({a.target, a.anomaly.kind, a.anomaly.start}).second)
           << a.target << " " << analyze::KindName(a.anomaly.kind) << " at " << a.anomaly.start
           << " reported twice";
+      delays.push_back((a.found_ns - a.start_ns) / kStepNs);
     }
+  }
+  std::sort(delays.begin(), delays.end());
+  if (!delays.empty()) {
+    std::printf("reported %lld to %lld slots after the start (median %lld)\n",
+                static_cast<long long>(delays.front()), static_cast<long long>(delays.back()),
+                static_cast<long long>(delays[delays.size() / 2]));
   }
   return found;
 }
