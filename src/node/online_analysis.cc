@@ -203,7 +203,7 @@ void OnlineAnalysis::Close(Track& t, int64_t upto) {
 void OnlineAnalysis::Detect(Track& t, std::vector<OnlineAnomaly>* out) {
   const double step_s = static_cast<double>(o_.step_ns) / 1e9;
   if (t.metric == OnlineMetric::kMemory) {
-    DetectLeaks(t, analyze::MemoryOptions(step_s), out);
+    DetectMemory(t, analyze::MemoryOptions(step_s), out);
     return;
   }
   DetectorOptions o = analyze::UtilizationOptions(step_s);
@@ -244,8 +244,8 @@ void OnlineAnalysis::Detect(Track& t, std::vector<OnlineAnomaly>* out) {
   }
 }
 
-void OnlineAnalysis::DetectLeaks(Track& t, const DetectorOptions& o,
-                                 std::vector<OnlineAnomaly>* out) {
+void OnlineAnalysis::DetectMemory(Track& t, const DetectorOptions& o,
+                                  std::vector<OnlineAnomaly>* out) {
   // The whole ring: the creep rule is linear in the samples, and what a leak depends on (its
   // reach back, whether its region is closed) comes with it.
   const int64_t begin = t.first;

@@ -126,7 +126,7 @@ class OnlineAnalysis {
   int64_t SlotOf(int64_t t_ns) const;
   void Close(Track& t, int64_t upto);
   void Detect(Track& t, std::vector<OnlineAnomaly>* out);
-  void DetectLeaks(Track& t, const analyze::DetectorOptions& o, std::vector<OnlineAnomaly>* out);
+  void DetectMemory(Track& t, const analyze::DetectorOptions& o, std::vector<OnlineAnomaly>* out);
   void Report(Track& t, const analyze::Anomaly& a, std::vector<OnlineAnomaly>* out);
 
   OnlineOptions o_;

@@ -183,6 +183,42 @@ TEST(OnlineAnalysisTest, FindsTheLeaksFoundOfflineOnTheWholeSeries) {
   ExpectSame(online, offline);
 }
 
+// A leak that stops is reported once its region closes (a window of quiet steps without a rise
+// after it), before the lag of a leak that goes on, at the start found on the whole series; one
+// that goes on is reported its lag after its start (and at most a detection period later); each
+// once.
+TEST(OnlineAnalysisTest, AStoppedLeakIsReportedWhenItsRegionClosesOneThatGoesOnAtItsLag) {
+  const double kGiB = 1073741824.0, per_slot = kGiB * 57 / 3600;  // 1 GiB/h
+  std::vector<double> v(1000, 8 * kGiB);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i > 200 && i <= 300) v[i] += per_slot * static_cast<double>(i - 200);  // stops at 300
+    if (i > 300) v[i] += 100 * per_slot;
+    if (i > 600) v[i] += per_slot * static_cast<double>(i - 600);  // goes on to the end
+  }
+  const analyze::DetectorOptions mo = analyze::MemoryOptions(57);
+  const std::vector<analyze::Anomaly> offline = analyze::DetectAnomalies(v, mo);
+  ASSERT_EQ(offline.size(), 2u);
+  OnlineOptions o;
+  o.step_ns = kStepNs;
+  SimulatedClock clock(0);
+  OnlineAnalysis online(o, &clock);
+  std::vector<std::pair<size_t, int64_t>> reports;  // start, delay in slots
+  for (size_t t = 0; t <= v.size(); ++t) {
+    clock.AdvanceTo(static_cast<int64_t>(t) * kStepNs);
+    if (t < v.size()) online.Observe("gpu0/s", OnlineMetric::kMemory, v[t]);
+    for (const OnlineAnomaly& a : online.Round()) {
+      reports.push_back({a.anomaly.start, (a.found_ns - a.start_ns) / kStepNs});
+    }
+  }
+  ASSERT_EQ(reports.size(), 2u);
+  const int64_t lag = static_cast<int64_t>(LagSlots(AnomalyKind::kLeak, mo));
+  EXPECT_EQ(reports[0].first, offline[0].start);
+  EXPECT_LT(reports[0].second, lag) << "the first leak's region closed before its lag";
+  EXPECT_EQ(reports[1].first, offline[1].start);
+  EXPECT_GE(reports[1].second, lag);
+  EXPECT_LE(reports[1].second, lag + static_cast<int64_t>(o.leak_detect_every));
+}
+
 TEST(OnlineAnalysisTest, ForecastsAreTheOfflineForecastsOfTheGpuAndNodeSums) {
   auto util = analyze::ReadSeriesCsv(Data("pod_gpu_duty_cycle_anon.csv"));
   ASSERT_TRUE(util) << util.error().message();
