@@ -3,6 +3,7 @@
 // tuning rules (parsing errors, hysteresis, the scripted scenarios).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -10,6 +11,7 @@
 #include "analyze/evaluate.h"
 #include "analyze/forecast.h"
 #include "analyze/inject.h"
+#include "analyze/leak.h"
 #include "analyze/rightsize.h"
 #include "analyze/rules.h"
 #include "analyze/scenarios.h"
@@ -134,6 +136,77 @@ TEST(Anomaly, LeakRidingOnAllocationJumpsIsFoundAndDated) {
     EXPECT_NEAR(static_cast<double>(found[0].start), 300, 5) << "seed " << seed;
     EXPECT_NEAR(static_cast<double>(found[0].end), 599, 15) << "seed " << seed;
     EXPECT_NEAR(found[0].magnitude / kGiB, 1.0, 0.25) << "seed " << seed;  // GiB per hour
+  }
+}
+
+// LeakReach: the leak found is the same (start, end, rate) whatever lies before `from` and after
+// `settled`, also on a tail of the series that starts at `from`; cut before `settled` it is open,
+// and on a tail that starts after `from` it says that it read to the tail's start.
+TEST(Anomaly, LeakReachBoundsWhatALeakDependsOn) {
+  const DetectorOptions o = MemoryOptions(57);
+  const double per_slot = kGiB * 57 / 3600;  // 1 GiB/h
+  auto leaks = [&](const std::vector<double>& v, std::vector<LeakReach>* reach) {
+    std::vector<Anomaly> found;
+    reach->clear();
+    DetectLeaks(v, o, &found, reach);
+    return found;
+  };
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    std::vector<double> v = TogglingMemory(900, seed);
+    for (size_t i = 301; i < 600; ++i) v[i] += per_slot * static_cast<double>(i - 300);
+    std::vector<LeakReach> r;
+    const std::vector<Anomaly> found = leaks(v, &r);
+    ASSERT_EQ(found.size(), 1u) << "seed " << seed;
+    ASSERT_EQ(r.size(), 1u);
+    const LeakReach reach = r[0];
+    ASSERT_GT(reach.from, 0u) << "seed " << seed;
+    EXPECT_LT(reach.from, found[0].start);
+    ASSERT_LT(reach.settled, v.size()) << "seed " << seed;
+    EXPECT_GT(reach.settled, found[0].end);
+    EXPECT_GE(reach.region, found[0].start);
+    auto same = [&](const std::vector<double>& w, size_t offset, const char* what) {
+      std::vector<LeakReach> wr;
+      const std::vector<Anomaly> got = leaks(w, &wr);
+      auto it = std::find_if(got.begin(), got.end(),
+                             [&](const Anomaly& a) { return a.start + offset == found[0].start; });
+      ASSERT_NE(it, got.end()) << what << ", seed " << seed;
+      EXPECT_EQ(it->end + offset, found[0].end) << what;
+      EXPECT_EQ(it->magnitude, found[0].magnitude) << what;
+      const LeakReach& x = wr[static_cast<size_t>(it - got.begin())];
+      EXPECT_EQ(x.region + offset, reach.region) << what;
+      EXPECT_EQ(x.settled + offset, reach.settled) << what;
+    };
+    // Other data before `from`: another process's jumps, or a leak of its own; after `settled`, a
+    // steep rise that goes on to the end.
+    std::vector<double> w = v;
+    const std::vector<double> other = TogglingMemory(reach.from, seed + 10);
+    std::copy(other.begin(), other.end(), w.begin());
+    same(w, 0, "other samples before");
+    for (size_t i = 0; i < reach.from; ++i) {
+      w[i] = v[reach.from] - 2 * per_slot * static_cast<double>(reach.from - i);  // rises into it
+    }
+    same(w, 0, "a leak before");
+    w = v;
+    for (size_t i = reach.settled + 1; i < w.size(); ++i) {
+      w[i] = 8 * kGiB + 3 * per_slot * static_cast<double>(i - reach.settled);
+    }
+    same(w, 0, "a rise after");
+    same({v.begin(), v.begin() + static_cast<long>(reach.settled) + 1}, 0, "cut after settled");
+    same({v.begin() + static_cast<long>(reach.from), v.end()}, reach.from, "a tail from `from`");
+    // Cut before the region closed: open. A tail that starts after `from`: it read to its start.
+    leaks({v.begin(), v.begin() + static_cast<long>(reach.settled)}, &r);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].settled, LeakReach::kOpen) << "seed " << seed;
+    const std::vector<Anomaly> tail =
+        leaks({v.begin() + static_cast<long>(reach.from) + 1, v.end()}, &r);
+    size_t overlapping = 0;
+    for (size_t k = 0; k < tail.size(); ++k) {
+      if (tail[k].start + reach.from + 1 <= found[0].end) {
+        EXPECT_EQ(r[k].from, 0u) << "seed " << seed;
+        ++overlapping;
+      }
+    }
+    EXPECT_EQ(overlapping, 1u) << "seed " << seed;
   }
 }
 

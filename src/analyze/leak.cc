@@ -30,6 +30,8 @@ enum class StepClass { kFlat, kLeakLike, kOther };
 struct LeakDate {
   size_t start;       // the slot reported as the start
   size_t first_rise;  // the slot of the first leak-like step
+  size_t from;        // the earliest slot read (0: the reading reached the start of the series)
+  bool found;         // a leak-like step was found (else the first candidate stands for it)
 };
 
 // Where the leak of region [first, ...) of quiet steps `q` began, at `rate` per slot: see leak.h.
@@ -53,24 +55,29 @@ LeakDate DateLeak(const std::vector<double>& v, const std::vector<QuietStep>& q,
   }
   size_t j = split;
   while (j < q.size() && cls(q[j].d) != StepClass::kLeakLike) ++j;
-  if (j == q.size()) j = first;
+  const bool found = j < q.size();
+  if (!found) j = first;
   const size_t j_at = q[j].at;
   size_t z_at = j_at - 1;  // with no flat step before: the start of the stretch of present samples
   bool flat_before = false;
+  size_t earliest = a;  // the earliest quiet step read
   for (size_t t = j; t-- > 0;) {
     if (cls(q[t].d) == StepClass::kFlat) {
       z_at = q[t].at, flat_before = true;
+      earliest = std::min(earliest, t);
       break;
     }
   }
   if (!flat_before) {
     while (z_at > 0 && Present(v[z_at - 1])) --z_at;
   }
-  return {(z_at + j_at - 1) / 2, j_at};  // the leak began in [z_at, j_at - 1]: its middle
+  // Without w steps before the region or a flat step before its rise, the reading ran to the start.
+  const size_t from = first >= window && flat_before ? q[earliest].at - 1 : 0;
+  return {(z_at + j_at - 1) / 2, j_at, from, found};  // the leak began in [z_at, j_at - 1]
 }
 
 void DetectQuietCreep(const std::vector<double>& v, const DetectorOptions& o,
-                      std::vector<Anomaly>* out) {
+                      std::vector<Anomaly>* out, std::vector<LeakReach>* reach) {
   const size_t w = o.leak_creep_window;
   if (w == 0) return;
   const double per_slot = o.step_s / 3600.0;
@@ -107,6 +114,16 @@ void DetectQuietCreep(const std::vector<double>& v, const DetectorOptions& o,
     const size_t end_at = std::max(q[end].at, date.first_rise);
     if (rate * static_cast<double>(end_at - date.start) >= o.leak_min_rise) {
       out->push_back({AnomalyKind::kLeak, date.start, end_at, rate / per_slot});
+      if (reach) {
+        // Closed: the w steps after the last candidate hold none, and each of them is judged on
+        // its own w steps; the leak-like step that dates it was found.
+        const size_t close = last + 2 * w - 1;
+        LeakReach r;
+        r.from = date.from;
+        r.region = q[t].at;
+        if (close < m && date.found) r.settled = std::max(q[close].at, date.first_rise);
+        reach->push_back(r);
+      }
     }
     t = end + 1;
   }
@@ -173,16 +190,17 @@ void DetectEnvelopeLeaks(const std::vector<double>& v, const DetectorOptions& o,
 
 }  // namespace
 
-void DetectLeaks(const std::vector<double>& v, const DetectorOptions& o,
-                 std::vector<Anomaly>* out) {
+void DetectLeaks(const std::vector<double>& v, const DetectorOptions& o, std::vector<Anomaly>* out,
+                 std::vector<LeakReach>* reach) {
   std::vector<Anomaly> creep, envelope;
-  DetectQuietCreep(v, o, &creep);
+  DetectQuietCreep(v, o, &creep, reach);
   if (o.leak_envelope_rule) DetectEnvelopeLeaks(v, o, &envelope);
   out->insert(out->end(), creep.begin(), creep.end());
   for (const Anomaly& e : envelope) {  // a creep, where found, dates the same leak better
     if (std::none_of(creep.begin(), creep.end(),
                      [&](const Anomaly& c) { return c.start <= e.end && e.start <= c.end; })) {
       out->push_back(e);
+      if (reach) reach->push_back({0, LeakReach::kOpen, e.start});
     }
   }
 }

@@ -31,7 +31,30 @@
 
 namespace vgpu::analyze {
 
-// Appends the leaks of `v` (bytes, NaN = missing) to `out`, in order of start.
-void DetectLeaks(const std::vector<double>& v, const DetectorOptions& o, std::vector<Anomaly>* out);
+// What a creep leak found on `v` depends on, for a detector run on a tail of a longer series
+// (online_analysis.h). The creep rule reads, for a region whose first candidate is quiet step t:
+// the `leak_creep_window` (w) quiet steps before t (no candidate there: t starts a region), the
+// dating's steps from t - w back to the last flat one before the first leak-like step, and
+// forward the region itself and the 2w - 1 quiet steps after its last candidate (w more steps
+// without a candidate close it; a candidate there is judged on its own w steps).
+// - `from`: the earliest sample read. 0 where the reading reached the start of `v` (t < w, or no
+//   flat step before the first leak-like one): then a longer series may give another leak.
+// - `settled`: the latest sample read once the region is closed; kOpen while it is not (the
+//   region's rate, and with it the dating and the judgement, may still change).
+// A leak with from > 0 and settled < v.size() is the one found on any series that holds
+// v[from..settled] unchanged at the same slots. `region`, the slot of the region's first
+// candidate step, names the leak: it stays the same while the region grows (while the start may
+// be dated again as the rate changes).
+struct LeakReach {
+  static constexpr size_t kOpen = static_cast<size_t>(-1);
+  size_t from = 0;
+  size_t settled = kOpen;
+  size_t region = 0;
+};
+
+// Appends the leaks of `v` (bytes, NaN = missing) to `out`, in order of start; with `reach`, one
+// LeakReach per leak appended (an envelope leak's: from 0, open: the rule reads the whole series).
+void DetectLeaks(const std::vector<double>& v, const DetectorOptions& o, std::vector<Anomaly>* out,
+                 std::vector<LeakReach>* reach = nullptr);
 
 }  // namespace vgpu::analyze

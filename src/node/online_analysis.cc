@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <limits>
 
+#include "analyze/leak.h"
 #include "analyze/series.h"
 
 namespace vgpu::node {
@@ -18,6 +19,8 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr size_t kKeepReported = 64;  // reported anomalies remembered per series (deduplication)
 // How far back (slots) a window reaches for the shift or stuck run that a change may end.
 constexpr size_t kShiftMemory = 360;
+// A leak still rising is reported this many creep windows after its start.
+constexpr size_t kOpenLeakLagWindows = 15;
 
 bool IsSlice(const std::string& target) { return target.find('/') != std::string::npos; }
 
@@ -52,7 +55,7 @@ size_t GuardSlots(AnomalyKind kind, const DetectorOptions& o) {
     case AnomalyKind::kStuckZero:
       return o.stuck_context;
     case AnomalyKind::kLeak:
-      return 2 * o.leak_window;  // the envelope's knee search
+      return 0;  // read from the data (analyze::LeakReach): the memory window is the whole ring
   }
   return 0;
 }
@@ -66,9 +69,9 @@ size_t LagSlots(AnomalyKind kind, const DetectorOptions& o) {
     case AnomalyKind::kStuckZero:
       return o.stuck_min_len;
     case AnomalyKind::kLeak:
-      // An envelope leak is dropped where a creep overlaps it, which may show only once the
-      // envelope's region is complete: two envelope windows and its median.
-      return std::max(5 * o.leak_creep_window + 1, 2 * o.leak_window + o.leak_envelope);
+      // A closed region is final at once (analyze::LeakReach); a region still rising is
+      // reported this long after its start, dated on the samples so far.
+      return kOpenLeakLagWindows * o.leak_creep_window;
   }
   return 0;
 }
@@ -85,7 +88,8 @@ struct OnlineAnalysis::Track {
   size_t n = 0;
   int64_t last_sample = -1;
   int64_t next_detect = 0;
-  std::deque<Anomaly> reported;  // absolute slots
+  std::deque<Anomaly> reported;      // absolute slots
+  std::deque<int64_t> leak_regions;  // the regions (LeakReach::region, absolute) of leaks reported
   std::unique_ptr<analyze::AdaptiveEwma> forecast;
   double last_forecast = kNaN;
 
@@ -198,33 +202,28 @@ void OnlineAnalysis::Close(Track& t, int64_t upto) {
 
 void OnlineAnalysis::Detect(Track& t, std::vector<OnlineAnomaly>* out) {
   const double step_s = static_cast<double>(o_.step_ns) / 1e9;
-  DetectorOptions o;
-  size_t every = o_.detect_every;
-  if (t.metric == OnlineMetric::kUtil) {
-    o = analyze::UtilizationOptions(step_s);
-    // On a sum of N series the absolute floors grow as sqrt(N) (analyze's sum series).
-    const double scale = std::sqrt(static_cast<double>(t.members));
-    o.spike_min *= scale;
-    o.shift_min *= scale;
-  } else {
-    o = analyze::MemoryOptions(step_s);
-    every = o_.leak_detect_every;
+  if (t.metric == OnlineMetric::kMemory) {
+    DetectMemory(t, analyze::MemoryOptions(step_s), out);
+    return;
   }
+  DetectorOptions o = analyze::UtilizationOptions(step_s);
+  // On a sum of N series the absolute floors grow as sqrt(N) (analyze's sum series).
+  const double scale = std::sqrt(static_cast<double>(t.members));
+  o.spike_min *= scale;
+  o.shift_min *= scale;
   const std::vector<AnomalyKind> kinds = KindsOf(o);
   size_t span = 0;
   for (AnomalyKind k : kinds) span = std::max(span, GuardSlots(k, o) + LagSlots(k, o));
-  size_t len = std::min(t.values.size(), span + every);
+  size_t len = std::min(t.values.size(), span + o_.detect_every);
   // A level shift ends at the change that undoes it, and a stuck run's end is no shift: the
   // window reaches back to the latest shift or stuck run reported (with its guard), so that a
   // change that ends one is seen as such, as on the whole series. Not beyond kShiftMemory.
-  if (t.metric == OnlineMetric::kUtil) {
-    for (const Anomaly& r : t.reported) {
-      if (r.kind != AnomalyKind::kLevelShift && r.kind != AnomalyKind::kStuckZero) continue;
-      if (t.end() - static_cast<int64_t>(r.start) > static_cast<int64_t>(kShiftMemory)) continue;
-      const int64_t from = std::max(
-          t.first, static_cast<int64_t>(r.start) - static_cast<int64_t>(GuardSlots(r.kind, o)));
-      len = std::max(len, static_cast<size_t>(t.end() - from));
-    }
+  for (const Anomaly& r : t.reported) {
+    if (r.kind != AnomalyKind::kLevelShift && r.kind != AnomalyKind::kStuckZero) continue;
+    if (t.end() - static_cast<int64_t>(r.start) > static_cast<int64_t>(kShiftMemory)) continue;
+    const int64_t from = std::max(
+        t.first, static_cast<int64_t>(r.start) - static_cast<int64_t>(GuardSlots(r.kind, o)));
+    len = std::max(len, static_cast<size_t>(t.end() - from));
   }
   const int64_t begin = t.end() - static_cast<int64_t>(len);
   const std::vector<double> window(t.values.end() - static_cast<long>(len), t.values.end());
@@ -236,23 +235,55 @@ void OnlineAnalysis::Detect(Track& t, std::vector<OnlineAnomaly>* out) {
       if (r.kind != a.kind) return false;
       // A spike's start is exact; the other kinds' may be dated again a few slots apart.
       const long long tolerance = a.kind == AnomalyKind::kSpike ? 0 : 5;
-      if (std::llabs(static_cast<long long>(r.start) - start) <= tolerance) return true;
-      return a.kind == AnomalyKind::kLeak && static_cast<int64_t>(r.start) <= start &&
-             start <= static_cast<int64_t>(r.end) + 5;
+      return std::llabs(static_cast<long long>(r.start) - start) <= tolerance;
     });
     if (known) continue;
     a.start = static_cast<size_t>(start);
     a.end = static_cast<size_t>(begin + static_cast<int64_t>(a.end));
-    t.reported.push_back(a);
-    if (t.reported.size() > kKeepReported) t.reported.pop_front();
-    OnlineAnomaly r;
-    r.target = t.target;
-    r.metric = t.metric;
-    r.anomaly = a;
-    r.start_ns = SlotTime(start);
-    r.found_ns = clock_->NowNanos();
-    out->push_back(std::move(r));
+    Report(t, a, out);
   }
+}
+
+void OnlineAnalysis::DetectMemory(Track& t, const DetectorOptions& o,
+                                  std::vector<OnlineAnomaly>* out) {
+  // The whole ring: the creep rule is linear in the samples, and what a leak depends on (its
+  // reach back, whether its region is closed) comes with it.
+  const int64_t begin = t.first;
+  const std::vector<double> window(t.values.begin(), t.values.end());
+  std::vector<Anomaly> found;
+  std::vector<analyze::LeakReach> reach;
+  analyze::DetectLeaks(window, o, &found, &reach);
+  for (size_t i = 0; i < found.size(); ++i) {
+    Anomaly a = found[i];
+    const analyze::LeakReach& r = reach[i];
+    if (r.from == 0 && begin != t.origin) continue;  // it reads samples the ring no longer has
+    const int64_t start = begin + static_cast<int64_t>(a.start);
+    if (r.settled == analyze::LeakReach::kOpen &&
+        start + static_cast<int64_t>(LagSlots(a.kind, o)) >= t.end()) {
+      continue;  // still rising, and not yet its lag after its start
+    }
+    const int64_t region = begin + static_cast<int64_t>(r.region);
+    if (std::find(t.leak_regions.begin(), t.leak_regions.end(), region) != t.leak_regions.end()) {
+      continue;  // reported (while rising, or dated the same)
+    }
+    t.leak_regions.push_back(region);
+    if (t.leak_regions.size() > kKeepReported) t.leak_regions.pop_front();
+    a.start = static_cast<size_t>(start);
+    a.end = static_cast<size_t>(begin + static_cast<int64_t>(a.end));
+    Report(t, a, out);
+  }
+}
+
+void OnlineAnalysis::Report(Track& t, const Anomaly& a, std::vector<OnlineAnomaly>* out) {
+  t.reported.push_back(a);
+  if (t.reported.size() > kKeepReported) t.reported.pop_front();
+  OnlineAnomaly r;
+  r.target = t.target;
+  r.metric = t.metric;
+  r.anomaly = a;
+  r.start_ns = SlotTime(static_cast<int64_t>(a.start));
+  r.found_ns = clock_->NowNanos();
+  out->push_back(std::move(r));
 }
 
 std::vector<OnlineAnomaly> OnlineAnalysis::Round() {

@@ -15,16 +15,21 @@
 // N its slices, as offline on the sum of N series) and MemoryOptions(step) for memory. The cost
 // is bounded: a series is examined every `detect_every` slots (series are spread over the
 // phases, so each round examines about 1/detect_every of them; memory every
-// `leak_detect_every`), and only on its tail window of
-// Guard(kind) + Lag(kind) + detect_every slots. An anomaly found there is reported when its start
-// has at least Lag(kind) slots after it (its window is complete: more samples no longer move it)
-// and Guard(kind) before it in the window (or the window starts where the series started), so
-// it is the one DetectAnomalies finds on the whole series. A utilization window also reaches
+// `leak_detect_every`). Utilization: on its tail window of Guard(kind) + Lag(kind) + detect_every
+// slots; an anomaly found there is reported when its start has at least Lag(kind) slots after it
+// (its window is complete: more samples no longer move it) and Guard(kind) before it in the
+// window (or the window starts where the series started), so it is the one DetectAnomalies finds
+// on the whole series. Memory: on the whole ring (the leak rule is linear in the samples); what a
+// leak depends on is read from the data (analyze::LeakReach, in quiet steps, not slots): it is
+// reported when nothing it read lies before the ring (or the ring starts where the series
+// started) and either its region is closed (final: the one found on the whole series) or it
+// still rises Lag(kLeak) slots after its start (then dated on the samples so far; a later change
+// of its rate may date it otherwise on the whole series). A utilization window also reaches
 // back to the level shifts and stuck runs reported in the last 360 slots (with their guard), so
 // that a change that ends one is seen as its end, not as a new shift; a change that undoes an
 // older shift is reported as a shift (offline it ends the first). Each anomaly is reported once:
 // a later detection of the same kind at the same start (spikes) or within 5 slots of it (the
-// others; for leaks also within a reported leak's extent) is the same anomaly.
+// others) is the same anomaly; a leak is named by its region (LeakReach::region).
 //
 // Forecasts (per GPU and the node): the adaptive EWMA of forecast.h fed slot by slot, `horizon`
 // slots ahead; the same values as ForecastSeries on the whole series.
@@ -76,7 +81,8 @@ struct OnlineForecast {
 };
 
 // Slots of context a kind needs before its start (Guard) and after it (Lag) in a window for the
-// anomaly to be the one found on the whole series.
+// anomaly to be the one found on the whole series. Leaks: Guard 0 (read from the data), Lag the
+// slots after its start at which a leak that still rises is reported.
 size_t GuardSlots(analyze::AnomalyKind kind, const analyze::DetectorOptions& o);
 size_t LagSlots(analyze::AnomalyKind kind, const analyze::DetectorOptions& o);
 
@@ -120,6 +126,8 @@ class OnlineAnalysis {
   int64_t SlotOf(int64_t t_ns) const;
   void Close(Track& t, int64_t upto);
   void Detect(Track& t, std::vector<OnlineAnomaly>* out);
+  void DetectMemory(Track& t, const analyze::DetectorOptions& o, std::vector<OnlineAnomaly>* out);
+  void Report(Track& t, const analyze::Anomaly& a, std::vector<OnlineAnomaly>* out);
 
   OnlineOptions o_;
   const Clock* clock_;

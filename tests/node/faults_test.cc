@@ -452,7 +452,7 @@ TEST_F(AnalyzeFaultsTest, ALeakIsReportedOnceWithAnEventAndTheMetricsShowTheAnal
   ASSERT_EQ(shm::Charge(m.region(), slot, 0, 4 * kGiB, shm::kNoLimit, self), shm::RegionError::kOk);
   const int64_t step = 60'000'000'000;
   const int lag = static_cast<int>(
-      LagSlots(analyze::AnomalyKind::kLeak, analyze::MemoryOptions(60)));  // 255 slots
+      LagSlots(analyze::AnomalyKind::kLeak, analyze::MemoryOptions(60)));  // 180 slots
   int reported_at = -1;
   for (int k = 0; k <= 120 + lag + 40; ++k) {
     analysis_clock_.AdvanceTo(k * step);
@@ -465,8 +465,8 @@ TEST_F(AnalyzeFaultsTest, ALeakIsReportedOnceWithAnEventAndTheMetricsShowTheAnal
       reported_at = k;
     }
   }
-  // Dated at slot 119 (the last sample before the first rise), reported once its window is
-  // complete: the lag of a leak and at most one detection period (30 slots) later.
+  // Dated at slot 119 (the last sample before the first rise); still rising, it is reported the
+  // lag of a leak after its start and at most one detection period (30 slots) later.
   EXPECT_GE(reported_at, 119 + lag);
   EXPECT_LE(reported_at, 119 + lag + 30 + 2);
   const std::string metrics = daemon_->Metrics();
