@@ -126,8 +126,9 @@ void DetectShifts(const std::vector<double>& v, const DetectorOptions& o,
 
 // Whether slot t of a stuck run's context was busy: non-zero by more than the size of a rise
 // (a level shift up, of `shifts`) that covers t and has ended by the run's start `run` (within 5
-// slots). A pod lifted from idle by such a rise and back at 0 after it has returned to its level;
-// the run is that rise's end, already reported as the shift, not a pod that went silent.
+// slots). A pod lifted from idle by such a rise and back at 0 after it has returned to its level:
+// the run is that rise's end (a level shift), not a pod that went silent. The same whether or
+// not shifts are reported.
 bool BusyBeyondShifts(const std::vector<double>& v, size_t t, size_t run,
                       const std::vector<Anomaly>& shifts) {
   double lift = 0;
