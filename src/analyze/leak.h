@@ -17,7 +17,9 @@
 //   and flat ones after it separates the two. The leak began after the last flat step before
 //   the split and before the first leak-like one after it; the start reported is the middle of
 //   that interval (with no flat step before it, the middle back to the start of the stretch of
-//   present samples). The end is the region's last rising step.
+//   present samples). The end is the region's last rising step. A region dated at or before
+//   the end of the leak found before it (the process freed memory of its own for longer than a
+//   window inside one leak) is that leak: its end and rate extend it, no second one is reported.
 // - Envelope (off by default, `leak_envelope_rule`): the centred median over `leak_envelope`
 //   samples rises with a Theil-Sen slope of at least `leak_min_slope_per_hour` over
 //   `leak_window` samples, along a line (median residual at most `leak_linearity` x the rise);
