@@ -238,6 +238,33 @@ TEST(Anomaly, GeneratorLabelsStartAtAPresentSample) {
   EXPECT_GE(after_gap, 2u);  // events that began in the gap, seen from its end
 }
 
+// The score's counts, and the detections it lists as unmatched: neither a label's (within the
+// kind's tolerance, each once) nor one of the series' own (found on the untouched series too).
+TEST(Anomaly, ScoreCountsMatchesOwnEventsAndListsTheUnmatched) {
+  std::vector<Injection> labels = {{0, AnomalyKind::kStuckZero, 100, 150, 51},
+                                   {0, AnomalyKind::kSpike, 300, 300, 50}};
+  std::vector<SeriesDetections> injected = {{0,
+                                             {{AnomalyKind::kStuckZero, 103, 150, 48},
+                                              {AnomalyKind::kStuckZero, 104, 150, 47},
+                                              {AnomalyKind::kStuckZero, 400, 450, 51},
+                                              {AnomalyKind::kSpike, 302, 302, 50},
+                                              {AnomalyKind::kStuckZero, 600, 650, 51}}}};
+  std::vector<SeriesDetections> clean = {{0, {{AnomalyKind::kStuckZero, 420, 460, 41}}}};
+  std::vector<UnmatchedDetection> unmatched;
+  auto score = Score(labels, injected, clean, &unmatched);
+  const KindScore& z = score[AnomalyKind::kStuckZero];
+  EXPECT_EQ(z.labels, 1u);
+  EXPECT_EQ(z.detections, 4u);
+  EXPECT_EQ(z.matched, 1u);
+  EXPECT_EQ(z.natural, 1u);
+  EXPECT_DOUBLE_EQ(z.delay_sum, 3);
+  EXPECT_EQ(score[AnomalyKind::kSpike].matched, 0u);  // 2 slots off, over a spike's tolerance
+  ASSERT_EQ(unmatched.size(), 3u);
+  EXPECT_EQ(unmatched[0].anomaly.start, 104u);  // the same run reported twice
+  EXPECT_EQ(unmatched[1].anomaly.start, 302u);
+  EXPECT_EQ(unmatched[2].anomaly.start, 600u);
+}
+
 TEST(Anomaly, InjectedIntoTheBundledSeriesScorePerKind) {
   auto util = ReadSeriesCsv(kData + "pod_gpu_duty_cycle_anon.csv");
   auto mem = ReadSeriesCsv(kData + "pod_gpu_memory_used_bytes_anon.csv");
