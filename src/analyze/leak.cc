@@ -94,7 +94,8 @@ void DetectQuietCreep(const std::vector<double>& v, const DetectorOptions& o,
     }
     return Median(std::move(steps));
   };
-  size_t open_first = 0;  // the first quiet step of the region of out->back()
+  const size_t first_out = out->size();  // out->back() is this rule's from here
+  size_t open_first = 0;                 // the first quiet step of the region of out->back()
   for (size_t t = 0; t < m;) {
     if (!cand[t]) {
       ++t;
@@ -109,9 +110,9 @@ void DetectQuietCreep(const std::vector<double>& v, const DetectorOptions& o,
     const double rate = rate_of(t, end);
     const LeakDate date = DateLeak(v, q, t, w, rate, o.leak_rate_band);
     const size_t end_at = std::max(q[end].at, date.first_rise);
-    if (!out->empty() && date.start <= out->back().end) {
-      // Dated inside the leak before it (a stretch of jumps split the candidates): the same
-      // leak, reported once.
+    if (out->size() > first_out && date.start <= out->back().end) {
+      // Dated inside the leak before it (steps of the process's own that fall split the
+      // candidates): the same leak, reported once.
       out->back().end = std::max(out->back().end, end_at);
       out->back().magnitude = rate_of(open_first, end) / per_slot;
     } else if (rate * static_cast<double>(end_at - date.start) >= o.leak_min_rise) {
