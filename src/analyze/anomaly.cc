@@ -124,8 +124,24 @@ void DetectShifts(const std::vector<double>& v, const DetectorOptions& o,
   }
 }
 
+// Whether slot t of a stuck run's context was busy: non-zero by more than the size of a rise
+// (a level shift up, of `shifts`) that covers t and has ended by the run's start `run` (within 5
+// slots). A pod lifted from idle by such a rise and back at 0 after it has returned to its level:
+// the run is that rise's end (a level shift), not a pod that went silent. The same whether or
+// not shifts are reported.
+bool BusyBeyondShifts(const std::vector<double>& v, size_t t, size_t run,
+                      const std::vector<Anomaly>& shifts) {
+  double lift = 0;
+  for (const Anomaly& s : shifts) {
+    if (s.magnitude > 0 && s.start <= t && t <= s.end && s.end < run + 5) {
+      lift = std::max(lift, s.magnitude);
+    }
+  }
+  return v[t] > lift;
+}
+
 void DetectStuck(const std::vector<double>& v, const DetectorOptions& o,
-                 std::vector<Anomaly>* out) {
+                 const std::vector<Anomaly>& shifts, std::vector<Anomaly>* out) {
   const size_t n = v.size();
   for (size_t i = 0; i < n;) {
     if (!(Present(v[i]) && v[i] == 0)) {
@@ -137,7 +153,7 @@ void DetectStuck(const std::vector<double>& v, const DetectorOptions& o,
     if (j - i >= o.stuck_min_len && i >= o.stuck_context / 2) {
       size_t lo = i >= o.stuck_context ? i - o.stuck_context : 0, present = 0, active = 0;
       for (size_t t = lo; t < i; ++t) {
-        if (Present(v[t])) ++present, active += v[t] > 0;
+        if (Present(v[t])) ++present, active += BusyBeyondShifts(v, t, i, shifts);
       }
       if (present > 0 &&
           static_cast<double>(active) >= o.stuck_active_fraction * static_cast<double>(present)) {
@@ -181,8 +197,11 @@ DetectorOptions MemoryOptions(double step_s) {
 std::vector<Anomaly> DetectAnomalies(const std::vector<double>& v, const DetectorOptions& o) {
   std::vector<Anomaly> out;
   if (o.spikes) DetectSpikes(v, o, &out);
-  if (o.shifts) DetectShifts(v, o, &out);
-  if (o.stuck) DetectStuck(v, o, &out);
+  // The shifts are also the context of the stuck-at-zero runs (BusyBeyondShifts).
+  std::vector<Anomaly> shifts;
+  if (o.shifts || o.stuck) DetectShifts(v, o, &shifts);
+  if (o.stuck) DetectStuck(v, o, shifts, &out);
+  if (o.shifts) out.insert(out.end(), shifts.begin(), shifts.end());
   if (o.leaks) DetectLeaks(v, o, &out);
   // A stuck-at-zero run also moves the level: report it once, as the run.
   std::erase_if(out, [&](const Anomaly& a) {

@@ -16,7 +16,10 @@
 //   it; otherwise it lasts until the next change (or the end of the series). Change points
 //   within 5 slots of each other are one (the larger).
 // - kStuckZero: a run of at least `stuck_min_len` present samples exactly 0 that follows a
-//   stretch (`stuck_context` samples) where at least `stuck_active_fraction` were non-zero.
+//   stretch (`stuck_context` samples) where at least `stuck_active_fraction` were busy: non-zero,
+//   and inside a level shift up that ended by the run's start (within 5 slots) above the
+//   shift's size (a pod back at 0 after a rise from idle is that shift's end). The shifts are
+//   found for this whether or not `shifts` reports them.
 // - kLeak (leak.h): judged on the quiet steps only (at most `leak_max_slope_per_hour` per slot
 //   either way; the allocation jumps are left out). A run of `leak_creep_window` quiet steps of
 //   which at least `leak_creep_fraction` rise by at least `leak_min_slope_per_hour` per slot,

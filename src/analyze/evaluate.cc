@@ -9,7 +9,8 @@ size_t Tolerance(AnomalyKind k) { return k == AnomalyKind::kSpike ? 1 : 5; }
 
 std::map<AnomalyKind, KindScore> Score(const std::vector<Injection>& labels,
                                        const std::vector<SeriesDetections>& injected,
-                                       const std::vector<SeriesDetections>& clean) {
+                                       const std::vector<SeriesDetections>& clean,
+                                       std::vector<UnmatchedDetection>* unmatched) {
   std::map<AnomalyKind, KindScore> score;
   for (AnomalyKind k : kAllKinds) score[k];
   for (const Injection& l : labels) ++score[l.kind].labels;
@@ -47,12 +48,18 @@ std::map<AnomalyKind, KindScore> Score(const std::vector<Injection>& labels,
       const Anomaly& a = d.anomalies[di];
       KindScore& s = score[a.kind];
       ++s.detections;
-      if (det_used[di] || !clean_of.count(d.series)) continue;
-      for (const Anomaly& c : *clean_of[d.series]) {
-        if (c.kind == a.kind && c.start <= a.end && a.start <= c.end) {
-          ++s.natural;
-          break;
-        }
+      if (det_used[di]) continue;
+      bool own = false;
+      if (clean_of.count(d.series)) {
+        own = std::any_of(clean_of[d.series]->begin(), clean_of[d.series]->end(),
+                          [&](const Anomaly& c) {
+                            return c.kind == a.kind && c.start <= a.end && a.start <= c.end;
+                          });
+      }
+      if (own) {
+        ++s.natural;
+      } else if (unmatched) {
+        unmatched->push_back({d.series, a});
       }
     }
   }

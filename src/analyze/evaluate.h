@@ -8,6 +8,8 @@
 // - attributable: detections that coincide (same kind, overlapping slots) with one found on the
 //   untouched series are left out first: those are the series' own events, which carry no label.
 // Delay: the mean of (detected start - labelled start) over matches, in slots.
+// `unmatched`, when given, receives the detections that match no label and are not the series'
+// own events (the ones that lower precision).
 #pragma once
 
 #include <map>
@@ -44,9 +46,15 @@ struct KindScore {
 
 size_t Tolerance(AnomalyKind k);
 
+struct UnmatchedDetection {
+  size_t series = 0;
+  Anomaly anomaly;
+};
+
 // `injected`: detections on the injected series; `clean`: on the untouched ones.
 std::map<AnomalyKind, KindScore> Score(const std::vector<Injection>& labels,
                                        const std::vector<SeriesDetections>& injected,
-                                       const std::vector<SeriesDetections>& clean);
+                                       const std::vector<SeriesDetections>& clean,
+                                       std::vector<UnmatchedDetection>* unmatched = nullptr);
 
 }  // namespace vgpu::analyze

@@ -38,6 +38,14 @@ long PickStart(Rng& rng, size_t n, size_t len,
 
 bool MostlyPresent(const Series& s) { return CountPresent(s.values) * 2 >= s.values.size(); }
 
+// The first present slot of [a, b], or -1: an event that begins in a gap is seen from there.
+long FirstPresent(const std::vector<double>& v, size_t a, size_t b) {
+  for (size_t t = a; t <= b; ++t) {
+    if (Present(v[t])) return static_cast<long>(t);
+  }
+  return -1;
+}
+
 }  // namespace
 
 std::vector<Injection> InjectUtilization(SeriesSet* util, const InjectOptions& o) {
@@ -57,7 +65,9 @@ std::vector<Injection> InjectUtilization(SeriesSet* util, const InjectOptions& o
         if (Present(v[t])) v[t] = std::min(100.0, v[t] + up);
       }
       taken.push_back({a, a + len - 1});
-      out.push_back({si, AnomalyKind::kLevelShift, a, a + len - 1, up});
+      if (long f = FirstPresent(v, a, a + len - 1); f >= 0) {
+        out.push_back({si, AnomalyKind::kLevelShift, static_cast<size_t>(f), a + len - 1, up});
+      }
     }
     // Stuck at zero, after activity.
     len = UniformSlot(rng, 40, 121);
@@ -73,8 +83,10 @@ std::vector<Injection> InjectUtilization(SeriesSet* util, const InjectOptions& o
         if (Present(v[k])) v[k] = 0;
       }
       taken.push_back({a, a + len - 1});
-      // The run visibly starts at the first of the zeros just before it.
-      size_t first = a;
+      // The run visibly starts at the first of the zeros just before its first present sample.
+      long f = FirstPresent(v, a, a + len - 1);
+      if (f < 0) break;
+      size_t first = static_cast<size_t>(f);
       while (first > 0 && Present(v[first - 1]) && v[first - 1] == 0) --first;
       out.push_back({si, AnomalyKind::kStuckZero, first, a + len - 1, static_cast<double>(len)});
       break;
@@ -117,7 +129,10 @@ std::vector<Injection> InjectMemory(SeriesSet* memory, const InjectOptions& o) {
     for (size_t k = 0; k < len; ++k) {
       if (Present(v[a + k])) v[a + k] += per_slot * static_cast<double>(k);
     }
-    out.push_back({si, AnomalyKind::kLeak, a, a + len - 1, o.leak_gib_per_hour});
+    if (long f = FirstPresent(v, a, a + len - 1); f >= 0) {
+      out.push_back(
+          {si, AnomalyKind::kLeak, static_cast<size_t>(f), a + len - 1, o.leak_gib_per_hour});
+    }
   }
   return out;
 }

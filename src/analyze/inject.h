@@ -13,7 +13,9 @@
 // - one leak of `leak_gib_per_hour` (1 GiB/h) over 180 to 360 samples: sample k of the run gets
 //   k x rate x step added; after the run the series is as it was (the leaking process ended).
 // Events on one series are at least 60 samples apart, and none starts in the first or last 60
-// samples (so every detector has context on both sides). Missing samples stay missing.
+// samples (so every detector has context on both sides). Missing samples stay missing. A label
+// starts at the event's first present sample (an event that begins in a gap is seen from the
+// sample after it; one wholly inside a gap has no label).
 #pragma once
 
 #include <cstdint>

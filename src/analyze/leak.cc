@@ -94,6 +94,15 @@ void DetectQuietCreep(const std::vector<double>& v, const DetectorOptions& o,
   const auto need = static_cast<size_t>(std::ceil(o.leak_creep_fraction * static_cast<double>(w)));
   std::vector<char> cand(m, 0);
   for (size_t t = 0; t + w <= m; ++t) cand[t] = rising[t] && rises[t + w] - rises[t] >= need;
+  auto rate_of = [&](size_t from, size_t to) {  // the median rising step of [from, to]
+    std::vector<double> steps;
+    for (size_t u = from; u <= to; ++u) {
+      if (rising[u]) steps.push_back(q[u].d);
+    }
+    return Median(std::move(steps));
+  };
+  const size_t first_out = out->size();  // out->back() is this rule's from here
+  size_t open_first = 0;                 // the first quiet step of the region of out->back()
   for (size_t t = 0; t < m;) {
     if (!cand[t]) {
       ++t;
@@ -105,23 +114,31 @@ void DetectQuietCreep(const std::vector<double>& v, const DetectorOptions& o,
     }
     size_t end = last + w - 1;
     while (!rising[end]) --end;
-    std::vector<double> steps;
-    for (size_t u = t; u <= end; ++u) {
-      if (rising[u]) steps.push_back(q[u].d);
-    }
-    const double rate = Median(std::move(steps));
+    const double rate = rate_of(t, end);
     const LeakDate date = DateLeak(v, q, t, w, rate, o.leak_rate_band);
     const size_t end_at = std::max(q[end].at, date.first_rise);
-    if (rate * static_cast<double>(end_at - date.start) >= o.leak_min_rise) {
-      out->push_back({AnomalyKind::kLeak, date.start, end_at, rate / per_slot});
+    // Closed: the w steps after the last candidate hold none, and each of them is judged on its
+    // own w steps; the leak-like step that dates it was found.
+    const size_t close = last + 2 * w - 1;
+    const size_t settled =
+        close < m && date.found ? std::max(q[close].at, date.first_rise) : LeakReach::kOpen;
+    if (out->size() > first_out && date.start <= out->back().end) {
+      // Dated inside the leak before it (steps of the process's own that fall split the
+      // candidates): the same leak, reported once; it now depends on this region too.
+      out->back().end = std::max(out->back().end, end_at);
+      out->back().magnitude = rate_of(open_first, end) / per_slot;
       if (reach) {
-        // Closed: the w steps after the last candidate hold none, and each of them is judged on
-        // its own w steps; the leak-like step that dates it was found.
-        const size_t close = last + 2 * w - 1;
+        reach->back().from = std::min(reach->back().from, date.from);
+        reach->back().settled = settled;
+      }
+    } else if (rate * static_cast<double>(end_at - date.start) >= o.leak_min_rise) {
+      out->push_back({AnomalyKind::kLeak, date.start, end_at, rate / per_slot});
+      open_first = t;
+      if (reach) {
         LeakReach r;
         r.from = date.from;
         r.region = q[t].at;
-        if (close < m && date.found) r.settled = std::max(q[close].at, date.first_rise);
+        r.settled = settled;
         reach->push_back(r);
       }
     }

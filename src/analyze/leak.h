@@ -17,7 +17,9 @@
 //   and flat ones after it separates the two. The leak began after the last flat step before
 //   the split and before the first leak-like one after it; the start reported is the middle of
 //   that interval (with no flat step before it, the middle back to the start of the stretch of
-//   present samples). The end is the region's last rising step.
+//   present samples). The end is the region's last rising step. A region dated at or before
+//   the end of the leak found before it (the process freed memory of its own for longer than a
+//   window inside one leak) is that leak: its end and rate extend it, no second one is reported.
 // - Envelope (off by default, `leak_envelope_rule`): the centred median over `leak_envelope`
 //   samples rises with a Theil-Sen slope of at least `leak_min_slope_per_hour` over
 //   `leak_window` samples, along a line (median residual at most `leak_linearity` x the rise);
@@ -41,8 +43,9 @@ namespace vgpu::analyze {
 //   flat step before the first leak-like one): then a longer series may give another leak.
 // - `settled`: the latest sample read once the region is closed; kOpen while it is not (the
 //   region's rate, and with it the dating and the judgement, may still change).
-// A leak with from > 0 and settled < v.size() is the one found on any series that holds
-// v[from..settled] unchanged at the same slots. `region`, the slot of the region's first
+// A leak with from > 0 and settled < v.size() is found, with the same start, on any series that
+// holds v[from..settled] unchanged at the same slots; a later region dated inside it extends its
+// end and rate (and its reach), never its start. `region`, the slot of the region's first
 // candidate step, names the leak: it stays the same while the region grows (while the start may
 // be dated again as the rate changes).
 struct LeakReach {

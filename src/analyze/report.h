@@ -15,6 +15,7 @@ struct AnomalyRequest {
   bool evaluate = false;
   std::vector<uint64_t> seeds = {1, 2, 3, 4, 5};
   double leak_gib_per_hour = 1.0;  // the generator's leak rate for --evaluate
+  bool unmatched = false;          // --evaluate: also list the detections that match no label
   bool json = false;
 };
 Result<std::string> RunAnomalies(const AnomalyRequest& r);

@@ -2,7 +2,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "analyze/anomaly.h"
 #include "analyze/evaluate.h"
@@ -80,6 +82,38 @@ void AddDetections(const char* metric, const SeriesSet& set, const DetectorOptio
   emit("(sum)", DetectAnomalies(set.Aggregate(), agg));
 }
 
+// Each detection of `unmatched` with the label of its series whose start is nearest.
+void ListUnmatched(const SeriesSet& set, uint64_t seed, const std::vector<Injection>& labels,
+                   const std::vector<UnmatchedDetection>& unmatched, json* out, std::string* text) {
+  for (const UnmatchedDetection& u : unmatched) {
+    const Injection* nearest = nullptr;
+    long distance = 0;
+    for (const Injection& l : labels) {
+      if (l.series != u.series) continue;
+      const long d = static_cast<long>(u.anomaly.start) - static_cast<long>(l.start);
+      if (!nearest || std::labs(d) < std::labs(distance)) nearest = &l, distance = d;
+    }
+    const Anomaly& a = u.anomaly;
+    json j = {{"seed", seed},
+              {"series", set.series[u.series].id},
+              {"kind", KindName(a.kind)},
+              {"start_slot", a.start},
+              {"end_slot", a.end}};
+    *text += std::to_string(seed) + "  " + set.series[u.series].id + "  " +
+             std::string(KindName(a.kind)) + "  " + std::to_string(a.start) + ".." +
+             std::to_string(a.end);
+    if (nearest) {
+      j["nearest_label"] = {{"kind", KindName(nearest->kind)},
+                            {"start_slot", nearest->start},
+                            {"distance_slots", distance}};
+      *text += "  " + std::string(KindName(nearest->kind)) + " " + std::to_string(nearest->start) +
+               " " + std::to_string(distance);
+    }
+    *text += "\n";
+    out->push_back(std::move(j));
+  }
+}
+
 }  // namespace
 
 Result<std::string> RunAnomalies(const AnomalyRequest& r) {
@@ -97,6 +131,8 @@ Result<std::string> RunAnomalies(const AnomalyRequest& r) {
   }
   // Evaluation: inject with each seed, detect on the untouched and the injected series, pool.
   std::map<AnomalyKind, KindScore> total;
+  json unmatched_json = json::array();
+  std::string unmatched_text;
   auto run = [&](const SeriesSet& clean_set, const DetectorOptions& o, bool memory) {
     std::vector<SeriesDetections> clean = DetectAll(clean_set, o);
     for (uint64_t seed : r.seeds) {
@@ -105,12 +141,15 @@ Result<std::string> RunAnomalies(const AnomalyRequest& r) {
       io.seed = seed;
       io.leak_gib_per_hour = r.leak_gib_per_hour;
       std::vector<Injection> labels = memory ? InjectMemory(&set, io) : InjectUtilization(&set, io);
-      for (auto& [k, s] : Score(labels, DetectAll(set, o), clean)) {
+      std::vector<UnmatchedDetection> unmatched;
+      for (auto& [k, s] : Score(labels, DetectAll(set, o), clean, &unmatched)) {
         if (memory != (k == AnomalyKind::kLeak)) continue;
         KindScore& t = total[k];
         t.labels += s.labels, t.detections += s.detections, t.matched += s.matched;
         t.natural += s.natural, t.delay_sum += s.delay_sum;
       }
+      if (r.unmatched)
+        ListUnmatched(set, seed, labels, unmatched, &unmatched_json, &unmatched_text);
     }
   };
   if (l.has_util) run(l.util, UtilizationOptions(l.util.step), false);
@@ -135,6 +174,13 @@ Result<std::string> RunAnomalies(const AnomalyRequest& r) {
                   std::string(KindName(k)).c_str(), s.labels, s.detections, s.matched, s.natural,
                   s.Recall(), s.Precision(), s.StrictPrecision(), s.F1(), s.MeanDelay());
     text += line;
+  }
+  if (r.unmatched) {
+    out["unmatched"] = unmatched_json;
+    text +=
+        "\nunmatched: seed  series  kind  start..end (slots)  nearest label (kind start, "
+        "distance)\n" +
+        unmatched_text;
   }
   return r.json ? out.dump(1) + "\n" : text;
 }

@@ -1,7 +1,7 @@
 // `vgpu analyze`: offline analyses of per-pod (per-slice) metric series (docs/analyze.md).
 //
 //   vgpu analyze anomalies [--util FILE] [--memory FILE] [--evaluate [--seeds A-B]
-//                          [--leak-rate GIB_PER_HOUR]] [--json]
+//                          [--leak-rate GIB_PER_HOUR] [--unmatched]] [--json]
 //   vgpu analyze forecast  [--util FILE] [--horizon N] [--groups FILE] [--json]
 //   vgpu analyze rightsize [--memory FILE] [--json]
 //   vgpu analyze rules --rules FILE --series FILE [--dry-run] [--json]
@@ -51,6 +51,9 @@ int RunAnomalies(int argc, char** argv) {
   app.add_option("--leak-rate", r.leak_gib_per_hour,
                  "rate of the injected leaks for --evaluate, GiB/h (default 1)")
       ->check(CLI::Range(0.01, 1000.0));
+  app.add_flag("--unmatched", r.unmatched,
+               "with --evaluate: list the detections that match no label and are not the "
+               "series' own events, with the nearest label of their series");
   app.add_flag("--json", r.json, "JSON output");
   AllowEmptyValues(app, {"--util", "--memory"});
   if (auto code = ParseArgs(app, argc, argv)) return *code;
