@@ -1,5 +1,6 @@
 #include "e2e_util.h"
 
+#include <httplib.h>
 #include <signal.h>
 #include <time.h>
 
@@ -7,9 +8,12 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
+
+#include "device/nvml_backend.h"
 
 namespace vgpu::e2e {
 
@@ -73,6 +77,51 @@ std::vector<std::string> SimGpuRuntimeEnv(const std::string& simgpu_dir, const s
           "VGPU_SIMGPU_STATE=" + root + "/simgpu.state",
           "VGPU_SIMGPU_LOG_LEVEL=1",
           "LIBCUDA_LOG_LEVEL=1"};
+}
+
+std::vector<device::MigInstance> SimMigInstances(const std::vector<std::string>& env,
+                                                 const std::string& nvml_library, int index) {
+  for (const std::string& e : env) {
+    const size_t eq = e.find('=');
+    setenv(e.substr(0, eq).c_str(), e.substr(eq + 1).c_str(), 1);
+  }
+  device::NvmlBackendOptions o;
+  o.library_path = nvml_library;
+  o.cuda_library_path = "";
+  auto b = device::NvmlBackend::Open(o);
+  if (!b || !(*b)->Discover()) return {};
+  auto i = (*b)->MigInstances(index);
+  return i ? *i : std::vector<device::MigInstance>{};
+}
+
+std::map<std::string, std::string> RunSimGpuWorkerLimits(const std::vector<std::string>& env,
+                                                         const std::string& worker,
+                                                         const std::string& visible) {
+  std::string cmd;
+  for (const std::string& e : env) cmd += e + " ";
+  cmd += "CUDA_VISIBLE_DEVICES=" + visible + " " + worker + " limits < /dev/null 2>&1";
+  FILE* f = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[512];
+  while (f != nullptr && std::fgets(buf, sizeof(buf), f) != nullptr) out += buf;
+  if (f != nullptr) pclose(f);
+  return Lines(out);
+}
+
+std::pair<int, nlohmann::json> PostJson(int port, const std::string& path,
+                                        const std::string& body) {
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_read_timeout(10, 0);
+  auto res = cli.Post(path, body, "application/json");
+  if (!res) return {0, nlohmann::json(nullptr)};
+  return {res->status, nlohmann::json::parse(res->body, nullptr, false)};
+}
+
+std::string GetMetrics(int port) {
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_connection_timeout(1, 0);
+  auto res = cli.Get("/metrics");
+  return res && res->status == 200 ? res->body : "";
 }
 
 nlohmann::json PendingPod(const std::string& name, int second, const nlohmann::json& annotations) {

@@ -1,5 +1,6 @@
 // Helpers shared by the end-to-end tests: files, the worker's "key value" output, shares measured
-// from kernel records, and the simulated GPU's runtime environment. Background processes and free
+// from kernel records, the simulated GPU's runtime environment and MIG instances, and local HTTP
+// calls. Background processes and free
 // ports come from tests/cli/background_process.h.
 #pragma once
 
@@ -9,9 +10,11 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "background_process.h"
+#include "device/device_backend.h"
 
 namespace vgpu::e2e {
 
@@ -39,6 +42,25 @@ double ShareOf(const std::string& path, uint64_t from, uint64_t to);
 // of the simulated GPU under `root` (devices.conf, simgpu.state), so that the containers and
 // the node daemon see the same device. `simgpu_dir` holds the simulated driver libraries.
 std::vector<std::string> SimGpuRuntimeEnv(const std::string& simgpu_dir, const std::string& root);
+
+// The MIG instances of GPU `index` as the simulated NVML library `nvml_library` reports them now,
+// with the simulated GPU's environment `env` ("NAME=value" each, set in this process first);
+// empty when NVML cannot be opened.
+std::vector<device::MigInstance> SimMigInstances(const std::vector<std::string>& env,
+                                                 const std::string& nvml_library, int index);
+
+// The "key value" lines of `worker limits` (tests/simgpu's simgpu_worker) run with `env` and
+// CUDA_VISIBLE_DEVICES=`visible`: the limits a container with that view of the GPU sees.
+std::map<std::string, std::string> RunSimGpuWorkerLimits(const std::vector<std::string>& env,
+                                                         const std::string& worker,
+                                                         const std::string& visible);
+
+// POSTs the JSON `body` to http://127.0.0.1:`port``path` (10 s to answer): the status and the
+// parsed body (discarded when not JSON); {0, null} without an answer.
+std::pair<int, nlohmann::json> PostJson(int port, const std::string& path, const std::string& body);
+
+// GET http://127.0.0.1:`port`/metrics (1 s to connect): the body, "" unless the status is 200.
+std::string GetMetrics(int port);
 
 // The node every test pod is on.
 inline constexpr const char* kTestNode = "e2e-node";

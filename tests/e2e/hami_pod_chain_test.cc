@@ -226,21 +226,11 @@ class HamiPodChainTest : public ::testing::Test {
 
   // kube-scheduler calling the extender (HTTP, as in its default configuration).
   std::pair<int, Json> Extender(const std::string& verb, const std::string& body) {
-    httplib::Client cli("127.0.0.1", extender_port_);
-    cli.set_read_timeout(10, 0);
-    auto res = cli.Post("/" + verb, body, "application/json");
-    if (!res) return {0, Json(nullptr)};
-    return {res->status, Json::parse(res->body, nullptr, false)};
+    return PostJson(extender_port_, "/" + verb, body);
   }
 
-  std::string SchedulerMetrics() { return Metrics(metrics_port_); }
-  std::string NodeMetrics() { return Metrics(node_metrics_port_); }
-  static std::string Metrics(int port) {
-    httplib::Client cli("127.0.0.1", port);
-    cli.set_connection_timeout(1, 0);
-    auto res = cli.Get("/metrics");
-    return res && res->status == 200 ? res->body : "";
-  }
+  std::string SchedulerMetrics() { return GetMetrics(metrics_port_); }
+  std::string NodeMetrics() { return GetMetrics(node_metrics_port_); }
 
   DeployedScheduler deploy_;
   std::string root_, kubeconfig_, webhook_ca_;
