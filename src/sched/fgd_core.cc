@@ -58,14 +58,7 @@ void FgdCore::MaybeAdopt() {
 }
 
 double FgdCore::FragNow(const Cluster& c, NodeId n) {
-  if (frag_now_.size() < c.num_nodes()) frag_now_.resize(c.num_nodes());
-  const uint64_t stamp = (uint64_t{c.version(n)} << 32) | ((epoch_ + 1) & 0xffffffffu);
-  Cached& e = frag_now_[n];
-  if (e.stamp != stamp) {
-    e.frag = model_.NodeFrag(c, n);
-    e.stamp = stamp;
-  }
-  return e.frag;
+  return frag_now_.Get(c, n, epoch_, [&] { return model_.NodeFrag(c, n); });
 }
 
 int64_t FgdCore::Evaluate(const PodRequest& r, const Cluster& c, NodeId n, GpuSet* gpus) {
