@@ -150,21 +150,21 @@ std::unique_ptr<vgpu::testing::BackgroundProcess> StartSimNode(const SimNodeOpti
                                    "--libvgpu",
                                    o.libvgpu,
                                    "--node-name",
-                                   kTestNode,
-                                   "--pods-file",
-                                   o.root + "/pods.json",
+                                   o.node_name,
+                                   o.kubeconfig.empty() ? "--pods-file" : "--kubeconfig",
+                                   o.kubeconfig.empty() ? o.root + "/pods.json" : o.kubeconfig,
                                    "--pod-resources-socket",
                                    o.pod_resources_socket,
-                                   "--metrics-listen",
-                                   o.metrics_listen,
                                    "--units-per-gpu",
                                    std::to_string(o.units_per_gpu)};
+  if (!o.metrics_listen.empty()) {
+    args.insert(args.end(), {"--metrics-listen", o.metrics_listen});
+  }
   args.insert(args.end(), o.extra_args.begin(), o.extra_args.end());
-  return std::make_unique<vgpu::testing::BackgroundProcess>(
-      args,
-      std::vector<std::string>{"VGPU_SIMGPU_STATE=" + o.root + "/simgpu.state",
-                               "VGPU_SIMGPU_LOG_LEVEL=1"},
-      o.root + "/daemon.log");
+  std::vector<std::string> env = {"VGPU_SIMGPU_STATE=" + o.root + "/simgpu.state",
+                                  "VGPU_SIMGPU_LOG_LEVEL=1"};
+  env.insert(env.end(), o.extra_env.begin(), o.extra_env.end());
+  return std::make_unique<vgpu::testing::BackgroundProcess>(args, env, o.root + "/" + o.log_name);
 }
 
 void StopSimNode(vgpu::testing::BackgroundProcess* node) {

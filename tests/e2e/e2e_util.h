@@ -71,16 +71,20 @@ inline constexpr const char* kTestNode = "e2e-node";
 nlohmann::json PendingPod(const std::string& name, int second, const nlohmann::json& annotations);
 
 // `vgpu node --sim` for a test node whose files are under `root`: devices.conf (the simulated
-// GPUs), pods.json (its pods), kubelet/, slices/ and arbiter/; its log goes to root/daemon.log
-// and the simulated GPU's state to root/simgpu.state.
+// GPUs), pods.json (its pods, unless it has an API server), kubelet/, slices/ and arbiter/; its
+// log goes to root/<log_name> and the simulated GPU's state to root/simgpu.state.
 struct SimNodeOptions {
   std::string vgpu_bin;
   std::string libvgpu;
   std::string root;
   std::string pod_resources_socket;  // the kubelet emulator's
-  std::string metrics_listen;        // "127.0.0.1:PORT"
+  std::string metrics_listen;        // "127.0.0.1:PORT"; "" for the daemon's default
   int units_per_gpu = 10;
   std::vector<std::string> extra_args;
+  std::string kubeconfig = "";  // the API server's; "" for root/pods.json
+  std::string node_name = kTestNode;
+  std::vector<std::string> extra_env = {};  // "NAME=value", for the daemon
+  std::string log_name = "daemon.log";
 };
 std::unique_ptr<vgpu::testing::BackgroundProcess> StartSimNode(const SimNodeOptions& options);
 

@@ -139,17 +139,17 @@ class HamiPodChainTest : public ::testing::Test {
 
   void StartNode() {
     node_metrics_port_ = FreePort();
-    node_ = std::make_unique<BackgroundProcess>(
-        Words(std::string(VGPU_BIN) + " node --sim --sim-config " + root_ +
-              "/devices.conf --kubeconfig " + kubeconfig_ + " --node-name " + kNode +
-              " --kubelet-dir " + root_ + "/kubelet --pod-resources-socket " +
-              kubelet_->pod_resources_socket() + " --slice-dir " + root_ +
-              "/slices --arbiter-dir " + root_ + "/arbiter --libvgpu " + LIBVGPU_PATH +
-              " --units-per-gpu 10 --metrics-listen 127.0.0.1:" +
-              std::to_string(node_metrics_port_) + " --log-level 3"),
-        std::vector<std::string>{"VGPU_SIMGPU_STATE=" + root_ + "/simgpu.state",
-                                 "VGPU_SIMGPU_LOG_LEVEL=1"},
-        root_ + "/node.log");
+    SimNodeOptions o{VGPU_BIN,
+                     LIBVGPU_PATH,
+                     root_,
+                     kubelet_->pod_resources_socket(),
+                     "127.0.0.1:" + std::to_string(node_metrics_port_),
+                     10,
+                     {"--log-level", "3"}};
+    o.kubeconfig = kubeconfig_;
+    o.node_name = kNode;
+    o.log_name = "node.log";
+    node_ = StartSimNode(o);
   }
 
   void StartScheduler() {

@@ -103,15 +103,19 @@ class MigPodChainTest : public ::testing::Test {
   }
 
   void StartNode() {
-    node_ = std::make_unique<BackgroundProcess>(
-        Words(std::string(VGPU_BIN) + " node --sim --sim-config " + root_ +
-              "/devices.conf --gpu-modes " + root_ + "/modes.yaml --mig-journal " + root_ +
-              "/mig-claims --kubeconfig " + kubeconfig_ + " --node-name " + kNode +
-              " --kubelet-dir " + root_ + "/kubelet --pod-resources-socket " +
-              kubelet_->pod_resources_socket() + " --slice-dir " + root_ +
-              "/slices --arbiter-dir " + root_ + "/arbiter --libvgpu " + LIBVGPU_PATH +
-              " --units-per-gpu 4 --pod-refresh 200ms --log-level 3"),
-        env_, root_ + "/node.log");
+    SimNodeOptions o{VGPU_BIN,
+                     LIBVGPU_PATH,
+                     root_,
+                     kubelet_->pod_resources_socket(),
+                     "",
+                     4,
+                     {"--gpu-modes", root_ + "/modes.yaml", "--mig-journal", root_ + "/mig-claims",
+                      "--pod-refresh", "200ms", "--log-level", "3"}};
+    o.kubeconfig = kubeconfig_;
+    o.node_name = kNode;
+    o.extra_env = {"VGPU_SIMGPU_CONFIG=" + root_ + "/devices.conf"};
+    o.log_name = "node.log";
+    node_ = StartSimNode(o);
   }
 
   void StartScheduler() {
