@@ -4,6 +4,7 @@
 
 #include "cli/bench_copy.h"
 #include "cli/slice_setup.h"
+#include "common/field_list.h"
 #include "common/units.h"
 
 namespace vgpu::cli {
@@ -37,16 +38,9 @@ Result<CopyTenant> ParseCopyTenant(const std::string& text) {
   const std::string where = "--tenant " + t.name + ": ";
   std::string rest = colon == std::string::npos ? "" : text.substr(colon + 1);
   std::string dir;
-  size_t pos = 0;
-  while (pos < rest.size()) {
-    size_t comma = rest.find(',', pos);
-    std::string item =
-        rest.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    pos = comma == std::string::npos ? rest.size() : comma + 1;
-    if (item.empty()) continue;
-    size_t eq = item.find('=');
-    std::string key = item.substr(0, eq);
-    std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+  for (const FieldItem& kv : SplitFieldList(rest)) {
+    const std::string& key = kv.field;
+    const std::string& value = kv.value;
     if (key == "h2d" || key == "d2h") {
       Result<uint64_t> cap = ParseCopyCap(value, where + key);
       if (!cap.has_value()) return cap.error();

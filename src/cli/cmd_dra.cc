@@ -2,16 +2,12 @@
 // kubelet as DRA plugin gpu.vgpu.io, prepares claims into slices (libvgpu.so, limits file,
 // accounting region) handed to containers by CDI, publishes the node's ResourceSlices. Runs
 // until SIGTERM or SIGINT. docs/dra.md.
-#include <signal.h>
-#include <unistd.h>
-
-#include <cstdlib>
 #include <filesystem>
 #include <memory>
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
-#include "cli/gpu_backend.h"
+#include "cli/daemon_setup.h"
 #include "common/log.h"
 #include "dra/agent.h"
 #include "dra/driver.h"
@@ -29,10 +25,7 @@ namespace fs = std::filesystem;
 constexpr std::string_view kCommand = "dra";
 
 struct DraFlags {
-  bool sim = false;
-  std::string sim_config;
-  int sim_devices = 0;
-  std::string nvml_library = "libnvidia-ml.so.1";
+  DaemonGpuFlags gpu;
   std::string node_name;
   std::string kubeconfig;
   std::string driver = dra::kDriverName;
@@ -53,35 +46,13 @@ Status Bad(const std::string& flag, const std::string& why) {
   return Status::InvalidArgument(flag + ": " + why);
 }
 
-Result<std::unique_ptr<device::DeviceBackend>> OpenBackend(const DraFlags& f) {
-  return OpenGpuBackend({f.sim, f.nvml_library, f.sim_config, f.sim_devices});
-}
-
 Status Run(const DraFlags& f) {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  if (f.log_level < 0 || f.log_level > 4) {
-    return Bad("--log-level", "must be 0..4, got " + std::to_string(f.log_level));
-  }
-  SetLogLevel(static_cast<LogLevel>(f.log_level));
-  SetLogTag("vgpu dra");
-  if (!f.sim && (!f.sim_config.empty() || f.sim_devices != 0)) {
-    return Bad(f.sim_config.empty() ? "--sim-devices" : "--sim-config", "needs --sim");
-  }
-  if (f.sim_devices < 0 || f.sim_devices > 16) {
-    return Bad("--sim-devices", "must be 1..16, got " + std::to_string(f.sim_devices));
-  }
+  // Taken at the end; blocked before anything starts a thread.
+  StopSignals stop;
+  VGPU_RETURN_IF_ERROR(SetUpDaemonLog(f.log_level, "vgpu dra"));
+  VGPU_RETURN_IF_ERROR(CheckDaemonGpuFlags(f.gpu));
   if (f.sample_interval_ms < 100) return Bad("--sample-interval-ms", "must be >= 100");
-  std::string node = f.node_name;
-  if (node.empty() && std::getenv("NODE_NAME") != nullptr) node = std::getenv("NODE_NAME");
-  if (node.empty()) {
-    char host[256] = {};
-    gethostname(host, sizeof(host) - 1);
-    node = host;
-  }
+  const std::string node = f.node_name.empty() ? DefaultNodeName() : f.node_name;
   if (node.empty()) return Bad("--node-name", "not given, and no $NODE_NAME or host name");
 
   node::GpuModeConfig modes;
@@ -99,7 +70,7 @@ Status Run(const DraFlags& f) {
   auto client = k8s::HttpKubeClient::Create(*config, client_options);
   if (!client) return client.error();
 
-  auto backend = OpenBackend(f);
+  auto backend = OpenDaemonBackend(f.gpu);
   if (!backend) return backend.error();
   auto gpus = (*backend)->Discover();
   if (!gpus) return gpus.error();
@@ -118,7 +89,7 @@ Status Run(const DraFlags& f) {
   options.slices.container_libvgpu = f.libvgpu;
   options.slices.arbiter_dir = f.arbiter_dir;
   options.slices.preload = !f.no_preload;
-  if (f.sim) options.slices.context_overhead = 0;
+  if (f.gpu.sim) options.slices.context_overhead = 0;
   options.nvidia_cdi_kind = f.nvidia_cdi_kind;
   dra::Driver driver(options, *gpus, &claims,
                      [&agent](const std::string& uuid) { return agent.Healthy(uuid); });
@@ -134,9 +105,7 @@ Status Run(const DraFlags& f) {
   VGPU_RETURN_IF_ERROR(server.Start());
   agent.Start();
   VGPU_LOG_INFO("DRA driver %s on node %s: %zu GPUs", f.driver.c_str(), node.c_str(), gpus->size());
-  int signal = 0;
-  sigwait(&signals, &signal);
-  VGPU_LOG_INFO("%s: shutting down", signal == SIGTERM ? "SIGTERM" : "SIGINT");
+  stop.Wait();
   server.Stop();
   agent.Stop();
   return Status::Ok();
@@ -153,10 +122,7 @@ int RunDra(int argc, char** argv) {
       "by a CDI spec. Stops on SIGTERM. See docs/dra.md.",
       "vgpu dra");
   DraFlags f;
-  app.add_flag("--sim", f.sim, "Use the simulated GPU (build/lib/simgpu) instead of the driver");
-  app.add_option("--sim-config", f.sim_config, "Simulated devices (docs/simgpu.md); needs --sim");
-  app.add_option("--sim-devices", f.sim_devices, "Number of default simulated GPUs; needs --sim");
-  app.add_option("--nvml-library", f.nvml_library, "NVML library to load")->capture_default_str();
+  AddDaemonGpuFlags(app, &f.gpu);
   app.add_option("--node-name", f.node_name,
                  "This node's name, the pool of its ResourceSlices (default: $NODE_NAME, else "
                  "the host name)");
@@ -189,8 +155,7 @@ int RunDra(int argc, char** argv) {
                "Do not mount /etc/ld.so.preload (the image preloads libvgpu.so itself)");
   app.add_option("--sample-interval-ms", f.sample_interval_ms, "How often GPUs are sampled")
       ->capture_default_str();
-  app.add_option("--log-level", f.log_level, "0 silent, 1 errors, 2 warnings, 3 info, 4 debug")
-      ->capture_default_str();
+  AddLogLevelFlag(app, &f.log_level);
   AllowEmptyValues(app, {"--nvidia-cdi-kind"});
   if (auto code = ParseArgs(app, argc, argv)) return *code;
   return ReportStatus(kCommand, Run(f));

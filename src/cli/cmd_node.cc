@@ -1,9 +1,6 @@
 // `vgpu node`: the node daemon (device plugin for kubelet, slices, health, GPU inventory,
 // Prometheus metrics). Runs until SIGTERM or SIGINT, then shuts down cleanly: the device plugin
 // socket is removed, ListAndWatch streams end, the metrics server closes.
-#include <signal.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -12,7 +9,7 @@
 #include "analyze/rules.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
-#include "cli/gpu_backend.h"
+#include "cli/daemon_setup.h"
 #include "common/log.h"
 #include "common/units.h"
 #include "node/daemon.h"
@@ -29,11 +26,7 @@ namespace fs = std::filesystem;
 constexpr std::string_view kCommand = "node";
 
 struct NodeFlags {
-  bool sim = false;
-  std::string sim_config;
-  int sim_devices = 0;
-  bool sim_devices_given = false;
-  std::string nvml_library = "libnvidia-ml.so.1";
+  DaemonGpuFlags gpu;
   std::string node_name;
   std::string kubelet_dir = "/var/lib/kubelet/device-plugins";
   std::string endpoint = "vgpu.sock";
@@ -113,13 +106,6 @@ Result<int> DurationMs(const std::string& flag, const std::string& text, int64_t
   return static_cast<int>(ms);
 }
 
-std::string DefaultNodeName() {
-  if (const char* n = std::getenv("NODE_NAME"); n != nullptr && *n != '\0') return n;
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) == 0 && host[0] != '\0') return host;
-  return "";
-}
-
 Result<node::DaemonOptions> BuildOptions(const NodeFlags& f) {
   node::DaemonOptions o;
   o.node_name = f.node_name.empty() ? DefaultNodeName() : f.node_name;
@@ -154,7 +140,7 @@ Result<node::DaemonOptions> BuildOptions(const NodeFlags& f) {
   o.slices.host_libvgpu = f.libvgpu;
   o.slices.preload = !f.no_preload;
   // The simulated GPU's contexts take no device memory: a slice's limit is all its own.
-  if (f.sim) o.slices.context_overhead = 0;
+  if (f.gpu.sim) o.slices.context_overhead = 0;
   if (f.arbiter_dir.empty() || f.arbiter_dir.front() != '/') {
     return Bad("--arbiter-dir", "must be an absolute path, got \"" + f.arbiter_dir + "\"");
   }
@@ -266,10 +252,6 @@ Result<node::DaemonOptions> BuildOptions(const NodeFlags& f) {
   return o;
 }
 
-Result<std::unique_ptr<device::DeviceBackend>> OpenBackend(const NodeFlags& f) {
-  return OpenGpuBackend({f.sim, f.nvml_library, f.sim_config, f.sim_devices});
-}
-
 Result<std::unique_ptr<node::ClusterClient>> OpenCluster(const NodeFlags& f) {
   const bool in_cluster = std::getenv("KUBERNETES_SERVICE_HOST") != nullptr;
   if (!f.pods_file.empty() || (f.kubeconfig.empty() && !in_cluster)) {
@@ -305,32 +287,18 @@ Result<std::unique_ptr<node::ClusterClient>> OpenCluster(const NodeFlags& f) {
 }
 
 Status Run(const NodeFlags& f) {
-  // SIGTERM and SIGINT are taken by sigwait at the end. They are blocked before anything starts
-  // a thread (the NVML and CUDA libraries may), so that no thread dies of them instead.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  if (f.log_level < 0 || f.log_level > 4) {
-    return Bad("--log-level", "must be 0..4, got " + std::to_string(f.log_level));
-  }
-  SetLogLevel(static_cast<LogLevel>(f.log_level));
-  SetLogTag("vgpu node");
-  if (f.sim_devices_given && (f.sim_devices < 1 || f.sim_devices > 16)) {
-    return Bad("--sim-devices", "must be 1..16, got " + std::to_string(f.sim_devices));
-  }
-  if (!f.sim && (!f.sim_config.empty() || f.sim_devices_given)) {
-    return Bad(f.sim_config.empty() ? "--sim-devices" : "--sim-config", "needs --sim");
-  }
+  // Taken at the end; blocked before anything starts a thread.
+  StopSignals stop;
+  VGPU_RETURN_IF_ERROR(SetUpDaemonLog(f.log_level, "vgpu node"));
+  VGPU_RETURN_IF_ERROR(CheckDaemonGpuFlags(f.gpu));
   auto options = BuildOptions(f);
   if (!options) return options.error();
   auto cluster = OpenCluster(f);
   if (!cluster) return cluster.error();
-  auto backend = OpenBackend(f);
+  auto backend = OpenDaemonBackend(f.gpu);
   if (!backend) return backend.error();
   device::InjectingBackend* injector =
-      f.sim ? static_cast<device::InjectingBackend*>(backend->get()) : nullptr;
+      f.gpu.sim ? static_cast<device::InjectingBackend*>(backend->get()) : nullptr;
 
   node::Daemon daemon(std::move(*options), std::move(*backend), cluster->get(), injector);
   VGPU_RETURN_IF_ERROR(daemon.Start());
@@ -344,9 +312,7 @@ Status Run(const NodeFlags& f) {
   VGPU_LOG_INFO("running on node %s; metrics on %s",
                 f.node_name.empty() ? DefaultNodeName().c_str() : f.node_name.c_str(),
                 f.metrics_listen.c_str());
-  int signal = 0;
-  sigwait(&signals, &signal);
-  VGPU_LOG_INFO("%s: shutting down", signal == SIGTERM ? "SIGTERM" : "SIGINT");
+  stop.Wait();
   daemon.Stop();
   return Status::Ok();
 }
@@ -361,11 +327,7 @@ int RunNode(int argc, char** argv) {
       "inventory and serves Prometheus metrics. Stops on SIGTERM.",
       "vgpu node");
   NodeFlags f;
-  app.add_flag("--sim", f.sim, "Use the simulated GPU (build/lib/simgpu) instead of the driver");
-  app.add_option("--sim-config", f.sim_config,
-                 "Simulated devices (see docs/simgpu.md); needs --sim");
-  app.add_option("--sim-devices", f.sim_devices, "Number of default simulated GPUs; needs --sim");
-  app.add_option("--nvml-library", f.nvml_library, "NVML library to load")->capture_default_str();
+  AddDaemonGpuFlags(app, &f.gpu);
   app.add_option("--node-name", f.node_name,
                  "This node's name (default: $NODE_NAME, else the host name)");
   app.add_option("--kubelet-dir", f.kubelet_dir, "kubelet's device-plugin socket directory")
@@ -460,8 +422,7 @@ int RunNode(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--no-pod-watch", f.no_pod_watch,
                "List the node's pods every --pod-refresh instead of watching them");
-  app.add_option("--log-level", f.log_level, "0 silent, 1 errors, 2 warnings, 3 info, 4 debug")
-      ->capture_default_str();
+  AddLogLevelFlag(app, &f.log_level);
   app.add_option("--device-list-strategy", f.device_list_strategy,
                  "How containers get their GPUs: envvar (NVIDIA_VISIBLE_DEVICES, for the NVIDIA "
                  "container runtime), cdi-annotations, cdi-cri (CDI devices <--cdi-kind>=<UUID>); "
@@ -483,7 +444,6 @@ int RunNode(int argc, char** argv) {
                "Print one scrape of /metrics to stdout and exit; creates, removes and publishes "
                "nothing");
   if (auto code = ParseArgs(app, argc, argv)) return *code;
-  f.sim_devices_given = app.count("--sim-devices") > 0;
   f.analyze_step_given = app.count("--analyze-step") > 0;
   return ReportStatus(kCommand, Run(f));
 }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/bench_share.h"
+#include "common/field_list.h"
 #include "common/units.h"
 #include "shm/arbiter.h"
 
@@ -59,16 +60,10 @@ Result<BenchTenant> ParseTenant(const std::string& text) {
   }
   std::string where = "--tenant " + t.name + ": ";
   std::string rest = colon == std::string::npos ? "" : text.substr(colon + 1);
-  size_t pos = 0;
-  while (pos < rest.size()) {
-    size_t comma = rest.find(',', pos);
-    std::string item =
-        rest.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    pos = comma == std::string::npos ? rest.size() : comma + 1;
-    if (item.empty()) continue;
-    size_t eq = item.find('=');
-    std::string key = item.substr(0, eq);
-    std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+  for (const FieldItem& kv : SplitFieldList(rest)) {
+    const std::string& key = kv.field;
+    const std::string& value = kv.value;
+    const std::string item = kv.has_value ? key + "=" + value : key;
     auto duration = [&](uint64_t* out) -> Status {
       Result<int64_t> d = ParseDuration(value, where + key);
       if (!d.has_value()) return d.error();

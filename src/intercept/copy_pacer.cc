@@ -9,7 +9,7 @@
 
 #include <atomic>
 
-#include "shm/arbiter_file.h"
+#include "shm/shared_file.h"
 
 namespace vgpu::intercept {
 namespace {
@@ -138,13 +138,9 @@ void CopyPacer::Take(int dir, uint64_t bytes) {
 
 CopyLinkFile* OpenCopyLink(const char* path) {
   if (path == nullptr || path[0] == '\0') return nullptr;
-  int fd = ::open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (fd < 0 && errno == ENOENT) {
-    shm::MakeParentDirs(path);
-    fd = ::open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  }
+  // Slices of several users share the node's link (like the arbiter).
+  int fd = shm::OpenFileSharedByUsers(path);
   if (fd < 0) return nullptr;
-  ::fchmod(fd, 0666);  // slices of several users share the node's link (like the arbiter)
   off_t end = ::lseek(fd, 0, SEEK_END);  // (not fstat: its glibc 2.33 version, glibc_compat.h)
   bool ok = end >= 0;
   if (ok && static_cast<size_t>(end) < sizeof(CopyLinkFile)) {

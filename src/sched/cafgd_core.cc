@@ -6,6 +6,7 @@
 #include <map>
 #include <tuple>
 
+#include "sched/gpu_scratch.h"
 #include "sched/policies.h"
 
 namespace vgpu::sched {
@@ -116,30 +117,18 @@ void CafgdCore::UpdatePressure(const Cluster& c) {
 }
 
 double CafgdCore::FragNow(const Cluster& c, NodeId n) {
-  if (frag_now_.size() < c.num_nodes()) frag_now_.resize(c.num_nodes());
-  const uint64_t stamp = (uint64_t{c.version(n)} << 32) | ((epoch_ + 1) & 0xffffffffu);
-  Cached& e = frag_now_[n];
-  if (e.stamp != stamp) {
-    e.frag = model_.NodeFrag(c, n);
-    e.stamp = stamp;
-  }
-  return e.frag;
+  return frag_now_.Get(c, n, epoch_, [&] { return model_.NodeFrag(c, n); });
 }
 
 int64_t CafgdCore::Evaluate(const PodRequest& r, const Cluster& c, NodeId n, GpuSet* gpus) {
   const double before = FragNow(c, n);
-  const auto state = c.gpus(n);
-  const size_t count = state.size();
-  int32_t free[kMaxGpusPerNode];
-  ModelId models[kMaxGpusPerNode];
-  for (size_t i = 0; i < count; ++i) {
-    free[i] = state[i].free_milli;
-    models[i] = state[i].model;
-  }
+  GpuScratch g(c.gpus(n));
+  int32_t* const free = g.free;
+  const ModelId* const models = g.models;
   const int64_t cpu_after = c.cpu_free(n) - r.cpu_milli;
   const int64_t mem_after = c.memory_free(n) - r.memory_mib;
-  const std::span<const int32_t> free_span(free, count);
-  const std::span<const ModelId> model_span(models, count);
+  const std::span<const int32_t> free_span = g.free_milli();
+  const std::span<const ModelId> model_span = g.model_ids();
   const double resolution = options_.resolution;
   auto primary = [&](double delta) {
     return static_cast<int64_t>(1.0 / (1.0 + std::exp(-delta / 1000.0)) * resolution);
@@ -164,18 +153,13 @@ int64_t CafgdCore::Evaluate(const PodRequest& r, const Cluster& c, NodeId n, Gpu
   if (r.IsSharing()) {
     int64_t best = -1;
     int choice = -1;
-    for (size_t i = 0; i < count; ++i) {
-      if (!Cluster::GpuFits(r, state[i], FitOptions{})) continue;
+    for (size_t i = 0; i < g.count; ++i) {
+      if (!Cluster::GpuFits(r, g.state[i], FitOptions{})) continue;
       if (options_.sharing_best_fit && choice >= 0) {
         if (free[i] < free[choice]) choice = static_cast<int>(i);
         continue;
       }
-      bool seen = false;  // a GPU like an earlier fitting one scores the same
-      for (size_t j = 0; j < i && !seen; ++j) {
-        seen = free[j] == free[i] && models[j] == models[i] &&
-               Cluster::GpuFits(r, state[j], FitOptions{});
-      }
-      if (seen) continue;
+      if (g.LikeAnEarlierFit(r, i)) continue;
       if (options_.sharing_best_fit) {
         choice = static_cast<int>(i);
         continue;

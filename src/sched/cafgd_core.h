@@ -28,6 +28,7 @@
 #include "sched/cluster.h"
 #include "sched/joint_frag.h"
 #include "sched/model_set.h"
+#include "sched/node_cache.h"
 #include "sched/workload.h"
 
 namespace vgpu::sched {
@@ -86,11 +87,7 @@ class CafgdCore {
   double gpu_pod_milli_ = 0;
   bool fixed_ = false;
   uint64_t epoch_ = 0;
-  struct Cached {
-    uint64_t stamp = 0;
-    double frag = 0;
-  };
-  std::vector<Cached> frag_now_;
+  NodeCache<double> frag_now_;
   double cost_[kMaxModels] = {};
 };
 

@@ -21,16 +21,7 @@ namespace {
 using testing::MakeNode;
 using testing::On;
 using testing::Pod;
-
-WorkloadSpec Spec(int64_t cpu, int32_t num, int32_t milli, double weight, ModelSet models = {}) {
-  WorkloadSpec s;
-  s.cpu_milli = cpu;
-  s.num_gpus = num;
-  s.gpu_milli = milli;
-  s.weight = weight;
-  s.models = models;
-  return s;
-}
+using testing::Spec;
 
 // Node: 8 cores free, four GPUs of model 0 with 1000, 500, 200 and 0 milli free (1700 in all).
 const std::vector<int32_t> kFree = {1000, 500, 200, 0};

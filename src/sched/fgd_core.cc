@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "sched/gpu_scratch.h"
 #include "sched/policies.h"
 
 namespace vgpu::sched {
@@ -58,40 +59,22 @@ void FgdCore::MaybeAdopt() {
 }
 
 double FgdCore::FragNow(const Cluster& c, NodeId n) {
-  if (frag_now_.size() < c.num_nodes()) frag_now_.resize(c.num_nodes());
-  const uint64_t stamp = (uint64_t{c.version(n)} << 32) | ((epoch_ + 1) & 0xffffffffu);
-  Cached& e = frag_now_[n];
-  if (e.stamp != stamp) {
-    e.frag = model_.NodeFrag(c, n);
-    e.stamp = stamp;
-  }
-  return e.frag;
+  return frag_now_.Get(c, n, epoch_, [&] { return model_.NodeFrag(c, n); });
 }
 
 int64_t FgdCore::Evaluate(const PodRequest& r, const Cluster& c, NodeId n, GpuSet* gpus) {
   const double before = FragNow(c, n);
-  const auto state = c.gpus(n);
-  const size_t count = state.size();
-  int32_t free[kMaxGpusPerNode];
-  ModelId models[kMaxGpusPerNode];
-  for (size_t i = 0; i < count; ++i) {
-    free[i] = state[i].free_milli;
-    models[i] = state[i].model;
-  }
+  GpuScratch g(c.gpus(n));
+  int32_t* const free = g.free;
   const int64_t cpu_after = c.cpu_free(n) - r.cpu_milli;
-  const std::span<const int32_t> free_span(free, count);
-  const std::span<const ModelId> model_span(models, count);
+  const std::span<const int32_t> free_span = g.free_milli();
+  const std::span<const ModelId> model_span = g.model_ids();
   if (r.IsSharing()) {
     int64_t best = -1;
     int choice = -1;
-    for (size_t i = 0; i < count; ++i) {
-      if (!Cluster::GpuFits(r, state[i], FitOptions{})) continue;
-      bool seen = false;  // a GPU like an earlier one (same free milli and model) scores the same
-      for (size_t j = 0; j < i && !seen; ++j) {
-        seen = free[j] == free[i] && models[j] == models[i] &&
-               Cluster::GpuFits(r, state[j], FitOptions{});
-      }
-      if (seen) continue;
+    for (size_t i = 0; i < g.count; ++i) {
+      if (!Cluster::GpuFits(r, g.state[i], FitOptions{})) continue;
+      if (g.LikeAnEarlierFit(r, i)) continue;
       free[i] -= r.gpu_milli;
       const double after = model_.NodeFrag(cpu_after, free_span, model_span);
       free[i] += r.gpu_milli;

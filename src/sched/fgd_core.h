@@ -20,6 +20,7 @@
 
 #include "sched/cluster.h"
 #include "sched/frag.h"
+#include "sched/node_cache.h"
 #include "sched/workload.h"
 
 namespace vgpu::sched {
@@ -58,11 +59,7 @@ class FgdCore {
   WorkloadCounter counter_;
   int64_t next_check_ = 1;
   uint64_t adoptions_ = 0;
-  struct Cached {
-    uint64_t stamp = 0;
-    double frag = 0;
-  };
-  std::vector<Cached> frag_now_;
+  NodeCache<double> frag_now_;
 };
 
 }  // namespace vgpu::sched

@@ -52,9 +52,6 @@ void Scheduler::SyncNodes() {
   }
   rank_.assign(n, 0);
   for (size_t i = 0; i < order_.size(); ++i) rank_[order_[i]] = static_cast<uint32_t>(i);
-  for (auto& row : cache_) {
-    if (!row.empty() && row.size() < n) row.resize(n);
-  }
 }
 
 void Scheduler::ObservePod(const PodRequest& r) {
@@ -89,19 +86,11 @@ int64_t Scheduler::ScoreOf(const PodRequest& r, uint32_t key_id, NodeId n) {
     ++stats_.scored;
     return score.Score(r, *cluster_, n);
   }
-  std::vector<CacheEntry>& row = cache_[key_id];
-  if (row.empty()) row.resize(cluster_->num_nodes());
-  const uint64_t stamp =
-      (uint64_t{cluster_->version(n)} << 32) | ((score.Epoch() + 1) & 0xffffffffu);
-  CacheEntry& e = row[n];
-  if (e.stamp == stamp) {
-    ++stats_.cache_hits;
-    return e.score;
-  }
-  ++stats_.scored;
-  e.score = score.Score(r, *cluster_, n);
-  e.stamp = stamp;
-  return e.score;
+  bool hit = false;
+  const int64_t s = cache_[key_id].Get(
+      *cluster_, n, score.Epoch(), [&] { return score.Score(r, *cluster_, n); }, &hit);
+  ++(hit ? stats_.cache_hits : stats_.scored);
+  return s;
 }
 
 Result<Placement> Scheduler::Schedule(const PodRequest& r, Rng& rng) {

@@ -26,6 +26,7 @@
 #include "common/rng.h"
 #include "sched/cluster.h"
 #include "sched/framework.h"
+#include "sched/node_cache.h"
 
 namespace vgpu::sched {
 
@@ -66,10 +67,6 @@ class Scheduler {
   int64_t ScoreOf(const PodRequest& r, uint32_t key_id, NodeId n);
   uint32_t KeyId(const PodRequest& r);
 
-  struct CacheEntry {
-    uint64_t stamp = 0;  // (node version << 32) | (epoch + 1); 0 = empty
-    int64_t score = 0;
-  };
   static constexpr size_t kMaxCachedKeys = 4096;
 
   Cluster* cluster_;
@@ -79,7 +76,7 @@ class Scheduler {
   std::vector<uint8_t> in_order_;
   std::vector<NodeId> feasible_;
   std::unordered_map<PodRequest, uint32_t, PodRequestHash> key_ids_;
-  std::vector<std::vector<CacheEntry>> cache_;  // [key id][node]
+  std::vector<NodeCache<int64_t>> cache_;  // [key id]
   Stats stats_;
 };
 

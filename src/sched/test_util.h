@@ -7,6 +7,7 @@
 
 #include "sched/cluster.h"
 #include "sched/types.h"
+#include "sched/workload.h"
 
 namespace vgpu::sched::testing {
 
@@ -28,6 +29,13 @@ inline PodRequest Pod(int64_t cpu, int32_t num_gpus = 0, int32_t gpu_milli = 0, 
   r.num_gpus = num_gpus;
   r.gpu_milli = gpu_milli;
   return r;
+}
+
+// A workload spec of `weight`: `num` GPUs of `milli` each (on `models`; all when empty) and `cpu`.
+inline WorkloadSpec Spec(int64_t cpu, int32_t num, int32_t milli, double weight,
+                         ModelSet models = {}) {
+  return {
+      .cpu_milli = cpu, .gpu_milli = milli, .num_gpus = num, .models = models, .weight = weight};
 }
 
 inline Placement On(NodeId n, std::initializer_list<int> gpus) {

@@ -1,51 +1,17 @@
 #include "shm/arbiter_file.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <sys/file.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cstdio>
-#include <cstring>
 
 namespace vgpu::shm {
 namespace {
 
-class FdCloser {
- public:
-  explicit FdCloser(int fd) : fd_(fd) {}
-  ~FdCloser() {
-    if (fd_ < 0) return;
-    ::flock(fd_, LOCK_UN);
-    ::close(fd_);
-  }
-
- private:
-  int fd_;
-};
-
-bool LooksEmpty(const Arbiter* a) {
-  uint32_t state = std::atomic_ref<uint32_t>(const_cast<uint32_t&>(a->header.state)).load();
-  return (a->header.magic == 0 || a->header.magic == kArbiterMagic) && state != kStateReady &&
-         (a->header.magic == 0 || a->header.major == kArbiterMajor);
-}
+using ArbiterLayout = SharedLayout<Arbiter, const char*, ValidateArbiter, InitializeArbiter,
+                                   kArbiterMagic, kArbiterMajor>;
+constexpr SharedFileKind kArbiterFile = ArbiterLayout::Kind(/*shared_by_users=*/true);
 
 }  // namespace
-
-void MakeParentDirs(const char* path) {
-  char buf[512];
-  size_t n = std::strlen(path);
-  if (n >= sizeof(buf)) return;
-  std::memcpy(buf, path, n + 1);
-  for (size_t i = 1; i < n; ++i) {
-    if (buf[i] != '/') continue;
-    buf[i] = '\0';
-    if (::mkdir(buf, 01777) == 0) ::chmod(buf, 01777);  // not narrowed by the umask
-    buf[i] = '/';
-  }
-}
 
 bool ArbiterPath(const char* dir, const char* uuid, char* out, size_t size) {
   if (dir == nullptr || uuid == nullptr || dir[0] == '\0' || uuid[0] == '\0') return false;
@@ -71,92 +37,24 @@ Arbiter* ArbiterMapping::Detach() {
   return a;
 }
 
+RegionError ArbiterMapping::Adopt(RegionError e, const SharedMapping& m) {
+  if (e == RegionError::kIo) saved_errno_ = m.saved_errno;
+  if (e != RegionError::kOk) return e;
+  arbiter_ = static_cast<Arbiter*>(m.addr);
+  size_ = m.size;
+  return RegionError::kOk;
+}
+
 RegionError ArbiterMapping::OpenOrCreate(const char* path, const char* uuid, ArbiterMapping* out) {
   out->Reset();
-  int fd = ::open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (fd < 0 && errno == ENOENT) {
-    MakeParentDirs(path);
-    fd = ::open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  }
-  if (fd < 0) {
-    out->saved_errno_ = errno;
-    return RegionError::kIo;
-  }
-  ::fchmod(fd, 0666);  // best effort: other users' slices share the GPU
-  FdCloser closer(fd);
-  while (::flock(fd, LOCK_EX) != 0) {
-    if (errno != EINTR) {
-      out->saved_errno_ = errno;
-      return RegionError::kIo;
-    }
-  }
-  off_t end = ::lseek(fd, 0, SEEK_END);
-  if (end < 0) {
-    out->saved_errno_ = errno;
-    return RegionError::kIo;
-  }
-  bool fresh = end == 0;
-  if (fresh && ::ftruncate(fd, sizeof(Arbiter)) != 0) {
-    out->saved_errno_ = errno;
-    return RegionError::kIo;
-  }
-  if (!fresh && static_cast<size_t>(end) < sizeof(Arbiter)) {
-    void* p = ::mmap(nullptr, static_cast<size_t>(end), PROT_READ, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) {
-      out->saved_errno_ = errno;
-      return RegionError::kIo;
-    }
-    RegionError e = ValidateArbiter(static_cast<const Arbiter*>(p), static_cast<size_t>(end));
-    ::munmap(p, static_cast<size_t>(end));
-    return e == RegionError::kOk ? RegionError::kTooSmall : e;
-  }
-  void* p = ::mmap(nullptr, sizeof(Arbiter), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) {
-    out->saved_errno_ = errno;
-    return RegionError::kIo;
-  }
-  auto* arbiter = static_cast<Arbiter*>(p);
-  if (fresh || LooksEmpty(arbiter)) InitializeArbiter(arbiter, uuid, true);
-  RegionError e = ValidateArbiter(arbiter, sizeof(Arbiter));
-  if (e != RegionError::kOk) {
-    ::munmap(p, sizeof(Arbiter));
-    return e;
-  }
-  out->arbiter_ = arbiter;
-  out->size_ = sizeof(Arbiter);
-  return RegionError::kOk;
+  SharedMapping m;
+  return out->Adopt(OpenOrCreateSharedFile(path, kArbiterFile, &uuid, &m), m);
 }
 
 RegionError ArbiterMapping::OpenExisting(const char* path, bool writable, ArbiterMapping* out) {
   out->Reset();
-  int fd = ::open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
-  if (fd < 0) {
-    out->saved_errno_ = errno;
-    return RegionError::kIo;
-  }
-  FdCloser closer(fd);
-  off_t end = ::lseek(fd, 0, SEEK_END);
-  if (end < 0) {
-    out->saved_errno_ = errno;
-    return RegionError::kIo;
-  }
-  if (end < 16) return RegionError::kTooSmall;
-  size_t map_size =
-      static_cast<size_t>(end) < sizeof(Arbiter) ? static_cast<size_t>(end) : sizeof(Arbiter);
-  void* p =
-      ::mmap(nullptr, map_size, writable ? (PROT_READ | PROT_WRITE) : PROT_READ, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) {
-    out->saved_errno_ = errno;
-    return RegionError::kIo;
-  }
-  RegionError e = ValidateArbiter(static_cast<const Arbiter*>(p), map_size);
-  if (e != RegionError::kOk) {
-    ::munmap(p, map_size);
-    return e;
-  }
-  out->arbiter_ = static_cast<Arbiter*>(p);
-  out->size_ = map_size;
-  return RegionError::kOk;
+  SharedMapping m;
+  return out->Adopt(OpenExistingSharedFile(path, kArbiterFile, writable, &m), m);
 }
 
 }  // namespace vgpu::shm

@@ -1,8 +1,8 @@
 // Mapping a per-GPU arbiter file (arbiter.h): create-or-join for the launch gates of libvgpu.so,
 // read-only opening for observers (`vgpu top`, the node daemon).
 //
-// The file of a GPU is <dir>/<uuid>.arbiter. Creation follows the accounting region's protocol
-// (region_file.h): open(O_CREAT, 0666), flock(LOCK_EX) while the file is sized and initialised,
+// The file of a GPU is <dir>/<uuid>.arbiter. Creation follows the shared files' protocol
+// (shared_file.h): open(O_CREAT, 0666), flock(LOCK_EX) while the file is sized and initialised,
 // unlock; a creator killed half-way leaves a file that is not ready, and the next opener
 // re-initialises it. The directory is created (mode 01777, like /tmp, so that the slices of
 // several users can share one GPU's arbiter) when it does not exist.
@@ -13,11 +13,9 @@
 #include <cstddef>
 
 #include "shm/arbiter.h"
+#include "shm/shared_file.h"  // MakeParentDirs
 
 namespace vgpu::shm {
-
-// mkdir -p for the directory part of `path`, each new level with mode 01777 (shared by users).
-void MakeParentDirs(const char* path);
 
 // Writes "<dir>/<uuid>.arbiter" into `out`; false if it does not fit or an input is empty.
 bool ArbiterPath(const char* dir, const char* uuid, char* out, size_t size);
@@ -42,6 +40,9 @@ class ArbiterMapping {
   Arbiter* Detach();
 
  private:
+  // Takes what an open of shared_file.h returned `e` with.
+  RegionError Adopt(RegionError e, const SharedMapping& m);
+
   Arbiter* arbiter_ = nullptr;
   size_t size_ = 0;
   int saved_errno_ = 0;

@@ -1,9 +1,9 @@
 // Mapping a region file into memory: create-or-join for the processes of a slice, read-only
 // opening for observers (`vgpu top`, the node daemon).
 //
-// Creation protocol: open(O_CREAT), flock(LOCK_EX) while the file is sized and initialised, then
-// unlock. flock is dropped by the kernel when its holder dies, so a creator killed half-way
-// leaves a file whose state is not ready; the next opener re-initialises it.
+// Creation protocol (shared_file.h): open(O_CREAT), flock(LOCK_EX) while the file is sized and
+// initialised, then unlock. flock is dropped by the kernel when its holder dies, so a creator
+// killed half-way leaves a file whose state is not ready; the next opener re-initialises it.
 //
 // Errors are values (RegionError); no exceptions, no allocation beyond the mapping.
 #pragma once
@@ -11,6 +11,7 @@
 #include <cstddef>
 
 #include "shm/region.h"
+#include "shm/shared_file.h"
 
 namespace vgpu::shm {
 
@@ -41,6 +42,9 @@ class Mapping {
   Region* Detach();
 
  private:
+  // Takes what an open of shared_file.h returned `e` with, mapped `writable`.
+  RegionError Adopt(RegionError e, const SharedMapping& m, bool writable);
+
   Region* region_ = nullptr;
   size_t size_ = 0;
   bool writable_ = false;

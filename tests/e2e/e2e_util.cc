@@ -1,5 +1,6 @@
 #include "e2e_util.h"
 
+#include <httplib.h>
 #include <signal.h>
 #include <time.h>
 
@@ -7,9 +8,12 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
+
+#include "device/nvml_backend.h"
 
 namespace vgpu::e2e {
 
@@ -75,6 +79,51 @@ std::vector<std::string> SimGpuRuntimeEnv(const std::string& simgpu_dir, const s
           "LIBCUDA_LOG_LEVEL=1"};
 }
 
+std::vector<device::MigInstance> SimMigInstances(const std::vector<std::string>& env,
+                                                 const std::string& nvml_library, int index) {
+  for (const std::string& e : env) {
+    const size_t eq = e.find('=');
+    setenv(e.substr(0, eq).c_str(), e.substr(eq + 1).c_str(), 1);
+  }
+  device::NvmlBackendOptions o;
+  o.library_path = nvml_library;
+  o.cuda_library_path = "";
+  auto b = device::NvmlBackend::Open(o);
+  if (!b || !(*b)->Discover()) return {};
+  auto i = (*b)->MigInstances(index);
+  return i ? *i : std::vector<device::MigInstance>{};
+}
+
+std::map<std::string, std::string> RunSimGpuWorkerLimits(const std::vector<std::string>& env,
+                                                         const std::string& worker,
+                                                         const std::string& visible) {
+  std::string cmd;
+  for (const std::string& e : env) cmd += e + " ";
+  cmd += "CUDA_VISIBLE_DEVICES=" + visible + " " + worker + " limits < /dev/null 2>&1";
+  FILE* f = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[512];
+  while (f != nullptr && std::fgets(buf, sizeof(buf), f) != nullptr) out += buf;
+  if (f != nullptr) pclose(f);
+  return Lines(out);
+}
+
+std::pair<int, nlohmann::json> PostJson(int port, const std::string& path,
+                                        const std::string& body) {
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_read_timeout(10, 0);
+  auto res = cli.Post(path, body, "application/json");
+  if (!res) return {0, nlohmann::json(nullptr)};
+  return {res->status, nlohmann::json::parse(res->body, nullptr, false)};
+}
+
+std::string GetMetrics(int port) {
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_connection_timeout(1, 0);
+  auto res = cli.Get("/metrics");
+  return res && res->status == 200 ? res->body : "";
+}
+
 nlohmann::json PendingPod(const std::string& name, int second, const nlohmann::json& annotations) {
   return {{"metadata",
            {{"name", name},
@@ -101,21 +150,21 @@ std::unique_ptr<vgpu::testing::BackgroundProcess> StartSimNode(const SimNodeOpti
                                    "--libvgpu",
                                    o.libvgpu,
                                    "--node-name",
-                                   kTestNode,
-                                   "--pods-file",
-                                   o.root + "/pods.json",
+                                   o.node_name,
+                                   o.kubeconfig.empty() ? "--pods-file" : "--kubeconfig",
+                                   o.kubeconfig.empty() ? o.root + "/pods.json" : o.kubeconfig,
                                    "--pod-resources-socket",
                                    o.pod_resources_socket,
-                                   "--metrics-listen",
-                                   o.metrics_listen,
                                    "--units-per-gpu",
                                    std::to_string(o.units_per_gpu)};
+  if (!o.metrics_listen.empty()) {
+    args.insert(args.end(), {"--metrics-listen", o.metrics_listen});
+  }
   args.insert(args.end(), o.extra_args.begin(), o.extra_args.end());
-  return std::make_unique<vgpu::testing::BackgroundProcess>(
-      args,
-      std::vector<std::string>{"VGPU_SIMGPU_STATE=" + o.root + "/simgpu.state",
-                               "VGPU_SIMGPU_LOG_LEVEL=1"},
-      o.root + "/daemon.log");
+  std::vector<std::string> env = {"VGPU_SIMGPU_STATE=" + o.root + "/simgpu.state",
+                                  "VGPU_SIMGPU_LOG_LEVEL=1"};
+  env.insert(env.end(), o.extra_env.begin(), o.extra_env.end());
+  return std::make_unique<vgpu::testing::BackgroundProcess>(args, env, o.root + "/" + o.log_name);
 }
 
 void StopSimNode(vgpu::testing::BackgroundProcess* node) {

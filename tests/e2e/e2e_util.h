@@ -1,5 +1,6 @@
 // Helpers shared by the end-to-end tests: files, the worker's "key value" output, shares measured
-// from kernel records, and the simulated GPU's runtime environment. Background processes and free
+// from kernel records, the simulated GPU's runtime environment and MIG instances, and local HTTP
+// calls. Background processes and free
 // ports come from tests/cli/background_process.h.
 #pragma once
 
@@ -9,9 +10,11 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "background_process.h"
+#include "device/device_backend.h"
 
 namespace vgpu::e2e {
 
@@ -40,6 +43,25 @@ double ShareOf(const std::string& path, uint64_t from, uint64_t to);
 // the node daemon see the same device. `simgpu_dir` holds the simulated driver libraries.
 std::vector<std::string> SimGpuRuntimeEnv(const std::string& simgpu_dir, const std::string& root);
 
+// The MIG instances of GPU `index` as the simulated NVML library `nvml_library` reports them now,
+// with the simulated GPU's environment `env` ("NAME=value" each, set in this process first);
+// empty when NVML cannot be opened.
+std::vector<device::MigInstance> SimMigInstances(const std::vector<std::string>& env,
+                                                 const std::string& nvml_library, int index);
+
+// The "key value" lines of `worker limits` (tests/simgpu's simgpu_worker) run with `env` and
+// CUDA_VISIBLE_DEVICES=`visible`: the limits a container with that view of the GPU sees.
+std::map<std::string, std::string> RunSimGpuWorkerLimits(const std::vector<std::string>& env,
+                                                         const std::string& worker,
+                                                         const std::string& visible);
+
+// POSTs the JSON `body` to http://127.0.0.1:`port``path` (10 s to answer): the status and the
+// parsed body (discarded when not JSON); {0, null} without an answer.
+std::pair<int, nlohmann::json> PostJson(int port, const std::string& path, const std::string& body);
+
+// GET http://127.0.0.1:`port`/metrics (1 s to connect): the body, "" unless the status is 200.
+std::string GetMetrics(int port);
+
 // The node every test pod is on.
 inline constexpr const char* kTestNode = "e2e-node";
 
@@ -49,16 +71,20 @@ inline constexpr const char* kTestNode = "e2e-node";
 nlohmann::json PendingPod(const std::string& name, int second, const nlohmann::json& annotations);
 
 // `vgpu node --sim` for a test node whose files are under `root`: devices.conf (the simulated
-// GPUs), pods.json (its pods), kubelet/, slices/ and arbiter/; its log goes to root/daemon.log
-// and the simulated GPU's state to root/simgpu.state.
+// GPUs), pods.json (its pods, unless it has an API server), kubelet/, slices/ and arbiter/; its
+// log goes to root/<log_name> and the simulated GPU's state to root/simgpu.state.
 struct SimNodeOptions {
   std::string vgpu_bin;
   std::string libvgpu;
   std::string root;
   std::string pod_resources_socket;  // the kubelet emulator's
-  std::string metrics_listen;        // "127.0.0.1:PORT"
+  std::string metrics_listen;        // "127.0.0.1:PORT"; "" for the daemon's default
   int units_per_gpu = 10;
   std::vector<std::string> extra_args;
+  std::string kubeconfig = "";  // the API server's; "" for root/pods.json
+  std::string node_name = kTestNode;
+  std::vector<std::string> extra_env = {};  // "NAME=value", for the daemon
+  std::string log_name = "daemon.log";
 };
 std::unique_ptr<vgpu::testing::BackgroundProcess> StartSimNode(const SimNodeOptions& options);
 

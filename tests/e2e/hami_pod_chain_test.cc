@@ -139,17 +139,17 @@ class HamiPodChainTest : public ::testing::Test {
 
   void StartNode() {
     node_metrics_port_ = FreePort();
-    node_ = std::make_unique<BackgroundProcess>(
-        Words(std::string(VGPU_BIN) + " node --sim --sim-config " + root_ +
-              "/devices.conf --kubeconfig " + kubeconfig_ + " --node-name " + kNode +
-              " --kubelet-dir " + root_ + "/kubelet --pod-resources-socket " +
-              kubelet_->pod_resources_socket() + " --slice-dir " + root_ +
-              "/slices --arbiter-dir " + root_ + "/arbiter --libvgpu " + LIBVGPU_PATH +
-              " --units-per-gpu 10 --metrics-listen 127.0.0.1:" +
-              std::to_string(node_metrics_port_) + " --log-level 3"),
-        std::vector<std::string>{"VGPU_SIMGPU_STATE=" + root_ + "/simgpu.state",
-                                 "VGPU_SIMGPU_LOG_LEVEL=1"},
-        root_ + "/node.log");
+    SimNodeOptions o{VGPU_BIN,
+                     LIBVGPU_PATH,
+                     root_,
+                     kubelet_->pod_resources_socket(),
+                     "127.0.0.1:" + std::to_string(node_metrics_port_),
+                     10,
+                     {"--log-level", "3"}};
+    o.kubeconfig = kubeconfig_;
+    o.node_name = kNode;
+    o.log_name = "node.log";
+    node_ = StartSimNode(o);
   }
 
   void StartScheduler() {
@@ -226,21 +226,11 @@ class HamiPodChainTest : public ::testing::Test {
 
   // kube-scheduler calling the extender (HTTP, as in its default configuration).
   std::pair<int, Json> Extender(const std::string& verb, const std::string& body) {
-    httplib::Client cli("127.0.0.1", extender_port_);
-    cli.set_read_timeout(10, 0);
-    auto res = cli.Post("/" + verb, body, "application/json");
-    if (!res) return {0, Json(nullptr)};
-    return {res->status, Json::parse(res->body, nullptr, false)};
+    return PostJson(extender_port_, "/" + verb, body);
   }
 
-  std::string SchedulerMetrics() { return Metrics(metrics_port_); }
-  std::string NodeMetrics() { return Metrics(node_metrics_port_); }
-  static std::string Metrics(int port) {
-    httplib::Client cli("127.0.0.1", port);
-    cli.set_connection_timeout(1, 0);
-    auto res = cli.Get("/metrics");
-    return res && res->status == 200 ? res->body : "";
-  }
+  std::string SchedulerMetrics() { return GetMetrics(metrics_port_); }
+  std::string NodeMetrics() { return GetMetrics(node_metrics_port_); }
 
   DeployedScheduler deploy_;
   std::string root_, kubeconfig_, webhook_ca_;

@@ -10,7 +10,6 @@
 // the container's own limit is the pod's gpumem. When the pods are deleted the instances are
 // destroyed. About 3 s.
 #include <gtest/gtest.h>
-#include <httplib.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -31,7 +30,6 @@
 
 #include "background_process.h"
 #include "child_process.h"
-#include "device/nvml_backend.h"
 #include "e2e_util.h"
 #include "fake_api_server.h"
 #include "harness.h"
@@ -105,15 +103,19 @@ class MigPodChainTest : public ::testing::Test {
   }
 
   void StartNode() {
-    node_ = std::make_unique<BackgroundProcess>(
-        Words(std::string(VGPU_BIN) + " node --sim --sim-config " + root_ +
-              "/devices.conf --gpu-modes " + root_ + "/modes.yaml --mig-journal " + root_ +
-              "/mig-claims --kubeconfig " + kubeconfig_ + " --node-name " + kNode +
-              " --kubelet-dir " + root_ + "/kubelet --pod-resources-socket " +
-              kubelet_->pod_resources_socket() + " --slice-dir " + root_ +
-              "/slices --arbiter-dir " + root_ + "/arbiter --libvgpu " + LIBVGPU_PATH +
-              " --units-per-gpu 4 --pod-refresh 200ms --log-level 3"),
-        env_, root_ + "/node.log");
+    SimNodeOptions o{VGPU_BIN,
+                     LIBVGPU_PATH,
+                     root_,
+                     kubelet_->pod_resources_socket(),
+                     "",
+                     4,
+                     {"--gpu-modes", root_ + "/modes.yaml", "--mig-journal", root_ + "/mig-claims",
+                      "--pod-refresh", "200ms", "--log-level", "3"}};
+    o.kubeconfig = kubeconfig_;
+    o.node_name = kNode;
+    o.extra_env = {"VGPU_SIMGPU_CONFIG=" + root_ + "/devices.conf"};
+    o.log_name = "node.log";
+    node_ = StartSimNode(o);
   }
 
   void StartScheduler() {
@@ -132,51 +134,19 @@ class MigPodChainTest : public ::testing::Test {
   }
 
   std::pair<int, Json> Extender(const std::string& verb, const std::string& body) {
-    httplib::Client cli("127.0.0.1", extender_port_);
-    cli.set_read_timeout(10, 0);
-    auto res = cli.Post("/" + verb, body, "application/json");
-    if (!res) return {0, Json(nullptr)};
-    return {res->status, Json::parse(res->body, nullptr, false)};
+    return PostJson(extender_port_, "/" + verb, body);
   }
 
-  std::string SchedulerMetrics() {
-    httplib::Client cli("127.0.0.1", metrics_port_);
-    cli.set_connection_timeout(1, 0);
-    auto res = cli.Get("/metrics");
-    return res && res->status == 200 ? res->body : "";
-  }
+  std::string SchedulerMetrics() { return GetMetrics(metrics_port_); }
 
   // The MIG instances of GPU 0 as the simulated NVML reports them now.
   std::vector<device::MigInstance> Instances() {
-    for (const std::string& e : env_) {
-      const size_t eq = e.find('=');
-      setenv(e.substr(0, eq).c_str(), e.substr(eq + 1).c_str(), 1);
-    }
-    device::NvmlBackendOptions o;
-    o.library_path = VGPU_SIMGPU_NVML;
-    o.cuda_library_path = "";
-    auto b = device::NvmlBackend::Open(o);
-    if (!b || !(*b)->Discover()) return {};
-    auto i = (*b)->MigInstances(0);
-    return i ? *i : std::vector<device::MigInstance>{};
+    return SimMigInstances(env_, VGPU_SIMGPU_NVML, 0);
   }
 
   // simgpu_worker's `limits` in the container's view of the GPU (its visible device).
   std::map<std::string, std::string> RunInContainer(const std::string& visible) {
-    std::string cmd;
-    for (const std::string& e : env_) cmd += e + " ";
-    cmd += "CUDA_VISIBLE_DEVICES=" + visible + " " + SIMGPU_WORKER + " limits < /dev/null 2>&1";
-    FILE* f = popen(cmd.c_str(), "r");
-    std::map<std::string, std::string> out;
-    char line[512];
-    while (f != nullptr && std::fgets(line, sizeof(line), f) != nullptr) {
-      std::string l(line);
-      if (!l.empty() && l.back() == '\n') l.pop_back();
-      const size_t sp = l.find(' ');
-      if (sp != std::string::npos) out[l.substr(0, sp)] = l.substr(sp + 1);
-    }
-    if (f != nullptr) pclose(f);
-    return out;
+    return RunSimGpuWorkerLimits(env_, SIMGPU_WORKER, visible);
   }
 
   DeployedScheduler deploy_;

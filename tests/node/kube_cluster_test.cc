@@ -69,6 +69,21 @@ TEST(KubeClusterTest, ListsTheNodesPodsAndPatchesItsAnnotations) {
             StatusCode::kNotFound);
 }
 
+// The daemon of gpu-node-1 (4 units per GPU) with its files under `root`, no metrics server and
+// no periodic pod list during a test.
+DaemonOptions NodeOptions(const std::string& root) {
+  DaemonOptions o;
+  o.node_name = "gpu-node-1";
+  o.units_per_gpu = 4;
+  o.plugin.kubelet_dir = root + "/kubelet";
+  o.plugin.retry_ms = 100;
+  o.slices.root = root + "/slices";
+  o.slices.arbiter_dir = root + "/arbiter";
+  o.metrics_listen = "";
+  o.pod_refresh_ms = 3'600'000;
+  return o;
+}
+
 TEST(KubeClusterTest, DaemonAllocatesAPodFromTheApiServer) {
   FakeApiServer server;
   server.PutNode(MakeNode("gpu-node-1"));
@@ -80,15 +95,7 @@ TEST(KubeClusterTest, DaemonAllocatesAPodFromTheApiServer) {
   backend->AddDefaultDevices(2);
   const std::string gpu = backend->Discover()->at(1).uuid;
   auto cluster = Connect(server);
-  DaemonOptions o;
-  o.node_name = "gpu-node-1";
-  o.units_per_gpu = 4;
-  o.plugin.kubelet_dir = root + "/kubelet";
-  o.plugin.retry_ms = 100;
-  o.slices.root = root + "/slices";
-  o.slices.arbiter_dir = root + "/arbiter";
-  o.metrics_listen = "";
-  o.pod_refresh_ms = 3'600'000;
+  DaemonOptions o = NodeOptions(root);
   o.watch_pods = false;  // the on-demand list finds the pod
   Daemon daemon(o, std::move(backend), cluster.get());
   ASSERT_TRUE(daemon.Start().ok());
@@ -138,15 +145,7 @@ TEST(KubeClusterTest, TheDaemonWatchesTheNodesPods) {
   backend->AddDefaultDevices(2);
   const std::string gpu = backend->Discover()->at(0).uuid;
   auto cluster = Connect(server);
-  DaemonOptions o;
-  o.node_name = "gpu-node-1";
-  o.units_per_gpu = 4;
-  o.plugin.kubelet_dir = root + "/kubelet";
-  o.plugin.retry_ms = 100;
-  o.slices.root = root + "/slices";
-  o.slices.arbiter_dir = root + "/arbiter";
-  o.metrics_listen = "";
-  o.pod_refresh_ms = 3'600'000;  // no periodic list during the test
+  DaemonOptions o = NodeOptions(root);
   Daemon daemon(o, std::move(backend), cluster.get());
   ASSERT_TRUE(daemon.Start().ok());
   ASSERT_TRUE(kubelet.WaitForRegistrations(1, 10'000));

@@ -22,7 +22,7 @@
 #include <thread>
 
 #include "background_process.h"
-#include "device/nvml_backend.h"
+#include "e2e_util.h"
 #include "kubelet_emulator.h"
 #include "mig/profiles.h"
 #include "node/assignment.h"
@@ -40,12 +40,7 @@ constexpr const char* kDynamic = "GPU-a1111111-2222-4333-8444-555555555555";
 constexpr const char* kShared = "GPU-b6666666-7777-4888-8999-aaaaaaaaaaaa";
 constexpr const char* kStatic = "GPU-c6666666-7777-4888-8999-bbbbbbbbbbbb";
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using e2e::ReadFile;
 
 std::string Quote(const std::string& s) {
   std::string out = "\"";
@@ -175,37 +170,12 @@ class NodeMigTest : public ::testing::Test {
 
   // The MIG instances of GPU `index` as the simulated NVML reports them now.
   std::vector<device::MigInstance> Instances(int index) {
-    for (const std::string& e : env_) {
-      size_t eq = e.find('=');
-      setenv(e.substr(0, eq).c_str(), e.substr(eq + 1).c_str(), 1);
-    }
-    device::NvmlBackendOptions o;
-    o.library_path = VGPU_SIMGPU_NVML;
-    o.cuda_library_path = "";
-    auto b = device::NvmlBackend::Open(o);
-    if (!b || !(*b)->Discover()) return {};
-    auto i = (*b)->MigInstances(index);
-    return i ? *i : std::vector<device::MigInstance>{};
+    return e2e::SimMigInstances(env_, VGPU_SIMGPU_NVML, index);
   }
 
   // Runs simgpu_worker's `limits` in the container's view of the GPU.
   std::map<std::string, std::string> RunInContainer(const std::string& visible) {
-    std::vector<std::string> env = env_;
-    env.push_back("CUDA_VISIBLE_DEVICES=" + visible);
-    std::string cmd;
-    for (const std::string& e : env) cmd += e + " ";
-    cmd += std::string(SIMGPU_WORKER) + " limits < /dev/null 2>&1";
-    FILE* f = popen(cmd.c_str(), "r");
-    std::map<std::string, std::string> out;
-    char line[512];
-    while (f != nullptr && std::fgets(line, sizeof(line), f) != nullptr) {
-      std::string l(line);
-      if (!l.empty() && l.back() == '\n') l.pop_back();
-      size_t sp = l.find(' ');
-      if (sp != std::string::npos) out[l.substr(0, sp)] = l.substr(sp + 1);
-    }
-    if (f != nullptr) pclose(f);
-    return out;
+    return e2e::RunSimGpuWorkerLimits(env_, SIMGPU_WORKER, visible);
   }
 
   std::string root_;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "run_command.h"
+#include "sim_cli_fixture.h"
 
 namespace vgpu {
 namespace {
@@ -22,11 +23,11 @@ constexpr const char* kHeader =
     "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,"
     "deletion_time,scheduled_time\n";
 
-class ReplayCli : public ::testing::Test {
+class ReplayCli : public SimCliFixture {
  protected:
+  ReplayCli() : SimCliFixture("replay-cli") {}
   void SetUp() override {
-    dir_ = "/tmp/vgpu-replay-cli-" + std::to_string(getpid());
-    std::filesystem::create_directories(dir_);
+    SimCliFixture::SetUp();
     nodes_ = Write("nodes.csv", "sn,cpu_milli,memory_mib,gpu,model\nn0,32000,131072,1,T4\n");
     // p0 (600) 0..100 s, p1 (500) from 10 for 50 s, p2 (300) from 20 for 10 s: see replay_test.
     pods_ = Write("pods.csv", std::string(kHeader) +
@@ -36,23 +37,7 @@ class ReplayCli : public ::testing::Test {
                                   "p3,1000,1024,1,300,,LS,Pending,25,40,\n"
                                   "p4,1000,1024,0,0,,LS,Running,130,200,130\n");
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string Write(const std::string& name, const std::string& text) {
-    const std::string path = dir_ + "/" + name;
-    std::ofstream(path) << text;
-    return path;
-  }
-  testing::CommandResult Sim(const std::string& args) {
-    return RunCommand(kVgpu + " sim --quiet --threads 2 " + args);
-  }
   std::string Io() const { return "--mode replay --nodes " + nodes_ + " --pods " + pods_; }
-  void ExpectBadInput(const std::string& args, const std::string& message) {
-    auto r = Sim(args);
-    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
-    EXPECT_NE(r.err.find(message), std::string::npos) << args << "\nstderr: " << r.err;
-    EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
-  }
-  std::string dir_, nodes_, pods_;
 };
 
 TEST_F(ReplayCli, HelpDescribesTheMode) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "run_command.h"
+#include "sim_cli_fixture.h"
 
 namespace vgpu {
 namespace {
@@ -18,11 +19,11 @@ using testing::RunCommand;
 const std::string kVgpu = VGPU_BIN;
 const std::string kData = std::string(VGPU_SOURCE_DIR) + "/data/alibaba-gpu-v2023/";
 
-class SimCli : public ::testing::Test {
+class SimCli : public SimCliFixture {
  protected:
+  SimCli() : SimCliFixture("sim-cli") {}
   void SetUp() override {
-    dir_ = "/tmp/vgpu-sim-cli-" + std::to_string(getpid());
-    std::filesystem::create_directories(dir_);
+    SimCliFixture::SetUp();
     nodes_ = Write("nodes.csv",
                    "sn,cpu_milli,memory_mib,gpu,model\n"
                    "n0,32000,131072,4,T4\nn1,32000,131072,2,T4\nn2,64000,262144,8,G2\n");
@@ -31,23 +32,6 @@ class SimCli : public ::testing::Test {
                   "p0,4000,8192,1,500,\np1,2000,4096,1,300,T4\np2,8000,16384,2,1000,G2\n"
                   "p3,1000,1024,0,0,\np4,4000,8192,1,1000,\n");
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string Write(const std::string& name, const std::string& text) {
-    const std::string path = dir_ + "/" + name;
-    std::ofstream(path) << text;
-    return path;
-  }
-  testing::CommandResult Sim(const std::string& args) {
-    return RunCommand(kVgpu + " sim --quiet --threads 2 " + args);
-  }
-  // Expects exit 2 and `message` on stderr.
-  void ExpectBadInput(const std::string& args, const std::string& message) {
-    auto r = Sim(args);
-    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
-    EXPECT_NE(r.err.find(message), std::string::npos) << args << "\nstderr: " << r.err;
-    EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
-  }
-  std::string dir_, nodes_, pods_;
 };
 
 TEST_F(SimCli, HelpListsFlagsAndPolicies) {

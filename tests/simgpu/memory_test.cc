@@ -325,6 +325,17 @@ TEST(SimgpuMemory, ArraysTakeTheirElementBytes) {
   EXPECT_EQ(got.Width, 32u);
   EXPECT_EQ(got.Height, 16u);
   EXPECT_EQ(cuMipmappedArrayCreate(&mip, &dm, 10), CUDA_ERROR_INVALID_VALUE);  // too many levels
+  // Their memory requirements: whole 2 MiB granules, aligned to one.
+  CUDA_ARRAY_MEMORY_REQUIREMENTS req{};
+  ASSERT_CU(cuArrayGetMemoryRequirements(&req, a2, 0));
+  EXPECT_EQ(req.size, 2u << 20);
+  EXPECT_EQ(req.alignment, 2u << 20);
+  req = {};
+  ASSERT_CU(cuMipmappedArrayGetMemoryRequirements(&req, mip, 0));
+  EXPECT_EQ(req.size, 2u << 20);
+  EXPECT_EQ(req.alignment, 2u << 20);
+  EXPECT_EQ(cuArrayGetMemoryRequirements(nullptr, a2, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuMipmappedArrayGetMemoryRequirements(&req, nullptr, 0), CUDA_ERROR_INVALID_HANDLE);
 
   ASSERT_CU(cuMipmappedArrayDestroy(mip));
   ASSERT_CU(cuArrayDestroy(a3));

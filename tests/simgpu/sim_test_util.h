@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "child_process.h"
 #include "common/nvml_api.h"
 
 namespace vgpu::simgpu::testing {
@@ -29,33 +30,19 @@ const std::string& TestDir();
 // Device memory in use on `ordinal`, as cuMemGetInfo reports it (all processes).
 uint64_t UsedBytes(int ordinal = 0);
 
-// Monotonic milliseconds.
-double NowMs();
+using vgpu::testing::NowMs;  // monotonic milliseconds
 
-// A running simgpu_worker with pipes to its stdin and stdout.
-class Worker {
+// A running simgpu_worker with pipes to its stdin and stdout: a ChildProcess (tests/intercept)
+// of the worker's program, with its own default timeouts.
+class Worker : public vgpu::testing::ChildProcess {
  public:
   // Starts the worker with `args`; `env` entries ("NAME=value") are added to the environment.
   explicit Worker(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
-  ~Worker();
-  Worker(const Worker&) = delete;
-  Worker& operator=(const Worker&) = delete;
 
   // Next line of output without the newline; "" on end of file or after `timeout_ms`.
-  std::string ReadLine(int timeout_ms = 10000);
-  void CloseStdin();
-  void Kill(int signal);
+  std::string ReadLine(int timeout_ms = 10000) { return ChildProcess::ReadLine(timeout_ms); }
   // Waits for exit; returns the exit status, 128 + signal if killed, -1 on timeout.
-  int Wait(int timeout_ms = 10000);
-  pid_t pid() const { return pid_; }
-
- private:
-  pid_t pid_ = -1;
-  int in_ = -1;
-  int out_ = -1;
-  std::string buffer_;
-  bool exited_ = false;
-  int status_ = 0;
+  int Wait(int timeout_ms = 10000) { return ChildProcess::Wait(timeout_ms); }
 };
 
 // Runs a worker to completion and returns its whole output.

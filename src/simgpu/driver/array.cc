@@ -130,6 +130,15 @@ Mipmap* AsMipmap(CUmipmappedArray h) {
   return m;
 }
 
+// What cu*GetMemoryRequirements report for an object of `bytes`: whole granules, aligned.
+CUresult FillMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS* req, uint64_t bytes) {
+  if (req == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *req = CUDA_ARRAY_MEMORY_REQUIREMENTS{};
+  req->size = RoundUp(bytes, kGranularity);
+  req->alignment = kGranularity;
+  return CUDA_SUCCESS;
+}
+
 }  // namespace
 
 size_t FormatBytes(CUarray_format f) {
@@ -302,11 +311,7 @@ SIMGPU_API CUresult cuArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQUIREMENTS*
     if (CUresult rc = CheckDevice(device); rc != CUDA_SUCCESS) return rc;
     ArrayObj* a = AsArray(array);
     if (a == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-    if (req == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    *req = CUDA_ARRAY_MEMORY_REQUIREMENTS{};
-    req->size = RoundUp(a->bytes, kGranularity);
-    req->alignment = kGranularity;
-    return CUDA_SUCCESS;
+    return FillMemoryRequirements(req, a->bytes);
   });
 }
 
@@ -395,11 +400,7 @@ SIMGPU_API CUresult cuMipmappedArrayGetMemoryRequirements(CUDA_ARRAY_MEMORY_REQU
     if (CUresult rc = CheckDevice(device); rc != CUDA_SUCCESS) return rc;
     Mipmap* m = AsMipmap(mipmap);
     if (m == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-    if (req == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    *req = CUDA_ARRAY_MEMORY_REQUIREMENTS{};
-    req->size = RoundUp(m->charged, kGranularity);
-    req->alignment = kGranularity;
-    return CUDA_SUCCESS;
+    return FillMemoryRequirements(req, m->charged);
   });
 }
 

@@ -85,6 +85,35 @@ CUresult Enumerate(void** out, unsigned n, Module* m) {
   return CUDA_SUCCESS;
 }
 
+// The entry points of modules and of libraries (`library`: which kind the handle `h` must be).
+CUresult LookupIn(void* h, bool library, const char* name, Function** out) {
+  if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
+  Module* m = AsModule(h, library);
+  if (m == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  return Lookup(m, name, out);
+}
+
+CUresult CountIn(void* h, bool library, unsigned* count) {
+  Module* m = AsModule(h, library);
+  if (m == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(D().mu);
+  *count = static_cast<unsigned>(m->functions.size());
+  return CUDA_SUCCESS;
+}
+
+CUresult EnumerateIn(void* h, bool library, void** out, unsigned n) {
+  Module* m = AsModule(h, library);
+  if (m == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  return Enumerate(out, n, m);
+}
+
+// Images are not parsed, so module globals cannot be found.
+CUresult FindGlobal(void* h, bool library) {
+  if (AsModule(h, library) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  return CUDA_ERROR_NOT_FOUND;
+}
+
 int MaxBlocksPerSm(int block_size, size_t dynamic_smem) {
   if (block_size <= 0) return 0;
   int by_threads = 2048 / block_size;
@@ -153,42 +182,25 @@ SIMGPU_API CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode* mode) {
 }
 
 SIMGPU_API CUresult cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const char* name) {
-  SIMGPU_GUARD({
-    if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
-    Module* m = AsModule(hmod, false);
-    if (m == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-    return Lookup(m, name, reinterpret_cast<Function**>(hfunc));
-  });
+  SIMGPU_GUARD({ return LookupIn(hmod, false, name, reinterpret_cast<Function**>(hfunc)); });
 }
 
 SIMGPU_API CUresult cuModuleGetFunctionCount(unsigned int* count, CUmodule mod) {
-  SIMGPU_GUARD({
-    Module* m = AsModule(mod, false);
-    if (m == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-    if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    std::lock_guard<std::mutex> lock(D().mu);
-    *count = static_cast<unsigned>(m->functions.size());
-    return CUDA_SUCCESS;
-  });
+  SIMGPU_GUARD({ return CountIn(mod, false, count); });
 }
 
 SIMGPU_API CUresult cuModuleEnumerateFunctions(CUfunction* functions, unsigned int numFunctions,
                                                CUmodule mod) {
-  SIMGPU_GUARD({
-    Module* m = AsModule(mod, false);
-    if (m == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-    return Enumerate(reinterpret_cast<void**>(functions), numFunctions, m);
-  });
+  SIMGPU_GUARD(
+      { return EnumerateIn(mod, false, reinterpret_cast<void**>(functions), numFunctions); });
 }
 
-// Images are not parsed, so module globals cannot be found.
 SIMGPU_API CUresult cuModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* bytes, CUmodule hmod,
                                          const char* name) {
   (void)dptr;
   (void)bytes;
   (void)name;
-  if (AsModule(hmod, false) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  return CUDA_ERROR_NOT_FOUND;
+  return FindGlobal(hmod, false);
 }
 
 SIMGPU_API CUresult cuModuleGetGlobal(CUdeviceptr_v1* dptr, unsigned int* bytes, CUmodule hmod,
@@ -196,8 +208,7 @@ SIMGPU_API CUresult cuModuleGetGlobal(CUdeviceptr_v1* dptr, unsigned int* bytes,
   (void)dptr;
   (void)bytes;
   (void)name;
-  if (AsModule(hmod, false) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  return CUDA_ERROR_NOT_FOUND;
+  return FindGlobal(hmod, false);
 }
 
 SIMGPU_API CUresult cuLibraryLoadData(CUlibrary* library, const void* code,
@@ -239,32 +250,16 @@ SIMGPU_API CUresult cuLibraryUnload(CUlibrary library) {
 }
 
 SIMGPU_API CUresult cuLibraryGetKernel(CUkernel* pKernel, CUlibrary library, const char* name) {
-  SIMGPU_GUARD({
-    if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
-    Module* m = AsModule(library, true);
-    if (m == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-    return Lookup(m, name, reinterpret_cast<Function**>(pKernel));
-  });
+  SIMGPU_GUARD({ return LookupIn(library, true, name, reinterpret_cast<Function**>(pKernel)); });
 }
 
 SIMGPU_API CUresult cuLibraryGetKernelCount(unsigned int* count, CUlibrary lib) {
-  SIMGPU_GUARD({
-    Module* m = AsModule(lib, true);
-    if (m == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-    if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    std::lock_guard<std::mutex> lock(D().mu);
-    *count = static_cast<unsigned>(m->functions.size());
-    return CUDA_SUCCESS;
-  });
+  SIMGPU_GUARD({ return CountIn(lib, true, count); });
 }
 
 SIMGPU_API CUresult cuLibraryEnumerateKernels(CUkernel* kernels, unsigned int numKernels,
                                               CUlibrary lib) {
-  SIMGPU_GUARD({
-    Module* m = AsModule(lib, true);
-    if (m == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-    return Enumerate(reinterpret_cast<void**>(kernels), numKernels, m);
-  });
+  SIMGPU_GUARD({ return EnumerateIn(lib, true, reinterpret_cast<void**>(kernels), numKernels); });
 }
 
 SIMGPU_API CUresult cuLibraryGetModule(CUmodule* pMod, CUlibrary library) {
@@ -284,8 +279,7 @@ SIMGPU_API CUresult cuLibraryGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUlibra
   (void)dptr;
   (void)bytes;
   (void)name;
-  if (AsModule(library, true) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  return CUDA_ERROR_NOT_FOUND;
+  return FindGlobal(library, true);
 }
 
 SIMGPU_API CUresult cuKernelGetFunction(CUfunction* pFunc, CUkernel kernel) {
