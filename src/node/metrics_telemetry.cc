@@ -158,51 +158,43 @@ void AddDcgmAliases(MetricsBuilder& m) {
             labels, value);
     }
   }
-  AliasInto(m, "vgpu_gpu_temperature_celsius", "DCGM_FI_DEV_GPU_TEMP", kGauge,
-            "GPU temperature (in C) (alias of vgpu_gpu_temperature_celsius)", 1);
-  AliasInto(m, "vgpu_gpu_power_watts", "DCGM_FI_DEV_POWER_USAGE", kGauge,
-            "Power draw (in W) (alias of vgpu_gpu_power_watts)", 1);
-  AliasInto(m, "vgpu_gpu_pcie_replay_errors_total", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", kCounter,
-            "Total number of PCIe retries (alias of vgpu_gpu_pcie_replay_errors_total)", 1);
-  // GPM (Hopper and later), device and MIG instance series: DCGM's profiling names.
-  AliasInto(m, "vgpu_gpu_gpm_graphics_activity_ratio", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", kGauge,
-            "Ratio of time the graphics engine is active (alias of "
-            "vgpu_gpu_gpm_graphics_activity_ratio)",
-            1);
-  AliasInto(m, "vgpu_gpu_gpm_sm_activity_ratio", "DCGM_FI_PROF_SM_ACTIVE", kGauge,
-            "The ratio of cycles an SM has at least 1 warp assigned (alias of "
-            "vgpu_gpu_gpm_sm_activity_ratio)",
-            1);
-  AliasInto(m, "vgpu_gpu_gpm_sm_occupancy_ratio", "DCGM_FI_PROF_SM_OCCUPANCY", kGauge,
-            "The ratio of number of warps resident on an SM (alias of "
-            "vgpu_gpu_gpm_sm_occupancy_ratio)",
-            1);
-  AliasInto(m, "vgpu_gpu_gpm_tensor_activity_ratio", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", kGauge,
-            "Ratio of cycles the tensor (HMMA) pipe is active (alias of "
-            "vgpu_gpu_gpm_tensor_activity_ratio)",
-            1);
-  AliasInto(m, "vgpu_gpu_gpm_dram_activity_ratio", "DCGM_FI_PROF_DRAM_ACTIVE", kGauge,
-            "Ratio of cycles the device memory interface is active sending or receiving data "
-            "(alias of vgpu_gpu_gpm_dram_activity_ratio)",
-            1);
-  AliasInto(m, "vgpu_gpu_gpm_pcie_transmit_bytes_per_second", "DCGM_FI_PROF_PCIE_TX_BYTES", kGauge,
-            "The rate of data transmitted over the PCIe bus (bytes/s) (alias of "
-            "vgpu_gpu_gpm_pcie_transmit_bytes_per_second)",
-            1);
-  AliasInto(m, "vgpu_gpu_gpm_pcie_receive_bytes_per_second", "DCGM_FI_PROF_PCIE_RX_BYTES", kGauge,
-            "The rate of data received over the PCIe bus (bytes/s) (alias of "
-            "vgpu_gpu_gpm_pcie_receive_bytes_per_second)",
-            1);
-  AliasInto(m, "vgpu_gpu_gpm_nvlink_transmit_bytes_per_second", "DCGM_FI_PROF_NVLINK_TX_BYTES",
-            kGauge,
-            "The rate of data transmitted over NVLink (bytes/s) (alias of "
-            "vgpu_gpu_gpm_nvlink_transmit_bytes_per_second)",
-            1);
-  AliasInto(m, "vgpu_gpu_gpm_nvlink_receive_bytes_per_second", "DCGM_FI_PROF_NVLINK_RX_BYTES",
-            kGauge,
-            "The rate of data received over NVLink (bytes/s) (alias of "
-            "vgpu_gpu_gpm_nvlink_receive_bytes_per_second)",
-            1);
+  // One source each, unscaled, the help being the description and "(alias of <source>)"; from
+  // vgpu_gpu_gpm_* on, GPM (Hopper and later; device and MIG instance series) under DCGM's
+  // profiling names.
+  struct Alias {
+    const char* from;
+    const char* to;
+    MetricType type;
+    const char* description;
+  };
+  static constexpr Alias kAliases[] = {
+      {"vgpu_gpu_temperature_celsius", "DCGM_FI_DEV_GPU_TEMP", kGauge, "GPU temperature (in C)"},
+      {"vgpu_gpu_power_watts", "DCGM_FI_DEV_POWER_USAGE", kGauge, "Power draw (in W)"},
+      {"vgpu_gpu_pcie_replay_errors_total", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", kCounter,
+       "Total number of PCIe retries"},
+      {"vgpu_gpu_gpm_graphics_activity_ratio", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", kGauge,
+       "Ratio of time the graphics engine is active"},
+      {"vgpu_gpu_gpm_sm_activity_ratio", "DCGM_FI_PROF_SM_ACTIVE", kGauge,
+       "The ratio of cycles an SM has at least 1 warp assigned"},
+      {"vgpu_gpu_gpm_sm_occupancy_ratio", "DCGM_FI_PROF_SM_OCCUPANCY", kGauge,
+       "The ratio of number of warps resident on an SM"},
+      {"vgpu_gpu_gpm_tensor_activity_ratio", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", kGauge,
+       "Ratio of cycles the tensor (HMMA) pipe is active"},
+      {"vgpu_gpu_gpm_dram_activity_ratio", "DCGM_FI_PROF_DRAM_ACTIVE", kGauge,
+       "Ratio of cycles the device memory interface is active sending or receiving data"},
+      {"vgpu_gpu_gpm_pcie_transmit_bytes_per_second", "DCGM_FI_PROF_PCIE_TX_BYTES", kGauge,
+       "The rate of data transmitted over the PCIe bus (bytes/s)"},
+      {"vgpu_gpu_gpm_pcie_receive_bytes_per_second", "DCGM_FI_PROF_PCIE_RX_BYTES", kGauge,
+       "The rate of data received over the PCIe bus (bytes/s)"},
+      {"vgpu_gpu_gpm_nvlink_transmit_bytes_per_second", "DCGM_FI_PROF_NVLINK_TX_BYTES", kGauge,
+       "The rate of data transmitted over NVLink (bytes/s)"},
+      {"vgpu_gpu_gpm_nvlink_receive_bytes_per_second", "DCGM_FI_PROF_NVLINK_RX_BYTES", kGauge,
+       "The rate of data received over NVLink (bytes/s)"},
+  };
+  for (const Alias& a : kAliases) {
+    AliasInto(m, a.from, a.to, a.type, std::string(a.description) + " (alias of " + a.from + ")",
+              1);
+  }
 }
 
 }  // namespace vgpu::node
