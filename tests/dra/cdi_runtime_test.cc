@@ -6,8 +6,10 @@
 //
 // The image is built here from the static busybox (podman import of a one-binary rootfs; nothing
 // is pulled) into a private podman storage under the test's directory. podman reads CDI specs
-// from /etc/cdi and /var/run/cdi only: each run happens in a private mount namespace with a
-// tmpfs over /run, so the host's directories are never touched.
+// from /etc/cdi and /var/run/cdi only, and keeps state in /run, /var/lib/containers and
+// /var/tmp whatever its storage flags say: every podman command runs in a private mount
+// namespace with a tmpfs over /run, /var/lib and /var/tmp and the test's CDI directory at
+// /run/cdi, so nothing of the host is touched.
 //
 // Skipped, with the reason, where podman, runc or busybox-static is missing, without root, or
 // where the sandbox refuses to run any container (the same command without a CDI device fails).
@@ -103,6 +105,7 @@ class CdiRuntimeTest : public ::testing::Test {
     }
     char tmpl[] = "/tmp/cdirt.XXXXXX";
     root_ = mkdtemp(tmpl);
+    fs::create_directories(root_ + "/cdi");
     // The image: busybox and its applets, nothing else.
     fs::create_directories(root_ + "/rootfs/bin");
     fs::copy_file("/bin/busybox", root_ + "/rootfs/bin/busybox");
@@ -113,11 +116,10 @@ class CdiRuntimeTest : public ::testing::Test {
                                    Quote(root_ + "/rootfs.tar") + " .");
     ASSERT_EQ(tar.exit_code, 0) << tar.err;
     CommandResult import =
-        RunCommand(Podman() + " import " + Quote(root_ + "/rootfs.tar") + " " + kImage + " 2>&1");
+        Isolated(Podman() + " import " + Quote(root_ + "/rootfs.tar") + " " + kImage + " 2>&1");
     if (import.exit_code != 0) {
       GTEST_SKIP() << "podman cannot import an image here: " << import.out;
     }
-    fs::create_directories(root_ + "/cdi");
     // The sandbox may refuse containers altogether (no namespaces, cgroups, mounts): then the
     // test cannot say anything about CDI.
     CommandResult plain = Run("", "true");
@@ -127,10 +129,16 @@ class CdiRuntimeTest : public ::testing::Test {
     }
   }
   void TearDown() override {
-    if (!root_.empty()) {
-      (void)RunCommand(Podman() + " rmi -f " + kImage + " >/dev/null 2>&1");
-      if (!HasFailure()) fs::remove_all(root_);
-    }
+    if (!root_.empty() && !HasFailure()) fs::remove_all(root_);
+  }
+
+  // `command` in a private mount namespace (see the top of the file).
+  CommandResult Isolated(const std::string& command) {
+    const std::string inner =
+        "mount -t tmpfs tmpfs /run && mount -t tmpfs tmpfs /var/lib && "
+        "mount -t tmpfs tmpfs /var/tmp && mkdir /run/cdi && mount --bind " +
+        Quote(root_ + "/cdi") + " /run/cdi && " + command;
+    return RunCommand("unshare -m sh -c " + Quote(inner));
   }
 
   // podman on the test's own storage; runc; no network, events or systemd.
@@ -148,9 +156,7 @@ class CdiRuntimeTest : public ::testing::Test {
         Podman() + " run --rm --network none --ulimit nofile=1024:1024 --ulimit nproc=1024:1024";
     if (!device.empty()) run += " --device " + device;
     run += std::string(" ") + kImage + " sh -c " + Quote(script);
-    const std::string inner = "mount -t tmpfs tmpfs /run && mkdir /run/cdi && mount --bind " +
-                              Quote(root_ + "/cdi") + " /run/cdi && " + run;
-    return RunCommand("unshare -m sh -c " + Quote(inner));
+    return Isolated(run);
   }
 
   DriverOptions Options() const {
