@@ -92,9 +92,7 @@ Status DryRun(const DraFlags& f, const std::string& node, const node::GpuModeCon
   in.options = DriverOptionsOf(f, node);
   in.gpus = *gpus;
   in.offers = dra::PlanGpuOffers(backend->get(), *gpus, modes);
-  dra::Agent agent(dra::AgentOptions{}, backend->get(), *gpus, nullptr);
-  agent.SetOffers(in.offers);
-  in.slice_gpus = agent.Gpus();
+  in.slice_gpus = dra::Agent(dra::AgentOptions{}, backend->get(), *gpus, nullptr).Gpus();
   in.backend = backend->get();
   in.layout = layout.value_or(dra::SliceLayout::kCountersApart);
   const std::string text = dra::DryRun(in).dump(2) + "\n";

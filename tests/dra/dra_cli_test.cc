@@ -153,7 +153,7 @@ TEST(DraCliTest, AnUnreachableApiServerIsNamedInFull) {
   const std::string line = log.substr(at, log.find('\n', at) - at);
   EXPECT_NE(line.find(server), std::string::npos) << line;
   EXPECT_NE(line.find("cannot connect to 127.0.0.1:" + std::to_string(port) +
-                      ": Connection refused (retried)"),
+                      ": Connection refused (retried in 10000 ms)"),
             std::string::npos)
       << line;
   if (!::testing::Test::HasFailure()) fs::remove_all(root);

@@ -1,6 +1,7 @@
 // SlicePublisher against the fake API server: the layout follows the API server's release
 // (whose counter rules the fake enforces), stale slices of the node are deleted and no one
-// else's, and the RBAC of deploy/dra grants every call the driver makes.
+// else's, a failed publication is retried at the Agent's interval, and the RBAC of deploy/dra
+// grants every call the driver makes.
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
@@ -8,7 +9,10 @@
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 
+#include "device/fake_backend.h"
+#include "dra/agent.h"
 #include "dra/driver.h"
 #include "dra/gpu_offers.h"
 #include "dra/kube_api.h"
@@ -210,6 +214,29 @@ TEST_F(PublisherTest, TheLayoutFollowsTheApiServersRelease) {
                                    "node-a-gpu.vgpu.io-devices-1"}));
   EXPECT_EQ(testing::ValidateResourceSlices(mine, 35), std::vector<std::string>{});
   EXPECT_TRUE(publisher.published());
+}
+
+// A failed publication is tried again after the publish interval, not as fast as the client
+// can fail: an API server that is down is not hammered (and the log gets a line per interval).
+TEST_F(PublisherTest, TheAgentRetriesAFailedPublicationAtItsInterval) {
+  device::FakeBackend backend;
+  backend.AddDefaultDevices(1);
+  auto gpus = backend.Discover();
+  ASSERT_TRUE(gpus.has_value());
+  SlicePublisher publisher(client_.get(), "node-a", kDriverName);
+  api_.FailNext(1000, 503, "GET");
+  const int before = api_.requests("GET");
+  Agent agent(AgentOptions{.sample_interval_ms = 20, .publish_interval_ms = 1000}, &backend, *gpus,
+              &publisher);
+  agent.Start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  agent.Stop();
+  // Each publication asks /version (2 attempts): at start and once after 1 s. Retrying at every
+  // sample would be 75 publications.
+  const int publications = (api_.requests("GET") - before) / 2;
+  EXPECT_GE(publications, 2);
+  EXPECT_LE(publications, 3);
+  EXPECT_FALSE(publisher.published());
 }
 
 std::map<std::string, std::set<std::string>> GrantedResourceVerbs() {
