@@ -10,8 +10,9 @@
 //                 MIG devices of one GPU, never both; Prepare puts the GPU into the MIG mode the
 //                 claim needs (dra/driver.h).
 //
-// StaticMigDevices and DynamicMigDevices are pure; SetUpGpuOffers changes the GPUs (through
-// node/gpu_mode_setup.h: only idle GPUs, each outcome logged) and reads what the driver reports.
+// StaticMigDevices and DynamicMigDevices are pure; PlanGpuOffers only reads; SetUpGpuOffers changes
+// the GPUs (through node/gpu_mode_setup.h: only idle GPUs, each outcome logged) and reads what the
+// driver reports.
 #pragma once
 
 #include <set>
@@ -45,6 +46,13 @@ std::vector<device::MigProfileInfo> TableMigProfiles(const std::string& nvml_nam
 // prepared claims use: they keep what they are), and returns the offers by GPU position. A
 // mig-dynamic GPU whose profiles neither the driver (MIG off) nor vgpu's tables tell offers the
 // software device only, with a warning.
+// What SetUpGpuOffers would offer, changing nothing (`vgpu dra --dry-run`): the mode of each GPU
+// by `config`; a static `mig` GPU offers the instances it has now (none before its layout is
+// made).
+std::vector<GpuOffer> PlanGpuOffers(device::DeviceBackend* backend,
+                                    const std::vector<device::DeviceInfo>& gpus,
+                                    const node::GpuModeConfig& config);
+
 std::vector<GpuOffer> SetUpGpuOffers(device::DeviceBackend* backend,
                                      const std::vector<device::DeviceInfo>& gpus,
                                      const node::GpuModeConfig& config, const std::set<int>& busy);

@@ -256,3 +256,84 @@ TEST(MigDevices, AndSoftwareSlicesExcludeEachOtherPerGpu) {
 
 }  // namespace
 }  // namespace vgpu::dra
+
+namespace vgpu::dra {
+namespace {
+
+// Kubernetes 1.34 takes a device's counter sets only from the device's own slice (at most 32
+// counters in all of a slice's sets); 1.35 refuses a slice with both devices and counter sets.
+// Each layout passes the rules of its release and breaks the other's.
+TEST(SliceLayouts, EachReleaseGetsALayoutItAccepts) {
+  const std::vector<SliceGpu> gpus = GoldenGpus();
+  const auto apart =
+      BuildResourceSlices("node-a", kDriverName, gpus, 1, SliceLayout::kCountersApart);
+  const auto with =
+      BuildResourceSlices("node-a", kDriverName, gpus, 1, SliceLayout::kCountersWithDevices);
+  EXPECT_EQ(ValidateResourceSlices(apart, 35), std::vector<std::string>{});
+  EXPECT_EQ(ValidateResourceSlices(with, 34), std::vector<std::string>{});
+  EXPECT_NE(ValidateResourceSlices(apart, 34), std::vector<std::string>{});
+  EXPECT_NE(ValidateResourceSlices(with, 35), std::vector<std::string>{});
+  // 1.34: the three MIG-capable GPUs' 30 counters and their 7 devices in one slice.
+  ASSERT_EQ(with.size(), 1u);
+  EXPECT_EQ(with[0]["metadata"]["name"], "node-a-gpu.vgpu.io-0");
+  EXPECT_EQ(with[0]["spec"]["sharedCounters"].size(), 3u);
+  EXPECT_EQ(with[0]["spec"]["devices"].size(), 7u);
+  // The same devices in both layouts.
+  const auto names = [](const std::vector<json>& slices) {
+    std::vector<std::string> out;
+    for (const json& s : slices) {
+      for (const json& d : s["spec"].value("devices", json::array())) out.push_back(d["name"]);
+    }
+    return out;
+  };
+  EXPECT_EQ(names(apart), names(with));
+}
+
+TEST(SliceLayouts, The134LayoutStaysWithinItsLimitsOnLargeNodes) {
+  for (int n : {1, 3, 4, 16, 65}) {
+    const auto slices = BuildResourceSlices("node-b", kDriverName, Gpus(n, "NVIDIA L4"), 1,
+                                            SliceLayout::kCountersWithDevices);
+    EXPECT_EQ(ValidateResourceSlices(slices, 34), std::vector<std::string>{}) << n << " L4s";
+    EXPECT_EQ(slices.size(), static_cast<size_t>((n + 15) / 16)) << n << " L4s";  // 2 counters each
+  }
+  for (int n : {1, 3, 4, 16}) {
+    std::vector<SliceGpu> gpus = Gpus(n, "NVIDIA H200");
+    for (SliceGpu& g : gpus) {
+      g.info.memory_total_bytes = 143771ULL << 20;
+      g.mig_devices = DynamicMigDevices(TableMigProfiles(g.info.name));
+    }
+    const auto slices =
+        BuildResourceSlices("node-m", kDriverName, gpus, 1, SliceLayout::kCountersWithDevices);
+    EXPECT_EQ(ValidateResourceSlices(slices, 34), std::vector<std::string>{}) << n << " H200s";
+    EXPECT_EQ(slices.size(), static_cast<size_t>((n + 2) / 3)) << n << " H200s";  // 10 each
+    int devices = 0;
+    for (const json& s : slices) devices += s["spec"].value("devices", json::array()).size();
+    EXPECT_EQ(devices, n * 26);
+  }
+}
+
+// On the 1.34 layout MIG devices and software slices of a GPU still exclude each other.
+TEST(SliceLayouts, The134LayoutKeepsMigAndSoftwareApart) {
+  const auto slices =
+      BuildResourceSlices("n", kDriverName, {H100WithMig()}, 1, SliceLayout::kCountersWithDevices);
+  TestAllocator a(kDriverName, slices);
+  std::string why;
+  ASSERT_TRUE(a.Allocate({"ns", "m", "u-m", "gpu", "type", "mig", {}}, &why)) << why;
+  EXPECT_FALSE(a.Allocate(
+      {"ns", "s", "u-s", "gpu", "type", "gpu", {{"memory", "1Gi"}, {"cores", "10"}}}, &why));
+}
+
+TEST(SliceLayouts, FollowTheApiServersVersion) {
+  const auto of = [](const json& v) { return SliceLayoutForVersion(v); };
+  EXPECT_EQ(*of({{"major", "1"}, {"minor", "34"}}), SliceLayout::kCountersWithDevices);
+  EXPECT_EQ(*of({{"major", "1"}, {"minor", "35"}}), SliceLayout::kCountersApart);
+  EXPECT_EQ(*of({{"major", "1"}, {"minor", "36+"}}), SliceLayout::kCountersApart);
+  EXPECT_EQ(*of({{"major", "1"}, {"minor", "34+"}}), SliceLayout::kCountersWithDevices);
+  EXPECT_EQ(of({{"major", "1"}, {"minor", "33"}}).error().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(of({{"gitVersion", "v1.35.0"}}).error().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(SliceLayoutName(SliceLayout::kCountersWithDevices), "1.34");
+  EXPECT_EQ(SliceLayoutName(SliceLayout::kCountersApart), "1.35");
+}
+
+}  // namespace
+}  // namespace vgpu::dra
