@@ -58,6 +58,9 @@ constexpr FlagHelp kFlags[] = {
      "training loss: fp32 (one cross-entropy on fp32 logits) or chunked (torchtune's "
      "CEWithChunkedOutputLoss) [fp32]"},
     {"loss-chunks", "chunks of the chunked loss (torchtune's num_output_chunks) [8]"},
+    {"logits-held",
+     "the training loop keeps the logits until the step ends: true or false [true with "
+     "--loss fp32, false with chunked, as torchtune's recipes]"},
     {"compile", "what torch.compile covers: none, model, loss or all [none]"},
     {"lora-rank", "LoRA rank [8]"},
     {"lora-targets", "qv (q and v projections) or all (every linear layer) [qv]"},

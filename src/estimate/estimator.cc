@@ -530,7 +530,9 @@ Estimate Compute(const Inputs& in) {
     saved = layers * (ckpt ? checkpoint : LayerActivationBytes(kept, s, batch, in.tp));
   }
   const double tokens = s_dec * batch;
-  const LossBytes per_logit = LossBytesPerLogit(in.loss, in.loss_chunks, CompilesLoss(in.compile));
+  const bool logits_held = in.logits_held.value_or(in.loss == LossKind::kFp32);
+  const LossBytes per_logit =
+      LossBytesPerLogit(in.loss, in.loss_chunks, CompilesLoss(in.compile), logits_held);
   const double logits = tokens * a.vocab / std::max(in.tp, 1);
   const double loss = logits * per_logit.at_backward;
   const double held = logits * per_logit.held;
@@ -604,8 +606,8 @@ Estimate Compute(const Inputs& in) {
     as.push_back(Fmt("loss: torchtune's chunked cross-entropy, %.0f chunks of 16-bit logits of "
                      "%.0f tokens x the vocabulary, ",
                      in.loss_chunks, tokens) +
-                 Fmt("%.3g B per logit at the start of the backward pass, none held after it",
-                     per_logit.at_backward) +
+                 Fmt("%.3g B per logit at the start of the backward pass, %.0f B held after it",
+                     per_logit.at_backward, per_logit.held) +
                  (CompilesLoss(in.compile) ? " (compiled with its upcast)" : ""));
   }
   if (CompilesModel(in.compile)) {

@@ -80,6 +80,9 @@ struct Inputs {
   bool optimizer_in_backward = false;
   LossKind loss = LossKind::kFp32;
   int loss_chunks = 8;  // kChunked: torchtune's num_output_chunks
+  // The loop keeps the logits until the step ends; unset: yes for kFp32 (torchtune's recipes
+  // before the chunked loss), no for kChunked (torchtune's recipes delete them).
+  std::optional<bool> logits_held;
   Compile compile = Compile::kNone;
   int lora_rank = 8;
   bool lora_all_linear = false;  // false: q and v projections only (PEFT's and torchtune's default)

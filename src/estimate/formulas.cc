@@ -169,11 +169,13 @@ double HeldLogitsBytes(double tokens, double vocab, int tp) {
   return tokens * vocab * 4 / std::max(tp, 1);
 }
 
-LossBytes LossBytesPerLogit(LossKind kind, int chunks, bool compiled) {
+LossBytes LossBytesPerLogit(LossKind kind, int chunks, bool compiled, bool held) {
   const double n = std::max(chunks, 1);
-  if (kind == LossKind::kFp32) return compiled ? LossBytes{8, 4} : LossBytes{16, 4};
-  if (compiled) return {2 + 2 / n, 0};
-  return {std::max(6 + 4 / n, 4 + 8 / n), 0};
+  const double logit = kind == LossKind::kFp32 ? 4 : 2;  // the logits' dtype as the loop has them
+  const double kept = held ? logit : 0;
+  if (compiled) return {kind == LossKind::kFp32 ? 8 : 2 + 2 / n, kept};
+  if (kind == LossKind::kFp32) return {12 + kept, kept};
+  return {std::max(6 + 4 / n, 4 + 8 / n + kept), kept};
 }
 
 double OptimizerStepTempBytes(Optimizer optimizer, double params, double state_bytes) {

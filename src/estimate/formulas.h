@@ -200,30 +200,33 @@ double LossBackwardPeakBytes(double tokens, double vocab, int tp);
 // `logits` through loss.backward() and optimizer.step()): 4 bytes per logit.
 double HeldLogitsBytes(double tokens, double vocab, int tp);
 
-// The loss by recipe, in bytes per logit (tokens x vocabulary / tp):
-// - kFp32: one cross_entropy on all logits upcast to fp32 (torchtune's output(h).float() until
-//   the chunked loss, HF's causal LMs): 16 from the end of the forward pass through the loss's
-//   backward (LossBackwardPeakBytes), 4 held to the step's end (HeldLogitsBytes).
+// The loss by recipe, in bytes per logit (tokens x vocabulary / tp). `held`: the training loop
+// keeps the logits referenced until the step ends (torchtune's recipes until mid-2024), or
+// deletes them once the loss is computed (torchtune's since pull request #1390: "free logits
+// otherwise it peaks backward memory"; HF's Trainer keeps only the loss).
+// - kFp32: one cross_entropy on all logits upcast to fp32 (torchtune's output(h).float(), HF's
+//   causal LMs). log_softmax saves its fp32 output; the backward pass adds nll_loss's and
+//   log_softmax's fp32 gradients: 4 + 4 + 4, and 4 more when the fp32 logits are held: 16
+//   (LossBackwardPeakBytes) and 4 held to the step's end (HeldLogitsBytes), or 12 and 0.
 // - kChunked [TTCE]: torchtune's CEWithChunkedOutputLoss with N = num_output_chunks (8 in its
 //   recipes). The model returns N chunks of 16-bit logits (output(chunk) for each chunk of h);
 //   the loss upcasts one chunk at a time and cross_entropy saves the chunk's fp32 log_softmax
-//   output; the recipe deletes the logits after the loss ("free logits otherwise it peaks
-//   backward memory"). At the end of the forward pass the 16-bit logits (2), the saved fp32
-//   outputs of all chunks (4) and the last chunk's fp32 copy (4/N) are alive: 6 + 4/N; the
-//   backward pass of one chunk adds nll_loss's and log_softmax's fp32 gradients (8/N) to the
-//   outputs still saved: 4 + 8/N. The larger of the two; nothing is held after it.
+//   output. At the end of the forward pass the 16-bit logits (2), the saved fp32 outputs of all
+//   chunks (4) and the last chunk's fp32 copy (4/N) are alive: 6 + 4/N; the backward pass of one
+//   chunk adds nll_loss's and log_softmax's fp32 gradients (8/N) to the outputs still saved and,
+//   when held, the 16-bit logits: 4 + 8/N (+ 2). The larger of the two; 2 held when held.
 // - `compiled` [COMPILE][TTCE]: the loss compiled with its upcast (torchtune compiles
 //   compute_cross_entropy, torchtitan its loss function) fuses the upcast, log_softmax and
 //   nll_loss: no fp32 copy or log_softmax output is stored, the loss saves its input (and a
 //   per-token statistic) and its backward writes the input's gradient in one kernel in the
-//   input's dtype. kFp32: the held fp32 logits (4) + their gradient (4) = 8; kChunked: the
-//   16-bit chunks (2) + one chunk's gradient (2/N).
+//   input's dtype. kFp32: the fp32 logits it saved (4) + their gradient (4) = 8; kChunked: the
+//   16-bit chunks (2) + one chunk's gradient (2/N). Held: the logits' 4 or 2 after it.
 enum class LossKind { kFp32, kChunked };
 struct LossBytes {
   double at_backward = 0;  // the most alive from the end of the forward pass to the loss's backward
   double held = 0;         // still alive at the end of the backward pass and at the step
 };
-LossBytes LossBytesPerLogit(LossKind kind, int chunks, bool compiled);
+LossBytes LossBytesPerLogit(LossKind kind, int chunks, bool compiled, bool held);
 
 // [TORCH] torch.optim.Adam/AdamW's default multi-tensor step (_multi_tensor_adamw:
 // exp_avg_sq_sqrt = torch._foreach_sqrt(device_exp_avg_sqs)) allocates one more state's worth

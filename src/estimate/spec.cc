@@ -88,6 +88,7 @@ const std::vector<std::string>& SpecKeys() {
                                                  "optimizer-in-backward",
                                                  "loss",
                                                  "loss-chunks",
+                                                 "logits-held",
                                                  "compile",
                                                  "lora-rank",
                                                  "lora-targets",
@@ -270,6 +271,11 @@ Result<Inputs> InputsFromSpec(const Spec& spec, bool allow_files) {
   if (auto v = get("loss-chunks")) {
     in.loss_chunks = err.Take(Int("loss-chunks", *v, 1, 1024), in.loss_chunks);
     if (in.loss != LossKind::kChunked) return Bad("loss-chunks", *v, "needs loss=chunked");
+  }
+  if (auto v = get("logits-held")) {
+    bool held = false;
+    held = err.Take(Bool("logits-held", *v), held);
+    in.logits_held = held;
   }
   if (auto v = get("compile")) {
     in.compile = err.Take(OneOf<Compile>("compile", *v,

@@ -25,6 +25,8 @@
 //                true | false  [true, false, false]
 //   loss         fp32 (one cross-entropy on fp32 logits) | chunked (torchtune's
 //                CEWithChunkedOutputLoss)  [fp32];  loss-chunks  (with chunked) [8]
+//   logits-held  true | false: the training loop keeps the logits to the step's end
+//                [true with fp32, false with chunked: torchtune's recipes]
 //   compile      none | model | loss | all: what torch.compile covers  [none]
 //   lora-rank [8], lora-targets  qv | all  [qv]
 //   gpu          a GPU model (vgpu estimate --list-gpus); slice-memory  a size ("20GiB"): also

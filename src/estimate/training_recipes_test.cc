@@ -23,17 +23,24 @@ Estimate Train(Spec spec) {
 }
 
 TEST(LossRecipes, BytesPerLogit) {
-  // One fp32 cross-entropy: 16 B per logit at the loss's backward, 4 held to the step's end.
-  EXPECT_EQ(LossBytesPerLogit(LossKind::kFp32, 8, false).at_backward, 16);
-  EXPECT_EQ(LossBytesPerLogit(LossKind::kFp32, 8, false).held, 4);
+  // One fp32 cross-entropy, the logits held by the loop: 16 B per logit at the loss's backward,
+  // 4 held to the step's end; deleted after the loss: 12 and 0.
+  EXPECT_EQ(LossBytesPerLogit(LossKind::kFp32, 8, false, true).at_backward, 16);
+  EXPECT_EQ(LossBytesPerLogit(LossKind::kFp32, 8, false, true).held, 4);
+  EXPECT_EQ(LossBytesPerLogit(LossKind::kFp32, 8, false, false).at_backward, 12);
+  EXPECT_EQ(LossBytesPerLogit(LossKind::kFp32, 8, false, false).held, 0);
   // torchtune's 8 chunks: 2 (16-bit logits) + 4 (saved fp32 outputs) + 4/8 (one chunk's upcast).
-  EXPECT_EQ(LossBytesPerLogit(LossKind::kChunked, 8, false).at_backward, 6.5);
-  EXPECT_EQ(LossBytesPerLogit(LossKind::kChunked, 8, false).held, 0);
+  EXPECT_EQ(LossBytesPerLogit(LossKind::kChunked, 8, false, false).at_backward, 6.5);
+  EXPECT_EQ(LossBytesPerLogit(LossKind::kChunked, 8, false, false).held, 0);
   // One chunk: its backward (4 + 8) outweighs the forward's end (6 + 4).
-  EXPECT_EQ(LossBytesPerLogit(LossKind::kChunked, 1, false).at_backward, 12);
+  EXPECT_EQ(LossBytesPerLogit(LossKind::kChunked, 1, false, false).at_backward, 12);
+  // Held 16-bit chunks add their 2 B to the backward pass: 2 + 4 + 8/8.
+  EXPECT_EQ(LossBytesPerLogit(LossKind::kChunked, 8, false, true).at_backward, 7);
+  EXPECT_EQ(LossBytesPerLogit(LossKind::kChunked, 8, false, true).held, 2);
   // Compiled with the upcast: the input and its gradient only.
-  EXPECT_EQ(LossBytesPerLogit(LossKind::kFp32, 8, true).at_backward, 8);
-  EXPECT_EQ(LossBytesPerLogit(LossKind::kChunked, 8, true).at_backward, 2.25);
+  EXPECT_EQ(LossBytesPerLogit(LossKind::kFp32, 8, true, true).at_backward, 8);
+  EXPECT_EQ(LossBytesPerLogit(LossKind::kFp32, 8, true, false).held, 0);
+  EXPECT_EQ(LossBytesPerLogit(LossKind::kChunked, 8, true, false).at_backward, 2.25);
 }
 
 TEST(LossRecipes, TheChunkedLossRemovesMostOfTheLossFromAnEightBPeak) {
@@ -47,6 +54,11 @@ TEST(LossRecipes, TheChunkedLossRemovesMostOfTheLossFromAnEightBPeak) {
   // Nothing is held after the chunked loss: the end of the backward pass loses the 4 B too.
   EXPECT_DOUBLE_EQ(fp32.moments[1] - chunked.moments[1], logits * 4);
   EXPECT_LT(chunked.allocated_peak, fp32.allocated_peak);
+  // Deleting the fp32 logits after the loss (torchtune's recipes since the chunked loss) saves
+  // 4 B at the start of the backward pass and 4 B after it.
+  const Estimate deleted = Train({{"checkpointing", "full"}, {"logits-held", "false"}});
+  EXPECT_DOUBLE_EQ(fp32.moments[0] - deleted.moments[0], logits * 4);
+  EXPECT_DOUBLE_EQ(fp32.moments[1] - deleted.moments[1], logits * 4);
   // 16 chunks keep less than 8.
   const Estimate sixteen =
       Train({{"checkpointing", "full"}, {"loss", "chunked"}, {"loss-chunks", "16"}});
