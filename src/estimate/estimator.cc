@@ -577,6 +577,8 @@ Estimate Compute(const Inputs& in) {
        m.weights, in_backward ? 0 : m.gradients, m.optimizer + (in_backward ? 0 : step_temp), held},
   };
   e.states = m;
+  // With the step in the backward pass, no more than one tensor's gradient is ever held.
+  if (in_backward) e.states.gradients = end_gradients;
   e.saved_activations = saved;
   for (size_t i = 0; i < 3; ++i) e.moments[i] = moments[i].Sum();
   const Moment* peak = &moments[0];
