@@ -46,23 +46,17 @@ Result<std::unique_ptr<device::NvmlBackend>> Open(const BackendFlags& f) {
   device::NvmlBackendOptions options;
   options.library_path = f.nvml_library;
   options.cuda_library_path = "";
-  if (!f.sim_config.empty() && !f.sim) {
-    return Status::InvalidArgument("--sim-config: needs --sim");
-  }
+  if (Status s = UseSimConfig(f.sim, f.sim_config); !s.ok()) return s;
   if (f.sim) {
     Result<std::string> dir = SimulatedGpuDir("--sim");
     if (!dir) return dir.error();
-    if (!f.sim_config.empty()) {
-      std::error_code ec;
-      if (!fs::is_regular_file(f.sim_config, ec)) {
-        return Status::InvalidArgument("--sim-config: no such file: " + f.sim_config);
-      }
-      setenv("VGPU_SIMGPU_CONFIG", f.sim_config.c_str(), 1);
-    }
     options.library_path = (fs::path(*dir) / "libnvidia-ml.so.1").string();
   }
   auto backend = device::NvmlBackend::Open(options);
-  if (!backend) return backend.error();
+  if (!backend) {
+    const std::string hint = f.nvml_library == "libnvidia-ml.so.1" ? NoDriverHint(f.sim) : "";
+    return Status(backend.error().code(), backend.error().message() + hint);
+  }
   return std::move(*backend);
 }
 
