@@ -25,8 +25,8 @@ CUresult GetProc(const char* symbol, void** pfn, int version, cuuint64_t flags,
   *pfn = LookupDriverProc(symbol, version, per_thread, &lookup);
   static constexpr const char* kResults[] = {"found", "not-found", "version-not-sufficient",
                                              "unsimulated"};
-  LogRequest("proc %s %d %#llx %s", symbol, version, static_cast<unsigned long long>(flags),
-             kResults[static_cast<int>(lookup)]);
+  LogRequest("proc %s %d %#llx %s", symbol[0] != '\0' ? symbol : "\"\"", version,
+             static_cast<unsigned long long>(flags), kResults[static_cast<int>(lookup)]);
   if (lookup == ProcLookup::kUnsimulated) {
     static std::atomic<int> warned{0};
     if (warned.fetch_add(1) < 32) {

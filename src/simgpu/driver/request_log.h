@@ -9,7 +9,7 @@
 // Formats (space-separated fields, documented in docs/simgpu.md):
 //   export-table <uuid> <name|unknown> <served|not-supported>
 //   export-call <table> <slot> <result> <arg>...
-//   proc <name> <version> <flags> <found|unsimulated|not-found|version-not-sufficient>
+//   proc <name|""> <version> <flags> <found|unsimulated|not-found|version-not-sufficient>
 #pragma once
 
 namespace vgpu::simgpu::driver {
