@@ -37,6 +37,8 @@ struct MetricsSources {
   std::string version;
   bool hami_aliases = false;
   bool dcgm_aliases = false;       // dcgm-exporter's names too (metrics_telemetry.h)
+  bool health_events = false;      // the backend reports the driver's events (the last XID)
+  uint64_t monotonic_now_ns = 0;   // CLOCK_MONOTONIC now (regions' times); 0: read the clock
   RegionCache* regions = nullptr;  // optional: keeps the slices' regions mapped between scrapes
   std::vector<faults::TenantStatus> tenants;  // quarantine levels (metrics_faults.h)
 };
