@@ -87,8 +87,18 @@ struct DeviceSample {
   std::optional<double> sm_utilization;                // share of time a kernel ran
   std::optional<double> memory_bandwidth_utilization;  // share of time memory was read/written
   std::optional<double> temperature_celsius;
+  std::optional<double> memory_temperature_celsius;  // device memory (HBM); NVML field 82
   std::optional<double> power_watts;
   std::optional<double> power_limit_watts;
+  std::optional<double> energy_joules_total;  // since the driver was loaded
+  std::optional<double> sm_clock_hz;          // clocks now
+  std::optional<double> memory_clock_hz;
+  std::optional<double> encoder_utilization;  // share of the driver's sampling period
+  std::optional<double> decoder_utilization;
+  // Memory rows remapped after errors (Ampere and later), and whether a remapping failed.
+  std::optional<uint64_t> remapped_rows_corrected_total;
+  std::optional<uint64_t> remapped_rows_uncorrected_total;
+  std::optional<bool> row_remap_failed;
   std::optional<double> pcie_transmit_bytes_per_second;
   std::optional<double> pcie_receive_bytes_per_second;
   std::optional<uint64_t> pcie_replay_errors_total;

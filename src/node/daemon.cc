@@ -575,6 +575,7 @@ std::string Daemon::Metrics() const {
   src.version = options_.version;
   src.hami_aliases = options_.hami_aliases;
   src.dcgm_aliases = options_.dcgm_aliases;
+  src.health_events = backend_->SupportsEvents();
   src.regions = &regions_;
   src.tenants = Tenants();
   return CollectMetrics(src) + RulesMetrics() + AnalysisMetrics();
