@@ -9,8 +9,16 @@
 # and preloading it into a program that is not instrumented (sh, bash) crashes that program, so
 # tsan builds preload nothing more. Normal builds leave all of this empty.
 #
+# The asan preset builds with clang, which compiles the instrumented tree in about half of GCC's
+# time, and leaves out clang's -fsanitize=function: vgpu declares the few CUDA and NVML types it
+# calls through dlsym'd pointers itself (nvml.h is not installed; libvgpu.so does not include
+# cuda.h), ABI-identical to the drivers' but with other C++ names, and that check reports every
+# such call into the simulated GPU, whose C++ definitions carry the toolkit's names.
+#
 #   VGPU_SANITIZER          "address", "thread" or empty
-#   VGPU_SANITIZER_PRELOAD  absolute path of libasan.so.N in an address build, otherwise empty
+#   VGPU_SANITIZER_PRELOAD  absolute path of the address sanitizer's shared runtime (GCC's
+#                           libasan.so.N, clang's libclang_rt.asan-<arch>.so) in an address
+#                           build, otherwise empty
 #   vgpu_test_preloads(<target>...)  for tests that preload libraries into other programs:
 #       tests/sanitizer_env.h on the include path, and VGPU_SANITIZER_PRELOAD="<path>" as a
 #       compile definition where there is one
@@ -22,14 +30,31 @@ elseif(CMAKE_CXX_FLAGS MATCHES "-fsanitize=[a-z,]*thread")
   set(VGPU_SANITIZER thread)
 endif()
 if(VGPU_SANITIZER STREQUAL "address")
-  execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libasan.so
+  # GCC's runtime is libasan.so.N; clang's, with -shared-libasan (the asan preset), is
+  # libclang_rt.asan-<arch>.so, which lives outside the loader's path: programs get its folder
+  # as their run path.
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    set(runtime_name libclang_rt.asan-${CMAKE_SYSTEM_PROCESSOR}.so)
+    if(NOT CMAKE_EXE_LINKER_FLAGS MATCHES "-shared-libasan")
+      message(FATAL_ERROR "address sanitizer build with clang: link with -shared-libasan (as the "
+        "asan preset does), so that every process shares the one runtime tests preload")
+    endif()
+  else()
+    set(runtime_name libasan.so)
+  endif()
+  execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=${runtime_name}
     OUTPUT_VARIABLE runtime OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE rc)
   # The compiler prints the bare name back when it has no such file.
   if(NOT rc EQUAL 0 OR NOT IS_ABSOLUTE "${runtime}" OR NOT EXISTS "${runtime}")
     message(FATAL_ERROR "address sanitizer build: ${CMAKE_CXX_COMPILER} "
-      "-print-file-name=libasan.so gave \"${runtime}\", not a file (is libasan installed?)")
+      "-print-file-name=${runtime_name} gave \"${runtime}\", not a file (is the compiler's "
+      "sanitizer runtime installed? scripts/bootstrap installs it)")
   endif()
   file(REAL_PATH "${runtime}" VGPU_SANITIZER_PRELOAD)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    get_filename_component(runtime_dir "${VGPU_SANITIZER_PRELOAD}" DIRECTORY)
+    add_link_options("LINKER:-rpath,${runtime_dir}")
+  endif()
 endif()
 if(VGPU_SANITIZER)
   message(STATUS "${VGPU_SANITIZER} sanitizer build; tests preload \"${VGPU_SANITIZER_PRELOAD}\"")
