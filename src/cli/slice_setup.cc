@@ -294,7 +294,8 @@ std::vector<std::string> SliceDir::ChildEnvironment(const std::string& libvgpu,
     if (entry.empty()) continue;
     std::string base = fs::path(entry).filename().string();
     bool sanitizer = base.rfind("libasan", 0) == 0 || base.rfind("libtsan", 0) == 0 ||
-                     base.rfind("libubsan", 0) == 0 || base.rfind("libhwasan", 0) == 0;
+                     base.rfind("libubsan", 0) == 0 || base.rfind("libhwasan", 0) == 0 ||
+                     base.rfind("libclang_rt.", 0) == 0;
     (sanitizer ? first : rest) += entry + " ";
   }
   std::vector<std::pair<std::string, std::string>> set = {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "run_command.h"
+#include "sanitizer_env.h"
 
 namespace vgpu {
 namespace {
@@ -83,8 +84,10 @@ class CliRun : public ::testing::Test {
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
+  // `vgpu run` preloads libvgpu.so into its command: in an asan build the runtime goes first.
   testing::CommandResult Vgpu(const std::string& args) {
-    return RunCommand("VGPU_STATE_DIR=" + dir_ + "/state " + kVgpu + " " + args);
+    return RunCommand(testing::SanitizerCommandPrefix() + "VGPU_STATE_DIR=" + dir_ + "/state " +
+                      kVgpu + " " + args);
   }
   void ExpectBadInput(const std::string& args, const std::string& message) {
     auto r = Vgpu(args);

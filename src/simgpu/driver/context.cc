@@ -393,7 +393,7 @@ SIMGPU_API CUresult cuCtxGetLimit(size_t* pvalue, CUlimit limit) {
     Context* c = nullptr;
     if (CUresult rc = CurrentContext(&c); rc != CUDA_SUCCESS) return rc;
     if (pvalue == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    if (limit < 0 || limit >= 16) return CUDA_ERROR_UNSUPPORTED_LIMIT;
+    if (limit < 0 || limit > CU_LIMIT_PERSISTING_L2_CACHE_SIZE) return CUDA_ERROR_UNSUPPORTED_LIMIT;
     *pvalue = c->limits[limit];
     return CUDA_SUCCESS;
   });
