@@ -66,11 +66,6 @@ Result<std::unique_ptr<device::NvmlBackend>> Open(const BackendFlags& f) {
   return std::move(*backend);
 }
 
-std::string ModelKey(const device::DeviceInfo& d) {
-  const mig::ModelTable* t = mig::FindModel(d.name);
-  return t == nullptr ? "" : std::string(t->key);
-}
-
 std::string InstanceLine(const device::MigInstance& m) {
   char buf[256];
   std::snprintf(buf, sizeof(buf), "  %-11s @%d  GI %-2d  %s  %llu MiB  %d SMs", m.profile.c_str(),
@@ -117,9 +112,13 @@ int RunMigApply(int argc, char** argv) {
   if (!backend) return ReportStatus("mig apply", backend.error());
   auto gpus = (*backend)->Discover();
   if (!gpus) return ReportStatus("mig apply", gpus.error());
+  std::vector<int> present;
+  for (const device::DeviceInfo& d : *gpus) present.push_back(d.index);
+  Status devices = node::CheckGpuModeDevices(*config, present);
+  if (!devices.ok()) return ReportStatus("mig apply", devices.WithContext("--config"));
   int left = 0;
   for (const device::DeviceInfo& d : *gpus) {
-    const node::GpuModeEntry* e = node::EntryFor(*config, d.index, ModelKey(d));
+    const node::GpuModeEntry* e = node::EntryFor(*config, d.index, node::MigModelKey(d));
     node::GpuMode mode = e == nullptr ? node::GpuMode::kShared : e->mode;
     auto sample = (*backend)->Sample(d.index);
     bool idle = sample && sample->processes.empty();

@@ -37,6 +37,7 @@ struct DeviceInfo {
   std::string uuid;        // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
   std::string name;        // product name, e.g. "NVIDIA H100 80GB HBM3"
   std::string pci_bus_id;  // "0000:18:00.0" (domain:bus:device.function, lower case)
+  uint32_t pci_device_id = 0;  // nvmlPciInfo_t.pciDeviceId (0x233510DE); 0 when not told
   uint64_t memory_total_bytes = 0;
   int sm_count = 0;    // streaming multiprocessors; 0 when unknown
   int numa_node = -1;  // -1 when the platform does not say
@@ -145,6 +146,8 @@ struct MigProfileInfo {
   uint64_t memory_bytes = 0;
   int max_count = 0;        // instanceCount
   std::vector<int> starts;  // legal placement starts
+  // copyEngineCount, decoderCount, encoderCount, jpegCount, ofaCount (0 when not reported).
+  int copy_engines = 0, decoders = 0, encoders = 0, jpegs = 0, ofas = 0;
 };
 
 // One GPU instance with (normally) one compute instance over all its slices: a MIG device.

@@ -32,13 +32,15 @@ std::vector<MigDeviceSpec> DynamicMigDevices(const std::vector<device::MigProfil
   return out;
 }
 
-std::vector<device::MigProfileInfo> TableMigProfiles(const std::string& nvml_name) {
+std::vector<device::MigProfileInfo> TableMigProfiles(const device::DeviceInfo& gpu) {
   std::vector<device::MigProfileInfo> out;
-  const mig::ModelTable* table = mig::FindModel(nvml_name);
+  const mig::ModelTable* table = node::MigModelOf(gpu).table;  // exact model, or no offers
   if (table == nullptr) return out;
   for (const mig::Profile& p : table->profiles) {
     out.push_back({p.profile_id, std::string(p.name), p.memory_slices, p.compute_slices, p.sm_count,
-                   static_cast<uint64_t>(p.memory_mib) << 20, p.max_count, p.Starts()});
+                   static_cast<uint64_t>(p.memory_mib) << 20, p.max_count, p.Starts(),
+                   p.engines.copy, p.engines.decoder, p.engines.encoder, p.engines.jpeg,
+                   p.engines.ofa});
   }
   return out;
 }
@@ -60,7 +62,7 @@ std::vector<GpuOffer> SetUpGpuOffers(device::DeviceBackend* backend,
       // of the model stands in until MIG is on again.
       auto profiles = backend->MigProfiles(index);
       std::vector<device::MigProfileInfo> known =
-          profiles && !profiles->empty() ? *profiles : TableMigProfiles(gpus[i].name);
+          profiles && !profiles->empty() ? *profiles : TableMigProfiles(gpus[i]);
       if (!known.empty()) {
         offer.mode = node::GpuMode::kMigDynamic;
         offer.mig = DynamicMigDevices(known);
