@@ -22,6 +22,7 @@
 #include "cli/mig_commands.h"
 #include "device/nvml_backend.h"
 #include "mig/profiles.h"
+#include "node/gpu_mode_setup.h"
 #include "node/gpu_modes.h"
 #include "node/mig_static.h"
 

@@ -147,7 +147,8 @@ std::string SliceMap(const mig::Layout& layout) {
       continue;
     }
     uint8_t free = 0;
-    while (s < layout.table->memory_slices && !((used >> s) & 1)) free |= static_cast<uint8_t>(1u << s++);
+    while (s < layout.table->memory_slices && !((used >> s) & 1))
+      free |= static_cast<uint8_t>(1u << s++);
     if (free) out += (out.empty() ? "" : ", ") + mig::SliceText(free) + " free";
   }
   return out;

@@ -33,10 +33,10 @@ namespace vgpu::device {
 
 // Static facts about one GPU.
 struct DeviceInfo {
-  int index = 0;           // NVML index
-  std::string uuid;        // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
-  std::string name;        // product name, e.g. "NVIDIA H100 80GB HBM3"
-  std::string pci_bus_id;  // "0000:18:00.0" (domain:bus:device.function, lower case)
+  int index = 0;               // NVML index
+  std::string uuid;            // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+  std::string name;            // product name, e.g. "NVIDIA H100 80GB HBM3"
+  std::string pci_bus_id;      // "0000:18:00.0" (domain:bus:device.function, lower case)
   uint32_t pci_device_id = 0;  // nvmlPciInfo_t.pciDeviceId (0x233510DE); 0 when not told
   uint64_t memory_total_bytes = 0;
   int sm_count = 0;    // streaming multiprocessors; 0 when unknown

@@ -12,9 +12,10 @@
 //   FitOptions) and are in `usable` (the constraint filter's GPUs); `fallback` (the policy's
 //   choice) for a single GPU, or when the topology does not match the node or fewer GPUs fit.
 //   A request with require_nvlink gets an NVLink-connected set (ChooseOptions::require_nvlink),
-//   or no GPUs (0) when none is free; its fallback is kept only when it is NVLink-connected. `order` (when given) receives the rank order: rank i on
-//   GPU (*order)[i], for patterns whose order matters (topo::CommPattern::OrderMatters); it is
-//   left empty otherwise (the GPUs then go to the container in index order).
+//   or no GPUs (0) when none is free; its fallback is kept only when it is NVLink-connected.
+//   `order` (when given) receives the rank order: rank i on GPU (*order)[i], for patterns whose
+//   order matters (topo::CommPattern::OrderMatters); it is left empty otherwise (the GPUs then go
+//   to the container in index order).
 // - BestSetBandwidth: the ring bandwidth of that set (0 when there is none).
 // - RankByTopology: for multi-GPU requests, feasible nodes are ranked first by the best set's
 //   bandwidth (levels within 1% count as equal), then by the policy's raw score: each lower level

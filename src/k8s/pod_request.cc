@@ -248,14 +248,13 @@ Result<PodGpuRequest> ParsePodGpuRequest(const Json& pod, const RequestOptions& 
     out.comm_pattern = pattern;
   }
   // vgpu.io/topology (docs/topology.md, "Requiring NVLink").
-  auto nvlink = topo::ParseTopologyAnnotation(
-      AnnotationOf(pod, std::string(topo::kTopologyAnnotation)));
+  auto nvlink =
+      topo::ParseTopologyAnnotation(AnnotationOf(pod, std::string(topo::kTopologyAnnotation)));
   if (!nvlink) return nvlink.error();
   if (*nvlink && app_gpus < 2) {
-    return Status::InvalidArgument(std::string(topo::kTopologyAnnotation) + ": " +
-                                   std::string(topo::kRequireNvlink) +
-                                   " needs 2 or more GPUs, the pod asks for " +
-                                   std::to_string(app_gpus));
+    return Status::InvalidArgument(
+        std::string(topo::kTopologyAnnotation) + ": " + std::string(topo::kRequireNvlink) +
+        " needs 2 or more GPUs, the pod asks for " + std::to_string(app_gpus));
   }
   out.require_nvlink = *nvlink;
   return out;

@@ -83,12 +83,6 @@ int CountOf(const Layout& layout, int profile) {
                                         [&](const Instance& i) { return i.profile == profile; }));
 }
 
-uint8_t FreeSlices(const Layout& layout) {
-  if (layout.table == nullptr) return 0;
-  const uint8_t all = static_cast<uint8_t>((1u << layout.table->memory_slices) - 1u);
-  return static_cast<uint8_t>(all & ~UsedSlices(layout));
-}
-
 AddCheck CheckAdd(const Layout& layout, Instance inst) {
   const Profile* p = ProfileOf(layout, inst.profile);
   if (p == nullptr) return {Refusal::kUnknownProfile, 0};

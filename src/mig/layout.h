@@ -77,8 +77,6 @@ std::string SliceText(uint8_t mask);
 uint8_t UsedSlices(const Layout& layout);
 int UsedComputeSlices(const Layout& layout);
 int CountOf(const Layout& layout, int profile);
-// The layout's free memory slices as a bit mask (0..table memory_slices - 1).
-uint8_t FreeSlices(const Layout& layout);
 
 Status Validate(const Layout& layout);
 AddCheck CheckAdd(const Layout& layout, Instance inst);

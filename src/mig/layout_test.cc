@@ -234,8 +234,7 @@ TEST(MigLayout, EnginesOfTheWholeGpuBoundALayout) {
   Layout l = *ParseLayout(a30, "1g.6gb+me@0");
   const Instance two_me{a30.IndexOf("2g.12gb+me"), 2};
   EXPECT_EQ(CheckAdd(l, two_me).refusal, Refusal::kEngines);
-  EXPECT_NE(Add(&l, two_me).message().find("1 JPEG and 1 OFA engine(s) in all"),
-            std::string::npos);
+  EXPECT_NE(Add(&l, two_me).message().find("1 JPEG and 1 OFA engine(s) in all"), std::string::npos);
   EXPECT_TRUE(CheckAdd(l, {a30.IndexOf("2g.12gb"), 2}).ok());
   EXPECT_EQ(ParseLayout(a30, "1g.6gb@4").error().message(),
             "1g.6gb@4: 1g.6gb cannot start at memory slice 4 (legal starts: 0-3)");

@@ -54,9 +54,10 @@ std::string Describe(const GpuIdentity& g) {
 // model key means otherwise).
 const UntabledModel* FindUntabled(std::string_view name, uint32_t pci, bool full_names) {
   for (const UntabledModel& u : UntabledModels()) {
-    const bool named = full_names ? std::any_of(u.names.begin(), u.names.end(),
-                                                [&](std::string_view n) { return EqualFold(n, name); })
-                                  : HasName(u.names, name);
+    const bool named = full_names
+                           ? std::any_of(u.names.begin(), u.names.end(),
+                                         [&](std::string_view n) { return EqualFold(n, name); })
+                           : HasName(u.names, name);
     if (named || (pci != 0 && HasId(u.pci_device_ids, pci)) || EqualFold(u.display, name)) {
       return &u;
     }
@@ -169,8 +170,8 @@ Result<const ModelTable*> LookupModel(std::string_view key_or_name) {
   if (const UntabledModel* u = FindUntabled(key_or_name, 0, true)) {
     return Status::NotFound("'" + std::string(key_or_name) + "': " + NoTable(*u));
   }
-  return Status::NotFound("unknown model '" + std::string(key_or_name) + "' (known: " +
-                          ModelKeys() + ", or one of their exact NVML names)");
+  return Status::NotFound("unknown model '" + std::string(key_or_name) +
+                          "' (known: " + ModelKeys() + ", or one of their exact NVML names)");
 }
 
 OwnedTable::OwnedTable(std::vector<ReportedProfile> reported) {

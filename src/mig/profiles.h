@@ -74,9 +74,9 @@ struct Profile {
 };
 
 struct ModelTable {
-  std::string_view key;      // "H200", "H100-80GB", "H100-PCIe", "A30", ...
-  std::string_view display;  // "NVIDIA H200 141GB (SXM5)"
-  std::span<const std::string_view> nvml_names;       // exact names NVML reports for it
+  std::string_view key;                          // "H200", "H100-80GB", "H100-PCIe", "A30", ...
+  std::string_view display;                      // "NVIDIA H200 141GB (SXM5)"
+  std::span<const std::string_view> nvml_names;  // exact names NVML reports for it
   std::span<const std::string_view> simulated_names;  // the simulated GPU's names of it
   std::span<const uint32_t> pci_device_ids;           // nvmlPciInfo_t.pciDeviceId, 0x233510DE
   int sm_count = 0;                                   // SMs of the whole GPU
@@ -117,8 +117,8 @@ std::span<const UntabledModel> UntabledModels();
 
 // What identifies a GPU's model.
 struct GpuIdentity {
-  std::string_view name;      // nvmlDeviceGetName (or the simulated GPU's name)
-  int64_t memory_mib = 0;     // total memory (nvmlDeviceGetMemoryInfo), MiB; 0 = unknown
+  std::string_view name;       // nvmlDeviceGetName (or the simulated GPU's name)
+  int64_t memory_mib = 0;      // total memory (nvmlDeviceGetMemoryInfo), MiB; 0 = unknown
   uint32_t pci_device_id = 0;  // nvmlPciInfo_t.pciDeviceId; 0 = unknown
 };
 

@@ -17,11 +17,11 @@ namespace vgpu::mig {
 namespace {
 
 // Legal starts (bit s = start s).
-constexpr uint8_t kStarts1 = 0x7F;    // {0,1,2,3,4,5,6}:1
-constexpr uint8_t kStarts2x1 = 0x55;  // {0,2,4,6}:2 (1g with double memory)
-constexpr uint8_t kStarts2 = 0x15;    // {0,2,4}:2
-constexpr uint8_t kStarts3 = 0x11;    // {0,4}:4
-constexpr uint8_t kStarts0 = 0x01;    // {0}:4 and {0}:8
+constexpr uint8_t kStarts1 = 0x7F;     // {0,1,2,3,4,5,6}:1
+constexpr uint8_t kStarts2x1 = 0x55;   // {0,2,4,6}:2 (1g with double memory)
+constexpr uint8_t kStarts2 = 0x15;     // {0,2,4}:2
+constexpr uint8_t kStarts3 = 0x11;     // {0,4}:4
+constexpr uint8_t kStarts0 = 0x01;     // {0}:4 and {0}:8
 constexpr uint8_t kA30Starts1 = 0x0F;  // {0,1,2,3}:1
 constexpr uint8_t kA30Starts2 = 0x05;  // {0,2}:2
 
@@ -165,20 +165,64 @@ constexpr std::string_view kSrcLgip = "nvidia-smi mig -lgip output (docs/mig.md,
 // slices, most instances, profiles, placements confirmed, source.
 const std::array<ModelTable, 8> kModels = {{
     {"A30", "NVIDIA A30 24GB", kA30Names, {}, kA30Pci, 56, 24576, 4, 4, 4, kA30, true, kSrcLgip},
-    {"A100-40GB", "NVIDIA A100 40GB (SXM4, PCIe)", kA100_40Names, {}, kA100_40Pci, 108,
-     40536, 8, 7, 7, kA100_40, true, kSrcLgip},
+    {"A100-40GB",
+     "NVIDIA A100 40GB (SXM4, PCIe)",
+     kA100_40Names,
+     {},
+     kA100_40Pci,
+     108,
+     40536,
+     8,
+     7,
+     7,
+     kA100_40,
+     true,
+     kSrcLgip},
     {"A100-80GB", "NVIDIA A100 80GB (SXM4, PCIe)", kA100_80Names, kA100_80Sim, kA100_80Pci, 108,
      81920, 8, 7, 7, kA100_80, false, kSrcLgip},
     {"H100-80GB", "NVIDIA H100 80GB HBM3 (SXM5)", kH100_80Names, kH100_80Sim, kH100_80Pci, 132,
      81559, 8, 7, 7, kH100_80, true, kSrcLgip},
-    {"H100-PCIe", "NVIDIA H100 PCIe 80GB", kH100_PCIeNames, {}, kH100_PCIePci, 114, 81559, 8, 7,
-     7, kH100_PCIe, false, kSrcLgip},
-    {"H100-NVL", "NVIDIA H100 NVL 94GB", kH100_NVLNames, {}, kH100_NVLPci, 132, 95830, 8, 7, 7,
-     kH100_NVL, true, kSrcLgip},
+    {"H100-PCIe",
+     "NVIDIA H100 PCIe 80GB",
+     kH100_PCIeNames,
+     {},
+     kH100_PCIePci,
+     114,
+     81559,
+     8,
+     7,
+     7,
+     kH100_PCIe,
+     false,
+     kSrcLgip},
+    {"H100-NVL",
+     "NVIDIA H100 NVL 94GB",
+     kH100_NVLNames,
+     {},
+     kH100_NVLPci,
+     132,
+     95830,
+     8,
+     7,
+     7,
+     kH100_NVL,
+     true,
+     kSrcLgip},
     {"H200", "NVIDIA H200 141GB (SXM5)", kH200Names, kH200Sim, kH200Pci, 132, 143771, 8, 7, 7,
      kH200, false, kSrcLgip},
-    {"GH200-96GB", "NVIDIA GH200 480GB (96GB HBM3)", kGH200_96Names, {}, kGH200_96Pci, 132, 97871,
-     8, 7, 7, kGH200_96, false, kSrcLgip},
+    {"GH200-96GB",
+     "NVIDIA GH200 480GB (96GB HBM3)",
+     kGH200_96Names,
+     {},
+     kGH200_96Pci,
+     132,
+     97871,
+     8,
+     7,
+     7,
+     kGH200_96,
+     false,
+     kSrcLgip},
 }};
 
 // MIG-capable per the MIG user guide's "Supported GPUs", without a complete documented -lgip.
@@ -198,7 +242,9 @@ constexpr std::string_view kRtxProNames[] = {"NVIDIA RTX PRO 6000 Blackwell Serv
 constexpr uint32_t kRtxProPci[] = {0x2BB510DE};
 
 const std::array<UntabledModel, 9> kUntabled = {{
-    {"NVIDIA H200 NVL", kH200NvlNames, {},
+    {"NVIDIA H200 NVL",
+     kH200NvlNames,
+     {},
      "no published nvidia-smi mig -lgip output of an H200 NVL gives its profile sizes"},
     {"NVIDIA GH200 144G HBM3e", kGH200_144Names, kGH200_144Pci,
      "its published -lgip output (NVIDIA/mig-parted#139) shows the 1g and 2g sizes only; the 3g, "
@@ -211,7 +257,9 @@ const std::array<UntabledModel, 9> kUntabled = {{
      "sizes only, with different profile names per board"},
     {"NVIDIA B300", {}, kB300Pci, "no published -lgip output gives its profile sizes"},
     {"NVIDIA GB300", {}, kGB300Pci, "no published -lgip output gives its profile sizes"},
-    {"NVIDIA H100 SXM5 94GB", kH100Sxm94Names, {},
+    {"NVIDIA H100 SXM5 94GB",
+     kH100Sxm94Names,
+     {},
      "no published -lgip output of the 94GB SXM5 card gives its profile sizes (its NVML name, "
      "\"NVIDIA H100\", is not the 80GB card's)"},
     {"NVIDIA H20", kH20Names, kH20Pci, "no published -lgip output gives its profile sizes"},

@@ -80,15 +80,15 @@ TEST(MigProfiles, SizesAreTheSmallestPublishedNvidiaSmiFigures) {
     int sms;
   };
   const Row rows[] = {
-      {"A30", "1g.6gb", 5952, 14},         {"A30", "2g.12gb+me", 11968, 28},
-      {"A30", "4g.24gb", 24000, 56},       {"A100-40GB", "1g.5gb", 4864, 14},
-      {"A100-40GB", "2g.10gb", 9856, 28},  {"A100-40GB", "7g.40gb", 40192, 98},
-      {"A100-80GB", "1g.10gb", 9728, 14},  {"A100-80GB", "7g.80gb", 80640, 98},
-      {"H100-80GB", "3g.40gb", 40448, 60}, {"H100-80GB", "7g.80gb", 81152, 132},
-      {"H100-PCIe", "1g.20gb", 20096, 14}, {"H100-PCIe", "7g.80gb", 81152, 114},
-      {"H100-NVL", "1g.12gb", 10880, 16},  {"H100-NVL", "3g.47gb", 47232, 60},
-      {"H100-NVL", "7g.94gb", 94848, 132}, {"H200", "1g.18gb", 16384, 16},
-      {"H200", "2g.35gb", 33024, 32},      {"H200", "7g.141gb", 143104, 132},
+      {"A30", "1g.6gb", 5952, 14},          {"A30", "2g.12gb+me", 11968, 28},
+      {"A30", "4g.24gb", 24000, 56},        {"A100-40GB", "1g.5gb", 4864, 14},
+      {"A100-40GB", "2g.10gb", 9856, 28},   {"A100-40GB", "7g.40gb", 40192, 98},
+      {"A100-80GB", "1g.10gb", 9728, 14},   {"A100-80GB", "7g.80gb", 80640, 98},
+      {"H100-80GB", "3g.40gb", 40448, 60},  {"H100-80GB", "7g.80gb", 81152, 132},
+      {"H100-PCIe", "1g.20gb", 20096, 14},  {"H100-PCIe", "7g.80gb", 81152, 114},
+      {"H100-NVL", "1g.12gb", 10880, 16},   {"H100-NVL", "3g.47gb", 47232, 60},
+      {"H100-NVL", "7g.94gb", 94848, 132},  {"H200", "1g.18gb", 16384, 16},
+      {"H200", "2g.35gb", 33024, 32},       {"H200", "7g.141gb", 143104, 132},
       {"GH200-96GB", "1g.12gb", 11264, 16}, {"GH200-96GB", "7g.96gb", 95232, 132},
   };
   for (const Row& r : rows) {
@@ -140,9 +140,9 @@ TEST(MigProfiles, IdentificationIsExact) {
   EXPECT_EQ(key("vgpu simulated H200 (140 GiB)", 143771, 0x233510DE), "H200");
   EXPECT_EQ(key("vgpu simulated H100 (80 GiB)", 81920, 0x233010DE), "H100-80GB");
   // Never a neighbour's table.
-  EXPECT_EQ(key("NVIDIA H100", 95830), "none");           // the SXM5 94GB card
-  EXPECT_EQ(key("NVIDIA H200", 81559), "none");           // another memory: another model
-  EXPECT_EQ(key("NVIDIA H200", 0), "none");               // memory unknown
+  EXPECT_EQ(key("NVIDIA H100", 95830), "none");               // the SXM5 94GB card
+  EXPECT_EQ(key("NVIDIA H200", 81559), "none");               // another memory: another model
+  EXPECT_EQ(key("NVIDIA H200", 0), "none");                   // memory unknown
   EXPECT_EQ(key("NVIDIA H200", 143771, 0x233B10DE), "none");  // another PCI device
   EXPECT_EQ(key("NVIDIA H200 NVL", 143771), "none");
   EXPECT_EQ(key("H200-SXM5", 143771), "none");

@@ -594,22 +594,25 @@ Status Daemon::CheckInjectedInstance(const device::DeviceInfo& gpu, uint32_t gi,
   }
   const GpuMode mode = state_->Mode(gpu.index);
   if (mode != GpuMode::kMig && mode != GpuMode::kMigDynamic) {
-    return Status::InvalidArgument("gi=" + std::to_string(gi) + "&ci=" + std::to_string(ci) +
-                                   ": " + where + " is in mode " +
-                                   std::string(GpuModeName(mode)) + ", it has no MIG instances");
+    return Status::InvalidArgument("gi=" + std::to_string(gi) + "&ci=" + std::to_string(ci) + ": " +
+                                   where + " is in mode " + std::string(GpuModeName(mode)) +
+                                   ", it has no MIG instances");
   }
+  // The driver's instances now (the daemon's view may lag one just created).
+  Result<std::vector<device::MigInstance>> instances = backend_->MigInstances(gpu.index);
+  if (!instances) return instances.error().WithContext(where);
   std::string have;
-  for (const device::MigInstance& m : state_->MigInstances(gpu.index)) {
+  for (const device::MigInstance& m : *instances) {
     if (m.ci_id < 0) continue;
     if (static_cast<uint32_t>(m.gi_id) == gi && static_cast<uint32_t>(m.ci_id) == ci) {
       return Status::Ok();
     }
-    have += (have.empty() ? "" : ", ") + ("gi" + std::to_string(m.gi_id) + "/ci" +
-                                          std::to_string(m.ci_id));
+    have += (have.empty() ? "" : ", ") +
+            ("gi" + std::to_string(m.gi_id) + "/ci" + std::to_string(m.ci_id));
   }
-  return Status::InvalidArgument("gi=" + std::to_string(gi) + "&ci=" + std::to_string(ci) + ": " +
-                                 where + " has no such MIG instance (it has: " +
-                                 (have.empty() ? "none" : have) + ")");
+  return Status::InvalidArgument(
+      "gi=" + std::to_string(gi) + "&ci=" + std::to_string(ci) + ": " + where +
+      " has no such MIG instance (it has: " + (have.empty() ? "none" : have) + ")");
 }
 
 Status Daemon::Inject(const MetricsServer::InjectRequest& r) {

@@ -60,9 +60,10 @@ std::vector<GpuModeOutcome> SetUpGpuModes(device::DeviceBackend* backend, NodeSt
       }
       case GpuMode::kMigDynamic:
         if (model.table == nullptr) {
-          VGPU_LOG_WARN("GPU %d (%s): mig-dynamic: %s (the scheduler extender offers MIG only on "
-                        "models with a table)",
-                        d.index, d.uuid.c_str(), model.why.c_str());
+          VGPU_LOG_WARN(
+              "GPU %d (%s): mig-dynamic: %s (the scheduler extender offers MIG only on "
+              "models with a table)",
+              d.index, d.uuid.c_str(), model.why.c_str());
         }
         if (!mig_on) {
           s = idle ? backend->SetMigMode(d.index, true)

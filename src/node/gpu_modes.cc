@@ -62,11 +62,11 @@ Result<GpuModeEntry> ParseEntry(const YAML::Node& e, const std::string& file, in
     const mig::ModelTable* table = mig::ModelByKey(entry.model);
     if (table == nullptr) {
       Result<const mig::ModelTable*> named = mig::LookupModel(entry.model);
-      return Bad(file, model,
-                 where + ".model: \"" + entry.model + "\" is not a MIG table key (" +
-                     (named ? "use its key " + std::string((*named)->key)
-                            : "known: " + mig::ModelKeys()) +
-                     ")");
+      return Bad(
+          file, model,
+          where + ".model: \"" + entry.model + "\" is not a MIG table key (" +
+              (named ? "use its key " + std::string((*named)->key) : "known: " + mig::ModelKeys()) +
+              ")");
     }
     entry.model = std::string(table->key);
   }

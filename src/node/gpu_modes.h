@@ -37,9 +37,9 @@ using GpuMode = k8s::GpuMode;
 using k8s::GpuModeName;
 
 struct GpuModeEntry {
-  std::vector<int> devices;               // empty: all
+  std::vector<int> devices;                // empty: all
   std::vector<std::string> devices_where;  // per device: "FILE:LINE:COLUMN" of its index
-  std::string model;         // empty: any
+  std::string model;                       // empty: any
   GpuMode mode = GpuMode::kShared;
   std::vector<std::pair<std::string, int>> mig_devices;  // profile name, count (in file order)
 };

@@ -51,8 +51,14 @@ Result<std::vector<MigPlacement>> PlanStaticLayout(
     const std::vector<std::pair<std::string, int>>& counts) {
   std::vector<mig::ReportedProfile> reported;
   for (const device::MigProfileInfo& p : profiles) {
-    reported.push_back({p.profile_id, p.name, p.memory_slices, p.compute_slices, p.sm_count,
-                        static_cast<int64_t>(p.memory_bytes >> 20), p.max_count, p.starts,
+    reported.push_back({p.profile_id,
+                        p.name,
+                        p.memory_slices,
+                        p.compute_slices,
+                        p.sm_count,
+                        static_cast<int64_t>(p.memory_bytes >> 20),
+                        p.max_count,
+                        p.starts,
                         {p.copy_engines, p.decoders, p.encoders, p.jpegs, p.ofas}});
   }
   const mig::OwnedTable owned(std::move(reported));

@@ -13,8 +13,8 @@ constexpr uint32_t kCiSlices[] = {1, 2, 3, 4, 7};  // CI profile ids 0..4
 // The simulated device identifies itself as a real one does: its name, total memory and PCI
 // device id (mig::IdentifyModel), so only the presets' own memory sizes have MIG.
 const mig::ModelTable* MigTableFor(const DeviceSpec& spec) {
-  return mig::IdentifyModel({spec.name, static_cast<int64_t>(spec.memory_bytes >> 20),
-                             spec.pci_device_id})
+  return mig::IdentifyModel(
+             {spec.name, static_cast<int64_t>(spec.memory_bytes >> 20), spec.pci_device_id})
       .table;
 }
 

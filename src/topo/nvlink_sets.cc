@@ -49,9 +49,9 @@ bool ExtendCycle(std::span<const GpuMask> adj, GpuMask allowed, int start, int l
 Result<bool> ParseTopologyAnnotation(std::string_view value) {
   if (value.empty()) return false;
   if (value == kRequireNvlink) return true;
-  return Status::InvalidArgument(std::string(kTopologyAnnotation) + ": \"" + std::string(value) +
-                                 "\" is not a topology requirement (known: " +
-                                 std::string(kRequireNvlink) + ")");
+  return Status::InvalidArgument(
+      std::string(kTopologyAnnotation) + ": \"" + std::string(value) +
+      "\" is not a topology requirement (known: " + std::string(kRequireNvlink) + ")");
 }
 
 std::vector<GpuMask> NvlinkAdjacency(const Topology& t) {
