@@ -75,7 +75,8 @@ TEST(MigPlacement, OnlyTheExactModelsTableMakesOffers) {
   auto nvl = ChooseMig(one("NVIDIA H100 NVL", 95830), {}, {"", 11000, std::nullopt});
   ASSERT_TRUE(nvl.has_value());
   EXPECT_EQ(nvl->mig.profile, "1g.24gb");  // its 1g.12gb has 10880 MiB, not the nominal 11776
-  auto pcie = ChooseMig(one("NVIDIA H100 PCIe", 81559), {}, {"3g.40gb", std::nullopt, std::nullopt});
+  auto pcie =
+      ChooseMig(one("NVIDIA H100 PCIe", 81559), {}, {"3g.40gb", std::nullopt, std::nullopt});
   ASSERT_TRUE(pcie.has_value()) << pcie.error().ToString();
   for (const auto& [model, mib] : {std::pair<std::string, int64_t>{"NVIDIA H100", 95830},
                                    {"NVIDIA GH200 144G HBM3e", 146944},

@@ -248,9 +248,9 @@ TEST(PlacementTopology, RequireNvlinkRefusesNodesWithoutAConnectedSet) {
   auto made = PlacementState::Create(StateOptions{});
   ASSERT_TRUE(made.has_value()) << made.error().ToString();
   PlacementState& s = **made;
-  s.UpsertNode("pcie", OfPreset("pcie", "pcie8-switch"));        // no NVLink at all
+  s.UpsertNode("pcie", OfPreset("pcie", "pcie8-switch"));          // no NVLink at all
   s.UpsertNode("bridged", OfPreset("bridged", "pcie4-nvbridge"));  // NVLink pairs 0-1, 2-3
-  s.UpsertNode("dgx1", OfPreset("dgx1", "dgx1-volta"));          // a ring of all 8
+  s.UpsertNode("dgx1", OfPreset("dgx1", "dgx1-volta"));            // a ring of all 8
   const std::vector<std::string> nodes = {"pcie", "bridged", "dgx1"};
 
   FilterResult pair = s.Filter(NvlinkGpus(2), nodes);

@@ -21,6 +21,14 @@ using testing::TestAllocator;
 using testing::TestRequest;
 using testing::ValidateResourceSlices;
 
+// A GPU as NVML names it, with its total memory.
+device::DeviceInfo Named(const std::string& name, uint64_t memory_mib) {
+  device::DeviceInfo d;
+  d.name = name;
+  d.memory_total_bytes = memory_mib << 20;
+  return d;
+}
+
 std::vector<SliceGpu> Gpus(int n, const std::string& model = "NVIDIA H100 80GB HBM3") {
   std::vector<SliceGpu> out;
   for (int i = 0; i < n; ++i) {
@@ -116,7 +124,8 @@ TEST(GpuOffers, StaticAndDynamicMigDevices) {
   EXPECT_EQ(fixed[1].memory_slices, 4);
   EXPECT_EQ(fixed[1].profile_id, 9);
   // H200: 7 + 7 + 4 + 3 + 2 + 1 + 1 placements.
-  const std::vector<MigDeviceSpec> all = DynamicMigDevices(TableMigProfiles({.name = "NVIDIA H200", .memory_total_bytes = 143771ULL << 20}));
+  const std::vector<MigDeviceSpec> all =
+      DynamicMigDevices(TableMigProfiles(Named("NVIDIA H200", 143771)));
   ASSERT_EQ(all.size(), 25u);
   std::map<std::string, int> per_profile;
   for (const MigDeviceSpec& m : all) ++per_profile[m.profile];
@@ -128,15 +137,10 @@ TEST(GpuOffers, StaticAndDynamicMigDevices) {
                                                      {"4g.71gb", 1},
                                                      {"7g.141gb", 1}}));
   EXPECT_EQ(MigDeviceName(0, all.back()), "gpu-0-mig-7g-141gb-0");
-  EXPECT_TRUE(TableMigProfiles({.name = "NVIDIA L4", .memory_total_bytes = 23034ULL << 20}).empty());
+  EXPECT_TRUE(TableMigProfiles(Named("NVIDIA L4", 23034)).empty());
   // Only the exact model's table: the GH200 480GB has its own, the 144G none.
-  EXPECT_EQ(TableMigProfiles({.name = "NVIDIA GH200 480GB", .memory_total_bytes = 97871ULL << 20})
-                .front()
-                .name,
-            "1g.12gb");
-  EXPECT_TRUE(
-      TableMigProfiles({.name = "NVIDIA GH200 144G HBM3e", .memory_total_bytes = 146944ULL << 20})
-          .empty());
+  EXPECT_EQ(TableMigProfiles(Named("NVIDIA GH200 480GB", 97871)).front().name, "1g.12gb");
+  EXPECT_TRUE(TableMigProfiles(Named("NVIDIA GH200 144G HBM3e", 146944)).empty());
 }
 
 TEST(ResourceSlices, LeaveOutUnhealthyGpusAndNonMigCounters) {
