@@ -227,6 +227,7 @@ TEST_F(ReplayCli, RequireNvlinkNeedsShapesAndPlacesOnConnectedSets) {
   auto r = Sim(io + " --topology rtx8000x4 --gpu-choice lowest-index --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("\"best_share\": 1.0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"unplaceable\": 1.0"), std::string::npos) << r.out;  // no NVLink ring of 4
 }
 
 }  // namespace
