@@ -33,11 +33,10 @@ namespace vgpu::device {
 
 // Static facts about one GPU.
 struct DeviceInfo {
-  int index = 0;               // NVML index
-  std::string uuid;            // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
-  std::string name;            // product name, e.g. "NVIDIA H100 80GB HBM3"
-  std::string pci_bus_id;      // "0000:18:00.0" (domain:bus:device.function, lower case)
-  uint32_t pci_device_id = 0;  // nvmlPciInfo_t.pciDeviceId (0x233510DE); 0 when not told
+  int index = 0;           // NVML index
+  std::string uuid;        // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+  std::string name;        // product name, e.g. "NVIDIA H100 80GB HBM3"
+  std::string pci_bus_id;  // "0000:18:00.0" (domain:bus:device.function, lower case)
   uint64_t memory_total_bytes = 0;
   int sm_count = 0;    // streaming multiprocessors; 0 when unknown
   int numa_node = -1;  // -1 when the platform does not say
@@ -45,7 +44,8 @@ struct DeviceInfo {
   // and the number of active links.
   std::vector<std::string> nvlink_peers;
   int nvlink_active_links = 0;
-  int minor_number = -1;  // N of /dev/nvidiaN; -1 when the driver does not say
+  int minor_number = -1;       // N of /dev/nvidiaN; -1 when the driver does not say
+  uint32_t pci_device_id = 0;  // nvmlPciInfo_t.pciDeviceId (0x233510DE); 0 when not told
 };
 
 // One process that holds memory on a GPU, as the driver sees it (host pid namespace).

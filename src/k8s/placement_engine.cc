@@ -260,8 +260,11 @@ std::optional<AssumeTicket> PlacementState::Decide(const std::string& uid, const
     if (parsed) pattern = *parsed;
   }
   std::vector<int> order;
+  // Among the GPUs the constraints allow (health, mode, units, UUIDs), as the policy's choice.
+  const topo::GpuMask usable =
+      v.request.num_gpus >= 2 ? ctx_.UsableMask(v.request, *engine_.cluster, id) : ~0u;
   gpus = TopologyGpuChoice(*engine_.topology[id], *engine_.cluster, id, v.request, gpus, pattern,
-                           &order, ctx_.UsableMask(v.request, *engine_.cluster, id));
+                           &order, usable);
   ctx_.pod = nullptr;
   if (sched::GpuCount(gpus) != v.request.num_gpus) return std::nullopt;
   const sched::PodKey key = next_key_++;
@@ -355,11 +358,9 @@ bool PlacementState::CouldEverFit(const PodGpuRequest& req, const std::vector<Va
   const auto gpus = engine_.cluster->gpus(n);
   for (const Variant& v : variants) {
     int usable = 0;
-    topo::GpuMask mask = 0;
-    std::vector<topo::GpuMask> nvlink;
+    topo::GpuMask mask = 0;  // the usable GPUs, for an NVLink requirement
     for (size_t i = 0; i < gpus.size(); ++i) {
       const GpuFacts& f = engine_.facts[n][i];
-      nvlink.push_back(f.nvlink);
       if (!v.request.models.Allows(gpus[i].model) ||
           gpus[i].memory_capacity_mib < v.request.gpu_memory_mib) {
         continue;
@@ -367,9 +368,10 @@ bool PlacementState::CouldEverFit(const PodGpuRequest& req, const std::vector<Va
       if (!f.healthy || (req.HasUuidConstraints() && !req.AllowsUuid(f.uuid))) continue;
       ++usable;
       if (i < 32) mask |= topo::GpuMask{1} << i;
+      if (!req.require_nvlink && usable >= v.request.num_gpus) return true;
     }
-    if (usable < v.request.num_gpus) continue;
-    if (!req.require_nvlink || topo::FindNvlinkSet(nvlink, mask, v.request.num_gpus) != 0) {
+    if (req.require_nvlink && usable >= v.request.num_gpus &&
+        topo::FindNvlinkSet(ctx_.NvlinkAdjacency(n), mask, v.request.num_gpus) != 0) {
       return true;
     }
   }

@@ -46,8 +46,7 @@ std::vector<TopologyRow> SummarizeTopology(
       const double n = counts[i - first];
       TopologyRow& r = rows[i];
       for (double* v : {&r.multi_jobs, &r.bandwidth_ratio, &r.run_factor, &r.best_share,
-                        &r.jct_mean_s, &r.multi_jct_mean_s, &r.multi_jct_p99_s,
-                        &r.unplaceable}) {
+                        &r.jct_mean_s, &r.multi_jct_mean_s, &r.multi_jct_p99_s, &r.unplaceable}) {
         *v /= n;
       }
     }
