@@ -31,7 +31,7 @@ constexpr int k1SliceRev1 = 0x7, k2SliceRev1 = 0x8, k1SliceRev2 = 0x9;
 
 // Engines are {copy, decoder, encoder, jpeg, ofa}.
 
-// A30 24GB: -lgip and -lgipp on an A30, driver 535.183.01 (a published session log: 5.81 / 11.69 /
+// A30 24GB: -lgip and -lgipp on an A30, driver 535.183.01 (a published terminal log: 5.81 / 11.69 /
 // 23.44 GiB, the MIG devices at 5952 and 11968 MiB in nvidia-smi; placements {0,1,2,3}:1,
 // {0,2}:2, {0}:4); the same ids and sizes in a Siemens test fixture (ParseMIGAvailableProfiles).
 // The profile ids differ from A100's. NVML indices are inferred from the profile kinds.
@@ -44,7 +44,7 @@ constexpr Profile kA30[] = {
 };
 
 // A100 40GB: -lgip from harvester/pcidevices pkg/util/gpuhelper/mig_test.go (A100-PCIE-40GB:
-// 4.75/9.75/19.62/39.50 GiB) and from published session logs of newer drivers (9.62/19.50/39.25,
+// 4.75/9.75/19.62/39.50 GiB) and from published terminal logs of newer drivers (9.62/19.50/39.25,
 // and 39.38 for 7g): the smaller kept. -lgipp from the MIG user guide "Getting Started"
 // (profile 15 {0,2,4,6}:2 with later drivers). 108 SMs in all, 98 in the 7g instance.
 constexpr Profile kA100_40[] = {
@@ -57,7 +57,7 @@ constexpr Profile kA100_40[] = {
     {"7g.40gb", 0, k7Slice, 8, 7, 98, 40192, 1, kStarts0, {7, 5, 0, 1, 1}, false},
 };
 
-// A100 80GB: -lgip in published session logs: A100 80GB PCIe, driver 515.86.01 (9.50 / 19.50 /
+// A100 80GB: -lgip in published terminal logs: A100 80GB PCIe, driver 515.86.01 (9.50 / 19.50 /
 // 39.25 / 79.00 GiB; its 3g.40gb MIG device shows 40192 MiB), and others with 1g.20gb (id 15)
 // 19.50 and 7g 78.75 to 79.25 GiB; the smallest kept. Placements: A100 40GB's (same GA100 chip),
 // not read from an 80GB card.
