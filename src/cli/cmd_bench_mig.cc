@@ -49,12 +49,12 @@ int RunBenchMig(int argc, char** argv) {
   if (auto code = ParseArgs(app, argc, argv)) return *code;
   std::vector<const mig::ModelTable*> tables;
   for (const std::string& m : models) {
-    const mig::ModelTable* t = mig::FindModel(m);
-    if (t == nullptr) {
-      std::fprintf(stderr, "vgpu bench mig: --model: unknown model '%s'\n", m.c_str());
+    Result<const mig::ModelTable*> t = mig::LookupModel(m);
+    if (!t) {
+      std::fprintf(stderr, "vgpu bench mig: --model: %s\n", t.error().message().c_str());
       return kExitBadInput;
     }
-    tables.push_back(t);
+    tables.push_back(*t);
   }
   // ours (learned mix), ours (the instances' mix), first-fit, HAMi.
   constexpr int kVariants = 4;

@@ -163,6 +163,11 @@ Status Run(const DraFlags& f) {
   auto gpus = (*backend)->Discover();
   if (!gpus) return gpus.error();
   if (gpus->empty()) return Status::FailedPrecondition("no GPU found");
+  std::vector<int> present;
+  for (const device::DeviceInfo& d : *gpus) present.push_back(d.index);
+  if (Status s = node::CheckGpuModeDevices(modes, present); !s.ok()) {
+    return Bad("--gpu-modes", s.message());
+  }
 
   dra::SlicePublisher publisher(client->get(), node, f.driver, *layout);
   dra::Agent agent(dra::AgentOptions{.sample_interval_ms = f.sample_interval_ms}, backend->get(),

@@ -22,6 +22,7 @@
 #include "cli/mig_commands.h"
 #include "device/nvml_backend.h"
 #include "mig/profiles.h"
+#include "node/gpu_mode_setup.h"
 #include "node/gpu_modes.h"
 #include "node/mig_static.h"
 
@@ -58,11 +59,6 @@ Result<std::unique_ptr<device::NvmlBackend>> Open(const BackendFlags& f) {
     return Status(backend.error().code(), backend.error().message() + hint);
   }
   return std::move(*backend);
-}
-
-std::string ModelKey(const device::DeviceInfo& d) {
-  const mig::ModelTable* t = mig::FindModel(d.name);
-  return t == nullptr ? "" : std::string(t->key);
 }
 
 std::string InstanceLine(const device::MigInstance& m) {
@@ -111,9 +107,13 @@ int RunMigApply(int argc, char** argv) {
   if (!backend) return ReportStatus("mig apply", backend.error());
   auto gpus = (*backend)->Discover();
   if (!gpus) return ReportStatus("mig apply", gpus.error());
+  std::vector<int> present;
+  for (const device::DeviceInfo& d : *gpus) present.push_back(d.index);
+  Status devices = node::CheckGpuModeDevices(*config, present);
+  if (!devices.ok()) return ReportStatus("mig apply", devices.WithContext("--config"));
   int left = 0;
   for (const device::DeviceInfo& d : *gpus) {
-    const node::GpuModeEntry* e = node::EntryFor(*config, d.index, ModelKey(d));
+    const node::GpuModeEntry* e = node::EntryFor(*config, d.index, node::MigModelKey(d));
     node::GpuMode mode = e == nullptr ? node::GpuMode::kShared : e->mode;
     auto sample = (*backend)->Sample(d.index);
     bool idle = sample && sample->processes.empty();

@@ -44,7 +44,8 @@ struct DeviceInfo {
   // and the number of active links.
   std::vector<std::string> nvlink_peers;
   int nvlink_active_links = 0;
-  int minor_number = -1;  // N of /dev/nvidiaN; -1 when the driver does not say
+  int minor_number = -1;       // N of /dev/nvidiaN; -1 when the driver does not say
+  uint32_t pci_device_id = 0;  // nvmlPciInfo_t.pciDeviceId (0x233510DE); 0 when not told
 };
 
 // One process that holds memory on a GPU, as the driver sees it (host pid namespace).
@@ -155,6 +156,8 @@ struct MigProfileInfo {
   uint64_t memory_bytes = 0;
   int max_count = 0;        // instanceCount
   std::vector<int> starts;  // legal placement starts
+  // copyEngineCount, decoderCount, encoderCount, jpegCount, ofaCount (0 when not reported).
+  int copy_engines = 0, decoders = 0, encoders = 0, jpegs = 0, ofas = 0;
 };
 
 // One GPU instance with (normally) one compute instance over all its slices: a MIG device.

@@ -269,6 +269,7 @@ Result<std::vector<DeviceInfo>> NvmlBackend::Discover() {
     nvmlPciInfo_t pci{};
     if (a.DeviceGetPciInfo != nullptr && a.DeviceGetPciInfo(dev, &pci) == NVML_SUCCESS) {
       d.pci_bus_id = NormalizePciBusId(pci.busId);
+      d.pci_device_id = pci.pciDeviceId;
     }
     nvmlMemory_v2_t mem2{};
     mem2.version = nvmlMemory_v2;

@@ -32,13 +32,15 @@ std::vector<MigDeviceSpec> DynamicMigDevices(const std::vector<device::MigProfil
   return out;
 }
 
-std::vector<device::MigProfileInfo> TableMigProfiles(const std::string& nvml_name) {
+std::vector<device::MigProfileInfo> TableMigProfiles(const device::DeviceInfo& gpu) {
   std::vector<device::MigProfileInfo> out;
-  const mig::ModelTable* table = mig::FindModel(nvml_name);
+  const mig::ModelTable* table = node::MigModelOf(gpu).table;  // exact model, or no offers
   if (table == nullptr) return out;
   for (const mig::Profile& p : table->profiles) {
     out.push_back({p.profile_id, std::string(p.name), p.memory_slices, p.compute_slices, p.sm_count,
-                   static_cast<uint64_t>(p.memory_mib) << 20, p.max_count, p.Starts()});
+                   static_cast<uint64_t>(p.memory_mib) << 20, p.max_count, p.Starts(),
+                   p.engines.copy, p.engines.decoder, p.engines.encoder, p.engines.jpeg,
+                   p.engines.ofa});
   }
   return out;
 }
@@ -52,7 +54,7 @@ GpuOffer DynamicOffer(device::DeviceBackend* backend, const device::DeviceInfo& 
   GpuOffer offer;
   auto profiles = backend->MigProfiles(gpu.index);
   std::vector<device::MigProfileInfo> known =
-      profiles && !profiles->empty() ? *profiles : TableMigProfiles(gpu.name);
+      profiles && !profiles->empty() ? *profiles : TableMigProfiles(gpu);
   if (!known.empty()) {
     offer.mode = node::GpuMode::kMigDynamic;
     offer.mig = DynamicMigDevices(known);
@@ -73,7 +75,7 @@ std::vector<GpuOffer> PlanGpuOffers(device::DeviceBackend* backend,
   std::vector<GpuOffer> out(gpus.size());
   for (size_t i = 0; i < gpus.size(); ++i) {
     const node::GpuModeEntry* entry =
-        node::EntryFor(config, gpus[i].index, node::MigModelKey(gpus[i].name));
+        node::EntryFor(config, gpus[i].index, node::MigModelKey(gpus[i]));
     const node::GpuMode mode = entry != nullptr ? entry->mode : node::GpuMode::kShared;
     if (mode == node::GpuMode::kMigDynamic) {
       out[i] = DynamicOffer(backend, gpus[i]);

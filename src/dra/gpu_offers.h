@@ -38,9 +38,9 @@ std::vector<MigDeviceSpec> StaticMigDevices(const std::vector<device::MigInstanc
 // One device per profile and legal start, in the driver's profile order, starts increasing.
 std::vector<MigDeviceSpec> DynamicMigDevices(const std::vector<device::MigProfileInfo>& profiles);
 
-// The profiles of vgpu's MIG table for a GPU of this NVML name, as a driver reports them
-// (empty for a model without a table).
-std::vector<device::MigProfileInfo> TableMigProfiles(const std::string& nvml_name);
+// The profiles of vgpu's MIG table of exactly this GPU's model (node::MigModelOf: name, memory,
+// PCI id), as a driver reports them; empty for a model without a table (no MIG offers).
+std::vector<device::MigProfileInfo> TableMigProfiles(const device::DeviceInfo& gpu);
 
 // Puts each of `gpus` into its mode of `config`, except those in `busy` (GPU indices that
 // prepared claims use: they keep what they are), and returns the offers by GPU position. A

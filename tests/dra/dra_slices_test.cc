@@ -21,6 +21,14 @@ using testing::TestAllocator;
 using testing::TestRequest;
 using testing::ValidateResourceSlices;
 
+// A GPU as NVML names it, with its total memory.
+device::DeviceInfo Named(const std::string& name, uint64_t memory_mib) {
+  device::DeviceInfo d;
+  d.name = name;
+  d.memory_total_bytes = memory_mib << 20;
+  return d;
+}
+
 std::vector<SliceGpu> Gpus(int n, const std::string& model = "NVIDIA H100 80GB HBM3") {
   std::vector<SliceGpu> out;
   for (int i = 0; i < n; ++i) {
@@ -53,7 +61,7 @@ std::vector<SliceGpu> GoldenGpus() {
       {1, "MIG-11111111-2222-3333-4444-000000000000", 1, 0, 5, "4g.40gb", 0, 4, 40448ULL << 20, 64},
   });
   std::vector<device::MigProfileInfo> two;
-  for (const device::MigProfileInfo& p : TableMigProfiles(gpus[2].info.name)) {
+  for (const device::MigProfileInfo& p : TableMigProfiles(gpus[2].info)) {
     if (p.name == "3g.40gb" || p.name == "7g.80gb") two.push_back(p);
   }
   gpus[2].mig_devices = DynamicMigDevices(two);
@@ -92,7 +100,7 @@ TEST(ResourceSlices, StayWithinLimitsOnLargeNodes) {
     std::vector<SliceGpu> gpus = Gpus(n, "NVIDIA H200");
     for (SliceGpu& g : gpus) {
       g.info.memory_total_bytes = 143771ULL << 20;  // what NVML reports for an H200
-      g.mig_devices = DynamicMigDevices(TableMigProfiles(g.info.name));
+      g.mig_devices = DynamicMigDevices(TableMigProfiles(g.info));
     }
     ASSERT_EQ(gpus[0].mig_devices.size(), 25u);
     const std::vector<json> slices = BuildResourceSlices("node-m", kDriverName, gpus, 1);
@@ -116,7 +124,8 @@ TEST(GpuOffers, StaticAndDynamicMigDevices) {
   EXPECT_EQ(fixed[1].memory_slices, 4);
   EXPECT_EQ(fixed[1].profile_id, 9);
   // H200: 7 + 7 + 4 + 3 + 2 + 1 + 1 placements.
-  const std::vector<MigDeviceSpec> all = DynamicMigDevices(TableMigProfiles("NVIDIA H200"));
+  const std::vector<MigDeviceSpec> all =
+      DynamicMigDevices(TableMigProfiles(Named("NVIDIA H200", 143771)));
   ASSERT_EQ(all.size(), 25u);
   std::map<std::string, int> per_profile;
   for (const MigDeviceSpec& m : all) ++per_profile[m.profile];
@@ -128,7 +137,10 @@ TEST(GpuOffers, StaticAndDynamicMigDevices) {
                                                      {"4g.71gb", 1},
                                                      {"7g.141gb", 1}}));
   EXPECT_EQ(MigDeviceName(0, all.back()), "gpu-0-mig-7g-141gb-0");
-  EXPECT_TRUE(TableMigProfiles("NVIDIA L4").empty());
+  EXPECT_TRUE(TableMigProfiles(Named("NVIDIA L4", 23034)).empty());
+  // Only the exact model's table: the GH200 480GB has its own, the 144G none.
+  EXPECT_EQ(TableMigProfiles(Named("NVIDIA GH200 480GB", 97871)).front().name, "1g.12gb");
+  EXPECT_TRUE(TableMigProfiles(Named("NVIDIA GH200 144G HBM3e", 146944)).empty());
 }
 
 TEST(ResourceSlices, LeaveOutUnhealthyGpusAndNonMigCounters) {
@@ -197,7 +209,7 @@ namespace {
 // A mig-dynamic H100 80GB: the software device and every MIG placement (25).
 SliceGpu H100WithMig() {
   SliceGpu g = Gpus(1)[0];
-  g.mig_devices = DynamicMigDevices(TableMigProfiles(g.info.name));
+  g.mig_devices = DynamicMigDevices(TableMigProfiles(g.info));
   return g;
 }
 
