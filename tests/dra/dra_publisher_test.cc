@@ -89,7 +89,7 @@ std::vector<SliceGpu> H200s(int n) {
     g.info.memory_total_bytes = 143771ULL << 20;
     g.info.sm_count = 132;
     FillFromProductName(&g);
-    g.mig_devices = DynamicMigDevices(TableMigProfiles(g.info.name));
+    g.mig_devices = DynamicMigDevices(TableMigProfiles(g.info));
     out.push_back(g);
   }
   return out;

@@ -312,7 +312,7 @@ TEST(SliceLayouts, The134LayoutStaysWithinItsLimitsOnLargeNodes) {
     std::vector<SliceGpu> gpus = Gpus(n, "NVIDIA H200");
     for (SliceGpu& g : gpus) {
       g.info.memory_total_bytes = 143771ULL << 20;
-      g.mig_devices = DynamicMigDevices(TableMigProfiles(g.info.name));
+      g.mig_devices = DynamicMigDevices(TableMigProfiles(g.info));
     }
     const auto slices =
         BuildResourceSlices("node-m", kDriverName, gpus, 1, SliceLayout::kCountersWithDevices);

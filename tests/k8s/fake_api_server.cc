@@ -156,26 +156,28 @@ FakeApiServer::FakeApiServer(Options options) : options_(std::move(options)) {
     }
   };
 
-  server_->Get("/api/v1/nodes", guard([=](const httplib::Request& req, httplib::Response& res) {
+  server_->Get("/api/v1/nodes",
+               guard([list_or_watch](const httplib::Request& req, httplib::Response& res) {
                  list_or_watch("nodes", "", req, res);
                }));
   server_->Get(R"(/api/v1/nodes/([^/]+))",
-               guard([=](const httplib::Request& req, httplib::Response& res) {
+               guard([get_object](const httplib::Request& req, httplib::Response& res) {
                  get_object("nodes", req.matches[1], res);
                }));
   server_->Patch(R"(/api/v1/nodes/([^/]+))",
                  guard([this](const httplib::Request& req, httplib::Response& res) {
                    HandlePatch("nodes", "", req.matches[1], req, res);
                  }));
-  server_->Get("/api/v1/pods", guard([=](const httplib::Request& req, httplib::Response& res) {
+  server_->Get("/api/v1/pods",
+               guard([list_or_watch](const httplib::Request& req, httplib::Response& res) {
                  list_or_watch("pods", "", req, res);
                }));
   server_->Get(R"(/api/v1/namespaces/([^/]+)/pods)",
-               guard([=](const httplib::Request& req, httplib::Response& res) {
+               guard([list_or_watch](const httplib::Request& req, httplib::Response& res) {
                  list_or_watch("pods", req.matches[1], req, res);
                }));
   server_->Get(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))",
-               guard([=](const httplib::Request& req, httplib::Response& res) {
+               guard([this, get_object](const httplib::Request& req, httplib::Response& res) {
                  get_object("pods", Key(req.matches[1], req.matches[2]), res);
                }));
   server_->Patch(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))",
@@ -189,7 +191,8 @@ FakeApiServer::FakeApiServer(Options options) : options_(std::move(options)) {
 
   constexpr const char* kWebhookConfigs =
       R"(/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/([^/]+))";
-  server_->Get(kWebhookConfigs, guard([=](const httplib::Request& req, httplib::Response& res) {
+  server_->Get(kWebhookConfigs,
+               guard([get_object](const httplib::Request& req, httplib::Response& res) {
                  get_object("mutatingwebhookconfigurations", req.matches[1], res);
                }));
   server_->Patch(kWebhookConfigs,
