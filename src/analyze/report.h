@@ -30,8 +30,9 @@ struct ForecastRequest {
 // The cluster load (sum of the series) and every series: the model judged against persistence
 // and EWMA(0.3) (judged on the second half, the first for reference), the medians over the
 // series judged one by one with the number each baseline loses on (forecast.h SummarizePanel),
-// and the forecast `horizon` slots (minutes) after the last sample. With `groups`, also the sum of each node's series
-// ("node:NAME"); a groups row naming a series the file lacks is an error (file, line, column).
+// and the forecast `horizon` slots (minutes) after the last sample. With `groups`, also the sum of
+// each node's series ("node:NAME"); a groups row naming a series the file lacks is an error
+// (file, line, column).
 Result<std::string> RunForecast(const ForecastRequest& r);
 
 struct RightsizeRequest {
