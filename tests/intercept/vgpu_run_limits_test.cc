@@ -184,13 +184,14 @@ TEST_F(RunLimitsTest, AsyncFreesAreUsableAgainAfterASynchronization) {
 TEST_F(RunLimitsTest, MemoryAnotherProcessFreedAsynchronouslyIsUsableByTheOthers) {
   // The first process frees 256 MiB of a 512 MiB slice asynchronously, synchronizes and stays;
   // a second process of the slice then gets the whole 512 MiB (or, beside a pool with a raised
-  // threshold, only what that pool does not keep).
+  // threshold, only what that pool does not keep). One ready file per pool: the shell truncates
+  // it in the background child, so a file of the previous pool could be read as ready.
   for (const char* pool : {"default", "pool", "reserve"}) {
     SCOPED_TRACE(pool);
     bool keeps = std::string(pool) == "reserve";
     int code = -1;
     std::string out = RunScript({"--memory", "512MiB"},
-                                "R=" + Quote(dir_ + "/ready") + "; $W asyncpark " +
+                                "R=" + Quote(dir_ + "/ready-" + pool) + "; $W asyncpark " +
                                     std::string(pool) + " " + Bytes(256) +
                                     " > $R & A=$!; while ! grep -q ready $R; do sleep 0.05; "
                                     "done; $W fill alloc " +
