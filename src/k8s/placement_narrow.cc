@@ -1,7 +1,9 @@
 // PlacementState's narrow filter mode: the feasible nodes cut down to those the engine ranks
-// best, the hold of a pod narrowed to one node, and the nodes a retried pod no longer gets (see
-// the contract in placement_state.h).
+// best, the hold of a pod narrowed to one node (taken over by its bind, given way to any other
+// bind, expired), and the nodes a retried pod no longer gets (see the contract in
+// placement_state.h).
 #include <algorithm>
+#include <utility>
 
 #include "k8s/placement_state.h"
 
@@ -89,6 +91,54 @@ void PlacementState::ReleaseHold(const std::string& uid) {
   if (excluded_.size() >= kMaxExcludedPods && excluded_.count(uid) == 0) excluded_.clear();
   excluded_[uid].push_back(it->second.node);
   Forget(uid);
+}
+
+std::optional<AssumeTicket> PlacementState::AssumeOverHolds(
+    const std::string& uid, const std::string& ns, const std::string& name,
+    const PodGpuRequest& request, const std::vector<Variant>& variants, sched::NodeId id) {
+  // The other pods' holds on this node, oldest first: the oldest is the likeliest to belong to a
+  // pod that was rejected after its filter and will not be bound.
+  std::vector<std::pair<uint64_t, std::string>> holds;
+  const std::string& node = engine_.node_names[id];
+  for (const auto& [other, t] : pods_) {
+    if (t.held && other != uid && t.node == node && t.HoldsGpus()) {
+      holds.emplace_back(t.generation, other);
+    }
+  }
+  if (holds.empty()) return std::nullopt;
+  std::sort(holds.begin(), holds.end());
+  std::vector<std::string> displaced;
+  std::optional<AssumeTicket> ticket;
+  for (const auto& [generation, other] : holds) {
+    Unplace(pods_.at(other));
+    displaced.push_back(other);
+    if ((ticket = DecideOnNode(uid, ns, name, request, variants, id))) break;
+  }
+  // The displaced holds that still fit on their GPUs stay, the newest first; the others are
+  // released (their pods' binds decide afresh).
+  for (auto it = displaced.rbegin(); it != displaced.rend(); ++it) {
+    if (!RestoreHold(pods_.at(*it), id)) Forget(*it);
+  }
+  return ticket;
+}
+
+bool PlacementState::RestoreHold(Tracked& t, sched::NodeId n) {
+  sched::PodRequest r;
+  sched::GpuSet set = 0;
+  for (const ContainerAssignment& c : t.assignment.containers) {
+    for (const AssignedGpu& g : c.gpus) set |= sched::GpuSet{1} << g.index;
+  }
+  r.num_gpus = sched::GpuCount(set);
+  r.gpu_milli = t.assignment.reserved_milli;
+  r.gpu_memory_mib = t.assignment.reserved_memory_mib;
+  bool fits = r.num_gpus > 0;
+  sched::ForEachGpu(set, [&](int i) { fits = fits && ctx_.GpuUsable(r, *engine_.cluster, n, i); });
+  const sched::PodKey key = next_key_++;
+  if (!fits || !engine_.scheduler->Reserve(key, r, sched::Placement{n, set}).ok()) return false;
+  Changed();
+  t.keys.push_back(key);
+  ChargeHost(t, n);
+  return true;
 }
 
 }  // namespace vgpu::k8s

@@ -124,6 +124,13 @@ void PlacementState::UpsertPod(const PodInfo& pod) {
   const bool decided = pod.assignment && !pod.assignment->node.empty();
   const bool bound = !pod.node_name.empty();
   auto it = pods_.find(pod.uid);
+  if (it != pods_.end() && it->second.held && !decided && bound &&
+      it->second.node != pod.node_name) {
+    // Bound elsewhere without a decision of ours (another binder): the hold goes, and the pod
+    // counts where it runs (below).
+    Forget(pod.uid);
+    it = pods_.end();
+  }
   if (it != pods_.end()) {
     Tracked& t = it->second;
     if (!decided) {
@@ -323,17 +330,33 @@ Result<AssumeTicket> PlacementState::Assume(const std::string& uid, const std::s
   std::vector<Variant> variants = Variants(request, &why_none);
   if (variants.empty())
     return Status::ResourceExhausted("pod " + ns + "/" + name + ": " + why_none);
+  if (auto ticket = DecideOnNode(uid, ns, name, request, variants, *id)) return *ticket;
+  if (auto ticket = AssumeOverHolds(uid, ns, name, request, variants, *id)) return *ticket;
+  std::string mig_why;  // a one-GPU pod with a memory size may take a MIG instance instead
+  if (HasMigGpus(*id)) {
+    auto mig = AssumeMig(uid, ns, name, request, *id);
+    if (mig) return mig;
+    if (auto why = MigChoiceOn(request, *id); !why) mig_why = "; MIG: " + why.error().message();
+  }
+  return Status::ResourceExhausted(
+      "node " + node + " has no room for pod " + ns + "/" + name + ": " +
+      ReasonText(variants, CouldEverFit(request, variants, *id)) + mig_why);
+}
+
+std::optional<AssumeTicket> PlacementState::DecideOnNode(
+    const std::string& uid, const std::string& ns, const std::string& name,
+    const PodGpuRequest& request, const std::vector<Variant>& variants, sched::NodeId id) {
   // The memory class the policy scores best on this node (the smallest on ties).
   ctx_.pod = &request;
   const Variant* best = nullptr;
   int64_t best_score = 0;
   for (const Variant& v : variants) {
-    if (!engine_.scheduler->Feasible(v.request, *id)) continue;
+    if (!engine_.scheduler->Feasible(v.request, id)) continue;
     if (variants.size() == 1) {
       best = &v;
       break;
     }
-    const std::vector<sched::NodeId> one = {*id};
+    const std::vector<sched::NodeId> one = {id};
     const int64_t s = engine_.scheduler->RawScores(v.request, one, rng_)[0];
     if (best == nullptr || s > best_score) {
       best = &v;
@@ -346,25 +369,15 @@ Result<AssumeTicket> PlacementState::Assume(const std::string& uid, const std::s
     for (const Variant& v : variants) {
       sched::PodRequest gpus_only = v.request;
       gpus_only.cpu_milli = gpus_only.memory_mib = 0;
-      if (engine_.scheduler->Feasible(gpus_only, *id)) {
+      if (engine_.scheduler->Feasible(gpus_only, id)) {
         best = &v;
         break;
       }
     }
   }
   ctx_.pod = nullptr;
-  if (best != nullptr) {
-    if (auto ticket = Decide(uid, ns, name, request, *best, *id, false)) return *ticket;
-  }
-  std::string mig_why;  // a one-GPU pod with a memory size may take a MIG instance instead
-  if (HasMigGpus(*id)) {
-    auto mig = AssumeMig(uid, ns, name, request, *id);
-    if (mig) return mig;
-    if (auto why = MigChoiceOn(request, *id); !why) mig_why = "; MIG: " + why.error().message();
-  }
-  return Status::ResourceExhausted(
-      "node " + node + " has no room for pod " + ns + "/" + name + ": " +
-      ReasonText(variants, CouldEverFit(request, variants, *id)) + mig_why);
+  if (best == nullptr) return std::nullopt;
+  return Decide(uid, ns, name, request, *best, id, false);
 }
 
 std::optional<PlacementState::Expired> PlacementState::UnsettledElsewhere(const std::string& uid,
@@ -406,10 +419,19 @@ std::vector<PlacementState::Expired> PlacementState::ExpiredAssumptions() {
   std::lock_guard<std::mutex> lock(mu_);
   const auto now = options_.clock();
   std::vector<Expired> out;
+  std::vector<std::string> holds;
   for (const auto& [uid, t] : pods_) {
-    if (!t.bound && !t.in_flight && t.deadline <= now) {
+    if (t.bound || t.in_flight || t.deadline > now) continue;
+    if (t.held) {
+      holds.push_back(uid);
+    } else {
       out.push_back(Expired{uid, t.ns, t.name, t.generation});
     }
+  }
+  // A hold wrote nothing to the API server: it is released here, without asking.
+  for (const std::string& uid : holds) {
+    ++expired_;
+    ReleaseHold(uid);
   }
   return out;
 }

@@ -29,11 +29,15 @@
 //   without GPUs keep every node outside the engine); the others are answered "narrowed". When
 //   a single engine node remains, the pod's resources are held there at once (the engine's GPU
 //   choice, nothing written to the API server), so the next pod, filtered while kube-scheduler
-//   still binds this one, sees them taken; Assume on that node takes the hold over. A filter of
-//   a pod that still has a hold is kube-scheduler's retry after something else rejected the
-//   node: the hold is released and that node is left out of the pod's narrowing from then on
-//   (until all feasible nodes were left out). A hold that reaches the assume TTL is released by
-//   the expiry check, the same way.
+//   still binds this one, sees them taken; Assume on that node takes the hold over. A hold
+//   steers filters only, it never refuses a bind: a bind that finds its node short because of
+//   other pods' holds takes their room (oldest hold first; a hold whose GPUs no longer fit is
+//   released and its pod's bind decides afresh). A filter of a pod that still has a hold is
+//   kube-scheduler's retry after something else rejected the node: the hold is released and that
+//   node is left out of the pod's narrowing from then on (until all feasible nodes were left
+//   out). A hold that reaches the assume TTL is released by ExpiredAssumptions, the same way; a
+//   hold whose pod the watch shows bound to another node (another binder) is released, and the
+//   pod counts there.
 // - Filter and Score remember, per request shape, each node's verdict (feasible per memory class,
 //   or why not) and the last ranking, until anything changes: every change to the engine
 //   (a node, a pod, a decision, a rebuild) starts a new version and forgets all of it, so an
@@ -48,7 +52,8 @@
 //   StateOptions::seed, stable while nodes come and go (as `vgpu sim`'s per-seed node order).
 // - ExpiredAssumptions lists assumed pods past their deadline that are not in flight; the caller
 //   asks the API server and calls ExpireIfUnbound only for pods it found unbound, so a reservation
-//   is never dropped for a pod that is running.
+//   is never dropped for a pod that is running. Filter holds past their deadline are released by
+//   the call itself (nothing of theirs is on the API server) and not listed.
 // - MIG (placement_mig.cc, mig_placement.h): a pod asking for a MIG profile by name
 //   (nvidia.com/mig-<profile>) goes only to "mig" / "mig-dynamic" GPUs; a one-GPU pod with a
 //   memory size (nvidia.com/gpumem) goes to a software slice when one fits on the node (shared
@@ -355,6 +360,19 @@ class PlacementState {
   void Hold(const PodRef& pod, const PodGpuRequest& r, const Variant& variant, sched::NodeId id);
   // A hold of `uid` that a new filter finds: released, its node left out of later narrowing.
   void ReleaseHold(const std::string& uid);
+  // Assume's GPU choice on engine node `id` (the memory class the policy scores best there);
+  // std::nullopt when the GPUs do not fit.
+  std::optional<AssumeTicket> DecideOnNode(const std::string& uid, const std::string& ns,
+                                           const std::string& name, const PodGpuRequest& r,
+                                           const std::vector<Variant>& variants, sched::NodeId id);
+  // The same when what is short on the node are other pods' holds: they give way, oldest first,
+  // until the pod fits; those that still fit afterwards are kept (placement_narrow.cc).
+  std::optional<AssumeTicket> AssumeOverHolds(const std::string& uid, const std::string& ns,
+                                              const std::string& name, const PodGpuRequest& r,
+                                              const std::vector<Variant>& variants,
+                                              sched::NodeId id);
+  // Reserves a displaced hold's GPUs again on node `n`; false when they no longer fit.
+  bool RestoreHold(Tracked& t, sched::NodeId n);
   // Reserves `r` on engine node `id` with memory class `v` and tracks the pod; false when the
   // node cannot take it.
   std::optional<AssumeTicket> Decide(const std::string& uid, const std::string& ns,

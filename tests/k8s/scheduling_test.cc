@@ -174,6 +174,45 @@ TEST(Scheduling, FortyPodsForOneNodeBindInSeconds) {
             std::string::npos);
 }
 
+TEST(Scheduling, FortyPodsFilteredOneAfterAnotherWhileEarlierBindsAreInFlight) {
+  // kube-scheduler's scheduling cycle (filter, prioritize) runs for one pod after another while
+  // the binds of the earlier pods are in flight. One node with two H100s has room for 20 pods of
+  // 10% and 3000 MiB; narrow mode holds each pod's share at its filter.
+  FakeApiServer api;
+  api.PutNode(MakeNode(
+      "h100", {{kInventoryAnnotation, InventoryJson("h100", 2, "NVIDIA H100 80GB HBM3", 81559)}}));
+  std::map<std::string, int64_t> capacity = {{"GPU-h100-0", 81559}, {"GPU-h100-1", 81559}};
+  StateOptions narrow;
+  narrow.filter_mode = FilterMode::kNarrow;
+  ExtenderHarness h(&api, narrow);
+  ASSERT_TRUE(h.Start().ok());
+  std::vector<Json> pods;
+  for (int i = 0; i < 40; ++i) {
+    pods.push_back(GpuPod("ml", "slice-" + std::to_string(i), 1, 10, 3000));
+    api.PutPod(pods.back());
+  }
+  std::atomic<int> bound{0}, refused{0};
+  std::vector<std::thread> binds;
+  int feasible = 0;
+  for (const Json& pod : pods) {
+    auto [fs, f] = h.Post("filter", ArgsBody(pod, {"h100", "cpu-node"}));
+    ASSERT_EQ(fs, 200);
+    if (f["NodeNames"].empty()) continue;
+    ++feasible;
+    h.Post("prioritize", ArgsBody(pod, f["NodeNames"].get<std::vector<std::string>>()));
+    binds.emplace_back([&, pod] {
+      auto [s, b] = h.Post("bind", BindBody(pod, "h100"));
+      (s == 200 && b["Error"] == "" ? bound : refused)++;
+    });
+  }
+  for (auto& t : binds) t.join();
+  EXPECT_EQ(feasible, 20);
+  EXPECT_EQ(bound.load(), 20);
+  EXPECT_EQ(refused.load(), 0);
+  EXPECT_EQ(CheckNoDoubleBooking(api, capacity, 10), 20);
+  EXPECT_TRUE(h.state().CheckConsistency().ok());
+}
+
 TEST(Scheduling, RestartRebuildsFromAnnotationsWithoutDoubleBooking) {
   FakeApiServer api;
   const auto capacity = AddNodes(api, 2, 2, 40960);
