@@ -90,6 +90,7 @@ for sync in 1 4 20; do
   done
 done
 run caps-depth-1 --seconds "$seconds" --tenant a:max=30,depth=1 --tenant b:max=60,depth=1
+run caps-30-70-depth-1 --seconds "$seconds" --tenant a:max=30,depth=1 --tenant b:max=70,depth=1
 run alone-30-depth-1 --seconds "$seconds" --tenant a:max=30,depth=1
 # An idle tenant's share goes to the other: b stops half-way.
 run idle-handover-depth-1 --seconds "$seconds" --tenant a:guarantee=30,max=100,depth=1 \
