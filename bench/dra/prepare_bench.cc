@@ -63,7 +63,7 @@ struct Node {
       g.minor_number = i;
       gpus.push_back(g);
       fake.AddDevice(g);
-      fake.SetMigProfiles(i, TableMigProfiles(g.name));
+      fake.SetMigProfiles(i, TableMigProfiles(g));
     }
     client = std::move(*k8s::HttpKubeClient::Create(api.ClientConfig()));
     claims = std::make_unique<KubeClaimSource>(client.get());

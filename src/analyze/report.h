@@ -28,8 +28,9 @@ struct ForecastRequest {
   bool json = false;
 };
 // The cluster load (sum of the series) and every series: the model judged against persistence
-// and EWMA(0.3) (fit on the first half, judged on the second), and the forecast `horizon` slots
-// (minutes) after the last sample. With `groups`, also the sum of each node's series
+// and EWMA(0.3) (judged on the second half, the first for reference), the medians over the
+// series judged one by one with the number each baseline loses on (forecast.h SummarizePanel),
+// and the forecast `horizon` slots (minutes) after the last sample. With `groups`, also the sum of each node's series
 // ("node:NAME"); a groups row naming a series the file lacks is an error (file, line, column).
 Result<std::string> RunForecast(const ForecastRequest& r);
 

@@ -11,6 +11,7 @@
 #include "analyze/inject.h"
 #include "analyze/report.h"
 #include "analyze/series.h"
+#include "common/time_format.h"
 
 namespace vgpu::analyze {
 namespace {
@@ -56,8 +57,14 @@ std::string Fixed(double v, int digits) {
 }
 
 json AnomalyJson(const SeriesSet& s, const Anomaly& a) {
-  return {{"kind", KindName(a.kind)}, {"start", s.TimeOf(a.start)}, {"end", s.TimeOf(a.end)},
-          {"start_slot", a.start},    {"end_slot", a.end},          {"magnitude", a.magnitude}};
+  return {{"kind", KindName(a.kind)},
+          {"start", s.TimeOf(a.start)},
+          {"end", s.TimeOf(a.end)},
+          {"start_time", FormatUtcSeconds(s.TimeOf(a.start))},
+          {"end_time", FormatUtcSeconds(s.TimeOf(a.end))},
+          {"start_slot", a.start},
+          {"end_slot", a.end},
+          {"magnitude", a.magnitude}};
 }
 
 void AddDetections(const char* metric, const SeriesSet& set, const DetectorOptions& o, json* out,
@@ -68,8 +75,8 @@ void AddDetections(const char* metric, const SeriesSet& set, const DetectorOptio
       (*out).back()["series"] = id;
       (*out).back()["metric"] = metric;
       *text += std::string(metric) + "  " + id + "  " + std::string(KindName(a.kind)) + "  " +
-               Fixed(set.TimeOf(a.start), 0) + " .. " + Fixed(set.TimeOf(a.end), 0) + "  (" +
-               Fixed(a.magnitude, 3) + ")\n";
+               FormatUtcSeconds(set.TimeOf(a.start)) + " .. " +
+               FormatUtcSeconds(set.TimeOf(a.end)) + "  (" + Fixed(a.magnitude, 3) + ")\n";
     }
   };
   for (const Series& s : set.series) emit(s.id, DetectAnomalies(s.values, o));
@@ -122,7 +129,7 @@ Result<std::string> RunAnomalies(const AnomalyRequest& r) {
   const Loaded& l = *loaded;
   if (!r.evaluate) {
     json all = json::array();
-    std::string text = "metric  series  kind  start .. end (s)  (magnitude)\n";
+    std::string text = "metric  series  kind  start .. end (UTC)  (magnitude)\n";
     if (l.has_util) AddDetections("util", l.util, UtilizationOptions(l.util.step), &all, &text);
     if (l.has_memory) {
       AddDetections("memory", l.memory, MemoryOptions(l.memory.step), &all, &text);

@@ -82,26 +82,43 @@ Result<std::string> RunForecast(const ForecastRequest& r) {
       lines.push_back(ForecastOne("node:" + node, sub.Aggregate(), o));
     }
   }
-  for (const Series& s : set->series) lines.push_back(ForecastOne(s.id, s.values, o));
+  const size_t first_series = lines.size();
+  std::vector<ForecastScore> per_series;
+  for (const Series& s : set->series) {
+    lines.push_back(ForecastOne(s.id, s.values, o));
+    per_series.push_back(lines.back().score);
+  }
+  const PanelScore panel = SummarizePanel(per_series);
   const double minutes = static_cast<double>(r.horizon) * set->step / 60.0;
   if (r.json) {
     json out = {{"horizon_samples", r.horizon},
                 {"horizon_minutes", minutes},
                 {"step_s", set->step},
                 {"series", json::array()}};
+    auto half = [](const PanelHalf& h) {
+      return json{{"series", h.series},
+                  {"median_mae_over_mean",
+                   {{"model", h.model}, {"persistence", h.persistence}, {"ewma_0_3", h.ewma}}},
+                  {"model_better_than_persistence", h.beats_persistence},
+                  {"model_better_than_ewma_0_3", h.beats_ewma}};
+    };
+    out["per_series"] = half(panel.second);
+    out["per_series_first_half"] = half(panel.first);
+    // null where a half has no judged target with a positive mean.
+    auto scores = [](bool defined, double model, double persistence, double ewma) {
+      if (!defined) return json(nullptr);
+      return json{{"model", model}, {"persistence", persistence}, {"ewma_0_3", ewma}};
+    };
     for (const Line& l : lines) {
-      out["series"].push_back({{"series", l.id},
-                               {"last", l.last},
-                               {"forecast", l.forecast},
-                               {"judged", l.score.judged},
-                               {"mae_over_mean",
-                                {{"model", l.score.model},
-                                 {"persistence", l.score.persistence},
-                                 {"ewma_0_3", l.score.ewma}}},
-                               {"first_half_mae_over_mean",
-                                {{"model", l.score.first_model},
-                                 {"persistence", l.score.first_persistence},
-                                 {"ewma_0_3", l.score.first_ewma}}}});
+      const ForecastScore& c = l.score;
+      out["series"].push_back(
+          {{"series", l.id},
+           {"last", l.last},
+           {"forecast", l.forecast},
+           {"judged", c.judged},
+           {"mae_over_mean", scores(c.defined, c.model, c.persistence, c.ewma)},
+           {"first_half_mae_over_mean",
+            scores(c.first_defined, c.first_model, c.first_persistence, c.first_ewma)}});
     }
     return out.dump(1) + "\n";
   }
@@ -112,10 +129,26 @@ Result<std::string> RunForecast(const ForecastRequest& r) {
                 "forecast\n",
                 r.horizon, minutes);
   std::string text = head;
-  for (const Line& l : lines) {
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const Line& l = lines[i];
     char b[256];
-    std::snprintf(b, sizeof b, "%-32s %7.3f %12.3f %8.3f %8.1f %9.1f\n", l.id.c_str(),
-                  l.score.model, l.score.persistence, l.score.ewma, l.last, l.forecast);
+    if (i == first_series) {
+      std::snprintf(b, sizeof b, "%-32s %7.3f %12.3f %8.3f   (%zu series judged one by one)\n",
+                    "median over series", panel.second.model, panel.second.persistence,
+                    panel.second.ewma, panel.second.series);
+      text += b;
+      std::snprintf(
+          b, sizeof b, "%-32s %7s %12zu %8zu   (series where the model's error is lower)\n",
+          "model better than it on", "-", panel.second.beats_persistence, panel.second.beats_ewma);
+      text += b;
+    }
+    if (!l.score.defined) {
+      std::snprintf(b, sizeof b, "%-32s %7s %12s %8s %8.1f %9.1f\n", l.id.c_str(), "-", "-", "-",
+                    l.last, l.forecast);
+    } else {
+      std::snprintf(b, sizeof b, "%-32s %7.3f %12.3f %8.3f %8.1f %9.1f\n", l.id.c_str(),
+                    l.score.model, l.score.persistence, l.score.ewma, l.last, l.forecast);
+    }
     text += b;
   }
   return text;

@@ -1,5 +1,7 @@
 #include "cli/cli_util.h"
 
+#include <dlfcn.h>
+
 #include "cli/install_paths.h"
 
 #include <unistd.h>
@@ -135,6 +137,31 @@ Result<std::string> SimulatedGpuDir(std::string_view flag) {
         Normal(std::filesystem::path(ExecutableDir()).parent_path()) + " --component simgpu");
   }
   return dir;
+}
+
+Status UseSimConfig(bool sim, const std::string& path) {
+  if (path.empty()) return Status::Ok();
+  if (!sim) return Status::InvalidArgument("--sim-config: needs --sim");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return Status::InvalidArgument(
+        "--sim-config: " +
+        std::string(std::filesystem::exists(path, ec) ? "not a regular file: " : "no such file: ") +
+        path);
+  }
+  setenv("VGPU_SIMGPU_CONFIG", path.c_str(), 1);
+  return Status::Ok();
+}
+
+std::string NoDriverHint(bool sim) {
+  if (sim) return "";
+  void* nvml = dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+  if (nvml == nullptr) nvml = dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (nvml != nullptr) {
+    dlclose(nvml);
+    return "";
+  }
+  return " (no NVIDIA driver found; --sim runs on the simulated GPU)";
 }
 
 bool StderrIsTty() { return isatty(2) == 1; }

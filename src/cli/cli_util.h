@@ -55,6 +55,17 @@ std::string DataDir();
 // what to do: build it (a build tree needs CUDA's headers) or install the vgpu-simgpu package.
 Result<std::string> SimulatedGpuDir(std::string_view flag = "--sim");
 
+// --sim-config FILE, the simulated GPU's device configuration (docs/simgpu.md), as every command
+// that takes --sim accepts it: InvalidArgument when it is given without `sim` or names no
+// regular file; otherwise exported as VGPU_SIMGPU_CONFIG for the simulated libraries this
+// process loads and for the processes it starts. An empty `path` does nothing.
+Status UseSimConfig(bool sim, const std::string& path);
+
+// The hint for GPUs that cannot be opened: " (no NVIDIA driver found; --sim runs on the
+// simulated GPU)" when the driver's libnvidia-ml.so.1 cannot be loaded and `sim` is false,
+// else "".
+std::string NoDriverHint(bool sim);
+
 // True when standard error is a terminal (progress bars are drawn only then).
 bool StderrIsTty();
 

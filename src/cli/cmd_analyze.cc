@@ -74,8 +74,9 @@ int RunForecastCmd(int argc, char** argv) {
   r.util = DefaultSeries(kUtilFile);
   CLI::App app(
       "Forecast the cluster load (the sum of the series) and every series --horizon samples "
-      "ahead with an adaptive EWMA (docs/analyze.md), judged against persistence and EWMA(0.3) "
-      "on the second half of the time.",
+      "ahead, each with the forecaster (EWMAs, trailing medians) that has been most accurate on "
+      "its own past (docs/analyze.md), judged against persistence and EWMA(0.3) on the second "
+      "half of the time, series by series and as the median over the series.",
       "vgpu analyze forecast");
   app.add_option("--util", r.util, "utilization series CSV (percent)");
   app.add_option("--horizon", r.horizon, "samples ahead (default 5)");

@@ -1,9 +1,13 @@
 // `vgpu dra`: the Kubernetes DRA driver (resource.k8s.io/v1) for this node: registers with
 // kubelet as DRA plugin gpu.vgpu.io, prepares claims into slices (libvgpu.so, limits file,
-// accounting region) handed to containers by CDI, publishes the node's ResourceSlices. Runs
-// until SIGTERM or SIGINT. docs/dra.md.
+// accounting region) handed to containers by CDI, publishes the node's ResourceSlices, serves
+// /healthz, /readyz and /metrics on --health-listen. Runs until SIGTERM or SIGINT. With
+// --dry-run it prints what it would publish (dra/dry_run.h) and exits, touching nothing.
+// docs/dra.md.
+#include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
@@ -11,12 +15,14 @@
 #include "common/log.h"
 #include "dra/agent.h"
 #include "dra/driver.h"
+#include "dra/dry_run.h"
 #include "dra/gpu_offers.h"
 #include "dra/kube_api.h"
 #include "dra/plugin_server.h"
 #include "k8s/http_kube_client.h"
 #include "k8s/kube_config.h"
 #include "node/gpu_modes.h"
+#include "node/metrics_server.h"
 
 namespace vgpu::cli {
 namespace {
@@ -37,6 +43,9 @@ struct DraFlags {
   std::string arbiter_dir = "/run/vgpu/arbiter";
   std::string nvidia_cdi_kind = "nvidia.com/gpu";
   std::string gpu_modes;
+  std::string slice_layout = "auto";
+  std::string health_listen = ":9395";
+  bool dry_run = false;
   bool no_preload = false;
   int sample_interval_ms = 5000;
   int log_level = 3;
@@ -44,6 +53,74 @@ struct DraFlags {
 
 Status Bad(const std::string& flag, const std::string& why) {
   return Status::InvalidArgument(flag + ": " + why);
+}
+
+// --slice-layout: null for "auto" (the API server's version decides).
+Result<std::optional<dra::SliceLayout>> ParseSliceLayout(const std::string& text) {
+  if (text == "auto") return std::optional<dra::SliceLayout>();
+  for (dra::SliceLayout l :
+       {dra::SliceLayout::kCountersApart, dra::SliceLayout::kCountersWithDevices}) {
+    if (text == dra::SliceLayoutName(l)) return std::optional<dra::SliceLayout>(l);
+  }
+  return Bad("--slice-layout", "\"" + text + "\" is not auto, 1.34 or 1.35");
+}
+
+dra::DriverOptions DriverOptionsOf(const DraFlags& f, const std::string& node) {
+  dra::DriverOptions options;
+  options.driver = f.driver;
+  options.pool = node;
+  options.cdi_dir = f.cdi_dir;
+  options.state_dir = f.state_dir;
+  options.slices.host_libvgpu = f.libvgpu;
+  options.slices.container_libvgpu = f.libvgpu;
+  options.slices.arbiter_dir = f.arbiter_dir;
+  options.slices.preload = !f.no_preload;
+  if (f.gpu.sim) options.slices.context_overhead = 0;
+  options.nvidia_cdi_kind = f.nvidia_cdi_kind;
+  return options;
+}
+
+// --dry-run: the slices and CDI specs of this node's GPUs on stdout; nothing is changed.
+Status DryRun(const DraFlags& f, const std::string& node, const node::GpuModeConfig& modes,
+              std::optional<dra::SliceLayout> layout) {
+  auto backend = OpenDaemonBackend(f.gpu);
+  if (!backend) return backend.error();
+  auto gpus = (*backend)->Discover();
+  if (!gpus) return gpus.error();
+  if (gpus->empty()) return Status::FailedPrecondition("no GPU found");
+  dra::DryRunInput in;
+  in.options = DriverOptionsOf(f, node);
+  in.gpus = *gpus;
+  in.offers = dra::PlanGpuOffers(backend->get(), *gpus, modes);
+  in.slice_gpus = dra::Agent(dra::AgentOptions{}, backend->get(), *gpus, nullptr).Gpus();
+  in.backend = backend->get();
+  in.layout = layout.value_or(dra::SliceLayout::kCountersApart);
+  const std::string text = dra::DryRun(in).dump(2) + "\n";
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return Status::Ok();
+}
+
+std::string DraMetrics(const dra::Driver& driver, const dra::SlicePublisher& publisher,
+                       const dra::PluginServer& server) {
+  std::string out;
+  const auto gauge = [&out](const char* name, const char* type, const char* help, double v) {
+    char line[64];
+    std::snprintf(line, sizeof line, "%.17g", v);
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" +
+           name + " " + line + "\n";
+  };
+  gauge("vgpu_dra_prepared_claims", "gauge", "ResourceClaims prepared on this node.",
+        static_cast<double>(driver.prepared_count()));
+  gauge("vgpu_dra_resourceslice_generation", "gauge",
+        "Pool generation of the node's published ResourceSlices (0: none yet).",
+        static_cast<double>(publisher.generation()));
+  gauge("vgpu_dra_resourceslices_published", "gauge",
+        "1 when the last ResourceSlice publication succeeded, else 0.",
+        publisher.published() ? 1.0 : 0.0);
+  gauge("vgpu_dra_kubelet_registrations_total", "counter",
+        "Registrations kubelet confirmed (NotifyRegistrationStatus).",
+        static_cast<double>(server.registrations()));
+  return out;
 }
 
 Status Run(const DraFlags& f) {
@@ -54,6 +131,16 @@ Status Run(const DraFlags& f) {
   if (f.sample_interval_ms < 100) return Bad("--sample-interval-ms", "must be >= 100");
   const std::string node = f.node_name.empty() ? DefaultNodeName() : f.node_name;
   if (node.empty()) return Bad("--node-name", "not given, and no $NODE_NAME or host name");
+  auto layout = ParseSliceLayout(f.slice_layout);
+  if (!layout) return layout.error();
+  const std::string health_listen = f.health_listen == "off" ? "" : f.health_listen;
+  if (!health_listen.empty()) {
+    std::string host;
+    int port = 0;
+    if (Status s = node::ParseListenAddress(health_listen, &host, &port); !s.ok()) {
+      return Bad("--health-listen", s.message());
+    }
+  }
 
   node::GpuModeConfig modes;
   if (!f.gpu_modes.empty()) {
@@ -61,6 +148,7 @@ Status Run(const DraFlags& f) {
     if (!loaded) return Bad("--gpu-modes", loaded.error().message());
     modes = std::move(*loaded);
   }
+  if (f.dry_run) return DryRun(f, node, modes, *layout);
 
   auto config = k8s::LoadDefaultConfig(f.kubeconfig);
   if (!config)
@@ -75,23 +163,17 @@ Status Run(const DraFlags& f) {
   auto gpus = (*backend)->Discover();
   if (!gpus) return gpus.error();
   if (gpus->empty()) return Status::FailedPrecondition("no GPU found");
+  std::vector<int> present;
+  for (const device::DeviceInfo& d : *gpus) present.push_back(d.index);
+  if (Status s = node::CheckGpuModeDevices(modes, present); !s.ok()) {
+    return Bad("--gpu-modes", s.message());
+  }
 
-  dra::SlicePublisher publisher(client->get(), node, f.driver);
+  dra::SlicePublisher publisher(client->get(), node, f.driver, *layout);
   dra::Agent agent(dra::AgentOptions{.sample_interval_ms = f.sample_interval_ms}, backend->get(),
                    *gpus, &publisher);
   dra::KubeClaimSource claims(client->get());
-  dra::DriverOptions options;
-  options.driver = f.driver;
-  options.pool = node;
-  options.cdi_dir = f.cdi_dir;
-  options.state_dir = f.state_dir;
-  options.slices.host_libvgpu = f.libvgpu;
-  options.slices.container_libvgpu = f.libvgpu;
-  options.slices.arbiter_dir = f.arbiter_dir;
-  options.slices.preload = !f.no_preload;
-  if (f.gpu.sim) options.slices.context_overhead = 0;
-  options.nvidia_cdi_kind = f.nvidia_cdi_kind;
-  dra::Driver driver(options, *gpus, &claims,
+  dra::Driver driver(DriverOptionsOf(f, node), *gpus, &claims,
                      [&agent](const std::string& uuid) { return agent.Healthy(uuid); });
   VGPU_RETURN_IF_ERROR(driver.Init());
   // The GPUs' modes (MIG), leaving alone those that prepared claims use.
@@ -103,9 +185,24 @@ Status Run(const DraFlags& f) {
       dra::PluginServerOptions{.registry_dir = f.registry_dir, .plugin_dir = f.plugin_dir},
       &driver);
   VGPU_RETURN_IF_ERROR(server.Start());
+  // Live while the process serves; ready once kubelet registered the plugin and the node's
+  // ResourceSlices are published.
+  node::MetricsServer health([&] { return DraMetrics(driver, publisher, server); }, nullptr);
+  health.SetNotReadyReason([&]() -> std::string {
+    if (server.registrations() == 0) return "not registered with kubelet";
+    if (!publisher.published()) return "ResourceSlices not published (the log says why)";
+    return "";
+  });
+  if (!health_listen.empty()) {
+    if (Status s = health.Start(health_listen); !s.ok()) {
+      server.Stop();
+      return Status(s.code(), "--health-listen: " + s.message());
+    }
+  }
   agent.Start();
   VGPU_LOG_INFO("DRA driver %s on node %s: %zu GPUs", f.driver.c_str(), node.c_str(), gpus->size());
   stop.Wait();
+  health.Stop();
   server.Stop();
   agent.Stop();
   return Status::Ok();
@@ -151,6 +248,18 @@ int RunDra(int argc, char** argv) {
   app.add_option("--gpu-modes", f.gpu_modes,
                  "GPU mode file (docs/mig.md, \"The node\"): mig GPUs offer their instances, "
                  "mig-dynamic GPUs every MIG placement and software slices (docs/dra.md)");
+  app.add_option("--slice-layout", f.slice_layout,
+                 "ResourceSlice layout: 1.35 (counter sets in slices of their own, Kubernetes "
+                 "1.35 and later), 1.34 (counter sets with the devices that consume them), or "
+                 "auto (by the API server's version; --dry-run: 1.35)")
+      ->capture_default_str();
+  app.add_option("--health-listen", f.health_listen,
+                 "Address of /healthz (live), /readyz (registered with kubelet and ResourceSlices "
+                 "published) and /metrics; off for none")
+      ->capture_default_str();
+  app.add_flag("--dry-run", f.dry_run,
+               "Print the ResourceSlices and CDI specs this node would publish (JSON) and exit: "
+               "no API server, kubelet or GPU change needed (with --sim, simulated GPUs)");
   app.add_flag("--no-preload", f.no_preload,
                "Do not mount /etc/ld.so.preload (the image preloads libvgpu.so itself)");
   app.add_option("--sample-interval-ms", f.sample_interval_ms, "How often GPUs are sampled")

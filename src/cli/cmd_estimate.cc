@@ -1,9 +1,10 @@
 // vgpu estimate: the GPU memory an LLM job needs per GPU, and the smallest vgpu slice and MIG
 // profile that hold it (src/estimate/). The flags are the keys of the vgpu.io/estimate pod
 // annotation (src/estimate/spec.h), so a command line and an annotation give the same answer.
-// Exit 0 with the estimate (also when it does not fit: the table says why), 2 for bad input
-// (unknown model, malformed config.json, impossible parallel sizes, a sequence beyond the
-// model's maximum).
+// Exit 0 when the estimate fits (the GPU given or the smallest that holds it, the slice of
+// --slice-memory, vLLM's start on them), 1 when it does not (the estimate is printed all the
+// same, with the reason), 2 for bad input (unknown model, malformed config.json, a shape or
+// size out of range, impossible parallel sizes, a sequence beyond the model's maximum).
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -26,10 +27,13 @@ struct FlagHelp {
 constexpr FlagHelp kFlags[] = {
     {"model", "bundled model name (--list-models) or a Hugging Face config.json (or its folder)"},
     {"mode", "serve (vLLM), infer, full, lora or qlora [serve]"},
-    {"dtype", "weights: bf16, fp16, fp32, fp8, int8, int4 (gptq/awq), nf4 [bf16]"},
+    {"dtype",
+     "weights: bf16, fp16, fp32, fp8, int8, int4 (gptq/awq), nf4 [the checkpoint's: config.json's "
+     "quantization_config or torch_dtype; bf16 when it names none]"},
     {"kv-dtype", "KV cache: auto, bf16, fp16, fp8 [auto]"},
     {"batch", "sequences per step (infer, training) [1]"},
     {"seq-len", "tokens per sequence (infer, training) [the model's maximum]"},
+    {"target-len", "encoder-decoder models (t5, mt0): the decoder's tokens per sequence [seq-len]"},
     {"max-model-len", "serve: vLLM's max_model_len [the model's maximum]"},
     {"concurrent", "serve: sequences of max-model-len that must fit at once [1]"},
     {"gpu-memory-utilization", "serve: vLLM's gpu_memory_utilization [0.92]"},
@@ -50,6 +54,14 @@ constexpr FlagHelp kFlags[] = {
     {"optimizer-in-backward",
      "the optimizer step fused into the backward pass (torchtune's optimizer_in_bwd): true or "
      "false [false]"},
+    {"loss",
+     "training loss: fp32 (one cross-entropy on fp32 logits) or chunked (torchtune's "
+     "CEWithChunkedOutputLoss) [fp32]"},
+    {"loss-chunks", "chunks of the chunked loss (torchtune's num_output_chunks) [8]"},
+    {"logits-held",
+     "the training loop keeps the logits until the step ends: true or false [true with "
+     "--loss fp32, false with chunked, as torchtune's recipes]"},
+    {"compile", "what torch.compile covers: none, model, loss or all [none]"},
     {"lora-rank", "LoRA rank [8]"},
     {"lora-targets", "qv (q and v projections) or all (every linear layer) [qv]"},
     {"gpu", "GPU model to check the fit on (--list-gpus) [the smallest that fits]"},
@@ -65,7 +77,10 @@ int RunEstimate(int argc, char** argv) {
       "activations, KV cache, framework overhead, CUDA context), whether it fits a GPU, the "
       "KV-cache capacity of a vLLM server, and the smallest vgpu slice (memory and compute "
       "share) and MIG profile that hold it with a margin. The flags are the keys of the pod "
-      "annotation vgpu.io/estimate (docs/estimate.md).",
+      "annotation vgpu.io/estimate (docs/estimate.md).\n"
+      "Exit status: 0 when it fits (the GPU given or the smallest that holds it, the slice of "
+      "--slice-memory, vLLM's start there), 1 when it does not (the estimate is printed with the "
+      "reason), 2 for bad input.",
       "vgpu estimate");
   std::map<std::string, std::string> values;
   for (const FlagHelp& f : kFlags) {
@@ -120,7 +135,7 @@ int RunEstimate(int argc, char** argv) {
   } else {
     std::fputs(estimate::RenderTable(e, p).c_str(), stdout);
   }
-  return kExitOk;
+  return estimate::Fits(e, p) ? kExitOk : kExitFailure;
 }
 
 }  // namespace vgpu::cli

@@ -12,9 +12,11 @@
 //     cannot be checked, keep it);
 //   - no process of this pid namespace has its region mapped (every process in which libvgpu.so
 //     started has it mapped, even one that never allocated).
-// Output: one line per stale slice, removed or kept with the reason. Exit status 0, or 1 when a
-// slice could not be removed. The node daemon's pod slices are not touched (the daemon removes
-// them itself).
+// Output: one line per stale slice, removed or kept with the reason. Then the per-GPU arbiters
+// of the registry (<state>/arbiter, shm/arbiter.h) are swept: the records of dead processes are
+// freed and slices without a live member released, so that `vgpu top` shows no slice that is
+// gone (one line per arbiter that changed). Exit status 0, or 1 when a slice could not be
+// removed. The node daemon's pod slices are not touched (the daemon removes them itself).
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,6 +30,9 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/slice_members.h"
+#include "shm/arbiter_file.h"
+#include "shm/arbiter_policy.h"
+#include "shm/proc_identity.h"
 #include "shm/slice_registry.h"
 
 namespace vgpu::cli {
@@ -76,6 +81,31 @@ bool Examine(const fs::path& dir, StaleSlice* out) {
     out->keep_reason = "process(es) " + PidList(mapping) + " still use its region";
   }
   return true;
+}
+
+// Sweeps every arbiter in `dir` (SweepArbiter: dead processes freed, empty slices released) and
+// prints the GPUs whose arbiter changed.
+void SweepArbiters(const fs::path& dir) {
+  std::error_code ec;
+  std::vector<fs::path> paths;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().extension() == ".arbiter") paths.push_back(e.path());
+  }
+  std::sort(paths.begin(), paths.end());
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  const uint64_t now =
+      static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
+  for (const fs::path& path : paths) {
+    shm::ArbiterMapping m;
+    if (shm::ArbiterMapping::OpenExisting(path.c_str(), true, &m) != shm::RegionError::kOk) {
+      continue;  // another version or being created: its own users sweep it
+    }
+    if (shm::SweepArbiter(m.arbiter(), shm::CurrentProcIdentity(), now)) {
+      std::printf("released the compute records of ended processes in %s\n",
+                  path.filename().c_str());
+    }
+  }
 }
 
 }  // namespace
@@ -128,6 +158,7 @@ int RunGc(int argc, char** argv) {
   if (removed == 0 && kept == 0 && failed == 0) {
     std::printf("no stale slices in %s\n", root.c_str());
   }
+  if (!dry_run) SweepArbiters(fs::path(state_dir) / "arbiter");
   return failed > 0 ? kExitFailure : kExitOk;
 }
 

@@ -44,14 +44,10 @@ std::vector<MigSubcommand> MigSubcommands() {
 }
 
 const mig::ModelTable* MigModelOrReport(std::string_view command, std::string_view model) {
-  if (const mig::ModelTable* m = mig::FindModel(model)) return m;
-  std::string known;
-  for (const mig::ModelTable& m : mig::AllModels()) {
-    known += (known.empty() ? "" : ", ") + std::string(m.key);
-  }
-  std::fprintf(stderr, "vgpu mig %.*s: --model: unknown model '%.*s' (known: %s)\n",
-               static_cast<int>(command.size()), command.data(), static_cast<int>(model.size()),
-               model.data(), known.c_str());
+  Result<const mig::ModelTable*> m = mig::LookupModel(model);
+  if (m) return *m;
+  std::fprintf(stderr, "vgpu mig %.*s: --model: %s\n", static_cast<int>(command.size()),
+               command.data(), m.error().message().c_str());
   return nullptr;
 }
 

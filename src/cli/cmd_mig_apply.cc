@@ -22,6 +22,7 @@
 #include "cli/mig_commands.h"
 #include "device/nvml_backend.h"
 #include "mig/profiles.h"
+#include "node/gpu_mode_setup.h"
 #include "node/gpu_modes.h"
 #include "node/mig_static.h"
 
@@ -46,29 +47,18 @@ Result<std::unique_ptr<device::NvmlBackend>> Open(const BackendFlags& f) {
   device::NvmlBackendOptions options;
   options.library_path = f.nvml_library;
   options.cuda_library_path = "";
-  if (!f.sim_config.empty() && !f.sim) {
-    return Status::InvalidArgument("--sim-config: needs --sim");
-  }
+  if (Status s = UseSimConfig(f.sim, f.sim_config); !s.ok()) return s;
   if (f.sim) {
     Result<std::string> dir = SimulatedGpuDir("--sim");
     if (!dir) return dir.error();
-    if (!f.sim_config.empty()) {
-      std::error_code ec;
-      if (!fs::is_regular_file(f.sim_config, ec)) {
-        return Status::InvalidArgument("--sim-config: no such file: " + f.sim_config);
-      }
-      setenv("VGPU_SIMGPU_CONFIG", f.sim_config.c_str(), 1);
-    }
     options.library_path = (fs::path(*dir) / "libnvidia-ml.so.1").string();
   }
   auto backend = device::NvmlBackend::Open(options);
-  if (!backend) return backend.error();
+  if (!backend) {
+    const std::string hint = f.nvml_library == "libnvidia-ml.so.1" ? NoDriverHint(f.sim) : "";
+    return Status(backend.error().code(), backend.error().message() + hint);
+  }
   return std::move(*backend);
-}
-
-std::string ModelKey(const device::DeviceInfo& d) {
-  const mig::ModelTable* t = mig::FindModel(d.name);
-  return t == nullptr ? "" : std::string(t->key);
 }
 
 std::string InstanceLine(const device::MigInstance& m) {
@@ -117,9 +107,13 @@ int RunMigApply(int argc, char** argv) {
   if (!backend) return ReportStatus("mig apply", backend.error());
   auto gpus = (*backend)->Discover();
   if (!gpus) return ReportStatus("mig apply", gpus.error());
+  std::vector<int> present;
+  for (const device::DeviceInfo& d : *gpus) present.push_back(d.index);
+  Status devices = node::CheckGpuModeDevices(*config, present);
+  if (!devices.ok()) return ReportStatus("mig apply", devices.WithContext("--config"));
   int left = 0;
   for (const device::DeviceInfo& d : *gpus) {
-    const node::GpuModeEntry* e = node::EntryFor(*config, d.index, ModelKey(d));
+    const node::GpuModeEntry* e = node::EntryFor(*config, d.index, node::MigModelKey(d));
     node::GpuMode mode = e == nullptr ? node::GpuMode::kShared : e->mode;
     auto sample = (*backend)->Sample(d.index);
     bool idle = sample && sample->processes.empty();

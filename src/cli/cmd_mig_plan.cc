@@ -63,42 +63,52 @@ int RunMigProfiles(int argc, char** argv) {
       "engines. The figures are the tables vgpu plans with; on a GPU, what NVML reports wins.",
       "vgpu mig profiles");
   app.add_option("--model", model,
-                 "model key (H200, H100-80GB, H100-94GB, A100-40GB, A100-80GB) "
-                 "or NVML name (\"NVIDIA H200\")")
+                 "model key (" + mig::ModelKeys() + ") or exact NVML name (\"NVIDIA H200\")")
       ->required();
   app.add_flag("--json", json, "print JSON");
   if (auto code = ParseArgs(app, argc, argv)) return *code;
   const mig::ModelTable* m = MigModelOrReport("profiles", model);
   if (m == nullptr) return kExitBadInput;
+  const std::string memory_slices = "/" + std::to_string(m->memory_slices);
+  const std::string compute_slices = "/" + std::to_string(m->compute_slices);
   if (json) {
     Json profiles = Json::array();
     for (const mig::Profile& p : m->profiles) profiles.push_back(ProfileJson(p));
+    char pci[16];
+    Json ids = Json::array();
+    for (uint32_t id : m->pci_device_ids) {
+      std::snprintf(pci, sizeof pci, "0x%08X", id);
+      ids.push_back(pci);
+    }
     Json out = {
         {"model", m->key},
         {"name", m->display},
         {"nvml_names", std::vector<std::string>(m->nvml_names.begin(), m->nvml_names.end())},
+        {"pci_device_ids", ids},
         {"sm_count", m->sm_count},
         {"memory_mib", m->memory_mib},
+        {"memory_slices", m->memory_slices},
+        {"compute_slices", m->compute_slices},
+        {"max_instances", m->max_instances},
         {"placements_confirmed", m->placements_confirmed},
-        {"memory_confirmed", m->memory_confirmed},
+        {"source", m->source},
         {"profiles", profiles}};
     std::printf("%s\n", out.dump(2).c_str());
     return kExitOk;
   }
-  std::printf("%.*s (%.*s): %d SMs, %lld MiB, 8 memory slices, 7 compute slices\n",
+  std::printf("%.*s (%.*s): %d SMs, %lld MiB, %d memory slices, %d compute slices\n",
               static_cast<int>(m->key.size()), m->key.data(), static_cast<int>(m->display.size()),
-              m->display.data(), m->sm_count, static_cast<long long>(m->memory_mib));
+              m->display.data(), m->sm_count, static_cast<long long>(m->memory_mib),
+              m->memory_slices, m->compute_slices);
+  std::printf("memory sizes: the smallest published nvidia-smi mig -lgip figures (docs/mig.md)\n");
   if (!m->placements_confirmed) {
-    std::printf("placements: H100's, not yet read from this model's hardware (unconfirmed)\n");
-  }
-  if (!m->memory_confirmed) {
-    std::printf("memory sizes: nominal (the GPU's NVML reports the exact ones)\n");
+    std::printf("placements: the chip family's, not yet read from this model (unconfirmed)\n");
   }
   std::printf("%-12s %3s %4s %4s %4s %10s %4s  %-18s %s\n", "PROFILE", "ID", "MEM", "SM", "SMS",
               "MEMORY_MIB", "MAX", "PLACEMENTS", "CE/DEC/ENC/JPEG/OFA");
   for (const mig::Profile& p : m->profiles) {
-    const std::string mem = std::to_string(p.memory_slices) + "/8";
-    const std::string sm = std::to_string(p.compute_slices) + "/7";
+    const std::string mem = std::to_string(p.memory_slices) + memory_slices;
+    const std::string sm = std::to_string(p.compute_slices) + compute_slices;
     std::printf("%-12.*s %3d %4s %4s %4d %10lld %4d  %-18s %d/%d/%d/%d/%d\n",
                 static_cast<int>(p.name.size()), p.name.data(), p.profile_id, mem.c_str(),
                 sm.c_str(), p.sm_count, static_cast<long long>(p.memory_mib), p.max_count,
@@ -114,26 +124,8 @@ std::vector<std::string> Blockers(const mig::Layout& layout, int profile) {
   const mig::Profile& p = layout.table->profiles[profile];
   for (int s : p.Starts()) {
     const mig::AddCheck c = mig::CheckAdd(layout, {profile, s});
-    std::string why = "start " + std::to_string(s) + ": ";
-    if (c.refusal == mig::Refusal::kOverlap) {
-      std::string by;
-      for (const mig::Instance& inst : layout.instances) {
-        if (layout.table->profiles[inst.profile].SliceMask(inst.start) & c.blocking_slices) {
-          by += (by.empty() ? "" : ", ") + mig::InstanceName(*layout.table, inst);
-        }
-      }
-      why += "memory slices " + mig::SliceText(c.blocking_slices) + " taken by " + by;
-    } else if (c.refusal == mig::Refusal::kMaxCount) {
-      why += "at most " + std::to_string(p.max_count) + " " + std::string(p.name) + " per GPU";
-    } else if (c.refusal == mig::Refusal::kInstanceCount) {
-      why += "7 instances exist";
-    } else if (c.refusal == mig::Refusal::kComputeSlices) {
-      why += "needs " + std::to_string(p.compute_slices) + " compute slices, " +
-             std::to_string(mig::kComputeSlices - mig::UsedComputeSlices(layout)) + " left";
-    } else {
-      continue;
-    }
-    out.push_back(why);
+    if (c.ok() || c.refusal == mig::Refusal::kIllegalStart) continue;
+    out.push_back("start " + std::to_string(s) + ": " + mig::RefusalText(layout, {profile, s}, c));
   }
   return out;
 }
@@ -144,7 +136,7 @@ std::string SliceMap(const mig::Layout& layout) {
   const uint8_t used = mig::UsedSlices(layout);
   int s = 0;
   size_t next = 0;
-  while (s < mig::kMemorySlices) {
+  while (s < layout.table->memory_slices) {
     if (next < layout.instances.size() && layout.instances[next].start == s) {
       const mig::Instance& inst = layout.instances[next++];
       const int size = layout.table->profiles[inst.profile].memory_slices;
@@ -155,7 +147,8 @@ std::string SliceMap(const mig::Layout& layout) {
       continue;
     }
     uint8_t free = 0;
-    while (s < mig::kMemorySlices && !((used >> s) & 1)) free |= static_cast<uint8_t>(1u << s++);
+    while (s < layout.table->memory_slices && !((used >> s) & 1))
+      free |= static_cast<uint8_t>(1u << s++);
     if (free) out += (out.empty() ? "" : ", ") + mig::SliceText(free) + " free";
   }
   return out;
@@ -171,7 +164,8 @@ int RunMigPlan(int argc, char** argv) {
       "fit (a search over their placements); otherwise one by one. Exit status 1 when a profile "
       "does not fit.",
       "vgpu mig plan");
-  app.add_option("--model", model, "model key (H200, H100-80GB, ...) or NVML name")->required();
+  app.add_option("--model", model, "model key (" + mig::ModelKeys() + ") or exact NVML name")
+      ->required();
   app.add_option("--layout", layout_text,
                  "instances that exist, PROFILE@START,... (e.g. 3g.71gb@0,1g.18gb@4)");
   app.add_option("--add", adds, "profiles to place, comma separated (e.g. 2g.35gb,1g.18gb)")
@@ -270,7 +264,7 @@ int RunMigPlan(int argc, char** argv) {
   std::printf("result: %s\n",
               plan.result.instances.empty() ? "(empty)" : SliceMap(plan.result).c_str());
   if (!m->placements_confirmed) {
-    std::printf("note: %.*s placements are H100's, unconfirmed on this model\n",
+    std::printf("note: %.*s placements are its chip family's, unconfirmed on this model\n",
                 static_cast<int>(m->key.size()), m->key.data());
   }
   return plan.all_fit ? kExitOk : kExitFailure;

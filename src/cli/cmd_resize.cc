@@ -17,6 +17,7 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "cli/slice_setup.h"
 #include "cli/top_sources.h"
 #include "common/units.h"
 #include "shm/arbiter.h"
@@ -77,7 +78,7 @@ int RunResize(int argc, char** argv) {
   auto* region_opt = app.add_option("--region", region, "the slice's accounting region file");
   slice_opt->excludes(region_opt);
   app.add_option("--memory", memory, "new memory limit per device (4GiB, 4096m, unlimited)");
-  app.add_option("--cores", cores, "new compute share per device, percent 1-100");
+  app.add_option("--cores", cores, std::string("new maximum compute share: ") + kCoresRange);
   app.add_option("--priority", priority,
                  "new priority at the compute gate: realtime, high, normal, low or idle");
   app.add_option("--device", device, "change only this CUDA device index of the slice")
@@ -108,12 +109,8 @@ int RunResize(int argc, char** argv) {
     }
   }
   if (!cores.empty()) {
-    Result<int> c = ParsePercent(cores, "--cores");
+    Result<int> c = ParseCores(cores, "--cores");
     if (!c.has_value()) return ReportStatus("resize", c.error());
-    if (*c == 0) {
-      return ReportStatus("resize",
-                          Status::InvalidArgument("--cores: \"" + cores + "\": must be 1-100"));
-    }
     change.cores = *c;
   }
   if (!priority.empty()) {

@@ -1,6 +1,7 @@
 // vgpu run: runs a command in a GPU slice on this machine.
 //
-//   vgpu run [--sim] [--memory SIZE] [--cores PCT] [--guarantee PCT] [--elastic]
+//   vgpu run [--sim [--sim-config FILE]] [--memory SIZE] [--cores PCT] [--guarantee PCT]
+//   [--elastic]
 //            [--weight N] [--priority LEVEL] [--time-slice DURATION] [--device LIST]
 //            [--memory-mode strict|overcommit|spill] [--spill-headroom SIZE] [--spill-ratio X]
 //            [--name NAME] [--kill-after DURATION] -- CMD ARGS...
@@ -59,10 +60,12 @@ int RunRun(int argc, char** argv) {
       "vgpu run");
   app.add_flag("--sim", sim,
                "run on the simulated GPU (build/lib/simgpu; installed: the vgpu-simgpu package)");
+  std::string sim_config;
+  app.add_option("--sim-config", sim_config, "Simulated devices (see docs/simgpu.md); needs --sim");
   app.add_option("--memory", flags.memory,
                  "device memory per GPU: 8GiB = 8Gi = 8G = 8g = 8 GiB and 4096m = 4 GiB (binary, "
                  "as HAMi-core); 8GB = 8x10^9 bytes (SI)");
-  app.add_option("--cores", flags.cores, "maximum share of each GPU's time, percent (1-100)");
+  app.add_option("--cores", flags.cores, std::string("maximum compute share: ") + kCoresRange);
   app.add_option("--guarantee", flags.guarantee,
                  "guaranteed share, percent (0-100, at most --cores); implies --elastic");
   app.add_flag("--elastic", flags.elastic,
@@ -109,6 +112,7 @@ int RunRun(int argc, char** argv) {
   }
   if (auto code = ParseArgs(app, static_cast<int>(own.size()), own.data())) return *code;
   command.insert(command.end(), tail.begin(), tail.end());
+  if (Status s = UseSimConfig(sim, sim_config); !s.ok()) return ReportStatus("run", s);
   Result<SliceSpec> spec = ParseSliceSpec(flags);
   if (!spec.has_value()) return ReportStatus("run", spec.error());
   Result<int64_t> grace = ParseDuration(kill_after, "--kill-after");
@@ -148,6 +152,9 @@ int RunRun(int argc, char** argv) {
       &device_warning);
   if (!devices.ok()) return ReportStatus("run", devices);
   if (!device_warning.empty()) std::fprintf(stderr, "vgpu run: %s\n", device_warning.c_str());
+  if (const std::string hint = NoDriverHint(sim); !hint.empty()) {
+    std::fprintf(stderr, "vgpu run: warning: the command will find no GPU%s\n", hint.c_str());
+  }
   if (spec->memory_mode == kMemoryModeSpill) {
     SpillPolicy policy;
     policy.max_ratio = spill_ratio;

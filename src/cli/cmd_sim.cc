@@ -1,6 +1,7 @@
 // `vgpu sim`: the FGD paper's snapshot experiment on a trace (see src/sim/snapshot.h), for one or
 // more policies and seeds, with a table on the terminal and optional CSV, SVG chart and JSON.
 // `--mode replay` runs the time-based replay instead (cmd_sim_replay.cc).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -83,6 +84,14 @@ Status Run(const SimFlags& f) {
   if (!nodes) return AsBadInput(nodes.error());
   auto pods = sim::LoadPodList(f.pods, models);
   if (!pods) return AsBadInput(pods.error());
+  const size_t nvlink = static_cast<size_t>(std::count_if(
+      pods->begin(), pods->end(), [](const sim::TracePod& p) { return p.request.require_nvlink; }));
+  if (nvlink > 0) {
+    return Status::InvalidArgument(
+        "--pods: " + std::to_string(nvlink) +
+        " pod(s) require NVLink (topology column); the snapshot experiment models no links: "
+        "use --mode replay --topology SHAPES");
+  }
 
   std::optional<sim::PublishedResults> published;
   std::string published_path = f.published;

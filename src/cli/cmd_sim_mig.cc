@@ -61,11 +61,9 @@ std::string MixLine(const mig::ModelTable& table, const std::vector<int64_t>& as
 }  // namespace
 
 Status RunMigReplayMode(const SimCommonFlags& c, const ReplayFlags& f) {
-  const mig::ModelTable* table = mig::FindModel(f.mig);
-  if (table == nullptr) {
-    return Status::InvalidArgument("--mig: unknown MIG model '" + f.mig +
-                                   "' (known: A100-40GB, A100-80GB, H100-80GB, H100-94GB, H200)");
-  }
+  Result<const mig::ModelTable*> found = mig::LookupModel(f.mig);
+  if (!found) return Status::InvalidArgument("--mig: " + found.error().message());
+  const mig::ModelTable* table = *found;
   if (f.queue != "fifo" || f.alloc != "shared,whole" || !f.step.empty() || !c.csv.empty() ||
       !c.svg.empty()) {
     return Status::InvalidArgument(

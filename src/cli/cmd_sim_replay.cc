@@ -114,9 +114,13 @@ std::vector<std::string> AddReplayFlags(CLI::App& app, ReplayFlags* f) {
                  "communicating on the best GPU set, in [0, 1)")
       ->capture_default_str()
       ->each([f](const std::string&) { f->topology_flags_given = true; });
-  return {"--time-compress", "--cluster-scale", "--queue",         "--alloc",
-          "--horizon",       "--step",          "--run-time-from", "--include-pending",
-          "--mig",           "--topology",      "--gpu-choice",    "--comm-share"};
+  app.add_flag("--require-nvlink", f->require_nvlink,
+               "Replay with --topology: every multi-GPU pod requires NVLink-connected GPUs, as "
+               "the annotation vgpu.io/topology: require-nvlink (the pod list's topology column "
+               "says it per pod)");
+  return {"--time-compress", "--cluster-scale", "--queue",           "--alloc", "--horizon",
+          "--step",          "--run-time-from", "--include-pending", "--mig",   "--topology",
+          "--gpu-choice",    "--comm-share",    "--require-nvlink"};
 }
 
 namespace {
@@ -239,6 +243,10 @@ Status RunReplayMode(const SimCommonFlags& c, const ReplayFlags& f) {
   if (f.topology.empty() && f.topology_flags_given) {
     return Status::InvalidArgument("--gpu-choice and --comm-share need --topology");
   }
+  if (f.topology.empty() && f.require_nvlink) {
+    return Status::InvalidArgument(
+        "--require-nvlink: needs --topology (the replay knows a node's links from its shape)");
+  }
   if (!f.topology.empty()) {
     size_t start = 0;
     while (true) {
@@ -265,6 +273,9 @@ Status RunReplayMode(const SimCommonFlags& c, const ReplayFlags& f) {
   auto pods = sim::LoadTimedPodList(c.pods, models);
   if (!pods) return AsBadInput(pods.error());
   const size_t pods_in_file = pods->size();
+  if (f.require_nvlink) {
+    for (sim::TimedPod& p : *pods) p.pod.request.require_nvlink = p.pod.request.num_gpus >= 2;
+  }
 
   sim::ProgressBar bar("vgpu sim replay");
   if (!c.quiet && StderrIsTty()) {

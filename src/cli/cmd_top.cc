@@ -4,7 +4,8 @@
 // daemon's slice directory (the containers of Kubernetes pods; top_sources.h), with their
 // accounting regions.
 //
-//   vgpu top [--once] [--json] [--interval SECONDS] [--state-dir DIR] [--slice-dir DIR] [--sim]
+//   vgpu top [--once] [--json] [--interval SECONDS] [--state-dir DIR] [--slice-dir DIR]
+//            [--sim [--sim-config FILE]]
 //
 // Compute sharing: each slice's configured shares (max, guarantee, mode, weight, priority, time
 // slice) and achieved share over the last second, from the per-GPU arbiters (shm/arbiter.h) in
@@ -57,7 +58,7 @@ std::string QuarantineText(const shm::TenantControl& c) {
   std::string t = "  quarantine " + QuarantineLevelName(c.level);
   if (c.share_cap_pct != 0) t += " (share lowered to " + std::to_string(c.share_cap_pct) + "%)";
   if (c.pause_until_ns != 0) t += " (launches paused)";
-  t += "  failed launches " + std::to_string(c.launch_failures) + "  refused allocations " +
+  t += "\n  failed launches " + std::to_string(c.launch_failures) + "  refused allocations " +
        std::to_string(c.oom_refusals) + "  held launches " + std::to_string(c.held_launches) + "\n";
   return t;
 }
@@ -99,6 +100,50 @@ std::string ShortCommand(const std::string& command, size_t width) {
   if (slash != std::string::npos) s = s.substr(slash + 1);
   if (s.size() > width) s = s.substr(0, width - 3) + "...";
   return s;
+}
+
+// The text view's width: every line fits an 80-column terminal.
+constexpr size_t kWidth = 80;
+
+// `text` cut to `width` bytes with "..." (not inside a UTF-8 sequence); unchanged when it fits.
+std::string Cut(const std::string& text, size_t width) {
+  if (text.size() <= width) return text;
+  size_t n = width >= 3 ? width - 3 : 0;
+  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
+  return text.substr(0, n) + "...";
+}
+
+// Every line of `text` cut to kWidth: names, commands and paths of any length stay on one line.
+std::string FitWidth(const std::string& text) {
+  std::string out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    const bool newline = end != std::string::npos;
+    if (!newline) end = text.size();
+    out += Cut(text.substr(start, end - start), kWidth);
+    if (newline) out += '\n';
+    start = end + 1;
+  }
+  return out;
+}
+
+// `text` (one line) broken at spaces into lines of at most kWidth, continued with an indent.
+std::string Wrap(const std::string& text) {
+  std::string out, line;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    if (!line.empty() && line.size() + 1 + word.size() > kWidth) {
+      out += line + "\n";
+      line = "  ";
+    }
+    line += (line.empty() || line == "  " ? "" : " ") + word;
+    start = end + 1;
+  }
+  return out + line + "\n";
 }
 
 std::vector<ProcessView> Processes(const shm::Region& r) {
@@ -309,18 +354,22 @@ std::string Text(const std::vector<GpuInfo>& gpus, const std::string& note,
                  const std::string& node_slice_dir, const std::vector<ArbiterView>& arbiters) {
   std::string t;
   char line[512];
-  if (gpus.empty()) t += "GPUs: " + (note.empty() ? std::string("none found") : note) + "\n";
+  if (gpus.empty()) t += Wrap("GPUs: " + (note.empty() ? std::string("none found") : note));
   for (const GpuInfo& g : gpus) {
-    std::snprintf(line, sizeof line, "GPU %u  %-32s %s\n       memory %s / %s   utilization %s\n",
-                  g.index, g.name.c_str(), g.uuid.c_str(), FormatBytes(g.memory_used).c_str(),
-                  FormatBytes(g.memory_total).c_str(),
+    // The UUID whole; the name cut to what is left of the line.
+    const std::string head = "GPU " + std::to_string(g.index) + "  ";
+    const size_t room =
+        kWidth > head.size() + 1 + g.uuid.size() ? kWidth - head.size() - 1 - g.uuid.size() : 8;
+    std::snprintf(line, sizeof line, "%s%-*s %s\n       memory %s / %s   utilization %s\n",
+                  head.c_str(), static_cast<int>(room), Cut(g.name, room).c_str(), g.uuid.c_str(),
+                  FormatBytes(g.memory_used).c_str(), FormatBytes(g.memory_total).c_str(),
                   g.utilization < 0 ? "n/a" : (std::to_string(g.utilization) + "%").c_str());
     t += line;
     // MIG instances, each with the slices (containers) inside it.
     for (const device::MigInstance& m : g.mig) {
-      std::snprintf(line, sizeof line, "       MIG %-11s @%d  %s  %s, %d SMs\n", m.profile.c_str(),
-                    m.start, m.uuid.empty() ? "(no compute instance)" : m.uuid.c_str(),
-                    FormatBytes(m.memory_bytes).c_str(), m.sm_count);
+      std::snprintf(line, sizeof line, "       MIG %-11s @%d  %s, %d SMs\n         %s\n",
+                    m.profile.c_str(), m.start, FormatBytes(m.memory_bytes).c_str(), m.sm_count,
+                    m.uuid.empty() ? "(no compute instance)" : m.uuid.c_str());
       t += line;
       for (const TopSlice& top : slices) {
         if (m.uuid.empty() ||
@@ -333,28 +382,30 @@ std::string Text(const std::vector<GpuInfo>& gpus, const std::string& note,
     for (const ArbiterView& a : arbiters) {
       if (a.uuid != g.uuid || !a.error.empty()) continue;
       std::snprintf(line, sizeof line,
-                    "       compute: %zu slice(s), turn held by %s, %llu turns, %llu preemptions\n",
-                    a.slices.size(), a.owner.empty() ? "none" : a.owner.c_str(),
-                    static_cast<unsigned long long>(a.turns),
-                    static_cast<unsigned long long>(a.preemptions));
+                    "       compute: %zu slice(s), %llu turns, %llu preemptions, turn held by %s\n",
+                    a.slices.size(), static_cast<unsigned long long>(a.turns),
+                    static_cast<unsigned long long>(a.preemptions),
+                    a.owner.empty() ? "none" : a.owner.c_str());
       t += line;
     }
   }
   t += "\n";
   if (slices.empty()) {
-    t += "No slices in " + state_dir + "/slices (start one with vgpu run)";
-    t += node_slice_dir.empty() ? ".\n" : " or in " + node_slice_dir + " (Kubernetes pods).\n";
-    return t;
+    t += "No slices (start one with vgpu run) in " + state_dir + "/slices";
+    t += node_slice_dir.empty() ? ".\n" : "\n  or in " + node_slice_dir + " (Kubernetes pods).\n";
+    return FitWidth(t);
   }
   for (const TopSlice& top : slices) {
     const shm::SliceEntry& s = top.entry;
-    if (top.kind == "pod") {
-      std::snprintf(line, sizeof line, "SLICE %s  [%s]  pod %s\n", SliceTitle(top).c_str(),
-                    SliceState(s).c_str(), top.pod_uid.c_str());
-    } else {
-      std::snprintf(line, sizeof line, "SLICE %s  [%s]  %s\n", s.name.c_str(),
-                    SliceState(s).c_str(), ShortCommand(s.command, 70).c_str());
-    }
+    // "SLICE NAME  [STATE]  COMMAND" (a pod: "pod UID"): the state always shows; a long name
+    // is cut to leave it and 16 columns of the rest.
+    const std::string state = "  [" + SliceState(s) + "]  ";
+    const std::string rest = top.kind == "pod" ? "pod " + top.pod_uid : s.command;
+    const size_t name_room = kWidth - 6 - state.size() - 16;
+    const std::string head = "SLICE " + Cut(SliceTitle(top), name_room) + state;
+    std::snprintf(
+        line, sizeof line, "%s%s\n", head.c_str(),
+        top.kind == "pod" ? rest.c_str() : ShortCommand(rest, kWidth - head.size()).c_str());
     t += line;
     if (!s.error.empty()) {
       t += "  region: " + s.error + "\n";
@@ -362,7 +413,7 @@ std::string Text(const std::vector<GpuInfo>& gpus, const std::string& note,
     }
     if (Stale(s)) {
       t += "  its vgpu run (pid " + std::to_string(s.creator_pid) +
-           ") is gone; vgpu gc removes the slice once its processes have ended\n";
+           ") is gone; vgpu gc removes the slice\n  once its processes have ended\n";
     }
     const shm::RegionHeader& h = s.region.header;
     t += QuarantineText(h.control);
@@ -380,7 +431,7 @@ std::string Text(const std::vector<GpuInfo>& gpus, const std::string& note,
       t += line;
       if (const ComputeSliceView* c = SliceCompute(arbiters, top, d)) {
         std::snprintf(line, sizeof line,
-                      "            compute %s  achieved %.1f%%  waited %.2f s in total\n",
+                      "    compute %s\n    achieved %.1f%%  waited %.2f s in total\n",
                       ComputePolicyText(c->config).c_str(), c->achieved_pct,
                       static_cast<double>(c->held_ns) / 1e9);
         t += line;
@@ -391,17 +442,18 @@ std::string Text(const std::vector<GpuInfo>& gpus, const std::string& note,
     for (const ProcessView& p : procs) {
       uint64_t total = 0;
       for (uint64_t u : p.used) total += u;
+      const char* state = !p.alive ? "(exited) " : Stale(s) ? "(stale) " : "";
+      // "  pid N  SIZE  [state] " takes 26 columns and the state; the command gets the rest.
+      const size_t room = kWidth - 26 - std::strlen(state);
       std::snprintf(line, sizeof line, "  pid %-8d %-10s %s%s\n", p.pid, FormatBytes(total).c_str(),
-                    !p.alive   ? "(exited) "
-                    : Stale(s) ? "(stale) "
-                               : "",
+                    state,
                     p.command.empty() && p.alive && top.kind == "pod"
                         ? "(in the container's pid namespace)"
-                        : ShortCommand(p.command, 60).c_str());
+                        : ShortCommand(p.command, room).c_str());
       t += line;
     }
   }
-  return t;
+  return FitWidth(t);
 }
 
 volatile sig_atomic_t g_stop = 0;
@@ -432,8 +484,11 @@ int RunTop(int argc, char** argv) {
       "the node daemon's slice directory (vgpu node --slice-dir); default $VGPU_NODE_SLICE_DIR, "
       "else /var/lib/vgpu/slices when it exists; 'none' to leave pods out");
   app.add_flag("--sim", sim, "read the simulated GPU's NVML (build/lib/simgpu)");
+  std::string sim_config;
+  app.add_option("--sim-config", sim_config, "Simulated devices (see docs/simgpu.md); needs --sim");
   AllowEmptyValues(app, {"--slice-dir"});
   if (auto code = ParseArgs(app, argc, argv)) return *code;
+  if (Status s = UseSimConfig(sim, sim_config); !s.ok()) return ReportStatus("top", s);
   const std::string node_slice_dir = NodeSliceDir(slice_dir_flag->count() ? &slice_dir : nullptr);
   std::string nvml = "libnvidia-ml.so.1";
   if (sim) {
@@ -451,7 +506,7 @@ int RunTop(int argc, char** argv) {
   std::optional<TopKeys> keys;
   if (!once && !json) keys.emplace();
   while (!g_stop) {
-    const std::string& note = gpu_source.note();
+    const std::string note = gpu_source.note().empty() ? "" : gpu_source.note() + NoDriverHint(sim);
     std::vector<GpuInfo> gpus = gpu_source.Read();
     std::vector<TopSlice> slices = CollectSlices(state_dir, node_slice_dir);
     // The arbiters of vgpu run's registry, then every other directory a slice names.

@@ -19,15 +19,8 @@ Result<std::unique_ptr<device::DeviceBackend>> OpenGpuBackend(const GpuBackendRe
     Result<std::string> sim_dir = SimulatedGpuDir("--sim");
     if (!sim_dir) return sim_dir.error();
     const fs::path dir = *sim_dir;
-    std::error_code ec;
     if (!r.sim_config.empty()) {
-      if (!fs::is_regular_file(r.sim_config, ec)) {
-        return Status::InvalidArgument(
-            "--sim-config: " +
-            std::string(fs::exists(r.sim_config, ec) ? "not a regular file: " : "no such file: ") +
-            r.sim_config);
-      }
-      setenv("VGPU_SIMGPU_CONFIG", r.sim_config.c_str(), 1);
+      if (Status s = UseSimConfig(true, r.sim_config); !s.ok()) return s;
     } else if (r.sim_devices > 0) {
       setenv("VGPU_SIMGPU_DEVICES", std::to_string(r.sim_devices).c_str(), 1);
     }
@@ -35,7 +28,10 @@ Result<std::unique_ptr<device::DeviceBackend>> OpenGpuBackend(const GpuBackendRe
     options.cuda_library_path = (dir / "libcuda.so.1").string();
   }
   auto nvml = device::NvmlBackend::Open(options);
-  if (!nvml) return nvml.error();
+  if (!nvml) {
+    const std::string hint = r.nvml_library == "libnvidia-ml.so.1" ? NoDriverHint(r.sim) : "";
+    return Status(nvml.error().code(), nvml.error().message() + hint);
+  }
   for (const std::string& name : (*nvml)->MissingFunctions()) {
     VGPU_LOG_DEBUG("NVML lacks %s; the values it gives are not reported", name.c_str());
   }

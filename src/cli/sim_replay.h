@@ -46,6 +46,9 @@ struct ReplayFlags {
   std::string gpu_choice = "vgpu,lowest-index,besteffort";
   double comm_share = 0.3;
   bool topology_flags_given = false;  // --gpu-choice or --comm-share was given
+  // Every multi-GPU pod of the trace requires NVLink (as vgpu.io/topology: require-nvlink; the
+  // trace's `topology` column says it per pod). Needs --topology.
+  bool require_nvlink = false;
 };
 
 // Adds the replay-only flags to `app`; returns their names (for the mode checks).

@@ -61,6 +61,16 @@ Result<uint64_t> ParseCopyCap(const std::string& text, const std::string& what) 
   return *r;
 }
 
+Result<int> ParseCores(const std::string& text, const std::string& what) {
+  Parsed<int> p = ParsePercentRaw(text);
+  if (p.ok() && p.value >= 1) return p.value;
+  const std::string why = p.ok() || p.error == ParseError::kOutOfRange
+                              ? "must be 1-100"
+                              : std::string(ParseErrorText(p.error)) + ": must be an integer 1-100";
+  return Status::InvalidArgument(what + ": \"" + text + "\": " + why +
+                                 " (percent of each GPU's time, e.g. 30 or 30%)");
+}
+
 Result<SliceSpec> ParseSliceSpec(const SliceFlags& o, const std::string& prefix) {
   SliceSpec s;
   if (!o.memory.empty()) {
@@ -70,9 +80,8 @@ Result<SliceSpec> ParseSliceSpec(const SliceFlags& o, const std::string& prefix)
     s.memory = *m;
   }
   if (!o.cores.empty()) {
-    Result<int> c = ParsePercent(o.cores, prefix + "--cores");
+    Result<int> c = ParseCores(o.cores, prefix + "--cores");
     if (!c.has_value()) return c.error();
-    if (*c == 0) return Bad(prefix, "--cores", o.cores, "must be 1-100");
     s.cores = *c == 100 ? 0 : *c;
   }
   if (!o.guarantee.empty()) {
@@ -285,7 +294,8 @@ std::vector<std::string> SliceDir::ChildEnvironment(const std::string& libvgpu,
     if (entry.empty()) continue;
     std::string base = fs::path(entry).filename().string();
     bool sanitizer = base.rfind("libasan", 0) == 0 || base.rfind("libtsan", 0) == 0 ||
-                     base.rfind("libubsan", 0) == 0 || base.rfind("libhwasan", 0) == 0;
+                     base.rfind("libubsan", 0) == 0 || base.rfind("libhwasan", 0) == 0 ||
+                     base.rfind("libclang_rt.", 0) == 0;
     (sanitizer ? first : rest) += entry + " ";
   }
   std::vector<std::pair<std::string, std::string>> set = {

@@ -57,6 +57,12 @@ inline constexpr int kMemoryModeSpill = 2;
 // Parses a copy cap: a rate between 1MB/s and 10TB/s, or "unlimited" (0). `what` names it.
 Result<uint64_t> ParseCopyCap(const std::string& text, const std::string& what);
 
+// A compute share (--cores, and a bench tenant's max=): an integer percent 1-100, "30" or "30%".
+// Every command words its range the same way, in --help (kCoresRange) and in the error:
+// `--cores: "0": must be 1-100 (percent of each GPU's time, e.g. 30 or 30%)`.
+inline constexpr const char* kCoresRange = "percent of each GPU's time, 1-100 (30 or 30%)";
+Result<int> ParseCores(const std::string& text, const std::string& what);
+
 // Validates the flags; errors name the flag and the value (`--cores: "120": ...`). `prefix` is
 // prepended to flag names in messages (the bench's "tenant a: ").
 Result<SliceSpec> ParseSliceSpec(const SliceFlags& flags, const std::string& prefix = "");

@@ -3,12 +3,17 @@
 // Contract:
 // - Levels follow HAMi-core's LIBCUDA_LOG_LEVEL numbering: 0 silent, 1 errors, 2 warnings (the
 //   default), 3 info, 4 debug. SetLogLevel() changes the threshold at any time.
-// - A message longer than 1 KiB is cut. Formatting uses a stack buffer: no heap allocation, no
-//   locks, no exceptions, so it is safe inside the interception library and in signal-free hot
-//   paths. Messages from several threads never interleave within a line.
+// - A message is written whole, however long (an inventory of many GPUs as JSON). Up to 1 KiB it
+//   is formatted in a stack buffer; a longer one is formatted again into an anonymous mapping
+//   (mmap, not the heap) that is unmapped after the write. Should that mapping fail, the first
+//   1 KiB is written followed by " [cut: N bytes]". No heap allocation, no locks, no exceptions,
+//   so it is safe inside the interception library and in signal-free hot paths. Each message is
+//   one write(2): messages from several threads never interleave within a line (a pipe keeps
+//   that promise up to PIPE_BUF, 4 KiB, per write).
 // - The tag (default "vgpu") names the component in each line: "[vgpu WARN] ...".
 #pragma once
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -44,18 +49,52 @@ inline bool LogEnabled(LogLevel level) {
 __attribute__((format(printf, 2, 3))) inline void Logf(LogLevel level, const char* format, ...) {
   if (!LogEnabled(level)) return;
   static constexpr const char* kNames[] = {"", "ERROR", "WARN", "INFO", "DEBUG"};
-  char buf[1024 + 64];
+  constexpr size_t kStack = 1024;
+  char buf[kStack + 64 + 32];
   int n = std::snprintf(buf, 64, "[%s %s] ", log_internal::g_tag.load(),
                         kNames[static_cast<int>(level)]);
   if (n < 0) return;
+  if (n > 63) n = 63;  // a tag longer than the prefix's room is cut
   va_list args;
   va_start(args, format);
-  int m = std::vsnprintf(buf + n, 1024, format, args);
+  va_list again;
+  va_copy(again, args);
+  int m = std::vsnprintf(buf + n, kStack, format, args);
   va_end(args);
-  if (m < 0) return;
-  size_t len = static_cast<size_t>(n) + (m < 1024 ? static_cast<size_t>(m) : 1023);
+  if (m < 0) {
+    va_end(again);
+    return;
+  }
+  const int fd = log_internal::g_fd.load();
+  if (static_cast<size_t>(m) < kStack) {
+    va_end(again);
+    size_t len = static_cast<size_t>(n) + static_cast<size_t>(m);
+    buf[len++] = '\n';
+    ssize_t ignored = ::write(fd, buf, len);
+    (void)ignored;
+    return;
+  }
+  // Longer than the stack buffer: format the whole message into a mapping of its size.
+  const size_t total = static_cast<size_t>(n) + static_cast<size_t>(m) + 1;
+  void* mem =
+      ::mmap(nullptr, total + 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem != MAP_FAILED) {
+    char* big = static_cast<char*>(mem);
+    std::memcpy(big, buf, static_cast<size_t>(n));
+    std::vsnprintf(big + n, static_cast<size_t>(m) + 1, format, again);
+    va_end(again);
+    big[total - 1] = '\n';
+    ssize_t ignored = ::write(fd, big, total);
+    (void)ignored;
+    ::munmap(mem, total + 1);
+    return;
+  }
+  va_end(again);
+  size_t len = static_cast<size_t>(n) + kStack - 1;
+  len += static_cast<size_t>(
+      std::snprintf(buf + len, 32, " [cut: %zu bytes]", static_cast<size_t>(m) - (kStack - 1)));
   buf[len++] = '\n';
-  ssize_t ignored = ::write(log_internal::g_fd.load(), buf, len);
+  ssize_t ignored = ::write(fd, buf, len);
   (void)ignored;
 }
 

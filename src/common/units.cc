@@ -47,13 +47,14 @@ Result<uint64_t> ParseUnsigned(std::string_view text, std::string_view what) {
 
 Result<int64_t> ParseDuration(std::string_view text, std::string_view what) {
   Parsed<int64_t> p = ParseDurationRaw(text);
-  if (!p.ok()) return MakeError(what, text, p.error, "expected e.g. 5ms, 250us, 1s");
+  if (!p.ok()) return MakeError(what, text, p.error, "expected e.g. 5ms, 250us, 1s, 1h");
   return p.value;
 }
 
 Result<uint64_t> ParseRate(std::string_view text, std::string_view what) {
   Parsed<uint64_t> p = ParseRateRaw(text);
-  if (!p.ok()) return MakeError(what, text, p.error, "expected e.g. 10GB/s, 512MiB/s");
+  if (!p.ok())
+    return MakeError(what, text, p.error, "expected e.g. 10GB/s, 512MiB/s, or 10Gb/s in bits");
   return p.value;
 }
 

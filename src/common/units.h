@@ -11,9 +11,12 @@
 // byte ("1.5"), and values above 2^64 - 1.
 //
 // Percentages (ParsePercent): "30" or "30%", an integer in [0, 100].
-// Durations (ParseDuration): "5ms", "250us", "1s", "100ns", "2m" (minutes); an integer and a unit.
-// Rates (ParseRate): a byte size per second, "10GB/s", "512MiB/s", "1.5GB/s"; the "/s" may be
-// left out ("10GB"). Units as for byte sizes.
+// Durations (ParseDuration): "5ms", "250us", "1s", "100ns", "2m" (minutes), "1h"; an integer and
+// a unit.
+// Rates (ParseRate): bytes per second, "10GB/s", "512MiB/s", "1.5GB/s"; the "/s" may be left out
+// ("10GB"). Units as for byte sizes, except that a unit ending in a lowercase 'b' counts bits, as
+// link speeds are written: "10Gb/s" is 10^10 bits = 1.25 GB/s, "100Mb/s" 12.5 MB/s, "8Kib/s"
+// 1 KiB/s (rounded down to whole bytes).
 //
 // Header-only, exception-free, no allocation on success: usable inside the interception library.
 #pragma once
@@ -234,6 +237,8 @@ constexpr Parsed<int64_t> ParseDurationRaw(std::string_view text) {
     unit = 1000LL * 1000 * 1000;
   else if (parts.unit == "m")
     unit = 60LL * 1000 * 1000 * 1000;
+  else if (parts.unit == "h")
+    unit = 3600LL * 1000 * 1000 * 1000;
   else
     return {0, ParseError::kBadUnit};
   uint64_t v = 0;
@@ -242,13 +247,16 @@ constexpr Parsed<int64_t> ParseDurationRaw(std::string_view text) {
   return {static_cast<int64_t>(v) * unit, ParseError::kNone};
 }
 
-// Parses a rate in bytes per second: a byte size, optionally followed by "/s".
+// Parses a rate in bytes per second: a byte size, optionally followed by "/s"; a unit ending in
+// a lowercase 'b' is in bits ("10Gb/s").
 constexpr Parsed<uint64_t> ParseRateRaw(std::string_view text) {
   using namespace units_internal;
   if (text.size() >= 2 && text[text.size() - 2] == '/' && Lower(text[text.size() - 1]) == 's') {
     text = Sub(text, 0, text.size() - 2);
   }
-  return ParseByteSizeRaw(text);
+  Parsed<uint64_t> bytes = ParseByteSizeRaw(text);
+  if (!bytes.ok() || text.empty() || text[text.size() - 1] != 'b') return bytes;
+  return {bytes.value / 8, ParseError::kNone};  // bits
 }
 
 // Status-returning forms for callers outside the interception library. `what` names the input

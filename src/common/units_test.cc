@@ -108,8 +108,10 @@ TEST(ParseDuration, Units) {
   EXPECT_EQ(*ParseDuration("1s"), 1'000'000'000);
   EXPECT_EQ(*ParseDuration("100ns"), 100);
   EXPECT_EQ(*ParseDuration("2m"), 120'000'000'000);
+  EXPECT_EQ(*ParseDuration("1h"), 3'600'000'000'000);  // vgpu run --kill-after's upper bound
   EXPECT_EQ(ParseDurationRaw("5").error, ParseError::kBadUnit);
-  EXPECT_EQ(ParseDurationRaw("5h").error, ParseError::kBadUnit);
+  EXPECT_EQ(ParseDurationRaw("5d").error, ParseError::kBadUnit);
+  EXPECT_EQ(ParseDurationRaw("5H").error, ParseError::kBadUnit);
   EXPECT_EQ(ParseDurationRaw("1.5s").error, ParseError::kFraction);
   EXPECT_EQ(ParseDurationRaw("999999999999999999m").error, ParseError::kOverflow);
 }
@@ -150,6 +152,23 @@ TEST(ParseRate, AcceptsSizesPerSecond) {
   EXPECT_FALSE(ParseRate("/s").has_value());
   EXPECT_NE(ParseRate("fast", "--copy-bandwidth").error().message().find("--copy-bandwidth"),
             std::string::npos);
+}
+
+TEST(ParseRate, ALowercaseBIsBits) {
+  // Link speeds: 10Gb/s is 10^10 bits per second, an eighth of 10GB/s.
+  EXPECT_EQ(*ParseRate("10Gb/s"), 1'250'000'000ULL);
+  EXPECT_EQ(*ParseRate("10gb/s"), 1'250'000'000ULL);
+  EXPECT_EQ(*ParseRate("100Mb/s"), 12'500'000ULL);
+  EXPECT_EQ(*ParseRate("1.5Gb"), 187'500'000ULL);
+  EXPECT_EQ(*ParseRate("8Kib/s"), 1024ULL);
+  EXPECT_EQ(*ParseRate("80b/s"), 10ULL);
+  // An uppercase B stays bytes, and so do units without a b.
+  EXPECT_EQ(*ParseRate("10GB/s"), 10'000'000'000ULL);
+  EXPECT_EQ(*ParseRate("10G/s"), 10ULL << 30);
+  EXPECT_EQ(*ParseRate("10Gib/s"), (10ULL << 30) / 8);
+  EXPECT_FALSE(ParseRate("1.5b/s").has_value());  // a fraction of a bit
+  // Sizes are never bits: a byte size keeps its case-insensitive units.
+  EXPECT_EQ(*ParseByteSize("10gb"), 10'000'000'000ULL);
 }
 
 }  // namespace

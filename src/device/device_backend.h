@@ -44,7 +44,8 @@ struct DeviceInfo {
   // and the number of active links.
   std::vector<std::string> nvlink_peers;
   int nvlink_active_links = 0;
-  int minor_number = -1;  // N of /dev/nvidiaN; -1 when the driver does not say
+  int minor_number = -1;       // N of /dev/nvidiaN; -1 when the driver does not say
+  uint32_t pci_device_id = 0;  // nvmlPciInfo_t.pciDeviceId (0x233510DE); 0 when not told
 };
 
 // One process that holds memory on a GPU, as the driver sees it (host pid namespace).
@@ -87,8 +88,18 @@ struct DeviceSample {
   std::optional<double> sm_utilization;                // share of time a kernel ran
   std::optional<double> memory_bandwidth_utilization;  // share of time memory was read/written
   std::optional<double> temperature_celsius;
+  std::optional<double> memory_temperature_celsius;  // device memory (HBM); NVML field 82
   std::optional<double> power_watts;
   std::optional<double> power_limit_watts;
+  std::optional<double> energy_joules_total;  // since the driver was loaded
+  std::optional<double> sm_clock_hz;          // clocks now
+  std::optional<double> memory_clock_hz;
+  std::optional<double> encoder_utilization;  // share of the driver's sampling period
+  std::optional<double> decoder_utilization;
+  // Memory rows remapped after errors (Ampere and later), and whether a remapping failed.
+  std::optional<uint64_t> remapped_rows_corrected_total;
+  std::optional<uint64_t> remapped_rows_uncorrected_total;
+  std::optional<bool> row_remap_failed;
   std::optional<double> pcie_transmit_bytes_per_second;
   std::optional<double> pcie_receive_bytes_per_second;
   std::optional<uint64_t> pcie_replay_errors_total;
@@ -145,6 +156,8 @@ struct MigProfileInfo {
   uint64_t memory_bytes = 0;
   int max_count = 0;        // instanceCount
   std::vector<int> starts;  // legal placement starts
+  // copyEngineCount, decoderCount, encoderCount, jpegCount, ofaCount (0 when not reported).
+  int copy_engines = 0, decoders = 0, encoders = 0, jpegs = 0, ofas = 0;
 };
 
 // One GPU instance with (normally) one compute instance over all its slices: a MIG device.

@@ -12,6 +12,7 @@
 
 #include "common/log.h"
 #include "common/nvml_api.h"
+#include "common/nvml_sensor_api.h"
 #include "device/cuda_probe.h"
 #include "device/nvml_mig_api.h"
 
@@ -33,26 +34,6 @@ constexpr unsigned long long kEventDoubleBitEcc = 0x2;
 constexpr unsigned long long kEventXidCritical = 0x8;
 constexpr unsigned long long kEventGpuRecoveryAction = 0x8000;
 
-union nvmlValue_t {
-  double dVal;
-  unsigned int uiVal;
-  unsigned long ulVal;
-  unsigned long long ullVal;
-  signed long long sllVal;
-};
-struct nvmlFieldValue_t {
-  unsigned int fieldId;
-  unsigned int scopeId;
-  long long timestamp;
-  long long latencyUsec;
-  unsigned int valueType;
-  nvmlReturn_t nvmlReturn;
-  nvmlValue_t value;
-};
-static_assert(sizeof(nvmlFieldValue_t) == 40, "nvmlFieldValue_t ABI");
-static_assert(offsetof(nvmlFieldValue_t, value) == 32, "nvmlFieldValue_t ABI");
-constexpr unsigned int kFieldNvLinkDataTx = 138;  // cumulative KiB, all links
-constexpr unsigned int kFieldNvLinkDataRx = 139;
 constexpr unsigned int kPcieTxBytes = 0;  // nvmlPcieUtilCounter_t
 constexpr unsigned int kPcieRxBytes = 1;
 constexpr unsigned int kNvLinkMaxLinks = 18;
@@ -201,7 +182,8 @@ NvmlBackend::NvmlBackend(NvmlBackendOptions options, std::unique_ptr<Api> api)
     : options_(std::move(options)),
       api_(std::move(api)),
       mig_(std::make_unique<MigApi>()),
-      gpm_(std::make_unique<GpmSampler>(api_->lib)) {
+      gpm_(std::make_unique<GpmSampler>(api_->lib)),
+      sensors_(std::make_unique<NvmlSensors>(api_->lib)) {
   mig_->Load(api_->lib);
   char driver[96] = {};
   char nvml[96] = {};
@@ -239,7 +221,11 @@ std::string NvmlBackend::Describe() const { return version_; }
 
 void* NvmlBackend::LibraryHandle() const { return api_->lib; }
 
-std::vector<std::string> NvmlBackend::MissingFunctions() const { return api_->missing; }
+std::vector<std::string> NvmlBackend::MissingFunctions() const {
+  std::vector<std::string> missing = api_->missing;
+  for (const std::string& name : sensors_->Missing()) missing.push_back(name);
+  return missing;
+}
 
 namespace {
 
@@ -283,6 +269,7 @@ Result<std::vector<DeviceInfo>> NvmlBackend::Discover() {
     nvmlPciInfo_t pci{};
     if (a.DeviceGetPciInfo != nullptr && a.DeviceGetPciInfo(dev, &pci) == NVML_SUCCESS) {
       d.pci_bus_id = NormalizePciBusId(pci.busId);
+      d.pci_device_id = pci.pciDeviceId;
     }
     nvmlMemory_v2_t mem2{};
     mem2.version = nvmlMemory_v2;
@@ -509,6 +496,7 @@ Result<DeviceSample> NvmlBackend::Sample(int index) {
       a.DeviceGetEnforcedPowerLimit(dev, &value) == NVML_SUCCESS) {
     s.power_limit_watts = value / 1000.0;
   }
+  sensors_->Read(dev, &s);
   if (a.DeviceGetPcieThroughput != nullptr) {
     // KB/s over a 20 ms window.
     if (a.DeviceGetPcieThroughput(dev, kPcieTxBytes, &value) == NVML_SUCCESS) {
@@ -559,8 +547,8 @@ Result<DeviceSample> NvmlBackend::Sample(int index) {
     }
     if (!s.nvlink_links.empty() && a.DeviceGetFieldValues != nullptr) {
       nvmlFieldValue_t fields[2] = {};
-      fields[0].fieldId = kFieldNvLinkDataTx;
-      fields[1].fieldId = kFieldNvLinkDataRx;
+      fields[0].fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX;
+      fields[1].fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX;
       if (a.DeviceGetFieldValues(dev, 2, fields) == NVML_SUCCESS) {
         if (fields[0].nvmlReturn == NVML_SUCCESS) {
           s.nvlink_transmit_bytes_total = fields[0].value.ullVal * 1024ULL;

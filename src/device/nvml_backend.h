@@ -8,7 +8,9 @@
 // run on datacenter GPUs, consumer GPUs (no NVLink, no ECC events) and the simulated GPU.
 //
 // GPM metrics (Hopper and later: SM, tensor and DRAM activity, PCIe and NVLink rates) come
-// with each sample, for the GPU and each of its MIG GPU instances (nvml_gpm.h).
+// with each sample, for the GPU and each of its MIG GPU instances (nvml_gpm.h); so do clocks,
+// device memory temperature, energy, video engine utilization and row remapping
+// (nvml_sensors.h).
 //
 // SM counts are not in NVML for whole GPUs; they are read through the CUDA driver
 // (cuDeviceGetAttribute, matched by PCI bus id) when libcuda.so.1 loads, else left 0.
@@ -25,6 +27,7 @@
 
 #include "device/device_backend.h"
 #include "device/nvml_gpm.h"
+#include "device/nvml_sensors.h"
 
 namespace vgpu::device {
 
@@ -87,7 +90,8 @@ class NvmlBackend final : public DeviceBackend {
   NvmlBackendOptions options_;
   std::unique_ptr<Api> api_;
   std::unique_ptr<MigApi> mig_;
-  std::unique_ptr<GpmSampler> gpm_;  // GPM (nvml_gpm.h)
+  std::unique_ptr<GpmSampler> gpm_;       // GPM (nvml_gpm.h)
+  std::unique_ptr<NvmlSensors> sensors_;  // clocks, energy, ... (nvml_sensors.h)
   mutable std::mutex mu_;
   std::vector<void*> handles_;  // nvmlDevice_t per index, filled by Discover()
   std::vector<std::string> uuids_;

@@ -105,6 +105,11 @@ Result<std::vector<MigProfileInfo>> NvmlBackend::MigProfiles(int index) {
     m.sm_count = static_cast<int>(info.multiprocessorCount);
     m.memory_bytes = info.memorySizeMB << 20;
     m.max_count = static_cast<int>(info.instanceCount);
+    m.copy_engines = static_cast<int>(info.copyEngineCount);
+    m.decoders = static_cast<int>(info.decoderCount);
+    m.encoders = static_cast<int>(info.encoderCount);
+    m.jpegs = static_cast<int>(info.jpegCount);
+    m.ofas = static_cast<int>(info.ofaCount);
     nvmlGpuInstancePlacement_t placements[8];
     unsigned count = 8;
     r = mig_->GetPlacements(dev, info.id, placements, &count);

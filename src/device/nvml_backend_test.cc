@@ -227,8 +227,9 @@ TEST_F(SimNvmlTest, SeesAProcessThatHoldsMemory) {
   ASSERT_EQ(free_mem(ptr), 0);
   EXPECT_EQ(backend_->Sample(1)->memory_used_bytes, 0u);
 }
-TEST_F(SimNvmlTest, GpmOnHopperFromTheTimelineNotOnAmpere) {
-  ASSERT_TRUE(backend_->Discover().has_value());
+// Runs one kernel of `ns` on the simulated h100 (device 0) through the simulated CUDA driver the
+// backend loaded, and waits for it.
+void RunSimKernel(uint64_t ns) {
   void* cuda = dlopen(VGPU_SIM_CUDA, RTLD_NOW | RTLD_NOLOAD);
   ASSERT_NE(cuda, nullptr);
   auto sym = [&](const char* name) { return dlsym(cuda, name); };
@@ -246,17 +247,21 @@ TEST_F(SimNvmlTest, GpmOnHopperFromTheTimelineNotOnAmpere) {
   ASSERT_EQ(set_current(ctx), 0);
   void* mod = nullptr;
   void* f = nullptr;
-  ASSERT_EQ(load(&mod, "gpm"), 0);
+  ASSERT_EQ(load(&mod, "kernel"), 0);
   ASSERT_EQ(get(&f, mod, "sim_sleep_ns"), 0);
+  void* params[] = {&ns};
+  ASSERT_EQ(launch(f, 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr), 0);
+  ASSERT_EQ(sync(), 0);
+}
+
+TEST_F(SimNvmlTest, GpmOnHopperFromTheTimelineNotOnAmpere) {
+  ASSERT_TRUE(backend_->Discover().has_value());
   // The first sample only starts the interval.
   auto first = backend_->Sample(0);
   ASSERT_TRUE(first.has_value());
   EXPECT_FALSE(first->gpm.has_value());
   const auto t0 = std::chrono::steady_clock::now();
-  uint64_t ns = 100'000'000;  // a 100 ms kernel in a window of about 200 ms
-  void* params[] = {&ns};
-  ASSERT_EQ(launch(f, 1, 1, 1, 32, 1, 1, 0, nullptr, params, nullptr), 0);
-  ASSERT_EQ(sync(), 0);
+  RunSimKernel(100'000'000);  // a 100 ms kernel in a window of about 200 ms
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   auto second = backend_->Sample(0);
   const double window_s =
@@ -276,6 +281,35 @@ TEST_F(SimNvmlTest, GpmOnHopperFromTheTimelineNotOnAmpere) {
   ASSERT_TRUE(backend_->Sample(1).has_value());
   std::this_thread::sleep_for(std::chrono::milliseconds(120));
   EXPECT_FALSE(backend_->Sample(1)->gpm.has_value());
+}
+
+// Clocks, the memory's temperature and energy as the simulated NVML models them (the h100's
+// configured clocks; energy the integral of the modelled power: 10% of the 700 W limit idle plus
+// 80% of it while a kernel runs); what it does not simulate is absent.
+TEST_F(SimNvmlTest, ClocksMemoryTemperatureAndEnergyFollowTheModel) {
+  ASSERT_TRUE(backend_->Discover().has_value());
+  auto before = backend_->Sample(0);
+  ASSERT_TRUE(before.has_value());
+  EXPECT_EQ(before->sm_clock_hz, 1980e6);
+  EXPECT_EQ(before->memory_clock_hz, 2619e6);
+  ASSERT_TRUE(before->memory_temperature_celsius.has_value());
+  EXPECT_GE(*before->memory_temperature_celsius, 30);
+  EXPECT_LE(*before->memory_temperature_celsius, 70);
+  ASSERT_TRUE(before->energy_joules_total.has_value());
+  const auto t0 = std::chrono::steady_clock::now();
+  RunSimKernel(200'000'000);
+  auto after = backend_->Sample(0);
+  const double elapsed_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(after.has_value());
+  // The busy part: 560 W x 0.2 s = 112 J over the idle 70 W x the elapsed time (1 mJ steps).
+  const double busy_j = *after->energy_joules_total - *before->energy_joules_total - 70 * elapsed_s;
+  EXPECT_GT(busy_j, 112 * 0.9);
+  EXPECT_LT(busy_j, 112 * 1.1 + 70 * 0.01);
+  EXPECT_FALSE(after->encoder_utilization.has_value());
+  EXPECT_FALSE(after->decoder_utilization.has_value());
+  EXPECT_FALSE(after->remapped_rows_corrected_total.has_value());
+  EXPECT_FALSE(after->row_remap_failed.has_value());
 }
 #endif
 

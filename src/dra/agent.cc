@@ -71,10 +71,11 @@ std::vector<SliceGpu> Agent::Gpus() const {
 
 void Agent::Publish() {
   if (publisher_ == nullptr) return;
+  // A failure is retried by SampleLoop once publish_interval_ms has passed (not at once: an
+  // API server that is down would be asked as fast as the client gives up).
   if (Status s = publisher_->Publish(Gpus()); !s.ok()) {
-    VGPU_LOG_WARN("publishing ResourceSlices: %s (retried)", s.ToString().c_str());
-    std::lock_guard<std::mutex> lock(mu_);
-    dirty_ = true;
+    VGPU_LOG_WARN("publishing ResourceSlices: %s (retried in %d ms)", s.ToString().c_str(),
+                  options_.publish_interval_ms);
   }
 }
 

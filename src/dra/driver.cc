@@ -73,10 +73,15 @@ Status Driver::Init() {
   return Status::Ok();
 }
 
-Status Driver::EnableMig(device::DeviceBackend* backend, std::vector<GpuOffer> offers) {
+void Driver::SetOffers(device::DeviceBackend* backend, std::vector<GpuOffer> offers) {
   std::lock_guard<std::mutex> lock(mu_);
   backend_ = backend;
   offers_ = std::move(offers);
+}
+
+Status Driver::EnableMig(device::DeviceBackend* backend, std::vector<GpuOffer> offers) {
+  SetOffers(backend, std::move(offers));
+  std::lock_guard<std::mutex> lock(mu_);
   std::vector<int> dynamic;
   for (size_t i = 0; i < gpus_.size() && i < offers_.size(); ++i) {
     if (offers_[i].Dynamic()) dynamic.push_back(gpus_[i].index);
@@ -230,7 +235,7 @@ Result<PreparedClaim> Driver::PrepareOne(const ClaimRef& ref) {
   return r;
 }
 
-Result<PreparedClaim> Driver::PrepareSteps(const ClaimRef& ref) {
+Result<Driver::Built> Driver::BuildClaim(const ClaimRef& ref, bool dry_run) {
   if (ref.uid.empty() || ref.name.empty() || ref.ns.empty()) {
     return Status::InvalidArgument(ref.Describe() + ": namespace, name and uid are required");
   }
@@ -245,7 +250,8 @@ Result<PreparedClaim> Driver::PrepareSteps(const ClaimRef& ref) {
   spec.pod_name = ref.name;
   spec.pod_uid = ref.uid;
   spec.container = kContainer;
-  PreparedClaim out;
+  Built built;
+  PreparedClaim& out = built.claim;
   out.ref = ref;
   // The opaque configs first: a bad one makes nothing (no MIG instance either).
   for (const OpaqueConfig& c : alloc->configs) {
@@ -276,6 +282,10 @@ Result<PreparedClaim> Driver::PrepareSteps(const ClaimRef& ref) {
         return Status::InvalidArgument(ref.Describe() + ": " + d.field + ".device: MIG device " +
                                        d.device + " is allocated twice");
       }
+      if (dry_run && target->offer->Dynamic()) {
+        return Status::FailedPrecondition(ref.Describe() + ": " + d.field + ".device: " + d.device +
+                                          ": its MIG instance is made at NodePrepareResources");
+      }
       auto instance = MigInstanceFor(ref, d, *target);
       if (!instance) return instance.error();
       position[d.device] = spec.devices.size();
@@ -297,7 +307,7 @@ Result<PreparedClaim> Driver::PrepareSteps(const ClaimRef& ref) {
       has_mig = true;
       continue;
     }
-    if (target->offer != nullptr && target->offer->Dynamic()) {
+    if (!dry_run && target->offer != nullptr && target->offer->Dynamic()) {
       std::lock_guard<std::mutex> lock(mig_mu_);
       if (Status s = SetMigModeFor(ref, d, *target, false); !s.ok()) return s;
     }
@@ -333,30 +343,45 @@ Result<PreparedClaim> Driver::PrepareSteps(const ClaimRef& ref) {
     out.devices[it->second].requests.push_back(d.request);
   }
 
-  auto record = slices_.Create(spec, static_cast<int64_t>(std::time(nullptr)));
+  const int64_t now = static_cast<int64_t>(std::time(nullptr));
+  auto record = dry_run ? slices_.Plan(spec, now) : slices_.Create(spec, now);
   if (!record) {
     return Status(record.error().code(), ref.Describe() + ": " + record.error().message());
   }
-  node::ContainerAllocation allocation = node::BuildAllocation(*record, slices_.layout());
+  built.allocation = node::BuildAllocation(*record, slices_.layout());
   node::DeviceListOptions device_list = options_.device_list;
   // A MIG device is reached through its parent's device node and its capability nodes.
   if (has_mig) device_list.pass_device_specs = true;
-  if (Status s = node::ApplyDeviceList(*record, gpus_, device_list, &allocation); !s.ok()) {
-    (void)slices_.Remove(record->name);
+  if (Status s = node::ApplyDeviceList(*record, gpus_, device_list, &built.allocation); !s.ok()) {
+    if (!dry_run) (void)slices_.Remove(record->name);
     return Status(s.code(), ref.Describe() + ": " + s.message());
   }
-  if (Status s = WriteCdiSpec(options_.cdi_dir, ref.uid, allocation); !s.ok()) {
-    (void)slices_.Remove(record->name);
+  out.slice = record->name;
+  return built;
+}
+
+Result<PreparedClaim> Driver::PrepareSteps(const ClaimRef& ref) {
+  auto built = BuildClaim(ref, /*dry_run=*/false);
+  if (!built) return built.error();
+  PreparedClaim& out = built->claim;
+  if (Status s = WriteCdiSpec(options_.cdi_dir, ref.uid, built->allocation); !s.ok()) {
+    (void)slices_.Remove(out.slice);
     return Status(s.code(),
                   ref.Describe() + ": CDI directory " + options_.cdi_dir + ": " + s.message());
   }
-  out.slice = record->name;
   for (PreparedDevice& d : out.devices) {
     d.cdi_ids.push_back(CdiDeviceId(ref.uid));
     if (!options_.nvidia_cdi_kind.empty())
       d.cdi_ids.push_back(options_.nvidia_cdi_kind + "=" + d.uuid);
   }
   return out;
+}
+
+Result<nlohmann::json> Driver::PlanCdiSpec(const ClaimRef& ref) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto built = BuildClaim(ref, /*dry_run=*/true);
+  if (!built) return built.error();
+  return CdiSpec(ref.uid, built->allocation);
 }
 
 std::map<std::string, Driver::PrepareResult> Driver::Prepare(const std::vector<ClaimRef>& claims) {

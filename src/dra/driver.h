@@ -86,6 +86,8 @@ class Driver {
   // mig-dynamic GPUs and destroys the instances no prepared claim holds (a crash between
   // creating one and saving the checkpoint).
   Status EnableMig(device::DeviceBackend* backend, std::vector<GpuOffer> offers);
+  // The offers and the backend alone, for PlanCdiSpec: no journal is read, nothing changes.
+  void SetOffers(device::DeviceBackend* backend, std::vector<GpuOffer> offers);
   // The NVML indices of the GPUs prepared claims use (kept out of mode changes).
   std::set<int> GpusInUse() const;
 
@@ -95,6 +97,12 @@ class Driver {
   };
   std::map<std::string, PrepareResult> Prepare(const std::vector<ClaimRef>& claims);
   std::map<std::string, std::string> Unprepare(const std::vector<ClaimRef>& claims);
+
+  // The CDI spec Prepare would write for `ref` (its claim read from the ClaimSource), making
+  // and changing nothing: no slice files, no MIG instance or mode change, no checkpoint. A MIG
+  // device of a mig-dynamic GPU is kFailedPrecondition (its instance exists only once
+  // prepared). Needs no Init().
+  Result<nlohmann::json> PlanCdiSpec(const ClaimRef& ref);
 
   size_t prepared_count() const;
   const DriverOptions& options() const { return options_; }
@@ -106,6 +114,13 @@ class Driver {
     const GpuOffer* offer = nullptr;
     const MigDeviceSpec* mig = nullptr;
   };
+  // A claim's devices, slice record and container edits; with `dry_run` nothing is made or
+  // changed (SliceManager::Plan, no MIG instance, no mode change).
+  struct Built {
+    PreparedClaim claim;
+    node::ContainerAllocation allocation;
+  };
+  Result<Built> BuildClaim(const ClaimRef& ref, bool dry_run);
   Result<PreparedClaim> PrepareOne(const ClaimRef& ref);
   Result<PreparedClaim> PrepareSteps(const ClaimRef& ref);
   Result<device::MigInstance> MigInstanceFor(const ClaimRef& ref, const AllocatedDevice& d,

@@ -10,8 +10,9 @@
 //                 MIG devices of one GPU, never both; Prepare puts the GPU into the MIG mode the
 //                 claim needs (dra/driver.h).
 //
-// StaticMigDevices and DynamicMigDevices are pure; SetUpGpuOffers changes the GPUs (through
-// node/gpu_mode_setup.h: only idle GPUs, each outcome logged) and reads what the driver reports.
+// StaticMigDevices and DynamicMigDevices are pure; PlanGpuOffers only reads; SetUpGpuOffers changes
+// the GPUs (through node/gpu_mode_setup.h: only idle GPUs, each outcome logged) and reads what the
+// driver reports.
 #pragma once
 
 #include <set>
@@ -37,14 +38,21 @@ std::vector<MigDeviceSpec> StaticMigDevices(const std::vector<device::MigInstanc
 // One device per profile and legal start, in the driver's profile order, starts increasing.
 std::vector<MigDeviceSpec> DynamicMigDevices(const std::vector<device::MigProfileInfo>& profiles);
 
-// The profiles of vgpu's MIG table for a GPU of this NVML name, as a driver reports them
-// (empty for a model without a table).
-std::vector<device::MigProfileInfo> TableMigProfiles(const std::string& nvml_name);
+// The profiles of vgpu's MIG table of exactly this GPU's model (node::MigModelOf: name, memory,
+// PCI id), as a driver reports them; empty for a model without a table (no MIG offers).
+std::vector<device::MigProfileInfo> TableMigProfiles(const device::DeviceInfo& gpu);
 
 // Puts each of `gpus` into its mode of `config`, except those in `busy` (GPU indices that
 // prepared claims use: they keep what they are), and returns the offers by GPU position. A
 // mig-dynamic GPU whose profiles neither the driver (MIG off) nor vgpu's tables tell offers the
 // software device only, with a warning.
+// What SetUpGpuOffers would offer, changing nothing (`vgpu dra --dry-run`): the mode of each GPU
+// by `config`; a static `mig` GPU offers the instances it has now (none before its layout is
+// made).
+std::vector<GpuOffer> PlanGpuOffers(device::DeviceBackend* backend,
+                                    const std::vector<device::DeviceInfo>& gpus,
+                                    const node::GpuModeConfig& config);
+
 std::vector<GpuOffer> SetUpGpuOffers(device::DeviceBackend* backend,
                                      const std::vector<device::DeviceInfo>& gpus,
                                      const node::GpuModeConfig& config, const std::set<int>& busy);

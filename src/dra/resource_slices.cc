@@ -180,25 +180,79 @@ std::string SemVer(const std::string& dotted) {
   return clean;
 }
 
-std::vector<json> BuildResourceSlices(const std::string& node, const std::string& driver,
-                                      const std::vector<SliceGpu>& gpus, int64_t generation) {
+std::string SliceLayoutName(SliceLayout layout) {
+  return layout == SliceLayout::kCountersWithDevices ? "1.34" : "1.35";
+}
+
+Result<SliceLayout> SliceLayoutForRelease(int major, int minor) {
+  if (major > 1 || (major == 1 && minor >= 35)) return SliceLayout::kCountersApart;
+  if (major == 1 && minor == 34) return SliceLayout::kCountersWithDevices;
+  return Status::FailedPrecondition("Kubernetes " + std::to_string(major) + "." +
+                                    std::to_string(minor) +
+                                    " has no resource.k8s.io/v1 ResourceSlices (1.34 or later)");
+}
+
+Result<SliceLayout> SliceLayoutForVersion(const json& version) {
+  // "35", "35+": the leading digits.
+  const auto number = [&version](const char* key) -> int {
+    if (!version.is_object() || !version.contains(key) || !version[key].is_string()) return -1;
+    const std::string text = version[key];
+    size_t n = 0;
+    while (n < text.size() && n < 6 && std::isdigit(static_cast<unsigned char>(text[n]))) ++n;
+    return n == 0 ? -1 : std::stoi(text.substr(0, n));
+  };
+  const int major = number("major");
+  const int minor = number("minor");
+  if (major < 0 || minor < 0) {
+    return Status::InvalidArgument("the API server's /version has no major and minor numbers: " +
+                                   version.dump());
+  }
+  return SliceLayoutForRelease(major, minor);
+}
+
+namespace {
+
+struct GpuPart {
+  json counter_set;
+  std::vector<json> devices;
+  size_t counters = 0;  // in its counter set
+  size_t consumed = 0;  // counters its devices consume
+};
+
+std::vector<GpuPart> Parts(const std::vector<SliceGpu>& gpus) {
+  std::vector<GpuPart> out;
+  for (const SliceGpu& g : gpus) {
+    GpuPart p;
+    p.counter_set = CounterSet(g);
+    p.counters = p.counter_set["counters"].size();
+    if (g.healthy) {
+      if (g.software) p.devices.push_back(WholeGpu(g));
+      for (const MigDeviceSpec& m : g.mig_devices) p.devices.push_back(MigDevice(g, m));
+    }
+    for (const json& d : p.devices) {
+      for (const json& c : d["consumesCounters"]) p.consumed += c["counters"].size();
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+// 1.35: counter sets and devices in slices of their own.
+std::vector<json> CountersApart(const std::string& node, const std::string& driver,
+                                const std::vector<GpuPart>& parts, int64_t generation) {
   std::vector<json> out;
   const std::string prefix = node + "-" + driver;
-  for (size_t i = 0, k = 0; i < gpus.size(); i += kMaxCounterSetsPerSlice, ++k) {
+  for (size_t i = 0, k = 0; i < parts.size(); i += kMaxCounterSetsPerSlice, ++k) {
     json s = Slice(prefix + "-counters-" + std::to_string(k), node, driver, generation);
     json sets = json::array();
-    for (size_t j = i; j < gpus.size() && j < i + kMaxCounterSetsPerSlice; ++j) {
-      sets.push_back(CounterSet(gpus[j]));
+    for (size_t j = i; j < parts.size() && j < i + kMaxCounterSetsPerSlice; ++j) {
+      sets.push_back(parts[j].counter_set);
     }
     s["spec"]["sharedCounters"] = sets;
     out.push_back(s);
   }
   std::vector<json> devices;
-  for (const SliceGpu& g : gpus) {
-    if (!g.healthy) continue;
-    if (g.software) devices.push_back(WholeGpu(g));
-    for (const MigDeviceSpec& m : g.mig_devices) devices.push_back(MigDevice(g, m));
-  }
+  for (const GpuPart& p : parts) devices.insert(devices.end(), p.devices.begin(), p.devices.end());
   for (size_t i = 0, k = 0; i < devices.size() || k == 0;
        i += kMaxDevicesPerSliceWithCounters, ++k) {
     json s = Slice(prefix + "-devices-" + std::to_string(k), node, driver, generation);
@@ -210,6 +264,51 @@ std::vector<json> BuildResourceSlices(const std::string& node, const std::string
     out.push_back(s);
     if (devices.empty()) break;
   }
+  return out;
+}
+
+// 1.34: each slice holds whole GPUs, their counter sets with all their devices, as many GPUs
+// in order as the slice's limits take. One GPU always fits (at most 10 counters, 26 devices).
+std::vector<json> CountersWithDevices(const std::string& node, const std::string& driver,
+                                      const std::vector<GpuPart>& parts, int64_t generation) {
+  std::vector<json> out;
+  const std::string prefix = node + "-" + driver + "-";
+  json sets = json::array();
+  json devices = json::array();
+  size_t counters = 0, consumed = 0;
+  const auto flush = [&] {
+    json s = Slice(prefix + std::to_string(out.size()), node, driver, generation);
+    if (!sets.empty()) s["spec"]["sharedCounters"] = sets;
+    if (!devices.empty() || sets.empty()) s["spec"]["devices"] = devices;
+    out.push_back(s);
+    sets = json::array();
+    devices = json::array();
+    counters = consumed = 0;
+  };
+  for (const GpuPart& p : parts) {
+    if (!sets.empty() && (counters + p.counters > kMaxSharedCountersPerSlice134 ||
+                          devices.size() + p.devices.size() > kMaxDevicesPerSlice134 ||
+                          consumed + p.consumed > kMaxConsumedCountersPerSlice134)) {
+      flush();
+    }
+    sets.push_back(p.counter_set);
+    for (const json& d : p.devices) devices.push_back(d);
+    counters += p.counters;
+    consumed += p.consumed;
+  }
+  if (!sets.empty() || out.empty()) flush();
+  return out;
+}
+
+}  // namespace
+
+std::vector<json> BuildResourceSlices(const std::string& node, const std::string& driver,
+                                      const std::vector<SliceGpu>& gpus, int64_t generation,
+                                      SliceLayout layout) {
+  const std::vector<GpuPart> parts = Parts(gpus);
+  std::vector<json> out = layout == SliceLayout::kCountersWithDevices
+                              ? CountersWithDevices(node, driver, parts, generation)
+                              : CountersApart(node, driver, parts, generation);
   for (json& s : out) s["spec"]["pool"]["resourceSliceCount"] = static_cast<int64_t>(out.size());
   return out;
 }

@@ -48,6 +48,26 @@ void AttentionParams(const Architecture& a, double* linear, double* other) {
   if (a.attention_bias) *other += q_dim + 2 * kv_dim + (a.mlp_bias ? h : 0);
 }
 
+// One block's parameters: attention (twice in a decoder layer of an encoder-decoder model:
+// self- and cross-attention), the MLP (or experts), the norms (a third for cross-attention).
+void LayerParams(const Architecture& a, int layer, bool cross_attention, double* linear,
+                 double* other) {
+  const double h = a.hidden;
+  const int mlp_matrices = a.gated_mlp ? 3 : 2;
+  AttentionParams(a, linear, other);
+  if (cross_attention) AttentionParams(a, linear, other);
+  if (a.MoeLayer(layer)) {
+    const double expert = mlp_matrices * h * a.expert_intermediate;
+    *linear += (a.experts + a.shared_experts) * expert;
+    *other += h * a.experts;  // router, kept in 16 bits
+  } else {
+    *linear += mlp_matrices * h * a.intermediate;
+    if (a.mlp_bias) *other += a.intermediate + h;
+  }
+  // Two norms per layer (three with cross-attention); LayerNorm has a weight and a bias.
+  *other += (cross_attention ? 3 : 2) * (a.layer_norm ? 2 : 1) * h;
+}
+
 }  // namespace
 
 ParamCount ParamCounts(const Architecture& a) {
@@ -57,33 +77,71 @@ ParamCount ParamCounts(const Architecture& a) {
   if (a.learned_positions) p.embedding += double(a.max_positions + a.position_offset) * h;
   p.head = a.tied_embeddings ? 0 : double(a.vocab) * h;
 
-  const int mlp_matrices = a.gated_mlp ? 3 : 2;
   double linear_all = 0, other_all = 0;
-  for (int i = 0; i < a.layers; ++i) {
+  // The encoder's layers (encoder-decoder models), then the decoder's; the per-layer figures
+  // are those of the largest layer.
+  const bool cross = a.EncoderDecoder();
+  for (int i = 0; i < a.encoder_layers + a.layers; ++i) {
     double linear = 0, other = 0;
-    AttentionParams(a, &linear, &other);
-    if (a.MoeLayer(i)) {
-      const double expert = mlp_matrices * h * a.expert_intermediate;
-      linear += (a.experts + a.shared_experts) * expert;
-      other += h * a.experts;  // router, kept in 16 bits
-    } else {
-      linear += mlp_matrices * h * a.intermediate;
-      if (a.mlp_bias) other += a.intermediate + h;
-    }
-    other += (a.layer_norm ? 4 : 2) * h;  // two norms per layer (LayerNorm: weight and bias)
+    const bool decoder = i >= a.encoder_layers;
+    LayerParams(a, decoder ? i - a.encoder_layers : i, decoder && cross, &linear, &other);
     linear_all += linear;
     other_all += other;
-    // The per-layer figures are those of the largest layer.
     if (linear + other > p.per_layer_linear + p.per_layer_other) {
       p.per_layer_linear = linear;
       p.per_layer_other = other;
     }
   }
+  // T5's relative position bias: buckets x heads in the first layer of each stack.
+  other_all += (cross ? 2.0 : 1.0) * a.relative_buckets * a.heads;
   p.largest_tensor = std::max({double(a.vocab) * h, h * a.intermediate, h * a.expert_intermediate,
                                h * a.heads * a.HeadDim()});
   p.linear = linear_all;
-  p.other = other_all + p.embedding + p.head + (a.layer_norm ? 2 : 1) * h;
+  // The final norm (one per stack).
+  p.other = other_all + p.embedding + p.head + (cross ? 2 : 1) * (a.layer_norm ? 2 : 1) * h;
   return p;
+}
+
+std::span<const ShapeLimit> ShapeLimits() {
+  static constexpr ShapeLimit kLimits[] = {
+      {"num_hidden_layers", &Architecture::layers, 4096},
+      {"hidden_size", &Architecture::hidden, 1 << 17},
+      {"num_attention_heads", &Architecture::heads, 4096},
+      {"num_key_value_heads", &Architecture::kv_heads, 4096},
+      {"head_dim", &Architecture::head_dim, 4096},
+      {"intermediate_size", &Architecture::intermediate, 1 << 20},
+      {"vocab_size", &Architecture::vocab, 1 << 22},
+      {"max_position_embeddings", &Architecture::max_positions, 1 << 27},
+      {"position offset", &Architecture::position_offset, 1 << 16},
+      {"num_local_experts", &Architecture::experts, 4096},
+      {"num_experts_per_tok", &Architecture::experts_per_token, 4096},
+      {"moe_intermediate_size", &Architecture::expert_intermediate, 1 << 20},
+      {"n_shared_experts", &Architecture::shared_experts, 256},
+      {"first_k_dense_replace", &Architecture::dense_layers, 4096},
+      {"kv_lora_rank", &Architecture::kv_lora_rank, 1 << 16},
+      {"q_lora_rank", &Architecture::q_lora_rank, 1 << 16},
+      {"qk_rope_head_dim", &Architecture::qk_rope_head_dim, 4096},
+      {"qk_nope_head_dim", &Architecture::qk_nope_head_dim, 4096},
+      {"v_head_dim", &Architecture::v_head_dim, 4096},
+      {"sliding_window", &Architecture::sliding_window, 1 << 27},
+      {"sliding_window_pattern", &Architecture::sliding_pattern, 4096},
+      {"num_layers (encoder)", &Architecture::encoder_layers, 4096},
+      {"relative_attention_num_buckets", &Architecture::relative_buckets, 4096},
+  };
+  return kLimits;
+}
+
+Status CheckShape(const Architecture& a) {
+  for (const ShapeLimit& l : ShapeLimits()) {
+    const int v = a.*l.field;
+    if (v < 0 || v > l.max) {
+      return Status::InvalidArgument("model " + a.name + ": " + l.key + " is " + std::to_string(v) +
+                                     ", " +
+                                     (v < 0 ? "below 0" : "more than " + std::to_string(l.max)) +
+                                     " (the most the estimator takes)");
+    }
+  }
+  return Status::Ok();
 }
 
 namespace {
@@ -153,6 +211,36 @@ Architecture Sliding(Architecture a, int window, int pattern) {
   return a;
 }
 
+Architecture WithFormat(Architecture a, WeightFormat format, std::string source) {
+  a.format = format;
+  a.format_source = std::move(source);
+  return a;
+}
+
+// T5 (v1.0: ReLU MLP, tied embeddings) and T5 v1.1 / mT5 / mT0 / Flan-T5 (gated GeLU, untied):
+// `layers` encoder and as many decoder layers, d_model, d_kv, heads, d_ff; 32 relative position
+// buckets, dropout 0.1, no biases, RMSNorm-style T5LayerNorm (HF T5Config, modeling_t5.py).
+// max_positions is the default length only (T5's n_positions 512): relative positions do not
+// bound the length.
+Architecture T5(std::string name, int layers, int d_model, int d_kv, int heads, int d_ff, int vocab,
+                bool gated, std::string source) {
+  Architecture a;
+  a.name = std::move(name);
+  a.layers = a.encoder_layers = layers;
+  a.hidden = d_model;
+  a.head_dim = d_kv;
+  a.heads = a.kv_heads = heads;
+  a.intermediate = d_ff;
+  a.vocab = vocab;
+  a.max_positions = 512;
+  a.tied_embeddings = !gated;
+  a.gated_mlp = gated;
+  a.relative_buckets = 32;
+  a.dropout = true;
+  a.source = std::move(source);
+  return a;
+}
+
 std::string Hf(std::string_view repo) {
   return "https://huggingface.co/" + std::string(repo) + "/blob/main/config.json";
 }
@@ -203,15 +291,19 @@ std::vector<Architecture> MakeTable() {
                   64, 6, 1408),
               2, 1),
           512, 0, 64, 128, 128),
-      Mla(WithSharedExperts(
-              Moe(Dense("deepseek-v3", 61, 7168, 128, 128, 18432, 129280, 163840, false,
-                        Hf("deepseek-ai/DeepSeek-V3") +
-                            " (MLA kv_lora_rank 512, q_lora_rank 1536, qk_rope 64, qk_nope 128, "
-                            "v 128; 256 routed + 1 shared expert of 2048, first 3 layers dense; "
-                            "the multi-token-prediction layer is not loaded)"),
-                  256, 8, 2048),
-              1, 3),
-          512, 1536, 64, 128, 128),
+      WithFormat(
+          Mla(WithSharedExperts(
+                  Moe(Dense("deepseek-v3", 61, 7168, 128, 128, 18432, 129280, 163840, false,
+                            Hf("deepseek-ai/DeepSeek-V3") +
+                                " (MLA kv_lora_rank 512, q_lora_rank 1536, qk_rope 64, qk_nope "
+                                "128, v 128; 256 routed + 1 shared expert of 2048, first 3 layers "
+                                "dense; the multi-token-prediction layer is not loaded)"),
+                      256, 8, 2048),
+                  1, 3),
+              512, 1536, 64, 128, 128),
+          WeightFormat::kFp8,
+          "the published checkpoint: config.json quantization_config quant_method fp8 (e4m3, "
+          "weight_block_size [128, 128])"),
       Moe(Dense("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 32768, false,
                 Hf("mistralai/Mixtral-8x7B-v0.1")),
           8, 2, 14336),
@@ -241,6 +333,18 @@ std::vector<Architecture> MakeTable() {
                2),
       GptStyle(Dense("gpt2", 12, 768, 12, 12, 3072, 50257, 1024, true, Hf("openai-community/gpt2")),
                0),
+      T5("t5-small", 6, 512, 64, 8, 2048, 32128, false, Hf("google-t5/t5-small")),
+      T5("t5-base", 12, 768, 64, 12, 3072, 32128, false, Hf("google-t5/t5-base")),
+      T5("t5-large", 24, 1024, 64, 16, 4096, 32128, false, Hf("google-t5/t5-large")),
+      T5("flan-t5-base", 12, 768, 64, 12, 2048, 32128, true, Hf("google/flan-t5-base")),
+      T5("flan-t5-large", 24, 1024, 64, 16, 2816, 32128, true, Hf("google/flan-t5-large")),
+      T5("flan-t5-xl", 24, 2048, 64, 32, 5120, 32128, true, Hf("google/flan-t5-xl")),
+      T5("flan-t5-xxl", 24, 4096, 64, 64, 10240, 32128, true, Hf("google/flan-t5-xxl")),
+      T5("mt0-small", 8, 512, 64, 6, 1024, 250112, true, Hf("bigscience/mt0-small")),
+      T5("mt0-base", 12, 768, 64, 12, 2048, 250112, true, Hf("bigscience/mt0-base")),
+      T5("mt0-large", 24, 1024, 64, 16, 2816, 250112, true, Hf("bigscience/mt0-large")),
+      T5("mt0-xl", 24, 2048, 64, 32, 5120, 250112, true, Hf("bigscience/mt0-xl")),
+      T5("mt0-xxl", 24, 4096, 64, 64, 10240, 250112, true, Hf("bigscience/mt0-xxl")),
   };
 }
 
@@ -271,7 +375,17 @@ std::span<const Architecture> BundledArchitectures() {
 std::optional<Architecture> FindArchitecture(std::string_view name) {
   const std::string want = Normalize(name);
   for (const Architecture& a : BundledArchitectures()) {
-    if (Normalize(a.name) == want) return a;
+    if (Normalize(a.name) != want) continue;
+    Architecture found = a;
+    // "Qwen/Qwen3-235B-A22B-FP8": the publisher's FP8 checkpoint of the model.
+    std::string lower(name);
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    if (lower.ends_with("-fp8") && found.format != WeightFormat::kFp8) {
+      found.format = WeightFormat::kFp8;
+      found.format_source = "the name " + std::string(name) + " (an FP8 checkpoint)";
+    }
+    return found;
   }
   return std::nullopt;
 }

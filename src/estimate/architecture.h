@@ -18,6 +18,20 @@
 // `sliding_layers` (one flag per layer; from layer_types), or else by `sliding_pattern` (p > 0:
 // layer i is global when (i + 1) % p == 0, as Gemma-2 (p = 2) and Gemma-3 (p = 6) do), or else
 // every layer slides.
+//
+// Encoder-decoder models (T5, mT5/mT0; encoder_layers > 0): `layers` are the decoder's; every
+// decoder layer adds cross-attention (Q from the decoder, K and V from the encoder's output, O)
+// and a third norm; both stacks share the embedding; the first layer of each stack holds T5's
+// relative position bias (relative_buckets x heads); attention scores are computed explicitly
+// (the bias rules out FlashAttention) with the softmax in fp32 (HF modeling_t5.py).
+//
+// The checkpoint's weight format (`format`, the default of --dtype) comes from config.json
+// (hf_config.h: quantization_config, torch_dtype / dtype) or from the bundled row (DeepSeek-V3's
+// published checkpoint is FP8). `format_error` is set when the config names a format the
+// estimator does not model; the estimate then needs an explicit --dtype.
+//
+// CheckShape() refuses a shape outside the ranges of kShapeLimits (each field named by its
+// config.json key), so an absurd config is refused at once instead of being computed.
 #pragma once
 
 #include <algorithm>
@@ -26,6 +40,9 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "common/status.h"
+#include "estimate/formulas.h"
 
 namespace vgpu::estimate {
 
@@ -61,7 +78,15 @@ struct Architecture {
   int sliding_window = 0;
   int sliding_pattern = 0;
   std::vector<bool> sliding_layers;  // empty: from sliding_pattern
-  std::string source;                // where the numbers come from
+  // encoder-decoder (0 = decoder-only)
+  int encoder_layers = 0;
+  int relative_buckets = 0;  // T5's relative attention buckets (0: none)
+  bool dropout = false;      // trained with dropout (T5's dropout_rate 0.1)
+  // the checkpoint
+  WeightFormat format = WeightFormat::kBf16;
+  std::string format_source;  // where `format` comes from; "" when nothing says (bf16 assumed)
+  std::string format_error;   // a format the config names that is not modelled
+  std::string source;         // where the numbers come from
 
   int HeadDim() const { return head_dim > 0 ? head_dim : hidden / std::max(heads, 1); }
   bool Mla() const { return kv_lora_rank > 0; }
@@ -70,7 +95,21 @@ struct Architecture {
   bool SlidingLayer(int layer) const;
   int SlidingLayerCount() const;
   bool MoeLayer(int layer) const { return experts > 0 && layer >= dense_layers; }
+  bool EncoderDecoder() const { return encoder_layers > 0; }
 };
+
+// The largest value each shape field may take, named by its config.json key. Published models
+// stay far below (the largest have 126 layers, a 262144-token vocabulary, 384 experts, 10M
+// positions); beyond these the estimate would only be slow, not informative.
+struct ShapeLimit {
+  const char* key;
+  int Architecture::*field;
+  int max;
+};
+std::span<const ShapeLimit> ShapeLimits();
+// InvalidArgument naming the first field beyond its limit: "num_hidden_layers is 100000000, more
+// than 4096".
+Status CheckShape(const Architecture& arch);
 
 struct ParamCount {
   double linear = 0;  // per-layer linear weights, all layers

@@ -25,7 +25,7 @@ int EffectiveSeqLen(const Inputs& in) {
   return in.seq_len > 0 ? in.seq_len : in.arch.max_positions;
 }
 
-LayerShape ShapeOf(const Architecture& a, bool flash) {
+LayerShape ShapeOf(const Architecture& a, bool flash, bool compiled = false) {
   LayerShape s;
   s.hidden = a.hidden;
   if (a.Mla()) {
@@ -41,10 +41,19 @@ LayerShape ShapeOf(const Architecture& a, bool flash) {
   s.intermediate =
       a.experts > 0 ? double(a.expert_intermediate) * a.experts_per_token : double(a.intermediate);
   s.gated_mlp = a.gated_mlp;
-  s.dropout = false;  // current LLM recipes train without dropout
+  // Current decoder-only recipes train without dropout; T5 keeps its dropout_rate.
+  s.dropout = a.dropout;
   s.flash_attention = flash;
+  if (a.EncoderDecoder()) {
+    s.softmax_bytes = 4;  // HF T5: softmax(scores.float()).type_as(scores)
+    s.mlp_dropout = true;
+  }
+  s.compiled = compiled;
   return s;
 }
+
+bool CompilesModel(Compile c) { return c == Compile::kModel || c == Compile::kAll; }
+bool CompilesLoss(Compile c) { return c == Compile::kLoss || c == Compile::kAll; }
 
 // The KV page of one layer on one GPU (vLLM's block of block_size tokens): MLA's latent, or K
 // and V of the KV heads this rank holds.
@@ -98,6 +107,13 @@ double ForwardTransientBytes(const Architecture& a, double tokens, int tp) {
   return 2 * tokens * (2 * s.hidden + std::max(attention, mlp));
 }
 
+// Eager attention's score matrices of one layer in a no-grad forward (Hugging Face's eager
+// attention and T5 upcast the softmax): the 16-bit scores, the fp32 softmax and its 16-bit copy,
+// 8 bytes per element of heads x queries x keys x batch.
+double EagerScoreBytes(const Architecture& a, double queries, double keys, double batch, int tp) {
+  return 8 * double(a.heads) / std::max(tp, 1) * queries * keys * batch;
+}
+
 // Weights of the fullest pipeline stage on one TP rank. The first stage holds the embedding, the
 // last the head and final norm; with pp = 1 both.
 void StageWeights(const Inputs& in, const ParamCount& p, double* linear, double* other) {
@@ -115,19 +131,36 @@ void StageWeights(const Inputs& in, const ParamCount& p, double* linear, double*
   *other = blocks_other + ends / t;
 }
 
-// Adapter parameters of one layer: q and v, or every linear matrix of attention and MLP.
-double LoraParamsPerLayer(const Inputs& in) {
+// Adapter parameters of one attention: q and v, or all four projections.
+double LoraAttentionParams(const Inputs& in) {
   const Architecture& a = in.arch;
   const double h = a.hidden, q = double(a.heads) * a.HeadDim(),
                kv = double(a.kv_heads) * a.HeadDim();
   double p = LoraAdapterParams(h, q, in.lora_rank) + LoraAdapterParams(h, kv, in.lora_rank);
   if (in.lora_all_linear) {
     p += LoraAdapterParams(h, kv, in.lora_rank) + LoraAdapterParams(q, h, in.lora_rank);
-    const double i = a.experts > 0 ? a.expert_intermediate : a.intermediate;
-    const double experts = a.experts > 0 ? a.experts : 1;
-    p += experts * (a.gated_mlp ? 3 : 2) * LoraAdapterParams(h, i, in.lora_rank);
   }
   return p;
+}
+
+// Adapter parameters of one layer: its attention (a decoder layer of an encoder-decoder model
+// has two: self- and cross-attention) and, on every linear layer, the MLP's matrices.
+double LoraParamsPerLayer(const Inputs& in, bool cross_attention = false) {
+  const Architecture& a = in.arch;
+  double p = LoraAttentionParams(in) * (cross_attention ? 2 : 1);
+  if (in.lora_all_linear) {
+    const double i = a.experts > 0 ? a.expert_intermediate : a.intermediate;
+    const double experts = a.experts > 0 ? a.experts : 1;
+    p += experts * (a.gated_mlp ? 3 : 2) * LoraAdapterParams(a.hidden, i, in.lora_rank);
+  }
+  return p;
+}
+
+// Adapter parameters of every layer of a stage: the encoder's and the decoder's layers of an
+// encoder-decoder model.
+double LoraParams(const Inputs& in, int decoder_layers) {
+  return LoraParamsPerLayer(in) * in.arch.encoder_layers +
+         LoraParamsPerLayer(in, in.arch.EncoderDecoder()) * decoder_layers;
 }
 
 }  // namespace
@@ -166,29 +199,29 @@ std::string FormatName(WeightFormat f) {
   return "?";
 }
 
-std::string OptimizerName(Optimizer o) {
-  switch (o) {
-    case Optimizer::kAdamW:
-      return "adamw";
-    case Optimizer::kAdamWFused:
-      return "adamw-fused";
-    case Optimizer::kAdamW8bit:
-      return "adamw8bit";
-    case Optimizer::kPagedAdamW:
-      return "paged-adamw";
-    case Optimizer::kPagedAdamW8bit:
-      return "paged-adamw8bit";
-    case Optimizer::kSgdMomentum:
-      return "sgd-momentum";
-    case Optimizer::kSgd:
-      return "sgd";
+std::string CompileName(Compile c) {
+  switch (c) {
+    case Compile::kNone:
+      return "none";
+    case Compile::kModel:
+      return "model";
+    case Compile::kLoss:
+      return "loss";
+    case Compile::kAll:
+      return "all";
   }
   return "?";
+}
+
+const char* MomentKey(int moment) {
+  static constexpr const char* kKeys[] = {"start_of_backward", "end_of_backward", "optimizer_step"};
+  return moment >= 0 && moment < 3 ? kKeys[moment] : "";
 }
 
 Status Validate(const Inputs& in) {
   const Architecture& a = in.arch;
   auto bad = [](std::string m) { return Status::InvalidArgument(std::move(m)); };
+  if (Status shape = CheckShape(a); !shape.ok()) return shape;
   if (a.layers <= 0 || a.hidden <= 0 || a.heads <= 0 || a.kv_heads <= 0 || a.vocab <= 0) {
     return bad("model " + a.name +
                ": layers, hidden size, heads, kv heads and vocabulary must "
@@ -219,9 +252,29 @@ Status Validate(const Inputs& in) {
   if (in.dp > 1 && !Training(in.mode)) {
     return bad("data parallel size applies to training; serve replicas are separate instances");
   }
+  if (a.EncoderDecoder()) {
+    if (in.mode == Mode::kServe) {
+      return bad("model " + a.name +
+                 " is an encoder-decoder model, which vLLM does not serve: give --mode infer "
+                 "(Hugging Face generate) or a training mode");
+    }
+    if (in.pp > 1) {
+      return bad("pipeline parallelism is not modelled for the encoder-decoder model " + a.name);
+    }
+  } else if (in.target_len > 0) {
+    return bad("--target-len applies to encoder-decoder models (t5, mt0); " + a.name +
+               " is decoder-only");
+  }
+  if (!Training(in.mode) && (in.loss != LossKind::kFp32 || in.compile != Compile::kNone)) {
+    return bad("--loss and --compile apply to training (--mode full, lora or qlora)");
+  }
+  if (in.loss_chunks < 1) return bad("--loss-chunks must be at least 1");
   if (in.batch < 1) return bad("batch size must be at least 1");
-  if (in.seq_len < 0 || in.max_model_len < 0) return bad("sequence length must be positive");
-  const int max_len = a.max_positions;
+  if (in.seq_len < 0 || in.max_model_len < 0 || in.target_len < 0) {
+    return bad("sequence length must be positive");
+  }
+  // T5's relative positions do not bound the length; its max_positions is the default only.
+  const int max_len = a.EncoderDecoder() ? 0 : a.max_positions;
   if (max_len > 0 && in.seq_len > max_len) {
     return bad("sequence length " + std::to_string(in.seq_len) + " is beyond the maximum of " +
                std::to_string(max_len) + " of " + a.name);
@@ -256,7 +309,10 @@ Status Validate(const Inputs& in) {
   if (in.mode == Mode::kFull && in.weights != WeightFormat::kBf16 &&
       in.weights != WeightFormat::kFp32) {
     return bad("full fine-tuning trains bf16/fp16 or fp32 weights, not " + FormatName(in.weights) +
-               " (quantised weights are trained with qlora)");
+               (in.weights_source.empty()
+                    ? std::string(" (quantised weights are trained with qlora)")
+                    : " (the checkpoint's format, from " + in.weights_source +
+                          "; give --dtype bf16 for a 16-bit copy, or train adapters with lora)"));
   }
   if (in.cpu_offload && !Training(in.mode)) return bad("--cpu-offload applies to training");
   if (in.optimizer_in_backward && !Training(in.mode)) {
@@ -291,7 +347,18 @@ Estimate Compute(const Inputs& in) {
   as.push_back(
       "weights: block linear layers in " + FormatName(linear_format) +
       ", embeddings/head/norms in " + FormatName(other_format) +
+      (in.weights_source.empty() ? "" : " (the checkpoint's format: " + in.weights_source + ")") +
       (in.tp > 1 || in.pp > 1 ? "; split over tensor and pipeline ranks (fullest stage)" : ""));
+  if (a.EncoderDecoder()) {
+    as.push_back(
+        Fmt("encoder-decoder: %.0f encoder and %.0f decoder layers", a.encoder_layers, a.layers) +
+        (in.mode == Mode::kServe
+             ? std::string()
+             : Fmt(", %.0f encoder and %.0f decoder tokens per "
+                   "sequence",
+                   EffectiveSeqLen(in), in.target_len > 0 ? in.target_len : EffectiveSeqLen(in))) +
+        (in.flash_attention ? "" : "; attention scores stored (T5's position bias)"));
+  }
 
   if (in.mode == Mode::kServe) {
     // What vLLM logs as its weights: the allocator's blocks of the tensors in vLLM's order,
@@ -359,8 +426,16 @@ Estimate Compute(const Inputs& in) {
     int global = 0, sliding = 0;
     StageLayerKinds(in, &global, &sliding);
     const double window_tokens = a.sliding_window > 0 ? std::min<double>(s, a.sliding_window) : s;
-    b.kv_cache = LayerTokenBytes(in) * batch * (global * s + sliding * window_tokens);
+    if (a.EncoderDecoder()) {
+      // Each decoder layer caches its self-attention's K and V of the decoder's tokens and its
+      // cross-attention's K and V of the encoder's tokens.
+      const double s_dec = in.target_len > 0 ? in.target_len : s;
+      b.kv_cache = LayerTokenBytes(in) * batch * layers * (s_dec + s);
+    } else {
+      b.kv_cache = LayerTokenBytes(in) * batch * (global * s + sliding * window_tokens);
+    }
     b.activations = ForwardTransientBytes(a, s * batch, in.tp) + batch * a.vocab * 4.0 / in.tp;
+    if (!in.flash_attention) b.activations += EagerScoreBytes(a, s, s, batch, in.tp);
     b.framework = FrameworkOverheadBytes(b.activations + b.kv_cache, e.gpus > 1);
     b.cuda_context = CudaContextBytes();
     e.required = b.Total();
@@ -381,8 +456,8 @@ Estimate Compute(const Inputs& in) {
       in.optimizer == Optimizer::kPagedAdamW || in.optimizer == Optimizer::kPagedAdamW8bit;
   double trainable = 0;
   if (adapters) {
-    trainable = LoraParamsPerLayer(in) * layers / in.tp;
-    e.trainable_params = LoraParamsPerLayer(in) * a.layers;
+    trainable = LoraParams(in, layers) / in.tp;
+    e.trainable_params = LoraParams(in, a.layers);
   } else {
     trainable = linear + other;
     e.trainable_params = e.params.Total();
@@ -432,15 +507,35 @@ Estimate Compute(const Inputs& in) {
   }
 
   // Activations: the layers' saved tensors (all, or only the checkpointed inputs plus the one
-  // layer recomputed at a time in the backward pass) and the loss.
+  // layer recomputed at a time in the backward pass) and the loss. A compiled model saves less
+  // between a layer's forward and backward passes; a recomputed layer is counted as eager.
+  // Encoder-decoder: the encoder's layers at s tokens, the decoder's at target_len with their
+  // cross-attention, and the encoder's output that every cross-attention reads; the backward
+  // pass ends in the encoder's first layer; the loss is over the decoder's tokens.
+  const bool ckpt = in.checkpointing == Checkpointing::kFull;
   const LayerShape shape = ShapeOf(a, in.flash_attention);
+  const LayerShape kept = ShapeOf(a, in.flash_attention, CompilesModel(in.compile));
+  const double s_dec = a.EncoderDecoder() && in.target_len > 0 ? in.target_len : s;
+  // The layer that ends the backward pass (the first), eager.
   const double one_layer = LayerActivationBytes(shape, s, batch, in.tp);
   const double checkpoint = CheckpointedLayerBytes(s, batch, a.hidden);
-  const bool ckpt = in.checkpointing == Checkpointing::kFull;
-  const double saved = layers * (ckpt ? checkpoint : one_layer);
-  const double tokens = s * batch;
-  const double loss = LossBackwardPeakBytes(tokens, a.vocab, in.tp);
-  const double held = HeldLogitsBytes(tokens, a.vocab, in.tp);
+  double saved = 0;
+  if (a.EncoderDecoder()) {
+    const double enc = ckpt ? checkpoint : LayerActivationBytes(kept, s, batch, in.tp);
+    const double dec = ckpt ? CheckpointedLayerBytes(s_dec, batch, a.hidden)
+                            : LayerActivationBytes(kept, s_dec, batch, in.tp) +
+                                  CrossAttentionActivationBytes(kept, s_dec, s, batch, in.tp);
+    saved = a.encoder_layers * enc + layers * dec + 2 * s * batch * a.hidden;
+  } else {
+    saved = layers * (ckpt ? checkpoint : LayerActivationBytes(kept, s, batch, in.tp));
+  }
+  const double tokens = s_dec * batch;
+  const bool logits_held = in.logits_held.value_or(in.loss == LossKind::kFp32);
+  const LossBytes per_logit =
+      LossBytesPerLogit(in.loss, in.loss_chunks, CompilesLoss(in.compile), logits_held);
+  const double logits = tokens * a.vocab / std::max(in.tp, 1);
+  const double loss = logits * per_logit.at_backward;
+  const double held = logits * per_logit.held;
   const double step_temp =
       in.cpu_offload ? 0
                      : OptimizerStepTempBytes(
@@ -475,19 +570,23 @@ Estimate Compute(const Inputs& in) {
                    : "the end of the backward pass (all gradients, the first layer recomputed)",
        m.weights + gathered.backward_params, end_gradients + gathered.backward_grads,
        m.optimizer + end_step_temp,
-       held + (ckpt ? checkpoint + one_layer : one_layer) +
+       held + (ckpt ? checkpoint + one_layer : LayerActivationBytes(kept, s, batch, in.tp)) +
            LayerBackwardGradBytes(shape, s, batch, in.tp)},
       {in_backward ? "the end of the step (the optimizer ran in the backward pass)"
                    : "the optimizer step",
        m.weights, in_backward ? 0 : m.gradients, m.optimizer + (in_backward ? 0 : step_temp), held},
   };
   e.states = m;
+  // With the step in the backward pass, no more than one tensor's gradient is ever held.
+  if (in_backward) e.states.gradients = end_gradients;
   e.saved_activations = saved;
   for (size_t i = 0; i < 3; ++i) e.moments[i] = moments[i].Sum();
   const Moment* peak = &moments[0];
   for (const Moment& mo : moments) {
     if (mo.Sum() > peak->Sum()) peak = &mo;
   }
+  e.peak_moment = int(peak - moments);
+  e.peak_name = peak->name;
   b.weights = peak->weights;
   b.gradients = peak->gradients;
   b.optimizer = peak->optimizer;
@@ -499,10 +598,26 @@ Estimate Compute(const Inputs& in) {
   as.push_back(std::string("peak at ") + peak->name +
                Fmt("; the three moments: %.2f, %.2f, %.2f GiB", moments[0].Sum() / kGiB,
                    moments[1].Sum() / kGiB, moments[2].Sum() / kGiB));
-  as.push_back(
-      Fmt("loss: fp32 logits of %.0f tokens x the vocabulary, 16 B per logit at the "
-          "start of the backward pass, 4 B held until the step ends",
-          tokens));
+  if (in.loss == LossKind::kFp32) {
+    as.push_back(Fmt("loss: one cross-entropy on fp32 logits of %.0f tokens x the vocabulary, "
+                     "%.0f B per logit at the start of the backward pass, ",
+                     tokens, per_logit.at_backward) +
+                 Fmt("%.0f B held until the step ends", per_logit.held) +
+                 (CompilesLoss(in.compile) ? " (compiled with its upcast)" : ""));
+  } else {
+    as.push_back(Fmt("loss: torchtune's chunked cross-entropy, %.0f chunks of 16-bit logits of "
+                     "%.0f tokens x the vocabulary, ",
+                     in.loss_chunks, tokens) +
+                 Fmt("%.3g B per logit at the start of the backward pass, %.0f B held after it",
+                     per_logit.at_backward, per_logit.held) +
+                 (CompilesLoss(in.compile) ? " (compiled with its upcast)" : ""));
+  }
+  if (CompilesModel(in.compile)) {
+    as.push_back(
+        std::string("torch.compile on the model: the MLPs keep their input projections' outputs "
+                    "and recompute the rest in the backward pass") +
+        (ckpt ? "; with full checkpointing only the layer inputs are kept, so no change" : ""));
+  }
   if (in_backward) {
     as.push_back(
         Fmt("optimizer in the backward pass: each gradient is freed once applied; at most one "
@@ -561,6 +676,13 @@ ServeResult ServeOn(const Estimate& e, double total_bytes) {
     s.starts = true;
   }
   return s;
+}
+
+bool Fits(const Estimate& e, const Placement& p) {
+  if (!p.gpu || !p.fits_gpu) return false;
+  if (p.fits_slice && !*p.fits_slice) return false;
+  const bool placed_serve = e.serve && (e.inputs.gpu || e.inputs.slice_memory > 0);
+  return !placed_serve || e.serve->starts;
 }
 
 Placement Place(const Estimate& e) {

@@ -16,9 +16,17 @@
 //   NF4) and train r·(d_in+d_out) adapter parameters per targeted matrix; activations of the
 //   layers of the fullest pipeline stage (no checkpointing, or only the layer inputs plus one
 //   layer recomputed), and the loss over the vocabulary.
+// Encoder-decoder models (T5, mT0) run in infer and the training modes, not in serve (vLLM does
+// not serve them): the encoder's seq_len tokens and the decoder's target_len tokens per
+// sequence; the loss is over the decoder's tokens.
 // Every mode adds framework/workspace overhead and the CUDA context.
 //
-// Validate() rejects impossible setups (exit 2 in the CLI) with the reason.
+// Training recipes: `loss` (torchtune's chunked cross-entropy or one fp32 cross-entropy) and
+// `compile` (torch.compile on the model, on the loss, or both) change what is saved
+// (formulas.h LossBytesPerLogit and LayerShape::compiled).
+//
+// Validate() rejects impossible setups (exit 2 in the CLI) with the reason, a shape beyond
+// architecture.h's limits among them.
 #pragma once
 
 #include <array>
@@ -36,6 +44,8 @@ namespace vgpu::estimate {
 
 enum class Mode { kServe, kInfer, kFull, kLora, kQlora };
 enum class Checkpointing { kNone, kFull };
+// What torch.compile covers: nothing, the model's layers, the loss function, or both.
+enum class Compile { kNone, kModel, kLoss, kAll };
 enum class Precision {
   kMixed,  // 16-bit weights and gradients, fp32 master weights and optimizer states [ZeRO]
   kPure,   // everything in the weights' dtype (torchtune's default: bf16 throughout)
@@ -45,9 +55,11 @@ struct Inputs {
   Architecture arch;
   Mode mode = Mode::kServe;
   WeightFormat weights = WeightFormat::kBf16;
+  std::string weights_source;  // where `weights` came from when not given: the checkpoint
   double kv_dtype_bytes = 2;
   int batch = 1;
-  int seq_len = 0;  // 0: the model's maximum (infer/training)
+  int seq_len = 0;     // 0: the model's maximum (infer/training); encoder-decoder: the encoder's
+  int target_len = 0;  // encoder-decoder: the decoder's tokens per sequence (0: seq_len)
   // serve
   int max_model_len = 0;  // 0: the model's maximum
   int concurrent = 1;     // sequences of max_model_len that must fit at once
@@ -66,6 +78,12 @@ struct Inputs {
   // The optimizer step fused into the backward pass (torchtune's optimizer_in_bwd): each
   // gradient is freed once applied, so the gradients never all exist at once.
   bool optimizer_in_backward = false;
+  LossKind loss = LossKind::kFp32;
+  int loss_chunks = 8;  // kChunked: torchtune's num_output_chunks
+  // The loop keeps the logits until the step ends; unset: yes for kFp32 (torchtune's recipes
+  // before the chunked loss), no for kChunked (torchtune's recipes delete them).
+  std::optional<bool> logits_held;
+  Compile compile = Compile::kNone;
   int lora_rank = 8;
   bool lora_all_linear = false;  // false: q and v projections only (PEFT's and torchtune's default)
   // parallelism
@@ -115,6 +133,8 @@ struct Estimate {
   ModelStates states;            // training: weights, gradients, optimizer held per GPU (sharded)
   double saved_activations = 0;  // training: the layers' saved tensors, without the loss
   std::array<double, 3> moments{};  // training: start of backward, end of backward, step
+  int peak_moment = -1;             // training: the index of the largest moment
+  std::string peak_name;            // training: what that moment is ("the start of ...")
   double host_bytes = 0;            // offloaded or paged state in host memory
   std::optional<ServeResult> serve;
   std::vector<std::string> assumptions;
@@ -138,8 +158,16 @@ struct Placement {
 };
 Placement Place(const Estimate& e);
 
+// Whether the estimate fits where it was asked to run: the GPU (given or the smallest that
+// holds it), the slice of Inputs::slice_memory, and, serving on a given GPU or slice, vLLM
+// starts there. `vgpu estimate` exits 1 when it does not.
+bool Fits(const Estimate& e, const Placement& p);
+
+// The key of a training moment in JSON: start_of_backward, end_of_backward, optimizer_step.
+const char* MomentKey(int moment);
+
 std::string ModeName(Mode m);
 std::string FormatName(WeightFormat f);
-std::string OptimizerName(Optimizer o);
+std::string CompileName(Compile c);
 
 }  // namespace vgpu::estimate

@@ -118,6 +118,17 @@ double KorthikantiSelectiveLayerBytes(double s, double b, double h) { return 34 
 
 double CheckpointedLayerBytes(double s, double b, double h) { return 2 * s * b * h; }
 
+namespace {
+
+// Bytes per element of the attention scores saved for the backward pass: the softmax output,
+// with dropout its mask and output, and, when the softmax is computed in fp32, the 16-bit copy
+// the next op reads.
+double ScoreBytes(const LayerShape& x) {
+  return x.softmax_bytes + (x.dropout ? 3 : (x.softmax_bytes > 2 ? 2 : 0));
+}
+
+}  // namespace
+
 double LayerActivationBytes(const LayerShape& x, double s, double b, int tp) {
   const double t = std::max(tp, 1);
   const double sb = s * b;
@@ -127,13 +138,26 @@ double LayerActivationBytes(const LayerShape& x, double s, double b, int tp) {
   bytes += 2 * sb * (x.q_dim + 2 * x.kv_dim) / t;  // Q, K, V
   if (!x.flash_attention) {
     const double scores = x.heads * s * s * b / t;  // elements of the score matrices
-    bytes += 2 * scores;                            // softmax output
-    if (x.dropout) bytes += scores + 2 * scores;    // dropout mask and output
+    bytes += scores * ScoreBytes(x);
   }
   bytes += 2 * sb * x.q_dim / t;  // attention output (o-proj input)
   bytes += 2 * sb * x.hidden;     // MLP input
-  bytes += (x.gated_mlp ? 3 : 2) * 2 * sb * x.intermediate / t;
+  const int mlp_tensors = (x.gated_mlp ? 3 : 2) - (x.compiled ? 1 : 0);
+  bytes += mlp_tensors * 2 * sb * x.intermediate / t;
+  if (x.mlp_dropout && x.dropout) bytes += sb * x.intermediate / t;  // the MLP's dropout mask
   if (x.dropout) bytes += 2 * sb * x.hidden;  // two dropout masks, 1 byte each
+  return bytes;
+}
+
+double CrossAttentionActivationBytes(const LayerShape& x, double s_dec, double s_enc, double b,
+                                     int tp) {
+  const double t = std::max(tp, 1);
+  double bytes = 2 * s_dec * b * x.hidden;    // the norm's input
+  bytes += 2 * s_dec * b * x.q_dim / t;       // Q
+  bytes += 2 * 2 * s_enc * b * x.kv_dim / t;  // K and V of the encoder's tokens
+  if (!x.flash_attention) bytes += x.heads * s_dec * s_enc * b / t * ScoreBytes(x);
+  bytes += 2 * s_dec * b * x.q_dim / t;          // attention output
+  if (x.dropout) bytes += s_dec * b * x.hidden;  // its dropout mask
   return bytes;
 }
 
@@ -143,6 +167,15 @@ double LossBackwardPeakBytes(double tokens, double vocab, int tp) {
 
 double HeldLogitsBytes(double tokens, double vocab, int tp) {
   return tokens * vocab * 4 / std::max(tp, 1);
+}
+
+LossBytes LossBytesPerLogit(LossKind kind, int chunks, bool compiled, bool held) {
+  const double n = std::max(chunks, 1);
+  const double logit = kind == LossKind::kFp32 ? 4 : 2;  // the logits' dtype as the loop has them
+  const double kept = held ? logit : 0;
+  if (compiled) return {kind == LossKind::kFp32 ? 8 : 2 + 2 / n, kept};
+  if (kind == LossKind::kFp32) return {12 + kept, kept};
+  return {std::max(6 + 4 / n, 4 + 8 / n + kept), kept};
 }
 
 double OptimizerStepTempBytes(Optimizer optimizer, double params, double state_bytes) {

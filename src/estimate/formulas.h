@@ -22,6 +22,12 @@
 //           backward prefetch), flat parameters (flat_param.py).
 // - [TTUNE] torchtune (v0.1, 2024): torchtune/utils/memory.py register_optim_in_bwd_hooks, the
 //           optimizer step fused into the backward pass (optimizer_in_bwd).
+// - [TTCE]  torchtune torchtune/modules/loss/ce_chunked_output_loss.py (CEWithChunkedOutputLoss),
+//           TransformerDecoder's chunked output and the recipes' `del logits` (pull request
+//           #1390, 2024-08).
+// - [COMPILE] PyTorch torch/_functorch/partitioners.py, min_cut_rematerialization_partition
+//           (torch.compile's default partitioner): fusible pointwise ops are recomputed in the
+//           backward pass instead of saving their outputs when that saves memory.
 // - [BNB]   bitsandbytes 8-bit optimizers (Dettmers et al., arXiv 2110.02861): two int8 states per
 //           parameter plus one fp32 absmax per block of 2048.
 #pragma once
@@ -141,6 +147,17 @@ double CheckpointedLayerBytes(double s, double b, double h);
 //   product); dropout masks s·b·h after attention and after the MLP.
 // With h=q_dim=kv_dim, i=4h, non-gated, dropout and no FlashAttention this is exactly [KORT]'s
 // s·b·h·(34 + 5·a·s/h). `tp` divides the q/kv/i terms and the scores (Megatron TP, no SP).
+//
+// Two variations, for HF's T5 and for compiled models:
+// - `softmax_bytes` 4 (T5: softmax(scores.float()).type_as(scores)): the saved softmax output
+//   is fp32 and the 16-bit copy the next matmul reads (or the dropout's input) is 2 more bytes:
+//   per score element softmax_bytes + (dropout ? 3 : 2), against [KORT]'s 2 + (dropout ? 3 : 0);
+//   `mlp_dropout` (T5's dropout between the MLP's activation and its output projection) keeps a
+//   1-byte mask of s·b·i.
+// - `compiled` [COMPILE]: AOTAutograd's min-cut partitioner recomputes pointwise ops in the
+//   backward pass instead of saving their outputs, so the MLP keeps the outputs of its input
+//   projections only (gated: gate and up, 2 of the 3 s·b·i tensors; otherwise fc1's output,
+//   1 of 2); the product (or the activation) is recomputed from them.
 struct LayerShape {
   double hidden = 0;
   double q_dim = 0;   // heads · head_dim
@@ -150,8 +167,21 @@ struct LayerShape {
   bool gated_mlp = false;
   bool dropout = false;
   bool flash_attention = false;
+  double softmax_bytes = 2;
+  bool mlp_dropout = false;
+  bool compiled = false;
 };
 double LayerActivationBytes(const LayerShape& shape, double s, double b, int tp);
+
+// The cross-attention of an encoder-decoder model's decoder layer (T5), saved for the backward
+// pass, beyond LayerActivationBytes of the layer's self-attention and MLP at the decoder's
+// s_dec tokens: its norm's input 2·s_dec·b·h, Q 2·s_dec·b·q_dim, K and V of the encoder's
+// s_enc tokens 2·s_enc·b·kv_dim each, the scores of s_dec x s_enc per head (no FlashAttention;
+// bytes as above), the attention output 2·s_dec·b·q_dim and, with dropout, a mask of s_dec·b·h.
+// The encoder's output that K and V are computed from is one tensor for all layers and is not
+// counted here. `tp` divides the q/kv terms and the scores.
+double CrossAttentionActivationBytes(const LayerShape& shape, double s_dec, double s_enc, double b,
+                                     int tp);
 
 // ---- What coexists at the training peak ------------------------------------------------------
 // A training step's peak is the largest of three moments, not the sum of everything
@@ -169,6 +199,34 @@ double LossBackwardPeakBytes(double tokens, double vocab, int tp);
 // The fp32 logits a training loop keeps referenced until the step ends (torchtune's recipes hold
 // `logits` through loss.backward() and optimizer.step()): 4 bytes per logit.
 double HeldLogitsBytes(double tokens, double vocab, int tp);
+
+// The loss by recipe, in bytes per logit (tokens x vocabulary / tp). `held`: the training loop
+// keeps the logits referenced until the step ends (torchtune's recipes until mid-2024), or
+// deletes them once the loss is computed (torchtune's since pull request #1390: "free logits
+// otherwise it peaks backward memory"; HF's Trainer keeps only the loss).
+// - kFp32: one cross_entropy on all logits upcast to fp32 (torchtune's output(h).float(), HF's
+//   causal LMs). log_softmax saves its fp32 output; the backward pass adds nll_loss's and
+//   log_softmax's fp32 gradients: 4 + 4 + 4, and 4 more when the fp32 logits are held: 16
+//   (LossBackwardPeakBytes) and 4 held to the step's end (HeldLogitsBytes), or 12 and 0.
+// - kChunked [TTCE]: torchtune's CEWithChunkedOutputLoss with N = num_output_chunks (8 in its
+//   recipes). The model returns N chunks of 16-bit logits (output(chunk) for each chunk of h);
+//   the loss upcasts one chunk at a time and cross_entropy saves the chunk's fp32 log_softmax
+//   output. At the end of the forward pass the 16-bit logits (2), the saved fp32 outputs of all
+//   chunks (4) and the last chunk's fp32 copy (4/N) are alive: 6 + 4/N; the backward pass of one
+//   chunk adds nll_loss's and log_softmax's fp32 gradients (8/N) to the outputs still saved and,
+//   when held, the 16-bit logits: 4 + 8/N (+ 2). The larger of the two; 2 held when held.
+// - `compiled` [COMPILE][TTCE]: the loss compiled with its upcast (torchtune compiles
+//   compute_cross_entropy, torchtitan its loss function) fuses the upcast, log_softmax and
+//   nll_loss: no fp32 copy or log_softmax output is stored, the loss saves its input (and a
+//   per-token statistic) and its backward writes the input's gradient in one kernel in the
+//   input's dtype. kFp32: the fp32 logits it saved (4) + their gradient (4) = 8; kChunked: the
+//   16-bit chunks (2) + one chunk's gradient (2/N). Held: the logits' 4 or 2 after it.
+enum class LossKind { kFp32, kChunked };
+struct LossBytes {
+  double at_backward = 0;  // the most alive from the end of the forward pass to the loss's backward
+  double held = 0;         // still alive at the end of the backward pass and at the step
+};
+LossBytes LossBytesPerLogit(LossKind kind, int chunks, bool compiled, bool held);
 
 // [TORCH] torch.optim.Adam/AdamW's default multi-tensor step (_multi_tensor_adamw:
 // exp_avg_sq_sqrt = torch._foreach_sqrt(device_exp_avg_sqs)) allocates one more state's worth

@@ -66,7 +66,7 @@ TEST(SlidingWindowKvCache, MistralKeepsOnlyTheWindow) {
 }
 
 TEST(SlidingWindowKvCache, Gemma2SlidesOnEveryOtherLayer) {
-  const Architecture& g = *FindArchitecture("gemma-2-9b");
+  const Architecture g = *FindArchitecture("gemma-2-9b");
   EXPECT_TRUE(g.SlidingLayer(0));
   EXPECT_FALSE(g.SlidingLayer(1));
   EXPECT_EQ(g.SlidingLayerCount(), 21);

@@ -27,9 +27,11 @@ std::string RenderTable(const Estimate& e, const Placement& p) {
   const Inputs& in = e.inputs;
   std::string out;
   char buf[512];
-  std::snprintf(buf, sizeof buf, "%s, %s, %d GPU(s) (dp %d, tp %d, pp %d); per GPU:\n",
+  std::snprintf(buf, sizeof buf, "%s, %s, %d GPU(s) (dp %d, tp %d, pp %d); per GPU",
                 in.arch.name.c_str(), ModeName(in.mode).c_str(), e.gpus, in.dp, in.tp, in.pp);
   out += buf;
+  // A training breakdown is what is alive at the peak moment, not every term at once.
+  out += e.peak_moment >= 0 ? " at the peak, " + e.peak_name + ":\n" : std::string(":\n");
   const Breakdown& b = e.per_gpu;
   out += Line("weights", b.weights);
   if (in.mode != Mode::kServe && in.mode != Mode::kInfer) {
@@ -45,6 +47,14 @@ std::string RenderTable(const Estimate& e, const Placement& p) {
     out += Line("required (/ utilisation)", e.required);
   }
   if (e.host_bytes > 0) out += Line("host memory", e.host_bytes);
+  if (e.peak_moment >= 0) {
+    std::snprintf(buf, sizeof buf,
+                  "model states per GPU: weights %.2f, gradients %.2f, optimizer state "
+                  "%.2f GiB; the three moments %.2f, %.2f, %.2f GiB\n",
+                  e.states.weights / kGiB, e.states.gradients / kGiB, e.states.optimizer / kGiB,
+                  e.moments[0] / kGiB, e.moments[1] / kGiB, e.moments[2] / kGiB);
+    out += buf;
+  }
   if (e.serve) {
     const ServeResult& s = *e.serve;
     std::snprintf(buf, sizeof buf, "KV cache: %.0f B per token, %lld tokens needed (%d x %d)\n",
@@ -121,8 +131,16 @@ nlohmann::json ToJson(const Estimate& e, const Placement& p) {
     j["training"] = {{"allocated_peak", e.allocated_peak},
                      {"start_of_backward", e.moments[0]},
                      {"end_of_backward", e.moments[1]},
-                     {"optimizer_step", e.moments[2]}};
+                     {"optimizer_step", e.moments[2]},
+                     {"peak_moment", MomentKey(e.peak_moment)},
+                     {"model_states",
+                      {{"weights", e.states.weights},
+                       {"gradients", e.states.gradients},
+                       {"optimizer", e.states.optimizer}}}};
+    // per_gpu is the breakdown at that moment.
+    j["per_gpu_at"] = MomentKey(e.peak_moment);
   }
+  j["fits"] = Fits(e, p);
   json pl = {{"request", p.request}, {"fits", p.gpu.has_value() && p.fits_gpu}};
   pl["gpu"] = p.gpu ? json(p.gpu->name) : json(nullptr);
   pl["compute_percent"] = p.compute_percent;

@@ -68,6 +68,7 @@ const std::vector<std::string>& SpecKeys() {
                                                  "kv-dtype",
                                                  "batch",
                                                  "seq-len",
+                                                 "target-len",
                                                  "max-model-len",
                                                  "concurrent",
                                                  "gpu-memory-utilization",
@@ -85,6 +86,10 @@ const std::vector<std::string>& SpecKeys() {
                                                  "flash-attention",
                                                  "cpu-offload",
                                                  "optimizer-in-backward",
+                                                 "loss",
+                                                 "loss-chunks",
+                                                 "logits-held",
+                                                 "compile",
                                                  "lora-rank",
                                                  "lora-targets",
                                                  "gpu",
@@ -168,6 +173,19 @@ Result<Inputs> InputsFromSpec(const Spec& spec, bool allow_files) {
                                                {"awq", WeightFormat::kInt4Group128},
                                                {"nf4", WeightFormat::kNf4}}),
                           in.weights);
+  } else if (!in.arch.format_error.empty()) {
+    return Bad("model", *model,
+               "the checkpoint's weight format is not modelled (" + in.arch.format_error +
+                   "); give --dtype");
+  } else if (in.mode == Mode::kQlora && in.arch.format != WeightFormat::kNf4) {
+    // QLoRA quantises the 16-bit checkpoint to NF4 itself.
+  } else if (in.mode == Mode::kServe && in.arch.format == WeightFormat::kFp32) {
+    // vLLM's dtype "auto" serves an fp32 checkpoint in 16 bits (vllm/config:
+    // _get_and_verify_dtype).
+    in.weights_source = in.arch.format_source + ", served in 16 bits as vLLM's dtype auto does";
+  } else {
+    in.weights = in.arch.format;
+    in.weights_source = in.arch.format_source;
   }
   in.kv_dtype_bytes = in.weights == WeightFormat::kFp32 ? 4 : 2;
   if (auto v = get("kv-dtype")) {
@@ -182,6 +200,8 @@ Result<Inputs> InputsFromSpec(const Spec& spec, bool allow_files) {
   constexpr int kBig = 1 << 30;
   if (auto v = get("batch")) in.batch = err.Take(Int("batch", *v, 1, kBig), in.batch);
   if (auto v = get("seq-len")) in.seq_len = err.Take(Int("seq-len", *v, 1, kBig), in.seq_len);
+  if (auto v = get("target-len"))
+    in.target_len = err.Take(Int("target-len", *v, 1, kBig), in.target_len);
   if (auto v = get("max-model-len"))
     in.max_model_len = err.Take(Int("max-model-len", *v, 1, kBig), in.max_model_len);
   if (auto v = get("concurrent"))
@@ -233,6 +253,8 @@ Result<Inputs> InputsFromSpec(const Spec& spec, bool allow_files) {
                                                       {"true", Checkpointing::kFull}}),
                                 in.checkpointing);
   }
+  // T5's relative position bias rules out FlashAttention: HF computes its scores explicitly.
+  if (in.arch.EncoderDecoder()) in.flash_attention = false;
   if (auto v = get("flash-attention"))
     in.flash_attention = err.Take(Bool("flash-attention", *v), in.flash_attention);
   if (auto v = get("cpu-offload"))
@@ -240,6 +262,28 @@ Result<Inputs> InputsFromSpec(const Spec& spec, bool allow_files) {
   if (auto v = get("optimizer-in-backward")) {
     in.optimizer_in_backward =
         err.Take(Bool("optimizer-in-backward", *v), in.optimizer_in_backward);
+  }
+  if (auto v = get("loss")) {
+    in.loss = err.Take(
+        OneOf<LossKind>("loss", *v, {{"fp32", LossKind::kFp32}, {"chunked", LossKind::kChunked}}),
+        in.loss);
+  }
+  if (auto v = get("loss-chunks")) {
+    in.loss_chunks = err.Take(Int("loss-chunks", *v, 1, 1024), in.loss_chunks);
+    if (in.loss != LossKind::kChunked) return Bad("loss-chunks", *v, "needs loss=chunked");
+  }
+  if (auto v = get("logits-held")) {
+    bool held = false;
+    held = err.Take(Bool("logits-held", *v), held);
+    in.logits_held = held;
+  }
+  if (auto v = get("compile")) {
+    in.compile = err.Take(OneOf<Compile>("compile", *v,
+                                         {{"none", Compile::kNone},
+                                          {"model", Compile::kModel},
+                                          {"loss", Compile::kLoss},
+                                          {"all", Compile::kAll}}),
+                          in.compile);
   }
   if (auto v = get("lora-rank"))
     in.lora_rank = err.Take(Int("lora-rank", *v, 1, 65536), in.lora_rank);

@@ -12,7 +12,10 @@
 //   mode         serve | infer | full | lora | qlora  [serve]
 //   dtype        bf16 | fp16 | fp32 | fp8 | int8 | int4 (GPTQ/AWQ, group 128) | nf4  [bf16]
 //   kv-dtype     auto (= 16-bit) | bf16 | fp16 | fp8  [auto]
+//   (dtype defaults to the checkpoint's format: config.json's quantization_config / torch_dtype,
+//   or the bundled row's, e.g. deepseek-v3 is fp8; a format that is not modelled needs dtype)
 //   batch, seq-len                      [1, the model's maximum]
+//   target-len   encoder-decoder models: the decoder's tokens per sequence  [seq-len]
 //   max-model-len, concurrent, gpu-memory-utilization, max-num-batched-tokens, max-num-seqs,
 //   block-size, non-torch (a size)      [model max, 1, 0.92, 8192, 256, 16, 256MiB]
 //   optimizer    adamw | adam | adamw8bit | paged-adamw | paged-adamw8bit | sgd | sgd-momentum
@@ -20,6 +23,11 @@
 //   zero         0..3; dp, tp, pp  [0; 1, 1, 1]
 //   checkpointing  none | full  [none];  flash-attention, cpu-offload, optimizer-in-backward
 //                true | false  [true, false, false]
+//   loss         fp32 (one cross-entropy on fp32 logits) | chunked (torchtune's
+//                CEWithChunkedOutputLoss)  [fp32];  loss-chunks  (with chunked) [8]
+//   logits-held  true | false: the training loop keeps the logits to the step's end
+//                [true with fp32, false with chunked: torchtune's recipes]
+//   compile      none | model | loss | all: what torch.compile covers  [none]
 //   lora-rank [8], lora-targets  qv | all  [qv]
 //   gpu          a GPU model (vgpu estimate --list-gpus); slice-memory  a size ("20GiB"): also
 //                check the fit on a slice of it; margin  a percent [10]

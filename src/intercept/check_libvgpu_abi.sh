@@ -14,7 +14,7 @@ sanitizer=0
 
 fail=0
 allowed='^(libc\.so\.6|libdl\.so\.2|libpthread\.so\.0|ld-linux-x86-64\.so\.2|ld-linux-aarch64\.so\.1)$'
-sanitizer_allowed='^(libasan\.so\.[0-9]+|libubsan\.so\.[0-9]+|libtsan\.so\.[0-9]+|libstdc\+\+\.so\.6|libgcc_s\.so\.1|libm\.so\.6|librt\.so\.1)$'
+sanitizer_allowed='^(libasan\.so\.[0-9]+|libclang_rt\.asan-[a-z0-9_]+\.so|libubsan\.so\.[0-9]+|libtsan\.so\.[0-9]+|libstdc\+\+\.so\.6|libgcc_s\.so\.1|libm\.so\.6|librt\.so\.1)$'
 while read -r needed; do
   [[ -z "$needed" ]] && continue
   if [[ "$needed" =~ $allowed ]]; then continue; fi

@@ -416,6 +416,9 @@ CUresult GraphInstantiateWithFlags(CUgraphExec* exec, CUgraph, unsigned long lon
 CUresult GraphInstantiateV2(CUgraphExec* exec, CUgraph g, CUgraphNode*, char*, size_t) {
   return GraphInstantiateWithFlags(exec, g, 0);
 }
+CUresult GraphInstantiateV1(CUgraphExec* exec, CUgraph g, CUgraphNode* n, char* log, size_t size) {
+  return GraphInstantiateV2(exec, g, n, log, size);
+}
 CUresult GraphInstantiateWithParams(CUgraphExec* exec, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS*) {
   return GraphInstantiateWithFlags(exec, g, 0);
 }
@@ -548,6 +551,7 @@ const ProcEntry* ProcTable(size_t* n) {
       {"cuCtxCreate", 3020, false, reinterpret_cast<void*>(&CtxCreate2)},
       {"cuCtxCreate", 11040, false, reinterpret_cast<void*>(&CtxCreate3)},
       {"cuCtxCreate", 12050, false, reinterpret_cast<void*>(&CtxCreate4)},
+      {"cuGraphInstantiate", 10000, false, reinterpret_cast<void*>(&GraphInstantiateV1)},
       {"cuGraphInstantiate", 11000, false, reinterpret_cast<void*>(&GraphInstantiateV2)},
       {"cuGraphInstantiate", 12000, false, reinterpret_cast<void*>(&GraphInstantiateWithFlags)},
       {"cuCtxGetDevice", 2000, false, reinterpret_cast<void*>(&CtxGetDevice)},
@@ -691,6 +695,7 @@ DriverApi MakeFakeDriver() {
   api.cuGraphChildGraphNodeGetGraph = GraphChildGetGraph;
   api.cuGraphAddMemAllocNode = GraphAddMemAllocNode;
   api.cuGraphInstantiateWithFlags = GraphInstantiateWithFlags;
+  api.cuGraphInstantiate = GraphInstantiateV1;
   api.cuGraphInstantiate_v2 = GraphInstantiateV2;
   api.cuGraphInstantiateWithParams = GraphInstantiateWithParams;
   api.cuGraphInstantiateWithParams_ptsz = GraphInstantiateWithParams;

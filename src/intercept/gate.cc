@@ -303,6 +303,8 @@ CUresult GatedLaunch(const LaunchSite& site, RealLaunch launch, void* args) {
     if (held) __atomic_add_fetch(&g_state.stats.held, 1, __ATOMIC_RELAXED);
     // Time held at the gate (telemetry.h): waiting for the turn or for room in the ring.
     if (held || waited_for_room) CountAdd(Counters()->gate_wait_ns, submit.t_ns - t_enter);
+    // The slice's last launch (telemetry.h), kept in its region after the process exits.
+    if (d.submit_rc == CUDA_SUCCESS) NoteGatedLaunch(submit.t_ns);
   }
   // The launch already ran under the arbiter's lock (submit).
   CUresult rc = static_cast<CUresult>(d.submit_rc);

@@ -137,6 +137,14 @@ extern "C" CUresult cuGraphAddMemAllocNode(CUgraphNode* node, CUgraph graph,
   return real(node, graph, deps, num_deps, params);
 }
 
+extern "C" CUresult cuGraphInstantiate(CUgraphExec* exec, CUgraph graph, CUgraphNode* error_node,
+                                       char* log, size_t log_size) noexcept {
+  if (!EnsureCuda()) return CUDA_ERROR_NOT_INITIALIZED;
+  auto real = g_cuda.cuGraphInstantiate;
+  if (real == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  return Instantiate(exec, graph, [&] { return real(exec, graph, error_node, log, log_size); });
+}
+
 extern "C" CUresult cuGraphInstantiate_v2(CUgraphExec* exec, CUgraph graph, CUgraphNode* error_node,
                                           char* log, size_t log_size) noexcept {
   if (!EnsureCuda()) return CUDA_ERROR_NOT_INITIALIZED;

@@ -210,6 +210,8 @@ TEST_F(GraphHooks, InstantiationChargesAllocationNodesAndNotOneByteMore) {
             CUDA_ERROR_OUT_OF_MEMORY);
   EXPECT_EQ(cuGraphInstantiate_v2(&exec2, reinterpret_cast<CUgraph>(&tiny), nullptr, nullptr, 0),
             CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(cuGraphInstantiate(&exec2, reinterpret_cast<CUgraph>(&tiny), nullptr, nullptr, 0),
+            CUDA_ERROR_OUT_OF_MEMORY);
   EXPECT_EQ(cuGraphInstantiateWithParams(&exec2, reinterpret_cast<CUgraph>(&tiny), nullptr),
             CUDA_ERROR_OUT_OF_MEMORY);
   EXPECT_EQ(Fake().calls, calls);

@@ -38,6 +38,7 @@ TEST(ProcAddress, HookedSymbolsResolveToTheirHooks) {
   EXPECT_EQ(Lookup("cuCtxCreate", 11000), Hook("cuCtxCreate_v2"));
   EXPECT_EQ(Lookup("cuCtxCreate", 12000), Hook("cuCtxCreate_v3"));
   EXPECT_EQ(Lookup("cuCtxCreate", 13000), Hook("cuCtxCreate_v4"));
+  EXPECT_EQ(Lookup("cuGraphInstantiate", 10000), Hook("cuGraphInstantiate"));
   EXPECT_EQ(Lookup("cuGraphInstantiate", 11080), Hook("cuGraphInstantiate_v2"));
   EXPECT_EQ(Lookup("cuGraphInstantiate", 12000), Hook("cuGraphInstantiateWithFlags"));
 }

@@ -45,6 +45,12 @@ inline void CountCopy(int kind, uint64_t bytes) {
   }
 }
 
+// After a gated kernel launch the driver accepted (gate.cc): raises the time of the process's
+// last launch, its slot's last_kernel_ns (the slice's telemetry.last_kernel_ns without a slot),
+// to `now_ns` (CLOCK_MONOTONIC). One relaxed load and, when later, one compare-exchange; on the
+// gated path only, which holds the arbiter's lock and reads the clock anyway.
+void NoteGatedLaunch(uint64_t now_ns);
+
 // The accountant tells where the process's slot is: `slot` >= 0 in `region`, or -1 (count into
 // the slice's shared totals). Marks the region as counted (kTelemetryCounting).
 void PublishCounters(shm::Region* region, int slot);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "topo/nvlink_sets.h"
+
 namespace vgpu::k8s {
 
 bool ConstraintContext::GpuUsable(const sched::PodRequest& r, const sched::Cluster& c,
@@ -31,9 +33,29 @@ bool ConstraintContext::GpuUsable(const sched::PodRequest& r, const sched::Clust
   return pod == nullptr || !pod->HasUuidConstraints() || pod->AllowsUuid(f.uuid);
 }
 
+uint32_t ConstraintContext::UsableMask(const sched::PodRequest& r, const sched::Cluster& c,
+                                       sched::NodeId n) const {
+  uint32_t mask = 0;
+  for (int i = 0; i < c.num_gpus(n) && i < 32; ++i) {
+    if (GpuUsable(r, c, n, i)) mask |= uint32_t{1} << i;
+  }
+  return mask;
+}
+
+std::vector<uint32_t> ConstraintContext::NvlinkAdjacency(sched::NodeId n) const {
+  std::vector<uint32_t> adj;
+  if (gpus == nullptr || n >= gpus->size()) return adj;
+  for (const GpuFacts& f : (*gpus)[n]) adj.push_back(f.nvlink);
+  return adj;
+}
+
 bool ConstraintFilter::Filter(const sched::PodRequest& r, const sched::Cluster& c,
                               sched::NodeId n) const {
   if (r.num_gpus == 0) return true;
+  if (r.require_nvlink) {
+    return topo::FindNvlinkSet(ctx_->NvlinkAdjacency(n), ctx_->UsableMask(r, c, n), r.num_gpus) !=
+           0;
+  }
   int need = r.num_gpus;
   const int count = c.num_gpus(n);
   for (int i = 0; i < count; ++i) {

@@ -9,7 +9,9 @@
 // - ConstraintContext is owned by the caller (PlacementState), which points `gpus` at the per-node
 //   side table and `pod` at the current pod's request before each engine call, under its lock.
 // - ConstraintFilter (a FilterPlugin) passes a node when at least num_gpus of its GPUs fit the
-//   request (Cluster::GpuFits) and are healthy, below their unit count and allowed by UUID.
+//   request (Cluster::GpuFits) and are healthy, below their unit count and allowed by UUID; for a
+//   request with require_nvlink, when num_gpus of those GPUs are NVLink-connected
+//   (topo/nvlink_sets.h, from GpuFacts::nvlink).
 // - ConstrainedSelector wraps a policy's GpuSelector: it keeps the policy's choice when every
 //   chosen GPU passes those checks and otherwise picks the best fit among the GPUs that do
 //   (least free milli, then lowest index). It returns 0 (no GPUs) when too few pass.
@@ -31,6 +33,7 @@ struct GpuFacts {
   bool healthy = true;
   int units = 10;
   GpuMode mode = GpuMode::kShared;
+  uint32_t nvlink = 0;  // bit j: GPU j of the node shares an NVLink with it (TopologyOfInventory)
 };
 
 struct ConstraintContext {
@@ -40,6 +43,10 @@ struct ConstraintContext {
 
   // Whether GPU i of node n may take one share of r.
   bool GpuUsable(const sched::PodRequest& r, const sched::Cluster& c, sched::NodeId n, int i) const;
+  // The GPUs of node n that may take one share of r, as a mask (the first 32).
+  uint32_t UsableMask(const sched::PodRequest& r, const sched::Cluster& c, sched::NodeId n) const;
+  // Per GPU of node n, its NVLink peers (GpuFacts::nvlink); empty when not known.
+  std::vector<uint32_t> NvlinkAdjacency(sched::NodeId n) const;
 };
 
 class ConstraintFilter final : public sched::FilterPlugin {

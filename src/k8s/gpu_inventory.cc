@@ -90,7 +90,7 @@ Status ParseMigInstances(const Json& g, const std::string& where, InventoryGpu* 
   }
   std::sort(gpu->mig.begin(), gpu->mig.end(),
             [](const auto& a, const auto& b) { return a.start < b.start; });
-  if (const mig::ModelTable* table = mig::ModelByNvmlName(gpu->model)) {
+  if (const mig::ModelTable* table = MigModelOf(*gpu).table) {
     std::vector<mig::NamedInstance> named;
     for (const auto& inst : gpu->mig) named.push_back({inst.profile, inst.start});
     auto layout = mig::LayoutFromNames(*table, named);
@@ -132,6 +132,10 @@ std::optional<GpuMode> ParseGpuMode(std::string_view name) {
     if (GpuModeName(m) == name) return m;
   }
   return std::nullopt;
+}
+
+mig::ModelMatch MigModelOf(const InventoryGpu& g) {
+  return mig::IdentifyModel({g.model, g.memory_mib, 0});
 }
 
 std::string FormatInventory(const NodeInventory& inv) {

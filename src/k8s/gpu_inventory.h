@@ -19,8 +19,8 @@
 // - mig (optional, only on "mig" and "mig-dynamic" GPUs): the GPU instances that exist now,
 //   [{"profile": "3g.71gb", "start": 0, "uuid": "MIG-...", "profile_id": 9}]; start is the first
 //   memory slice (0..7), profile_id the NVML profile id (optional). When the model has a MIG table
-//   (src/mig/profiles.h) the profiles must be its own and the layout legal (no overlap, max
-//   counts, legal starts).
+//   (src/mig/profiles.h; identified exactly by model and memory_mib) the profiles must be its own
+//   and the layout legal (no overlap, max counts, legal starts).
 //   the same node reachable over NVLink (optional). links (optional, written when the node knows
 //   its topology): this GPU's row of the `nvidia-smi topo -m` matrix, one token per GPU in index
 //   order ("X" for itself, "NV18", "PIX", "PXB", "PHB", "NODE", "SYS"); the extender's topology
@@ -45,6 +45,7 @@
 
 #include "common/result.h"
 #include "k8s/kube_client.h"
+#include "mig/profiles.h"
 
 namespace vgpu::k8s {
 
@@ -92,6 +93,10 @@ struct NodeInventory {
   int pcie_width = 0;
   friend bool operator==(const NodeInventory&, const NodeInventory&) = default;
 };
+
+// The MIG table of exactly this GPU's model (its NVML name and memory_mib, mig::IdentifyModel),
+// or none with the reason: the extender's MIG choice and checks use no other table.
+mig::ModelMatch MigModelOf(const InventoryGpu& g);
 
 // Canonical JSON text of `inv` (source is not written).
 std::string FormatInventory(const NodeInventory& inv);

@@ -2,6 +2,13 @@
 
 #include <httplib.h>
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <random>
 #include <thread>
 
@@ -23,6 +30,41 @@ std::string ApiMessage(const std::string& body) {
   std::string s = body.substr(0, 200);
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
   return s;
+}
+
+// Why a plain TCP connection to host:port fails now ("Connection refused", "No route to host",
+// a name that does not resolve): httplib tells only that connecting failed.
+std::string WhyNoConnection(const std::string& host, int port, milliseconds timeout) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  if (int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0) {
+    return "cannot resolve " + host + ": " + ::gai_strerror(rc);
+  }
+  std::string why = "no address";
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      why = std::strerror(errno);
+      continue;
+    }
+    timeval tv{static_cast<time_t>(timeout.count() / 1000),
+               static_cast<suseconds_t>((timeout.count() % 1000) * 1000)};
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    const int rc = ::connect(fd, a->ai_addr, a->ai_addrlen);
+    const int err = errno;
+    ::close(fd);
+    if (rc == 0) {
+      why = "it accepts connections again";
+      break;
+    }
+    why = err == EINPROGRESS || err == EAGAIN
+              ? "no answer within " + std::to_string(timeout.count()) + " ms"
+              : std::strerror(err);
+  }
+  ::freeaddrinfo(found);
+  return why;
 }
 
 bool Retryable(int status) {
@@ -256,14 +298,15 @@ Result<HttpKubeClient::Response> HttpKubeClient::Do(const char* method, const st
     const std::string full = base_path_ + path;
     const std::string ctype(content_type);
     const std::string_view m(method);
-    httplib::Result res = m == "GET"     ? conn->Get(full, headers)
-                          : m == "PATCH" ? conn->Patch(full, headers, body, ctype)
-                          : m == "PUT"   ? conn->Put(full, headers, body, ctype)
-                                         : conn->Post(full, headers, body, ctype);
+    httplib::Result res = m == "GET"      ? conn->Get(full, headers)
+                          : m == "PATCH"  ? conn->Patch(full, headers, body, ctype)
+                          : m == "PUT"    ? conn->Put(full, headers, body, ctype)
+                          : m == "DELETE" ? conn->Delete(full, headers, body, ctype)
+                                          : conn->Post(full, headers, body, ctype);
     milliseconds wait = backoff;
     if (!res) {
-      last_error =
-          "connection to " + config_.server + " failed: " + httplib::to_string(res.error());
+      last_error = "connection to " + config_.server +
+                   " failed: " + TransportError(static_cast<int>(res.error()));
       if (res.error() == httplib::Error::SSLServerVerification) {
         Release(nullptr);
         return Status::PermissionDenied(what + ": " + last_error +
@@ -292,6 +335,32 @@ Result<HttpKubeClient::Response> HttpKubeClient::Do(const char* method, const st
   }
   return Status::Unavailable(what + ": giving up after " + std::to_string(options_.max_attempts) +
                              " attempts: " + last_error);
+}
+
+std::string HttpKubeClient::TransportError(int error) const {
+  const std::string where = host_ + ":" + std::to_string(port_);
+  const std::string tls = TakeOpenSslError();
+  switch (static_cast<httplib::Error>(error)) {
+    case httplib::Error::Connection:
+      return "cannot connect to " + where + ": " +
+             WhyNoConnection(host_, port_, options_.connect_timeout);
+    case httplib::Error::ConnectionTimeout:
+      return "no connection to " + where + " within " +
+             std::to_string(options_.connect_timeout.count()) + " ms";
+    case httplib::Error::Read:
+      return "no answer from " + where + " (the connection closed, or nothing came within " +
+             std::to_string(options_.request_timeout.count()) + " ms)";
+    case httplib::Error::Write:
+      return "the request could not be sent to " + where + " (the connection closed)";
+    case httplib::Error::SSLConnection:
+      return "the TLS handshake with " + where + " failed" + (tls.empty() ? "" : ": " + tls);
+    case httplib::Error::SSLLoadingCerts:
+      return "loading the TLS certificates failed" + (tls.empty() ? "" : ": " + tls);
+    case httplib::Error::SSLServerVerification:
+      return "the certificate of " + where + " does not verify" + (tls.empty() ? "" : ": " + tls);
+    default:
+      return httplib::to_string(static_cast<httplib::Error>(error));
+  }
 }
 
 std::string HttpKubeClient::ObjectPath(ResourceKind kind, const std::string& ns,
@@ -377,6 +446,30 @@ Result<Json> HttpKubeClient::Update(ResourceKind kind, const std::string& ns,
   }
   Json j = Json::parse(r->body, nullptr, false);
   if (j.is_discarded()) return Status::Internal("PUT " + path + ": the server sent invalid JSON");
+  return j;
+}
+
+Status HttpKubeClient::Delete(ResourceKind kind, const std::string& ns, const std::string& name,
+                              const std::string& uid) {
+  const std::string path = ObjectPath(kind, ns, name);
+  Json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}};
+  if (!uid.empty()) options["preconditions"] = {{"uid", uid}};
+  auto r = Do("DELETE", path, options.dump(), "application/json");
+  if (!r) return r.error();
+  if (r->status != 200 && r->status != 202) {
+    return StatusFromHttp(r->status, r->body, "DELETE " + path);
+  }
+  return Status::Ok();
+}
+
+Result<Json> HttpKubeClient::ServerVersion() {
+  auto r = Do("GET", "/version", "", "");
+  if (!r) return r.error();
+  if (r->status != 200) return StatusFromHttp(r->status, r->body, "GET /version");
+  Json j = Json::parse(r->body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Status::Internal("GET /version: the server sent invalid JSON");
+  }
   return j;
 }
 

@@ -62,6 +62,9 @@ class HttpKubeClient final : public KubeClient {
   Result<Json> Create(ResourceKind kind, const std::string& ns, const Json& object) override;
   Result<Json> Update(ResourceKind kind, const std::string& ns, const std::string& name,
                       const Json& object) override;
+  Status Delete(ResourceKind kind, const std::string& ns, const std::string& name,
+                const std::string& uid) override;
+  Result<Json> ServerVersion() override;
   Status CreateBinding(const std::string& ns, const std::string& name, const std::string& uid,
                        const std::string& node) override;
   Status Watch(ResourceKind kind, const std::string& ns, const WatchOptions& options,
@@ -78,6 +81,9 @@ class HttpKubeClient final : public KubeClient {
   };
   HttpKubeClient(KubeConfig config, ClientOptions options);
   Status Init();
+  // The whole reason a request got no answer (an httplib::Error), with the address and, for a
+  // refused or unreachable connection, what the operating system says.
+  std::string TransportError(int error) const;
   Result<std::unique_ptr<httplib::ClientImpl>> NewConnection(
       std::chrono::milliseconds read_timeout);
   std::unique_ptr<httplib::ClientImpl> Acquire(Status* error);

@@ -115,6 +115,12 @@ class KubeClient {
   // stale). kNotFound when it does not exist. Returns the object as stored.
   virtual Result<Json> Update(ResourceKind kind, const std::string& ns, const std::string& name,
                               const Json& object) = 0;
+  // DELETE the object `name`; `uid`, when not empty, is a precondition (409 when the object
+  // there now has another UID). kNotFound when it does not exist.
+  virtual Status Delete(ResourceKind kind, const std::string& ns, const std::string& name,
+                        const std::string& uid) = 0;
+  // GET /version: the API server's {"major", "minor", "gitVersion", ...}.
+  virtual Result<Json> ServerVersion() = 0;
   // POST pods/<name>/binding. `uid` may be empty.
   virtual Status CreateBinding(const std::string& ns, const std::string& name,
                                const std::string& uid, const std::string& node) = 0;

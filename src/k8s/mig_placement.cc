@@ -59,7 +59,7 @@ mig::RequestMix NodeMix(const NodeInventory& node, const mig::ModelTable* table,
                         const std::vector<PodAssignment>& on_node) {
   std::vector<mig::Layout> layouts;
   for (const InventoryGpu& g : node.gpus) {
-    if (g.mode == GpuMode::kMigDynamic && mig::ModelByNvmlName(g.model) == table) {
+    if (g.mode == GpuMode::kMigDynamic && MigModelOf(g).table == table) {
       layouts.push_back(DynamicLayout(g, table, on_node));
     }
   }
@@ -106,7 +106,8 @@ Result<MigChoice> ChooseMig(const NodeInventory& node, const std::vector<PodAssi
       note(where + " is excluded by the pod's GPU type or UUID annotations");
       continue;
     }
-    const mig::ModelTable* table = mig::ModelByNvmlName(g.model);
+    const mig::ModelMatch model = MigModelOf(g);
+    const mig::ModelTable* table = model.table;
     const std::vector<AssignedMig> assigned = AssignedOn(on_node, g.uuid);
     if (g.mode == GpuMode::kMig) {
       std::set<std::string> used;
@@ -141,7 +142,7 @@ Result<MigChoice> ChooseMig(const NodeInventory& node, const std::vector<PodAssi
     }
     // mig-dynamic.
     if (table == nullptr) {
-      note(where + ": no MIG table for model " + g.model);
+      note(where + ": " + model.why);
       continue;
     }
     const mig::Layout layout = DynamicLayout(g, table, on_node);

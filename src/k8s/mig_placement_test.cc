@@ -55,6 +55,40 @@ TEST(MigPlacement, DynamicGpuGetsTheSmallestFittingProfile) {
       << d.error().message();
 }
 
+// The table is the exact model's: a GH200 gets its own sizes (1g.12gb is 11264 MiB, not the
+// H200's 1g.18gb), an H100 NVL its published ones, and a model vgpu has no table for
+// (the 94GB SXM5 "NVIDIA H100", a GH200 144G) no MIG offer at all, with the reason.
+TEST(MigPlacement, OnlyTheExactModelsTableMakesOffers) {
+  auto one = [](const std::string& model, int64_t memory_mib) {
+    NodeInventory node;
+    InventoryGpu g{"GPU-0", 0, model, memory_mib, 10, true, 0, {}};
+    g.mode = GpuMode::kMigDynamic;
+    node.gpus.push_back(g);
+    return node;
+  };
+  auto gh200 = ChooseMig(one("NVIDIA GH200 480GB", 97871), {}, Mem(11));  // 11264 MiB
+  ASSERT_TRUE(gh200.has_value()) << gh200.error().ToString();
+  EXPECT_EQ(gh200->mig.profile, "1g.12gb");
+  auto more = ChooseMig(one("NVIDIA GH200 480GB", 97871), {}, {"", 11300, std::nullopt});
+  ASSERT_TRUE(more.has_value());
+  EXPECT_EQ(more->mig.profile, "1g.24gb");
+  auto nvl = ChooseMig(one("NVIDIA H100 NVL", 95830), {}, {"", 11000, std::nullopt});
+  ASSERT_TRUE(nvl.has_value());
+  EXPECT_EQ(nvl->mig.profile, "1g.24gb");  // its 1g.12gb has 10880 MiB, not the nominal 11776
+  auto pcie =
+      ChooseMig(one("NVIDIA H100 PCIe", 81559), {}, {"3g.40gb", std::nullopt, std::nullopt});
+  ASSERT_TRUE(pcie.has_value()) << pcie.error().ToString();
+  for (const auto& [model, mib] : {std::pair<std::string, int64_t>{"NVIDIA H100", 95830},
+                                   {"NVIDIA GH200 144G HBM3e", 146944},
+                                   {"NVIDIA H200", 95830}}) {
+    auto none = ChooseMig(one(model, mib), {}, Mem(10));
+    ASSERT_FALSE(none.has_value()) << model;
+    EXPECT_EQ(none.error().code(), StatusCode::kResourceExhausted);
+    EXPECT_NE(none.error().message().find("no MIG offers"), std::string::npos)
+        << none.error().message();
+  }
+}
+
 TEST(MigPlacement, StaticGpuHandsOutFreeInstancesByNameOrMemory) {
   NodeInventory node;
   node.gpus.push_back(Gpu(

@@ -9,6 +9,7 @@
 #include "k8s/placement_state.h"
 #include "k8s/placement_topology.h"
 #include "sched/registry.h"
+#include "topo/nvlink_sets.h"
 
 namespace vgpu::k8s {
 
@@ -22,6 +23,8 @@ Status PlacementState::BuildEngine(Engine* e) const {
     spec.cpu_milli = std::max<int64_t>(0, entry.allocatable.cpu_milli);
     spec.memory_mib = std::max<int64_t>(0, entry.allocatable.memory_mib);
     std::vector<GpuFacts> facts;
+    topo::Topology topology = TopologyOfInventory(inv);
+    const std::vector<topo::GpuMask> nvlink = topo::NvlinkAdjacency(topology);
     bool skip = false;
     // Engine GPU i is the inventory's i-th GPU by index; facts carry its UUID.
     for (const InventoryGpu& g : inv.gpus) {
@@ -37,7 +40,8 @@ Status PlacementState::BuildEngine(Engine* e) const {
         e->model_capacity.push_back(g.memory_mib);
       }
       spec.gpus.push_back(sched::GpuSpec{*id, g.memory_mib});
-      facts.push_back(GpuFacts{g.uuid, g.healthy, g.units, g.mode});
+      facts.push_back(GpuFacts{g.uuid, g.healthy, g.units, g.mode,
+                               facts.size() < nvlink.size() ? nvlink[facts.size()] : 0});
     }
     if (skip) continue;
     auto nid = e->cluster->AddNode(spec);
@@ -48,7 +52,7 @@ Status PlacementState::BuildEngine(Engine* e) const {
     e->facts.push_back(std::move(facts));
     e->schedulable.push_back(inv.source == InventorySource::kVgpu ? 1 : 0);
     e->node_names.push_back(name);
-    e->topology.push_back(std::make_unique<topo::Evaluator>(TopologyOfInventory(inv)));
+    e->topology.push_back(std::make_unique<topo::Evaluator>(std::move(topology)));
   }
   sched::PolicyArgs args;
   args.models = e->models.get();
@@ -256,8 +260,11 @@ std::optional<AssumeTicket> PlacementState::Decide(const std::string& uid, const
     if (parsed) pattern = *parsed;
   }
   std::vector<int> order;
+  // Among the GPUs the constraints allow (health, mode, units, UUIDs), as the policy's choice.
+  const topo::GpuMask usable =
+      v.request.num_gpus >= 2 ? ctx_.UsableMask(v.request, *engine_.cluster, id) : ~0u;
   gpus = TopologyGpuChoice(*engine_.topology[id], *engine_.cluster, id, v.request, gpus, pattern,
-                           &order);
+                           &order, usable);
   ctx_.pod = nullptr;
   if (sched::GpuCount(gpus) != v.request.num_gpus) return std::nullopt;
   const sched::PodKey key = next_key_++;
@@ -326,6 +333,7 @@ std::vector<PlacementState::Variant> PlacementState::Variants(const PodGpuReques
     v.request.num_gpus = shape->num_gpus;
     v.request.gpu_milli = shape->milli;
     v.request.gpu_memory_mib = shape->memory_mib;
+    v.request.require_nvlink = r.require_nvlink;
     // Every model allowed: the any-model set, which the engine answers from node summaries.
     const uint64_t every = engine_.model_name.size() >= 64
                                ? ~uint64_t{0}
@@ -350,6 +358,7 @@ bool PlacementState::CouldEverFit(const PodGpuRequest& req, const std::vector<Va
   const auto gpus = engine_.cluster->gpus(n);
   for (const Variant& v : variants) {
     int usable = 0;
+    topo::GpuMask mask = 0;  // the usable GPUs, for an NVLink requirement
     for (size_t i = 0; i < gpus.size(); ++i) {
       const GpuFacts& f = engine_.facts[n][i];
       if (!v.request.models.Allows(gpus[i].model) ||
@@ -357,7 +366,13 @@ bool PlacementState::CouldEverFit(const PodGpuRequest& req, const std::vector<Va
         continue;
       }
       if (!f.healthy || (req.HasUuidConstraints() && !req.AllowsUuid(f.uuid))) continue;
-      if (++usable >= v.request.num_gpus) return true;
+      ++usable;
+      if (i < 32) mask |= topo::GpuMask{1} << i;
+      if (!req.require_nvlink && usable >= v.request.num_gpus) return true;
+    }
+    if (req.require_nvlink && usable >= v.request.num_gpus &&
+        topo::FindNvlinkSet(ctx_.NvlinkAdjacency(n), mask, v.request.num_gpus) != 0) {
+      return true;
     }
   }
   return false;
@@ -365,18 +380,21 @@ bool PlacementState::CouldEverFit(const PodGpuRequest& req, const std::vector<Va
 
 std::string PlacementState::ReasonText(const std::vector<Variant>& variants, bool could) {
   const Variant& v = variants.front();
-  char buf[256];
+  const char* nvlink = v.request.require_nvlink ? " NVLink-connected" : "";
+  const char* why = v.request.require_nvlink ? " (vgpu.io/topology: require-nvlink)" : "";
+  char buf[320];
   if (!could) {
     std::snprintf(buf, sizeof buf,
-                  "vgpu: node has fewer than %d healthy GPU(s) of an allowed model and UUID "
-                  "with %lld MiB",
-                  v.request.num_gpus, static_cast<long long>(v.request.gpu_memory_mib));
+                  "vgpu: node has fewer than %d%s healthy GPU(s) of an allowed model and UUID "
+                  "with %lld MiB%s",
+                  v.request.num_gpus, nvlink, static_cast<long long>(v.request.gpu_memory_mib),
+                  why);
   } else {
     std::snprintf(buf, sizeof buf,
-                  "vgpu: insufficient free GPU: needs %d GPU(s) with %d%% compute and %lld MiB "
-                  "free each",
-                  v.request.num_gpus, v.request.gpu_milli / 10,
-                  static_cast<long long>(v.request.gpu_memory_mib));
+                  "vgpu: insufficient free GPU: needs %d%s GPU(s) with %d%% compute and %lld MiB "
+                  "free each%s",
+                  v.request.num_gpus, nvlink, v.request.gpu_milli / 10,
+                  static_cast<long long>(v.request.gpu_memory_mib), why);
   }
   return buf;
 }

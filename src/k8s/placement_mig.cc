@@ -221,7 +221,7 @@ Status PlacementState::CheckMigConsistency() const {
     if (node == nodes_.end()) continue;
     const mig::ModelTable* table = nullptr;
     for (const InventoryGpu& g : node->second.inventory.gpus) {
-      if (g.uuid == where.second) table = mig::ModelByNvmlName(g.model);
+      if (g.uuid == where.second) table = MigModelOf(g).table;
     }
     if (table == nullptr) continue;
     mig::Layout layout{table, {}};

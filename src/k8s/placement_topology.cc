@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "topo/choose.h"
+#include "topo/nvlink_sets.h"
 
 namespace vgpu::k8s {
 namespace {
@@ -83,12 +84,23 @@ topo::Topology TopologyOfInventory(const NodeInventory& inv) {
 
 sched::GpuSet TopologyGpuChoice(topo::Evaluator& ev, const sched::Cluster& c, sched::NodeId n,
                                 const sched::PodRequest& r, sched::GpuSet fallback,
-                                const topo::CommPattern& pattern, std::vector<int>* order) {
+                                const topo::CommPattern& pattern, std::vector<int>* order,
+                                topo::GpuMask usable) {
   if (order != nullptr) order->clear();
-  if (r.num_gpus < 2 || ev.size() != c.num_gpus(n) || ev.size() > 16) return fallback;
-  topo::GpuMask fit = FittingGpus(c, n, r);
-  topo::SetChoice choice = topo::ChooseSet(ev, fit, r.num_gpus, pattern);
-  if (static_cast<int>(choice.gpus.size()) != r.num_gpus) return fallback;
+  const bool exact_size = ev.size() == c.num_gpus(n) && ev.size() <= 16;
+  if (r.num_gpus < 2 || !exact_size) {
+    if (r.require_nvlink && r.num_gpus >= 2 &&
+        !(exact_size && topo::NvlinkConnected(topo::NvlinkAdjacency(ev.topology()),
+                                              static_cast<topo::GpuMask>(fallback)))) {
+      return 0;
+    }
+    return fallback;
+  }
+  topo::GpuMask fit = FittingGpus(c, n, r) & usable;
+  topo::ChooseOptions options;
+  options.require_nvlink = r.require_nvlink;
+  topo::SetChoice choice = topo::ChooseSet(ev, fit, r.num_gpus, pattern, options);
+  if (static_cast<int>(choice.gpus.size()) != r.num_gpus) return r.require_nvlink ? 0 : fallback;
   sched::GpuSet set = 0;
   for (int g : choice.gpus) set |= sched::GpuSet{1} << g;
   if (order != nullptr && pattern.OrderMatters()) *order = choice.gpus;

@@ -9,10 +9,13 @@
 //   The inventory's `pcie` (when given) sets the PCIe generation and width.
 // - TopologyGpuChoice: for a request of 2 or more GPUs, the set ChooseSet picks for `pattern`
 //   among the node's GPUs that fit one share of the request (sched::Cluster::GpuFits, default
-//   FitOptions); `fallback` (the policy's choice) for a single GPU, or when the topology does not
-//   match the node or fewer GPUs fit. `order` (when given) receives the rank order: rank i on
-//   GPU (*order)[i], for patterns whose order matters (topo::CommPattern::OrderMatters); it is
-//   left empty otherwise (the GPUs then go to the container in index order).
+//   FitOptions) and are in `usable` (the constraint filter's GPUs); `fallback` (the policy's
+//   choice) for a single GPU, or when the topology does not match the node or fewer GPUs fit.
+//   A request with require_nvlink gets an NVLink-connected set (ChooseOptions::require_nvlink),
+//   or no GPUs (0) when none is free; its fallback is kept only when it is NVLink-connected.
+//   `order` (when given) receives the rank order: rank i on GPU (*order)[i], for patterns whose
+//   order matters (topo::CommPattern::OrderMatters); it is left empty otherwise (the GPUs then go
+//   to the container in index order).
 // - BestSetBandwidth: the ring bandwidth of that set (0 when there is none).
 // - RankByTopology: for multi-GPU requests, feasible nodes are ranked first by the best set's
 //   bandwidth (levels within 1% count as equal), then by the policy's raw score: each lower level
@@ -35,7 +38,7 @@ topo::Topology TopologyOfInventory(const NodeInventory& inventory);
 sched::GpuSet TopologyGpuChoice(topo::Evaluator& evaluator, const sched::Cluster& cluster,
                                 sched::NodeId node, const sched::PodRequest& request,
                                 sched::GpuSet fallback, const topo::CommPattern& pattern = {},
-                                std::vector<int>* order = nullptr);
+                                std::vector<int>* order = nullptr, topo::GpuMask usable = ~0u);
 
 double BestSetBandwidth(topo::Evaluator& evaluator, const sched::Cluster& cluster,
                         sched::NodeId node, const sched::PodRequest& request);

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "k8s/placement_state.h"
+#include "topo/nvlink_sets.h"
 #include "topo/presets.h"
 
 namespace vgpu::k8s {
@@ -225,6 +226,72 @@ TEST(PlacementTopology, TensorParallelOrderIsNotTheIndexOrder) {
   s.RemovePod("tp");
   std::vector<int> all = AssumedOrder(s, "ar", WholeGpus(4, ""), "bridged");
   EXPECT_EQ(all, (std::vector<int>{0, 1, 2, 3}));
+}
+
+}  // namespace
+}  // namespace vgpu::k8s
+
+namespace vgpu::k8s {
+namespace {
+
+PodGpuRequest NvlinkGpus(int count) {
+  PodGpuRequest r = TwoWholeGpus();
+  r.containers[0].count = count;
+  r.require_nvlink = true;
+  return r;
+}
+
+// vgpu.io/topology: require-nvlink: filter refuses a node with no free NVLink-connected set of
+// the pod's size, naming the reason; Assume gives a connected set even where the bandwidth model
+// would pick another; without the annotation the same nodes take the pod.
+TEST(PlacementTopology, RequireNvlinkRefusesNodesWithoutAConnectedSet) {
+  auto made = PlacementState::Create(StateOptions{});
+  ASSERT_TRUE(made.has_value()) << made.error().ToString();
+  PlacementState& s = **made;
+  s.UpsertNode("pcie", OfPreset("pcie", "pcie8-switch"));          // no NVLink at all
+  s.UpsertNode("bridged", OfPreset("bridged", "pcie4-nvbridge"));  // NVLink pairs 0-1, 2-3
+  s.UpsertNode("dgx1", OfPreset("dgx1", "dgx1-volta"));            // a ring of all 8
+  const std::vector<std::string> nodes = {"pcie", "bridged", "dgx1"};
+
+  FilterResult pair = s.Filter(NvlinkGpus(2), nodes);
+  EXPECT_EQ(pair.feasible, (std::vector<std::string>{"bridged", "dgx1"}));
+  ASSERT_EQ(pair.unresolvable.count("pcie"), 1u);
+  EXPECT_EQ(pair.unresolvable.at("pcie"),
+            "vgpu: node has fewer than 2 NVLink-connected healthy GPU(s) of an allowed model and "
+            "UUID with 32768 MiB (vgpu.io/topology: require-nvlink)");
+  FilterResult four = s.Filter(NvlinkGpus(4), nodes);
+  EXPECT_EQ(four.feasible, std::vector<std::string>{"dgx1"});
+  EXPECT_EQ(four.unresolvable.count("bridged"), 1u);
+  // Without the annotation every node fits.
+  PodGpuRequest plain = NvlinkGpus(4);
+  plain.require_nvlink = false;
+  EXPECT_EQ(s.Filter(plain, nodes).feasible.size(), 3u);
+
+  // Bridged box: the first pod takes a bridge; with one GPU of the other bridge taken by a
+  // plain pod, no pair is left and the node fails (preemption could help), naming the reason.
+  auto first = s.Assume("a", "ns", "a", NvlinkGpus(2), "bridged");
+  ASSERT_TRUE(first.has_value()) << first.error().ToString();
+  std::vector<int> got;
+  for (const AssignedGpu& g : first->assignment.containers.at(0).gpus) got.push_back(g.index);
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got[1] - got[0], 1) << got[0] << "," << got[1];
+  EXPECT_EQ(got[0] % 2, 0);
+  PodGpuRequest one = TwoWholeGpus();
+  one.containers[0].count = 1;
+  ASSERT_TRUE(s.Assume("b", "ns", "b", one, "bridged").has_value());
+  FilterResult left = s.Filter(NvlinkGpus(2), {"bridged"});
+  EXPECT_TRUE(left.feasible.empty());
+  ASSERT_EQ(left.failed.count("bridged"), 1u);
+  EXPECT_NE(left.failed.at("bridged").find("needs 2 NVLink-connected GPU(s)"), std::string::npos)
+      << left.failed.at("bridged");
+  EXPECT_FALSE(s.Assume("c", "ns", "c", NvlinkGpus(2), "bridged").has_value());
+
+  // DGX-1: a 4-GPU pod gets a ring of NVLink hops.
+  auto ring = s.Assume("e", "ns", "e", NvlinkGpus(4), "dgx1");
+  ASSERT_TRUE(ring.has_value()) << ring.error().ToString();
+  topo::GpuMask set = 0;
+  for (const AssignedGpu& g : ring->assignment.containers.at(0).gpus) set |= 1u << g.index;
+  EXPECT_TRUE(topo::NvlinkConnected(topo::NvlinkAdjacency(*topo::Preset("dgx1-volta")), set));
 }
 
 }  // namespace

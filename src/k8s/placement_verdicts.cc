@@ -13,7 +13,7 @@ namespace {
 bool SamePlacement(const PodGpuRequest& a, const PodGpuRequest& b) {
   if (a.containers.size() != b.containers.size() || a.host != b.host ||
       a.use_types != b.use_types || a.nouse_types != b.nouse_types || a.use_uuids != b.use_uuids ||
-      a.nouse_uuids != b.nouse_uuids) {
+      a.nouse_uuids != b.nouse_uuids || a.require_nvlink != b.require_nvlink) {
     return false;
   }
   for (size_t i = 0; i < a.containers.size(); ++i) {

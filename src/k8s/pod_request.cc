@@ -5,6 +5,7 @@
 
 #include "k8s/quantity.h"
 #include "sched/types.h"
+#include "topo/nvlink_sets.h"
 #include "topo/pattern.h"
 
 namespace vgpu::k8s {
@@ -246,6 +247,16 @@ Result<PodGpuRequest> ParsePodGpuRequest(const Json& pod, const RequestOptions& 
     if (!parsed) return parsed.error();
     out.comm_pattern = pattern;
   }
+  // vgpu.io/topology (docs/topology.md, "Requiring NVLink").
+  auto nvlink =
+      topo::ParseTopologyAnnotation(AnnotationOf(pod, std::string(topo::kTopologyAnnotation)));
+  if (!nvlink) return nvlink.error();
+  if (*nvlink && app_gpus < 2) {
+    return Status::InvalidArgument(
+        std::string(topo::kTopologyAnnotation) + ": " + std::string(topo::kRequireNvlink) +
+        " needs 2 or more GPUs, the pod asks for " + std::to_string(app_gpus));
+  }
+  out.require_nvlink = *nvlink;
   return out;
 }
 

@@ -89,6 +89,9 @@ struct PodGpuRequest {
   bool allow_shared_fault_domain = false;
   // The annotation vgpu.io/comm-pattern as given (validated by ParsePodGpuRequest); "" = none.
   std::string comm_pattern;
+  // vgpu.io/topology: require-nvlink: the pod's GPUs must be NVLink-connected
+  // (topo/nvlink_sets.h); a node without such a free set is refused.
+  bool require_nvlink = false;
   bool HasGpus() const { return !containers.empty(); }
   // A pod asking for a MIG profile by name (<prefix>/mig-<profile>): served by MIG GPUs only.
   bool AsksMigProfile() const {

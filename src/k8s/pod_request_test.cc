@@ -32,6 +32,25 @@ TEST(PodRequest, CommunicationPatternIsCheckedNamingTheField) {
   EXPECT_NE(row.error().message().find("matrix row 1 has 1 values, expected 2"), std::string::npos);
 }
 
+TEST(PodRequest, TopologyAnnotationRequiresNvlinkForTwoOrMoreGpus) {
+  const std::vector<Json> two = {
+      Json{{"name", "main"}, {"resources", {{"limits", {{"nvidia.com/gpu", "2"}}}}}}};
+  const std::vector<Json> one = {
+      Json{{"name", "main"}, {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}};
+  auto ok = ParsePodGpuRequest(Pod(two, {}, {{"vgpu.io/topology", "require-nvlink"}}), {});
+  ASSERT_TRUE(ok.has_value()) << ok.error().ToString();
+  EXPECT_TRUE(ok->require_nvlink);
+  EXPECT_FALSE(ParsePodGpuRequest(Pod(two), {})->require_nvlink);
+  auto bad = ParsePodGpuRequest(Pod(two, {}, {{"vgpu.io/topology", "nvlink"}}), {});
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().message(),
+            "vgpu.io/topology: \"nvlink\" is not a topology requirement (known: require-nvlink)");
+  auto single = ParsePodGpuRequest(Pod(one, {}, {{"vgpu.io/topology", "require-nvlink"}}), {});
+  ASSERT_FALSE(single.has_value());
+  EXPECT_EQ(single.error().message(),
+            "vgpu.io/topology: require-nvlink needs 2 or more GPUs, the pod asks for 1");
+}
+
 TEST(PodRequest, ReadsHamiResources) {
   const Json pod =
       Pod({Container("main", {{"nvidia.com/gpu", "2"},

@@ -28,7 +28,8 @@ Layout With(const Layout& layout, Instance inst) {
 // Checks and state of the planner's search.
 struct Search {
   const RequestMix* mix;
-  std::vector<int> order;  // request positions, fewest feasible starts first
+  std::vector<int> order;      // request positions, fewest feasible starts first
+  std::vector<int> prev_same;  // per depth: the depth of the previous request of its profile, or -1
   std::vector<int> profiles;
   std::vector<int> starts;
   std::vector<int> best_starts;
@@ -46,7 +47,11 @@ struct Search {
       return;
     }
     const int req = order[depth];
+    // Instances of one profile are tried in increasing start order only: the same layout is
+    // not searched once per permutation of them.
+    const int floor = prev_same[depth] < 0 ? -1 : starts[order[prev_same[depth]]];
     for (int start : FeasibleStarts(layout, profiles[req])) {
+      if (start <= floor) continue;
       starts[req] = start;
       Run(With(layout, {profiles[req], start}), depth + 1);
     }
@@ -166,6 +171,7 @@ Plan PlanAdds(const Layout& layout, std::span<const int> profiles, const Request
   plan.result = layout;
   Search search{mix ? mix : &uniform,
                 {},
+                {},
                 {profiles.begin(), profiles.end()},
                 std::vector<int>(profiles.size(), -1),
                 {},
@@ -176,6 +182,15 @@ Plan PlanAdds(const Layout& layout, std::span<const int> profiles, const Request
   std::stable_sort(search.order.begin(), search.order.end(), [&](int a, int b) {
     return FeasibleStarts(layout, profiles[a]).size() < FeasibleStarts(layout, profiles[b]).size();
   });
+  search.prev_same.assign(profiles.size(), -1);
+  for (size_t d = 0; d < search.order.size(); ++d) {
+    for (size_t e = d; e-- > 0;) {
+      if (profiles[search.order[e]] == profiles[search.order[d]]) {
+        search.prev_same[d] = static_cast<int>(e);
+        break;
+      }
+    }
+  }
   bool valid = true;
   for (int p : profiles) {
     valid = valid && p >= 0 && p < static_cast<int>(layout.table->profiles.size());

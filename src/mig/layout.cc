@@ -86,15 +86,33 @@ int CountOf(const Layout& layout, int profile) {
 AddCheck CheckAdd(const Layout& layout, Instance inst) {
   const Profile* p = ProfileOf(layout, inst.profile);
   if (p == nullptr) return {Refusal::kUnknownProfile, 0};
-  if (!p->LegalStart(inst.start)) return {Refusal::kIllegalStart, 0};
+  if (!p->LegalStart(inst.start) || inst.start + p->memory_slices > layout.table->memory_slices) {
+    return {Refusal::kIllegalStart, 0};
+  }
   const uint8_t blocking = UsedSlices(layout) & p->SliceMask(inst.start);
   if (blocking != 0) return {Refusal::kOverlap, blocking};
   if (CountOf(layout, inst.profile) >= p->max_count) return {Refusal::kMaxCount, 0};
-  if (static_cast<int>(layout.instances.size()) >= kMaxInstances) {
+  if (static_cast<int>(layout.instances.size()) >= layout.table->max_instances) {
     return {Refusal::kInstanceCount, 0};
   }
-  if (UsedComputeSlices(layout) + p->compute_slices > kComputeSlices) {
+  if (UsedComputeSlices(layout) + p->compute_slices > layout.table->compute_slices) {
     return {Refusal::kComputeSlices, 0};
+  }
+  const Engines budget = layout.table->EngineBudget();
+  if (budget.copy > 0) {
+    Engines used = p->engines;
+    for (const Instance& i : layout.instances) {
+      if (const Profile* q = ProfileOf(layout, i.profile)) {
+        used.copy += q->engines.copy;
+        used.decoder += q->engines.decoder;
+        used.jpeg += q->engines.jpeg;
+        used.ofa += q->engines.ofa;
+      }
+    }
+    if (used.copy > budget.copy || used.decoder > budget.decoder || used.jpeg > budget.jpeg ||
+        used.ofa > budget.ofa) {
+      return {Refusal::kEngines, 0};
+    }
   }
   return {};
 }
@@ -109,42 +127,57 @@ std::vector<int> FeasibleStarts(const Layout& layout, int profile) {
   return out;
 }
 
+std::string RefusalText(const Layout& layout, Instance inst, const AddCheck& check) {
+  const Profile* p = ProfileOf(layout, inst.profile);
+  const std::string table = layout.table ? std::string(layout.table->key) : "no table";
+  switch (check.refusal) {
+    case Refusal::kNone:
+      return "";
+    case Refusal::kUnknownProfile:
+      return "not a profile of " + table;
+    case Refusal::kIllegalStart:
+      return std::string(p->name) + " cannot start at memory slice " + std::to_string(inst.start) +
+             " (legal starts: " + SliceText(p->start_mask) + ")";
+    case Refusal::kOverlap: {
+      std::string by;
+      for (const Instance& other : layout.instances) {
+        const Profile* q = ProfileOf(layout, other.profile);
+        if (q && (q->SliceMask(other.start) & check.blocking_slices)) {
+          by += (by.empty() ? "" : ", ") + InstanceName(*layout.table, other);
+        }
+      }
+      return "memory slices " + SliceText(check.blocking_slices) + " taken by " + by;
+    }
+    case Refusal::kMaxCount:
+      return "at most " + std::to_string(p->max_count) + " " + std::string(p->name) + " per GPU";
+    case Refusal::kInstanceCount:
+      return "at most " + std::to_string(layout.table->max_instances) + " instances per GPU";
+    case Refusal::kComputeSlices:
+      return "needs " + std::to_string(p->compute_slices) + " compute slices, " +
+             std::to_string(layout.table->compute_slices - UsedComputeSlices(layout)) + " left";
+    case Refusal::kEngines:
+      return "the engines it needs (copy, decoder, JPEG, OFA) are taken: the GPU has " +
+             std::to_string(layout.table->EngineBudget().jpeg) + " JPEG and " +
+             std::to_string(layout.table->EngineBudget().ofa) + " OFA engine(s) in all";
+  }
+  return "";
+}
+
 Status Add(Layout* layout, Instance inst) {
   const AddCheck check = CheckAdd(*layout, inst);
   if (!check.ok()) {
     const std::string what = InstanceName(*layout->table, inst);
-    const Profile* p = ProfileOf(*layout, inst.profile);
+    const std::string why = RefusalText(*layout, inst, check);
     switch (check.refusal) {
       case Refusal::kUnknownProfile:
-        return Status::InvalidArgument(what + ": not a profile of " +
-                                       std::string(layout->table->key));
       case Refusal::kIllegalStart:
-        return Status::InvalidArgument(
-            what + ": " + std::string(p->name) + " cannot start at memory slice " +
-            std::to_string(inst.start) + " (legal starts: " + SliceText(p->start_mask) + ")");
-      case Refusal::kOverlap: {
-        std::string by;
-        for (const Instance& other : layout->instances) {
-          const Profile* q = ProfileOf(*layout, other.profile);
-          if (q && (q->SliceMask(other.start) & check.blocking_slices)) {
-            by += (by.empty() ? "" : ", ") + InstanceName(*layout->table, other);
-          }
-        }
-        return Status::FailedPrecondition(what + " overlaps " + by + " on memory slices " +
-                                          SliceText(check.blocking_slices));
-      }
-      case Refusal::kMaxCount:
-        return Status::FailedPrecondition(what + ": at most " + std::to_string(p->max_count) + " " +
-                                          std::string(p->name) + " per GPU");
-      case Refusal::kInstanceCount:
-        return Status::FailedPrecondition(what + ": at most " + std::to_string(kMaxInstances) +
-                                          " instances per GPU");
-      case Refusal::kComputeSlices:
-        return Status::FailedPrecondition(
-            what + ": needs " + std::to_string(p->compute_slices) + " compute slices, " +
-            std::to_string(kComputeSlices - UsedComputeSlices(*layout)) + " left");
-      case Refusal::kNone:
-        break;
+        return Status::InvalidArgument(what + ": " + why);
+      case Refusal::kOverlap:
+        return Status::FailedPrecondition(what + " overlaps " +
+                                          why.substr(why.find(" taken by ") + 10) +
+                                          " on memory slices " + SliceText(check.blocking_slices));
+      default:
+        return Status::FailedPrecondition(what + ": " + why);
     }
   }
   layout->instances.push_back(inst);

@@ -5,10 +5,12 @@
 // - Instance::profile is the profile's index in ModelTable::profiles; start its first memory
 //   slice. A Layout keeps its instances sorted by start.
 // - A layout is valid when every profile is the table's, every start is legal for its profile,
-//   no two instances share a memory slice, no profile exceeds its max count, at most
-//   kMaxInstances instances exist and their compute slices add up to at most kComputeSlices.
-//   Validate reports the first violation, naming the instance(s) ("2g.35gb@2 overlaps
-//   3g.71gb@0 on memory slices 2-3").
+//   no two instances share a memory slice, no profile exceeds its max count, at most the table's
+//   max_instances instances exist, their compute slices add up to at most its compute_slices,
+//   and their engines (copy, decoder, JPEG, OFA) to at most the whole-GPU profile's
+//   (ModelTable::EngineBudget: on an A30 the 1g.6gb+me and 2g.12gb+me profiles share its one OFA
+//   and JPEG engine). Validate reports the first violation, naming the instance(s) ("2g.35gb@2
+//   overlaps 3g.71gb@0 on memory slices 2-3").
 // - CheckAdd says why (profile, start) cannot be added, and which memory slices block it;
 //   FeasibleStarts lists the starts where it can. A request is refused only when FeasibleStarts
 //   is empty.
@@ -53,8 +55,9 @@ enum class Refusal {
   kIllegalStart,    // the profile cannot start there
   kOverlap,         // a memory slice it needs is taken
   kMaxCount,        // the profile's max count is reached
-  kInstanceCount,   // kMaxInstances instances exist
+  kInstanceCount,   // the table's max_instances instances exist
   kComputeSlices,   // not enough compute slices left
+  kEngines,         // an engine (copy, decoder, JPEG, OFA) the instance needs is taken
 };
 
 struct AddCheck {
@@ -79,6 +82,8 @@ Status Validate(const Layout& layout);
 AddCheck CheckAdd(const Layout& layout, Instance inst);
 // The starts where `profile` can be added, increasing.
 std::vector<int> FeasibleStarts(const Layout& layout, int profile);
+// Why CheckAdd refuses, in words ("needs 2 compute slices, 1 left"); "" when it fits.
+std::string RefusalText(const Layout& layout, Instance inst, const AddCheck& check);
 // Adds `inst` (kFailedPrecondition naming the blocking slices or the limit when CheckAdd refuses).
 Status Add(Layout* layout, Instance inst);
 // Removes the instance that starts at `start` (kNotFound when there is none).

@@ -47,7 +47,7 @@ BenchSequence MakeSequence(const ModelTable& table, const BenchMix& mix, uint64_
     mean_slices += mix.weights[q] / total * table.profiles[q].memory_slices;
   }
   // One arrival per time unit: offered slices = mean lifetime * mean slices.
-  const double mean_life = load * kMemorySlices / mean_slices;
+  const double mean_life = load * table.memory_slices / mean_slices;
   Rng rng(seed);
   BenchSequence seq;
   for (int i = 0; i < arrivals; ++i) {

@@ -1,99 +1,14 @@
 #include "mig/profiles.h"
 
 #include <algorithm>
-#include <array>
 #include <cctype>
+#include <cmath>
+#include <cstdio>
 
 namespace vgpu::mig {
 namespace {
 
-// Legal starts (bit s = start s), from `nvidia-smi mig -lgipp` on A100/H100.
-constexpr uint8_t kStarts1 = 0x7F;    // {0,1,2,3,4,5,6}:1
-constexpr uint8_t kStarts2x1 = 0x55;  // {0,2,4,6}:2 (1g with double memory)
-constexpr uint8_t kStarts2 = 0x15;    // {0,2,4}:2
-constexpr uint8_t kStarts3 = 0x11;    // {0,4}:4
-constexpr uint8_t kStarts0 = 0x01;    // {0}:4 and {0}:8
-
-// NVML profile indices (NVML_GPU_INSTANCE_PROFILE_*).
-constexpr int k1Slice = 0x0, k2Slice = 0x1, k3Slice = 0x2, k4Slice = 0x3, k7Slice = 0x4;
-constexpr int k1SliceRev1 = 0x7, k1SliceRev2 = 0x9;
-
-// H200 141GB: MIG guide v580 Table 8 (slices, engines, max counts); `nvidia-smi mig -lgip` output
-// in NVIDIA/mig-parted#120 (ids, SMs, 16.00/32.25/69.50 GiB), the 7g row from an H200 -lgip
-// fixture (140.00 GiB). Placements assumed equal to H100's (unconfirmed).
-// Engines are {copy, decoder, encoder, jpeg, ofa}.
-constexpr Profile kH200[] = {
-    {"1g.18gb", 19, k1Slice, 1, 1, 16, 16384, 7, kStarts1, {1, 1, 0, 1, 0}, false},
-    {"1g.18gb+me", 20, k1SliceRev1, 1, 1, 16, 16384, 1, kStarts1, {1, 1, 0, 1, 1}, true},
-    {"1g.35gb", 15, k1SliceRev2, 2, 1, 26, 33024, 4, kStarts2x1, {1, 1, 0, 1, 0}, false},
-    {"2g.35gb", 14, k2Slice, 2, 2, 32, 33024, 3, kStarts2, {2, 2, 0, 2, 0}, false},
-    {"3g.71gb", 9, k3Slice, 4, 3, 60, 71168, 2, kStarts3, {3, 3, 0, 3, 0}, false},
-    {"4g.71gb", 5, k4Slice, 4, 4, 64, 71168, 1, kStarts0, {4, 4, 0, 4, 0}, false},
-    {"7g.141gb", 0, k7Slice, 8, 7, 132, 143360, 1, kStarts0, {8, 7, 0, 7, 1}, false},
-};
-
-// H100 80GB: `nvidia-smi mig -lgip` (9.75/19.62/39.50/79.25 GiB) and -lgipp; MIG guide Table 7.
-constexpr Profile kH100_80[] = {
-    {"1g.10gb", 19, k1Slice, 1, 1, 16, 9984, 7, kStarts1, {1, 1, 0, 1, 0}, false},
-    {"1g.10gb+me", 20, k1SliceRev1, 1, 1, 16, 9984, 1, kStarts1, {1, 1, 0, 1, 1}, true},
-    {"1g.20gb", 15, k1SliceRev2, 2, 1, 26, 20096, 4, kStarts2x1, {1, 1, 0, 1, 0}, false},
-    {"2g.20gb", 14, k2Slice, 2, 2, 32, 20096, 3, kStarts2, {2, 2, 0, 2, 0}, false},
-    {"3g.40gb", 9, k3Slice, 4, 3, 60, 40448, 2, kStarts3, {3, 3, 0, 3, 0}, false},
-    {"4g.40gb", 5, k4Slice, 4, 4, 64, 40448, 1, kStarts0, {4, 4, 0, 4, 0}, false},
-    {"7g.80gb", 0, k7Slice, 8, 7, 132, 81152, 1, kStarts0, {8, 7, 0, 7, 1}, false},
-};
-
-// H100 NVL 94GB: H100's ids, SMs, counts and placements; memory H100's scaled to 94 GB
-// (nominal, not captured output).
-constexpr Profile kH100_94[] = {
-    {"1g.12gb", 19, k1Slice, 1, 1, 16, 11776, 7, kStarts1, {1, 1, 0, 1, 0}, false},
-    {"1g.12gb+me", 20, k1SliceRev1, 1, 1, 16, 11776, 1, kStarts1, {1, 1, 0, 1, 1}, true},
-    {"1g.24gb", 15, k1SliceRev2, 2, 1, 26, 23552, 4, kStarts2x1, {1, 1, 0, 1, 0}, false},
-    {"2g.24gb", 14, k2Slice, 2, 2, 32, 23552, 3, kStarts2, {2, 2, 0, 2, 0}, false},
-    {"3g.47gb", 9, k3Slice, 4, 3, 60, 47360, 2, kStarts3, {3, 3, 0, 3, 0}, false},
-    {"4g.47gb", 5, k4Slice, 4, 4, 64, 47360, 1, kStarts0, {4, 4, 0, 4, 0}, false},
-    {"7g.94gb", 0, k7Slice, 8, 7, 132, 95232, 1, kStarts0, {8, 7, 0, 7, 1}, false},
-};
-
-// A100 40GB: MIG guide Table 6 and -lgip (4.75/9.75/19.62/39.50 GiB); 108 SMs in all. The
-// 1g.10gb (id 15) profile came with later drivers; its placements follow H100's {0,2,4,6}:2.
-constexpr Profile kA100_40[] = {
-    {"1g.5gb", 19, k1Slice, 1, 1, 14, 4864, 7, kStarts1, {1, 0, 0, 0, 0}, false},
-    {"1g.5gb+me", 20, k1SliceRev1, 1, 1, 14, 4864, 1, kStarts1, {1, 1, 0, 1, 1}, true},
-    {"1g.10gb", 15, k1SliceRev2, 2, 1, 14, 9984, 4, kStarts2x1, {1, 1, 0, 0, 0}, false},
-    {"2g.10gb", 14, k2Slice, 2, 2, 28, 9984, 3, kStarts2, {2, 1, 0, 0, 0}, false},
-    {"3g.20gb", 9, k3Slice, 4, 3, 42, 20096, 2, kStarts3, {3, 2, 0, 0, 0}, false},
-    {"4g.20gb", 5, k4Slice, 4, 4, 56, 20096, 1, kStarts0, {4, 2, 0, 0, 0}, false},
-    {"7g.40gb", 0, k7Slice, 8, 7, 98, 40448, 1, kStarts0, {7, 5, 0, 1, 1}, false},
-};
-
-// A100 80GB: A100-40GB's geometry with the guide's 80GB profile names; memory nominal.
-constexpr Profile kA100_80[] = {
-    {"1g.10gb", 19, k1Slice, 1, 1, 14, 9728, 7, kStarts1, {1, 0, 0, 0, 0}, false},
-    {"1g.10gb+me", 20, k1SliceRev1, 1, 1, 14, 9728, 1, kStarts1, {1, 1, 0, 1, 1}, true},
-    {"1g.20gb", 15, k1SliceRev2, 2, 1, 14, 19968, 4, kStarts2x1, {1, 1, 0, 0, 0}, false},
-    {"2g.20gb", 14, k2Slice, 2, 2, 28, 19968, 3, kStarts2, {2, 1, 0, 0, 0}, false},
-    {"3g.40gb", 9, k3Slice, 4, 3, 42, 40192, 2, kStarts3, {3, 2, 0, 0, 0}, false},
-    {"4g.40gb", 5, k4Slice, 4, 4, 56, 40192, 1, kStarts0, {4, 2, 0, 0, 0}, false},
-    {"7g.80gb", 0, k7Slice, 8, 7, 98, 80640, 1, kStarts0, {7, 5, 0, 1, 1}, false},
-};
-
-constexpr std::string_view kA100_40Names[] = {"NVIDIA A100-SXM4-40GB", "NVIDIA A100-PCIE-40GB",
-                                              "NVIDIA A100 40GB PCIe"};
-constexpr std::string_view kA100_80Names[] = {"NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB PCIe",
-                                              "NVIDIA A100-PCIE-80GB"};
-constexpr std::string_view kH100_80Names[] = {"NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe",
-                                              "NVIDIA H100"};
-constexpr std::string_view kH100_94Names[] = {"NVIDIA H100 NVL"};
-constexpr std::string_view kH200Names[] = {"NVIDIA H200", "NVIDIA H200 NVL"};
-
-const std::array<ModelTable, 5> kModels = {{
-    {"A100-40GB", "NVIDIA A100 40GB", kA100_40Names, 108, 40536, kA100_40, true, true},
-    {"A100-80GB", "NVIDIA A100 80GB", kA100_80Names, 108, 81920, kA100_80, true, false},
-    {"H100-80GB", "NVIDIA H100 80GB", kH100_80Names, 132, 81559, kH100_80, true, true},
-    {"H100-94GB", "NVIDIA H100 NVL 94GB", kH100_94Names, 132, 95830, kH100_94, true, false},
-    {"H200", "NVIDIA H200 141GB", kH200Names, 132, 143771, kH200, false, true},
-}};
+constexpr std::string_view kNvidiaPrefix = "NVIDIA ";
 
 bool EqualFold(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
@@ -102,13 +17,58 @@ bool EqualFold(std::string_view a, std::string_view b) {
          });
 }
 
-std::string Upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+// NVML names carry "NVIDIA " in front since R470 ("NVIDIA A100-SXM4-40GB"); older drivers and
+// some tools print the same name without it ("A100-SXM4-40GB").
+bool SameName(std::string_view table_name, std::string_view name) {
+  if (EqualFold(table_name, name)) return true;
+  return table_name.starts_with(kNvidiaPrefix) &&
+         EqualFold(table_name.substr(kNvidiaPrefix.size()), name);
+}
+
+bool HasName(std::span<const std::string_view> names, std::string_view name) {
+  return std::any_of(names.begin(), names.end(),
+                     [&](std::string_view n) { return SameName(n, name); });
+}
+
+bool HasId(std::span<const uint32_t> ids, uint32_t id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+bool MemoryFits(const ModelTable& m, int64_t memory_mib) {
+  const double d = static_cast<double>(memory_mib - m.memory_mib);
+  return memory_mib > 0 && std::abs(d) <= kMemoryTolerance * static_cast<double>(m.memory_mib);
+}
+
+std::string Describe(const GpuIdentity& g) {
+  std::string out = "\"" + std::string(g.name) + "\"";
+  if (g.memory_mib > 0) out += " with " + std::to_string(g.memory_mib) + " MiB";
+  if (g.pci_device_id != 0) {
+    char buf[24];
+    std::snprintf(buf, sizeof buf, ", PCI device 0x%08X", g.pci_device_id);
+    out += buf;
+  }
   return out;
 }
 
-bool Has(const std::string& s, std::string_view part) { return s.find(part) != s.npos; }
+// `full_names`: only names as NVML spells them ("NVIDIA H100", not "H100", which a user typing a
+// model key means otherwise).
+const UntabledModel* FindUntabled(std::string_view name, uint32_t pci, bool full_names) {
+  for (const UntabledModel& u : UntabledModels()) {
+    const bool named = full_names
+                           ? std::any_of(u.names.begin(), u.names.end(),
+                                         [&](std::string_view n) { return EqualFold(n, name); })
+                           : HasName(u.names, name);
+    if (named || (pci != 0 && HasId(u.pci_device_ids, pci)) || EqualFold(u.display, name)) {
+      return &u;
+    }
+  }
+  return nullptr;
+}
+
+std::string NoTable(const UntabledModel& u) {
+  return "vgpu has no MIG table for the " + std::string(u.display) + ": " + std::string(u.why) +
+         "; it gets no MIG offers";
+}
 
 }  // namespace
 
@@ -152,37 +112,98 @@ int ModelTable::IndexOf(std::string_view name) const {
   return p ? IndexOf(p) : -1;
 }
 
-std::span<const ModelTable> AllModels() { return kModels; }
+Engines ModelTable::EngineBudget() const {
+  for (const Profile& p : profiles) {
+    if (p.memory_slices == memory_slices) return p.engines;
+  }
+  return {};
+}
+
+ModelMatch IdentifyModel(const GpuIdentity& gpu) {
+  ModelMatch out;
+  const ModelTable* named = nullptr;
+  for (const ModelTable& m : AllModels()) {
+    if (HasName(m.nvml_names, gpu.name) || HasName(m.simulated_names, gpu.name)) named = &m;
+  }
+  if (named == nullptr) {
+    const UntabledModel* u = FindUntabled(gpu.name, gpu.pci_device_id, false);
+    out.why = Describe(gpu) + ": " +
+              (u ? NoTable(*u) : "not a MIG model vgpu has a table for (" + ModelKeys() + ")");
+    return out;
+  }
+  if (!MemoryFits(*named, gpu.memory_mib)) {
+    out.why = Describe(gpu) + ": the " + std::string(named->key) + " table is for " +
+              std::to_string(named->memory_mib) + " MiB (within 3%); " +
+              (gpu.memory_mib > 0 ? "another memory size is another model, without a table"
+                                  : "the memory size is unknown") +
+              ": no MIG offers";
+    return out;
+  }
+  if (gpu.pci_device_id != 0 && !named->pci_device_ids.empty() &&
+      !HasId(named->pci_device_ids, gpu.pci_device_id)) {
+    out.why = Describe(gpu) + ": not a PCI device id of the " + std::string(named->key) +
+              " table: no MIG offers";
+    return out;
+  }
+  out.table = named;
+  return out;
+}
 
 const ModelTable* ModelByKey(std::string_view key) {
-  for (const ModelTable& m : kModels) {
+  for (const ModelTable& m : AllModels()) {
     if (EqualFold(m.key, key)) return &m;
   }
-  if (EqualFold(key, "H100")) return &kModels[2];
-  if (EqualFold(key, "A100")) return &kModels[0];
-  if (EqualFold(key, "H100-NVL")) return &kModels[3];
-  if (EqualFold(key, "H200-141GB")) return &kModels[4];
   return nullptr;
 }
 
-const ModelTable* ModelByNvmlName(std::string_view name) {
-  for (const ModelTable& m : kModels) {
-    for (std::string_view n : m.nvml_names) {
-      if (EqualFold(n, name) || (n.size() > 7 && EqualFold(n.substr(7), name))) return &m;
-    }
+std::string ModelKeys() {
+  std::string out;
+  for (const ModelTable& m : AllModels()) out += (out.empty() ? "" : ", ") + std::string(m.key);
+  return out;
+}
+
+Result<const ModelTable*> LookupModel(std::string_view key_or_name) {
+  if (const ModelTable* m = ModelByKey(key_or_name)) return m;
+  for (const ModelTable& m : AllModels()) {
+    if (HasName(m.nvml_names, key_or_name) || HasName(m.simulated_names, key_or_name)) return &m;
   }
-  // Other spellings (HAMi's "H200-SXM5", the simulated GPU's "vgpu simulated H200 (140 GiB)"):
-  // by the chip and the memory size in the name.
-  const std::string u = Upper(name);
-  if (Has(u, "H200")) return &kModels[4];
-  if (Has(u, "H100")) return Has(u, "NVL") || Has(u, "94") ? &kModels[3] : &kModels[2];
-  if (Has(u, "A100")) return Has(u, "80") ? &kModels[1] : &kModels[0];
-  return nullptr;
+  if (const UntabledModel* u = FindUntabled(key_or_name, 0, true)) {
+    return Status::NotFound("'" + std::string(key_or_name) + "': " + NoTable(*u));
+  }
+  return Status::NotFound("unknown model '" + std::string(key_or_name) +
+                          "' (known: " + ModelKeys() + ", or one of their exact NVML names)");
 }
 
-const ModelTable* FindModel(std::string_view key_or_name) {
-  const ModelTable* m = ModelByKey(key_or_name);
-  return m ? m : ModelByNvmlName(key_or_name);
+OwnedTable::OwnedTable(std::vector<ReportedProfile> reported) {
+  names_.reserve(reported.size());
+  for (const ReportedProfile& r : reported) names_.push_back(r.name);
+  int memory_slices = 0, compute_slices = 0, max_instances = 0;
+  for (size_t i = 0; i < reported.size(); ++i) {
+    const ReportedProfile& r = reported[i];
+    Profile p;
+    p.name = names_[i];
+    p.profile_id = r.profile_id;
+    p.memory_slices = r.memory_slices;
+    p.compute_slices = r.compute_slices;
+    p.sm_count = r.sm_count;
+    p.memory_mib = r.memory_mib;
+    p.max_count = r.max_count;
+    for (int s : r.starts) {
+      if (s >= 0 && s < kMemorySlices) p.start_mask |= static_cast<uint8_t>(1u << s);
+    }
+    p.engines = r.engines;
+    p.media_extensions = p.name.ends_with("+me");
+    profiles_.push_back(p);
+    memory_slices = std::max(memory_slices, r.memory_slices);
+    compute_slices = std::max(compute_slices, r.compute_slices);
+    max_instances = std::max(max_instances, r.max_count);
+  }
+  table_.key = "reported";
+  table_.display = "the GPU's reported MIG profiles";
+  table_.memory_slices = memory_slices;
+  table_.compute_slices = compute_slices;
+  table_.max_instances = max_instances;
+  table_.profiles = profiles_;
 }
 
 std::string ResourceNameOf(const Profile& p) { return ResourceNameOfProfile(p.name); }

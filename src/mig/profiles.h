@@ -1,34 +1,45 @@
-// MIG geometry as data: the GPU instance profiles of the MIG-capable GPUs vgpu knows, with their
-// NVML profile ids, slices, SM counts, memory, engines, most instances and legal placements.
+// MIG geometry as data: the GPU instance profiles of the MIG-capable GPUs vgpu has documented
+// figures for, with their NVML profile ids, slices, SM counts, memory, engines, most instances and
+// legal placements, and the exact identification of a GPU's model.
 //
 // Contract:
-// - A GPU has 8 memory slices and 7 compute (SM) slices. A placement is a start memory slice; the
-//   instance covers [start, start + memory_slices). Legal starts are a bit mask (bit s = start s),
-//   as `nvidia-smi mig -lgipp` / nvmlDeviceGetGpuInstancePossiblePlacements_v2 list them.
-// - The tables serve planning, the simulated GPU and tests. At run time what NVML reports (memory
-//   size above all: it changes with the driver) wins over these figures.
-// - Sources (docs/mig.md): NVIDIA's MIG user guide tables and `nvidia-smi mig -lgip/-lgipp`
-//   output. The H200 placements are H100's, not yet read from H200 hardware
-//   (ModelTable::placements_confirmed = false); H100-94GB and A100-80GB memory sizes are the
-//   guide's nominal sizes, scaled, not captured output (memory_confirmed = false).
+// - A GPU has ModelTable::memory_slices memory slices (8; 4 on A30) and compute_slices compute
+//   slices (7; 4 on A30). A placement is a start memory slice; the instance covers
+//   [start, start + memory_slices). Legal starts are a bit mask (bit s = start s), as
+//   `nvidia-smi mig -lgipp` / nvmlDeviceGetGpuInstancePossiblePlacements_v2 list them.
+// - Every figure comes from published `nvidia-smi mig -lgip` output of that model (the sources are
+//   named beside each table in profiles_tables.cc and in docs/mig.md). memory_mib is memorySizeMB
+//   as NVML reports it; where outputs from several drivers differ, the smallest, so a pod is never
+//   promised more memory than its instance has. A model whose sizes are not all documented has no
+//   table (UntabledModels says why) and so no MIG offers: never a neighbour's table.
+// - Identification is exact (IdentifyModel): the NVML name (or the simulated GPU's name) equal to
+//   one of the table's, and the GPU's total memory within kMemoryTolerance of the table's; a PCI
+//   device id, when known, must be one of the table's. Anything else gets no table and a reason.
+// - The tables serve planning, the extender, DRA offers, the simulated GPU and tests. On a GPU,
+//   what NVML reports (DeviceBackend::MigProfiles) wins over these figures.
 // - Profiles are listed in NVML profile-index order (1_SLICE, 1_SLICE_REV1 (+me), 1_SLICE_REV2,
 //   2_SLICE, 3_SLICE, 4_SLICE, 7_SLICE); a profile's position in ModelTable::profiles is its
 //   "profile index" used by the layout operations (src/mig/layout.h).
-// - Lookups never fail loudly: they return nullptr for an unknown model or profile.
-// Pure data and functions: no I/O, no allocation at lookup, usable from any process.
+// Pure data and functions: no I/O, usable from any process.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/result.h"
+
 namespace vgpu::mig {
 
-inline constexpr int kMemorySlices = 8;
+inline constexpr int kMemorySlices = 8;  // the most memory slices of any model
 inline constexpr int kComputeSlices = 7;
 inline constexpr int kMaxInstances = 7;
+// Total memory may differ from the table's by this fraction (ECC, driver reservations) and
+// still identify the model; models of one name family differ by 15% or more (80/94/96 GB).
+inline constexpr double kMemoryTolerance = 0.03;
 
 struct Engines {
   int copy = 0;
@@ -42,14 +53,14 @@ struct Profile {
   std::string_view name;   // "1g.18gb", "1g.18gb+me"
   int profile_id = 0;      // NVML GPU instance profile id (nvidia-smi "ID"), e.g. 19
   int nvml_index = 0;      // NVML_GPU_INSTANCE_PROFILE_* index, e.g. 0x7 for 1_SLICE_REV1
-  int memory_slices = 0;   // of kMemorySlices; also the placement size
-  int compute_slices = 0;  // of kComputeSlices
+  int memory_slices = 0;   // of ModelTable::memory_slices; also the placement size
+  int compute_slices = 0;  // of ModelTable::compute_slices
   int sm_count = 0;        // multiprocessorCount
   int64_t memory_mib = 0;  // memorySizeMB (MiB)
   int max_count = 0;       // instanceCount: most instances of this profile on one GPU
   uint8_t start_mask = 0;  // legal placement starts, bit s = start s
   Engines engines;
-  bool media_extensions = false;  // the "+me" variant (holds the OFA/media engines)
+  bool media_extensions = false;  // a "+me" variant (holds the OFA/media engines)
 
   bool LegalStart(int start) const {
     return start >= 0 && start < kMemorySlices && (start_mask >> start) & 1;
@@ -63,14 +74,19 @@ struct Profile {
 };
 
 struct ModelTable {
-  std::string_view key;      // "H200", "H100-80GB", "H100-94GB", "A100-40GB", "A100-80GB"
-  std::string_view display;  // "NVIDIA H200 141GB"
-  std::span<const std::string_view> nvml_names;  // names NVML reports for this model
-  int sm_count = 0;                              // SMs of the whole GPU
-  int64_t memory_mib = 0;                        // memory of the whole GPU
+  std::string_view key;                          // "H200", "H100-80GB", "H100-PCIe", "A30", ...
+  std::string_view display;                      // "NVIDIA H200 141GB (SXM5)"
+  std::span<const std::string_view> nvml_names;  // exact names NVML reports for it
+  std::span<const std::string_view> simulated_names;  // the simulated GPU's names of it
+  std::span<const uint32_t> pci_device_ids;           // nvmlPciInfo_t.pciDeviceId, 0x233510DE
+  int sm_count = 0;                                   // SMs of the whole GPU
+  int64_t memory_mib = 0;                             // NVML's total memory of the GPU
+  int memory_slices = kMemorySlices;
+  int compute_slices = kComputeSlices;
+  int max_instances = kMaxInstances;
   std::span<const Profile> profiles;
   bool placements_confirmed = true;  // false: placements assumed, not read from this model
-  bool memory_confirmed = true;      // false: memory sizes nominal, not read from this model
+  std::string_view source;           // where the figures come from (one line)
 
   // By NVIDIA's profile name ("3g.71gb", "1g.18gb+me"; NVIDIA's resource spelling "1g.18gb.me"
   // too), or nullptr.
@@ -81,19 +97,75 @@ struct ModelTable {
   int IndexOf(const Profile* p) const;
   // Position of the profile named `name`, or -1.
   int IndexOf(std::string_view name) const;
+  // The engines of the whole-GPU profile (the most any layout can use), or all zero when the
+  // table has no profile over every memory slice.
+  Engines EngineBudget() const;
 };
 
-// Every known model, in a fixed order (A100-40GB, A100-80GB, H100-80GB, H100-94GB, H200).
+// Every model with a table, in a fixed order (A30, A100-40GB, A100-80GB, H100-80GB, H100-PCIe,
+// H100-NVL, H200, GH200-96GB).
 std::span<const ModelTable> AllModels();
-// By model key, case-insensitive ("H200", "h100-80gb"); "H100" alone means H100-80GB and "A100"
-// alone A100-40GB. nullptr when unknown.
+
+// A MIG-capable model vgpu has no table for, and why (the documented figures it lacks).
+struct UntabledModel {
+  std::string_view display;                  // "NVIDIA B200"
+  std::span<const std::string_view> names;   // NVML names, where known
+  std::span<const uint32_t> pci_device_ids;  // where known
+  std::string_view why;
+};
+std::span<const UntabledModel> UntabledModels();
+
+// What identifies a GPU's model.
+struct GpuIdentity {
+  std::string_view name;       // nvmlDeviceGetName (or the simulated GPU's name)
+  int64_t memory_mib = 0;      // total memory (nvmlDeviceGetMemoryInfo), MiB; 0 = unknown
+  uint32_t pci_device_id = 0;  // nvmlPciInfo_t.pciDeviceId; 0 = unknown
+};
+
+struct ModelMatch {
+  const ModelTable* table = nullptr;
+  std::string why;  // when table is null: why no table fits, naming the GPU
+};
+
+// The table of exactly this GPU model (see the contract), or none with the reason. An unknown
+// memory size identifies nothing.
+ModelMatch IdentifyModel(const GpuIdentity& gpu);
+
+// By model key, case-insensitive ("H200", "h100-80gb"), exact: no shorthand. nullptr if unknown.
 const ModelTable* ModelByKey(std::string_view key);
-// By the device name NVML reports ("NVIDIA H200", "NVIDIA H100 80GB HBM3",
-// "NVIDIA A100-SXM4-80GB", "NVIDIA H100 NVL", also without the "NVIDIA " prefix and the
-// simulated GPU's "vgpu simulated H200 (140 GiB)"). nullptr when no table fits.
-const ModelTable* ModelByNvmlName(std::string_view name);
-// ModelByKey, else ModelByNvmlName.
-const ModelTable* FindModel(std::string_view key_or_name);
+// What a user typed (`vgpu mig profiles --model`): a model key, or an exact NVML or simulated
+// name of one table. kNotFound with one clear message otherwise (for a MIG-capable model vgpu
+// has no table for, the reason; else the known keys).
+Result<const ModelTable*> LookupModel(std::string_view key_or_name);
+// The known keys, comma separated ("A30, A100-40GB, ...").
+std::string ModelKeys();
+
+// A table built at run time from what a GPU's NVML reports (names, ids, slices, SMs, memory,
+// counts, starts and engines): the layout and choice operations then work on the driver's own
+// geometry.
+struct ReportedProfile {
+  int profile_id = 0;
+  std::string name;
+  int memory_slices = 0;
+  int compute_slices = 0;
+  int sm_count = 0;
+  int64_t memory_mib = 0;
+  int max_count = 0;
+  std::vector<int> starts;
+  Engines engines;  // all zero when the driver does not say
+};
+class OwnedTable {
+ public:
+  explicit OwnedTable(std::vector<ReportedProfile> profiles);
+  OwnedTable(const OwnedTable&) = delete;
+  OwnedTable& operator=(const OwnedTable&) = delete;
+  const ModelTable& table() const { return table_; }
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<Profile> profiles_;
+  ModelTable table_;
+};
 
 // NVIDIA's device-plugin resource name of a profile (mixed strategy): "nvidia.com/mig-1g.18gb",
 // "+me" spelled ".me" ("nvidia.com/mig-1g.18gb.me").

@@ -59,6 +59,11 @@ Status Daemon::Start() {
   auto devices = backend_->Discover();
   if (!devices) return devices.error().WithContext("GPU discovery");
   if (devices->empty()) return Status::FailedPrecondition("no GPU found on this node");
+  {
+    std::vector<int> present;
+    for (const device::DeviceInfo& d : *devices) present.push_back(d.index);
+    VGPU_RETURN_IF_ERROR(CheckGpuModeDevices(options_.gpu_modes, present));
+  }
   VGPU_LOG_INFO("%s: %zu GPU(s), %d units each", backend_->Describe().c_str(), devices->size(),
                 options_.units_per_gpu);
   state_ =
@@ -575,9 +580,40 @@ std::string Daemon::Metrics() const {
   src.version = options_.version;
   src.hami_aliases = options_.hami_aliases;
   src.dcgm_aliases = options_.dcgm_aliases;
+  src.health_events = backend_->SupportsEvents();
   src.regions = &regions_;
   src.tenants = Tenants();
   return CollectMetrics(src) + RulesMetrics() + AnalysisMetrics();
+}
+
+Status Daemon::CheckInjectedInstance(const device::DeviceInfo& gpu, uint32_t gi,
+                                     uint32_t ci) const {
+  constexpr uint32_t kNone = device::HealthEvent::kNoInstance;
+  const std::string where = "GPU " + std::to_string(gpu.index);
+  if (gi == kNone || ci == kNone) {
+    return Status::InvalidArgument("gi and ci: a MIG instance needs both (" + where + ")");
+  }
+  const GpuMode mode = state_->Mode(gpu.index);
+  if (mode != GpuMode::kMig && mode != GpuMode::kMigDynamic) {
+    return Status::InvalidArgument("gi=" + std::to_string(gi) + "&ci=" + std::to_string(ci) + ": " +
+                                   where + " is in mode " + std::string(GpuModeName(mode)) +
+                                   ", it has no MIG instances");
+  }
+  // The driver's instances now (the daemon's view may lag one just created).
+  Result<std::vector<device::MigInstance>> instances = backend_->MigInstances(gpu.index);
+  if (!instances) return instances.error().WithContext(where);
+  std::string have;
+  for (const device::MigInstance& m : *instances) {
+    if (m.ci_id < 0) continue;
+    if (static_cast<uint32_t>(m.gi_id) == gi && static_cast<uint32_t>(m.ci_id) == ci) {
+      return Status::Ok();
+    }
+    have += (have.empty() ? "" : ", ") +
+            ("gi" + std::to_string(m.gi_id) + "/ci" + std::to_string(m.ci_id));
+  }
+  return Status::InvalidArgument(
+      "gi=" + std::to_string(gi) + "&ci=" + std::to_string(ci) + ": " + where +
+      " has no such MIG instance (it has: " + (have.empty() ? "none" : have) + ")");
 }
 
 Status Daemon::Inject(const MetricsServer::InjectRequest& r) {
@@ -593,6 +629,13 @@ Status Daemon::Inject(const MetricsServer::InjectRequest& r) {
   }
   if (target == nullptr) {
     return Status::InvalidArgument("gpu: \"" + gpu + "\" is neither a UUID nor an index here");
+  }
+  constexpr uint32_t kNone = device::HealthEvent::kNoInstance;
+  if (r.gpu_instance != kNone || r.compute_instance != kNone) {
+    // A MIG instance of this GPU, as the driver would name it: never one that does not exist
+    // (its health state would outlive every recovery of the GPU).
+    Status s = CheckInjectedInstance(*target, r.gpu_instance, r.compute_instance);
+    if (!s.ok()) return s;
   }
   device::HealthEvent e;
   e.uuid = target->uuid;

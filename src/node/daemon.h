@@ -174,6 +174,8 @@ class Daemon {
   bool CheckRunningKernel(const std::string& uuid,
                           const std::optional<device::DeviceSample::RunningKernel>& kernel);
   Status Inject(const MetricsServer::InjectRequest& request);
+  // kInvalidArgument unless (gi, ci) is a complete MIG instance of `gpu` now.
+  Status CheckInjectedInstance(const device::DeviceInfo& gpu, uint32_t gi, uint32_t ci) const;
   bool WaitStop(int ms);
   // Loads options_.rules_file and sets up the engine (daemon_rules.cc).
   Status StartRules();

@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "node/daemon.h"
+#include "node/metrics_catalog.h"
 #include "node/metrics_text.h"
 #include "node/online_analysis.h"
 #include "node/rule_engine.h"
@@ -110,15 +111,11 @@ std::string Daemon::AnalysisMetrics() const {
           ->NowNanos();
   for (const auto& [key, n] : a.anomaly_counts()) {
     Labels l = {{"node", node}, {"target", key.first}, {"kind", std::string(KindName(key.second))}};
-    m.Add("vgpu_anomalies_total", MetricType::kCounter,
-          "Anomalies found online (spike, level_shift, stuck_zero, leak) per slice (gpuN/slice) "
-          "and GPU (gpuN)",
-          l, static_cast<double>(n));
+    m.Add(metric::vgpu_anomalies_total, l, static_cast<double>(n));
   }
   for (const auto& [key, last] : a.last_anomalies()) {
     Labels l = {{"node", node}, {"target", key.first}, {"kind", std::string(KindName(key.second))}};
-    m.Add("vgpu_anomaly_last_start_timestamp_seconds", MetricType::kGauge,
-          "When the last anomaly of the kind on the target started (Unix time)", l,
+    m.Add(metric::vgpu_anomaly_last_start_timestamp_seconds, l,
           wall_now - static_cast<double>(now - last.start_ns) / 1e9);
   }
   const std::string horizon = std::to_string(
@@ -127,23 +124,16 @@ std::string Daemon::AnalysisMetrics() const {
     Labels l = {{"node", node}};
     if (f.target != "node") l.emplace_back("gpu", f.target.substr(3));
     l.emplace_back("horizon_seconds", horizon);
-    m.Add("vgpu_forecast_utilization", MetricType::kGauge,
-          "Utilization forecast horizon_seconds ahead (adaptive EWMA), percent: per GPU, and the "
-          "sum over the node's GPUs (no gpu label)",
-          l, f.value);
+    m.Add(metric::vgpu_forecast_utilization, l, f.value);
   }
   for (const analyze::Recommendation& r : a.rightsize()) {
     const size_t slash = r.id.find('/');
     Labels l = {
         {"node", node}, {"gpu", r.id.substr(3, slash - 3)}, {"slice", r.id.substr(slash + 1)}};
-    m.Add("vgpu_rightsize_memory_bytes", MetricType::kGauge,
-          "Recommended memory limit of the slice (its peak times the fleet margin)", l, r.limit);
-    m.Add("vgpu_rightsize_exceed_risk_ratio", MetricType::kGauge,
-          "Estimated probability that the slice exceeds the recommended limit in the next hour", l,
-          r.risk);
+    m.Add(metric::vgpu_rightsize_memory_bytes, l, r.limit);
+    m.Add(metric::vgpu_rightsize_exceed_risk_ratio, l, r.risk);
   }
-  m.Add("vgpu_analysis_series", MetricType::kGauge, "Series the online analyses keep",
-        {{"node", node}}, static_cast<double>(a.series()));
+  m.Add(metric::vgpu_analysis_series, {{"node", node}}, static_cast<double>(a.series()));
   return m.Render();
 }
 

@@ -1,14 +1,18 @@
 #include "node/gpu_mode_setup.h"
 
 #include "common/log.h"
-#include "mig/profiles.h"
 #include "node/mig_static.h"
 
 namespace vgpu::node {
 
-std::string MigModelKey(const std::string& nvml_name) {
-  const mig::ModelTable* t = mig::FindModel(nvml_name);
-  return t == nullptr ? "" : std::string(t->key);
+mig::ModelMatch MigModelOf(const device::DeviceInfo& d) {
+  return mig::IdentifyModel(
+      {d.name, static_cast<int64_t>(d.memory_total_bytes >> 20), d.pci_device_id});
+}
+
+std::string MigModelKey(const device::DeviceInfo& d) {
+  const mig::ModelMatch m = MigModelOf(d);
+  return m.table == nullptr ? "" : std::string(m.table->key);
 }
 
 void RefreshMigInstances(device::DeviceBackend* backend, NodeState* state) {
@@ -32,7 +36,9 @@ std::vector<GpuModeOutcome> SetUpGpuModes(device::DeviceBackend* backend, NodeSt
   for (const device::DeviceInfo& d : state->devices()) {
     GpuModeOutcome o;
     o.index = d.index;
-    const GpuModeEntry* e = EntryFor(config, d.index, MigModelKey(d.name));
+    const mig::ModelMatch model = MigModelOf(d);
+    const GpuModeEntry* e =
+        EntryFor(config, d.index, model.table ? std::string(model.table->key) : "");
     o.wanted = e == nullptr ? GpuMode::kShared : e->mode;
     auto sample = backend->Sample(d.index);
     const bool idle = sample && sample->processes.empty() && assigned.count(d.index) == 0;
@@ -53,6 +59,12 @@ std::vector<GpuModeOutcome> SetUpGpuModes(device::DeviceBackend* backend, NodeSt
         break;
       }
       case GpuMode::kMigDynamic:
+        if (model.table == nullptr) {
+          VGPU_LOG_WARN(
+              "GPU %d (%s): mig-dynamic: %s (the scheduler extender offers MIG only on "
+              "models with a table)",
+              d.index, d.uuid.c_str(), model.why.c_str());
+        }
         if (!mig_on) {
           s = idle ? backend->SetMigMode(d.index, true)
                    : Status::FailedPrecondition("in use: MIG is enabled only on an idle GPU");

@@ -6,7 +6,9 @@
 // that slices surviving a restart use) and, for MIG mode changes, no MIG instance in use. A GPU
 // that cannot be changed now keeps what it is, and that is what the daemon advertises: a GPU with
 // MIG on stays `mig` with the instances it has (static), one with MIG off stays `shared`. Each
-// outcome is logged and returned, never forced.
+// outcome is logged and returned, never forced. A mig-dynamic GPU whose model has no exact MIG
+// table (mig/profiles.h) is still set up (NVML's own profiles serve DRA), with one warning that
+// the scheduler extender makes no MIG offers on it.
 #pragma once
 
 #include <set>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "device/device_backend.h"
+#include "mig/profiles.h"
 #include "node/gpu_modes.h"
 #include "node/mps.h"
 #include "node/node_state.h"
@@ -35,7 +38,10 @@ std::vector<GpuModeOutcome> SetUpGpuModes(device::DeviceBackend* backend, NodeSt
 // Reads the MIG instances of every mig and mig-dynamic GPU into `state`.
 void RefreshMigInstances(device::DeviceBackend* backend, NodeState* state);
 
-// The MIG table key of a GPU by its NVML name ("H200"), "" when vgpu has no table for it.
-std::string MigModelKey(const std::string& nvml_name);
+// The MIG table of exactly this GPU's model (its NVML name, total memory and PCI device id:
+// mig::IdentifyModel), or none with the reason.
+mig::ModelMatch MigModelOf(const device::DeviceInfo& d);
+// Its key ("H200"), "" when vgpu has no table for it.
+std::string MigModelKey(const device::DeviceInfo& d);
 
 }  // namespace vgpu::node

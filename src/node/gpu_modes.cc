@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "mig/profiles.h"
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -48,6 +50,7 @@ Result<GpuModeEntry> ParseEntry(const YAML::Node& e, const std::string& file, in
         return Bad(file, d, where + ".devices: not a GPU index 0..63");
       }
       entry.devices.push_back(index);
+      entry.devices_where.push_back(Where(file, d));
     }
     if (entry.devices.empty()) return Bad(file, devices, where + ".devices: empty list");
   } else {
@@ -56,6 +59,16 @@ Result<GpuModeEntry> ParseEntry(const YAML::Node& e, const std::string& file, in
   if (const YAML::Node model = e["model"]) {
     if (!model.IsScalar()) return Bad(file, model, where + ".model: must be a model key");
     entry.model = model.as<std::string>();
+    const mig::ModelTable* table = mig::ModelByKey(entry.model);
+    if (table == nullptr) {
+      Result<const mig::ModelTable*> named = mig::LookupModel(entry.model);
+      return Bad(
+          file, model,
+          where + ".model: \"" + entry.model + "\" is not a MIG table key (" +
+              (named ? "use its key " + std::string((*named)->key) : "known: " + mig::ModelKeys()) +
+              ")");
+    }
+    entry.model = std::string(table->key);
   }
   const YAML::Node mode = e["mode"];
   if (!mode || !mode.IsScalar()) {
@@ -138,6 +151,21 @@ Result<GpuModeConfig> LoadGpuModeConfig(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return ParseGpuModeConfig(text.str(), path);
+}
+
+Status CheckGpuModeDevices(const GpuModeConfig& config, const std::vector<int>& present) {
+  for (const GpuModeEntry& e : config.entries) {
+    for (size_t k = 0; k < e.devices.size(); ++k) {
+      if (std::find(present.begin(), present.end(), e.devices[k]) != present.end()) continue;
+      std::string have;
+      for (int i : present) have += (have.empty() ? "" : ", ") + std::to_string(i);
+      const std::string where = k < e.devices_where.size() ? e.devices_where[k] + ": " : "";
+      return Status::InvalidArgument(where + "devices: GPU " + std::to_string(e.devices[k]) +
+                                     " does not exist on this node (its GPUs: " +
+                                     (have.empty() ? "none" : have) + "); nothing was changed");
+    }
+  }
+  return Status::Ok();
 }
 
 const GpuModeEntry* EntryFor(const GpuModeConfig& config, int index, std::string_view model_key) {

@@ -16,7 +16,10 @@
 //
 // The first entry that matches a GPU decides its mode; a GPU no entry matches is `shared` (the
 // daemon's behaviour without the file). Errors are kInvalidArgument naming the file, the entry
-// and the key (what is wrong and where). Pure functions.
+// and the key (what is wrong and where): also a `model` that is not a MIG table key. A file is
+// checked against the node's GPUs before anything is applied (CheckGpuModeDevices): an index
+// that names no GPU of the node is an error at its file:line, so a typo never silently turns
+// the node's GPUs to `shared`. Pure functions.
 #pragma once
 
 #include <string>
@@ -34,8 +37,9 @@ using GpuMode = k8s::GpuMode;
 using k8s::GpuModeName;
 
 struct GpuModeEntry {
-  std::vector<int> devices;  // empty: all
-  std::string model;         // empty: any
+  std::vector<int> devices;                // empty: all
+  std::vector<std::string> devices_where;  // per device: "FILE:LINE:COLUMN" of its index
+  std::string model;                       // empty: any
   GpuMode mode = GpuMode::kShared;
   std::vector<std::pair<std::string, int>> mig_devices;  // profile name, count (in file order)
 };
@@ -46,6 +50,10 @@ struct GpuModeConfig {
 
 Result<GpuModeConfig> ParseGpuModeConfig(std::string_view yaml, const std::string& file);
 Result<GpuModeConfig> LoadGpuModeConfig(const std::string& path);
+
+// kInvalidArgument naming the first device index of `config` that is not one of `present` (the
+// node's NVML indices), at its file:line:column, with the indices the node has.
+Status CheckGpuModeDevices(const GpuModeConfig& config, const std::vector<int>& present);
 
 // The entry that decides GPU `index` (whose MIG table key is `model_key`, "" if none), or null
 // (shared).

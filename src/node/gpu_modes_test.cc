@@ -53,6 +53,10 @@ TEST(GpuModes, ErrorsNameTheFileLineAndKey) {
        "not a count"},
       {"version: v1\ngpus:\n  - devices: all\n    mod: shared\n", "unknown key \"mod\""},
       {"version: v1\ngpus: [\n", "modes.yaml:"},
+      {"version: v1\ngpus:\n  - devices: all\n    model: H100\n    mode: mig-dynamic\n",
+       "modes.yaml:4:12: gpus[0].model: \"H100\" is not a MIG table key (known: A30, "},
+      {"version: v1\ngpus:\n  - devices: all\n    model: NVIDIA H200\n    mode: mig-dynamic\n",
+       "is not a MIG table key (use its key H200)"},
   };
   for (const Case& c : cases) {
     auto r = ParseGpuModeConfig(c.yaml, "modes.yaml");
@@ -61,6 +65,34 @@ TEST(GpuModes, ErrorsNameTheFileLineAndKey) {
     EXPECT_NE(r.error().message().find(c.want), std::string::npos) << r.error().message();
   }
   EXPECT_EQ(LoadGpuModeConfig("/nonexistent/modes.yaml").error().code(), StatusCode::kNotFound);
+}
+
+// A device index the node does not have is an error at its file:line, before anything changes;
+// a model key is spelled as the tables spell it.
+TEST(GpuModes, UnknownDevicesAreRefusedWhereTheyAreWritten) {
+  auto c = ParseGpuModeConfig(R"(version: v1
+gpus:
+  - devices: [0, 1]
+    model: h200
+    mode: mig-dynamic
+  - devices: [9]
+    mode: mig
+    mig-devices: {"3g.71gb": 2}
+)",
+                              "modes.yaml");
+  ASSERT_TRUE(c) << c.error().ToString();
+  EXPECT_EQ(c->entries[0].model, "H200");
+  EXPECT_TRUE(CheckGpuModeDevices(*c, {0, 1, 2, 3, 9}).ok());
+  const Status s = CheckGpuModeDevices(*c, {0, 1, 2, 3});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "modes.yaml:6:15: devices: GPU 9 does not exist on this node (its GPUs: 0, 1, 2, 3); "
+            "nothing was changed");
+  EXPECT_NE(CheckGpuModeDevices(*c, {1}).message().find("modes.yaml:3:15: devices: GPU 0"),
+            std::string::npos);
+  // `all` names no index.
+  auto all = ParseGpuModeConfig("version: v1\ngpus:\n  - devices: all\n    mode: shared\n", "m");
+  EXPECT_TRUE(CheckGpuModeDevices(*all, {}).ok());
 }
 
 }  // namespace

@@ -78,6 +78,7 @@ bool HealthTracker::OnEvent(const device::HealthEvent& event, int64_t now_ns, bo
   if (gpu == nullptr) return false;  // not a GPU of this node
   Entry* target = FindLocked(key, true);
   ++target->events[count_key];
+  if (event.kind == Kind::kXid) gpu->last_xid = event.code;
   switch (event.kind) {
     case Kind::kSingleBitEcc:
       break;
@@ -188,6 +189,7 @@ std::vector<GpuHealth> HealthTracker::Snapshot() const {
     g.unhealthy_transitions = s.quarantines;
     g.relapses = s.relapses;
     g.events = e.events;
+    g.last_xid = e.last_xid;
     out.push_back(std::move(g));
   };
   for (const std::string& u : uuids_) add(HealthKey{u}, entries_.at(HealthKey{u}));

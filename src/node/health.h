@@ -53,6 +53,9 @@ struct GpuHealth {
   int relapses = 0;
   // Events seen, by "<kind>:<code>" (e.g. "xid:79", "ecc-dbe:0").
   std::map<std::string, uint64_t> events;
+  // The last XID reported on the GPU or any of its MIG instances, whatever its class and whoever
+  // it was charged to; 0 when none was (set on the whole GPU's entry only).
+  uint64_t last_xid = 0;
 };
 
 class HealthTracker {
@@ -90,6 +93,7 @@ class HealthTracker {
   struct Entry {
     faults::GpuHealthMachine machine;
     std::map<std::string, uint64_t> events;
+    uint64_t last_xid = 0;
   };
   Entry* FindLocked(const faults::HealthKey& key, bool create);
   faults::XidClass ClassLocked(const std::string& uuid, uint64_t xid) const;

@@ -1,9 +1,13 @@
 #include "node/metrics.h"
 
+#include <time.h>
+
 #include <map>
+#include <optional>
 #include <set>
 
 #include "node/arbiter_usage.h"
+#include "node/metrics_catalog.h"
 #include "node/metrics_compute.h"
 #include "node/metrics_faults.h"
 #include "node/metrics_hami.h"
@@ -14,9 +18,6 @@
 
 namespace vgpu::node {
 namespace {
-
-constexpr MetricType kGauge = MetricType::kGauge;
-constexpr MetricType kCounter = MetricType::kCounter;
 
 struct SliceStats {
   const SliceRecord* slice = nullptr;
@@ -40,21 +41,16 @@ void AddGpuMetrics(MetricsBuilder& m, const MetricsSources& src) {
     Labels info = l;
     info.emplace_back("pci_bus_id", d.pci_bus_id);
     info.emplace_back("numa_node", std::to_string(d.numa_node));
-    m.Add("vgpu_gpu_info", kGauge, "GPUs of this node (value 1), with their identity as labels",
-          info, 1);
-    m.Add("vgpu_gpu_memory_total_bytes", kGauge, "Device memory of the GPU", l,
-          static_cast<double>(d.memory_total_bytes));
+    m.Add(metric::vgpu_gpu_info, info, 1);
+    m.Add(metric::vgpu_gpu_memory_total_bytes, l, static_cast<double>(d.memory_total_bytes));
     if (d.sm_count > 0) {
-      m.Add("vgpu_gpu_multiprocessors", kGauge, "Streaming multiprocessors (SMs) of the GPU", l,
-            d.sm_count);
+      m.Add(metric::vgpu_gpu_multiprocessors, l, d.sm_count);
     }
-    m.Add("vgpu_gpu_units", kGauge, "Shareable units the GPU is advertised as", l,
-          state.units_per_gpu());
+    m.Add(metric::vgpu_gpu_units, l, state.units_per_gpu());
     {
       Labels ml = l;
       ml.emplace_back("mode", std::string(k8s::GpuModeName(state.Mode(d.index))));
-      m.Add("vgpu_gpu_mode", kGauge,
-            "The GPU's mode (value 1): shared, whole, mig, mig-dynamic, mps", ml, 1);
+      m.Add(metric::vgpu_gpu_mode, ml, 1);
     }
     // One series per MIG instance, with dcgm-exporter's labels GPU_I_PROFILE and GPU_I_ID.
     for (const device::MigInstance& mi : state.MigInstances(d.index)) {
@@ -64,26 +60,23 @@ void AddGpuMetrics(MetricsBuilder& m, const MetricsSources& src) {
       il.emplace_back("GPU_I_ID", std::to_string(mi.gi_id));
       il.emplace_back("mig_uuid", mi.uuid);
       il.emplace_back("start", std::to_string(mi.start));
-      m.Add("vgpu_mig_instance_memory_total_bytes", kGauge, "Device memory of a MIG instance", il,
-            static_cast<double>(mi.memory_bytes));
-      m.Add("vgpu_mig_instance_multiprocessors", kGauge, "SMs of a MIG instance", il, mi.sm_count);
+      m.Add(metric::vgpu_mig_instance_memory_total_bytes, il, static_cast<double>(mi.memory_bytes));
+      m.Add(metric::vgpu_mig_instance_multiprocessors, il, mi.sm_count);
     }
-    m.Add("vgpu_gpu_nvlink_peers", kGauge, "GPUs of this node reachable over an active NVLink", l,
-          static_cast<double>(d.nvlink_peers.size()));
+    m.Add(metric::vgpu_gpu_nvlink_peers, l, static_cast<double>(d.nvlink_peers.size()));
     bool healthy = i < health.size() ? health[i].healthy : true;
-    m.Add("vgpu_gpu_healthy", kGauge, "1 when the GPU is advertised healthy to kubelet, else 0", l,
-          healthy ? 1 : 0);
+    m.Add(metric::vgpu_gpu_healthy, l, healthy ? 1 : 0);
     if (i < health.size()) {
-      m.Add("vgpu_gpu_unhealthy_transitions_total", kCounter,
-            "Times the GPU went from healthy to unhealthy", l,
+      if (src.health_events) {
+        m.Add(metric::vgpu_gpu_last_xid, l, static_cast<double>(health[i].last_xid));
+      }
+      m.Add(metric::vgpu_gpu_unhealthy_transitions_total, l,
             static_cast<double>(health[i].unhealthy_transitions));
       for (const auto& [key, count] : health[i].events) {
         Labels el = l;
         el.emplace_back("event", key.substr(0, key.find(':')));
         el.emplace_back("code", key.substr(key.find(':') + 1));
-        m.Add("vgpu_gpu_health_events_total", kCounter,
-              "Health events reported by the driver (XID, ECC) or injected", el,
-              static_cast<double>(count));
+        m.Add(metric::vgpu_gpu_health_events_total, el, static_cast<double>(count));
       }
     }
     if (i >= samples.size() || !samples[i].has_value()) continue;
@@ -99,48 +92,51 @@ void AddGpuMetrics(MetricsBuilder& m, const MetricsSources& src) {
         break;
       }
     }
-    m.Add("vgpu_gpu_memory_used_bytes", kGauge, "Device memory in use (driver's view)", l,
-          static_cast<double>(s.memory_used_bytes));
-    m.Add("vgpu_gpu_processes", kGauge, "Processes holding memory on the GPU", l,
-          static_cast<double>(s.processes.size()));
-    auto opt = [&](const char* name, MetricType type, const char* help, const auto& value) {
-      if (value.has_value()) m.Add(name, type, help, l, static_cast<double>(*value));
+    m.Add(metric::vgpu_gpu_memory_used_bytes, l, static_cast<double>(s.memory_used_bytes));
+    m.Add(metric::vgpu_gpu_processes, l, static_cast<double>(s.processes.size()));
+    auto opt = [&](const MetricDef& def, const auto& value) {
+      if (value.has_value()) m.Add(def, l, static_cast<double>(*value));
     };
-    opt("vgpu_gpu_sm_utilization_ratio", kGauge,
-        "Share of the last sample period in which a kernel ran on the GPU", s.sm_utilization);
-    opt("vgpu_gpu_memory_bandwidth_utilization_ratio", kGauge,
-        "Share of the last sample period in which device memory was read or written",
-        s.memory_bandwidth_utilization);
-    opt("vgpu_gpu_temperature_celsius", kGauge, "GPU core temperature", s.temperature_celsius);
-    opt("vgpu_gpu_power_watts", kGauge, "Power draw", s.power_watts);
-    opt("vgpu_gpu_power_limit_watts", kGauge, "Enforced power limit", s.power_limit_watts);
-    for (auto [type, value] : {std::pair{"corrected", s.ecc_corrected_errors_total},
-                               std::pair{"uncorrected", s.ecc_uncorrected_errors_total}}) {
-      if (!value.has_value()) continue;
-      Labels el = l;
-      el.emplace_back("type", type);
-      m.Add("vgpu_gpu_ecc_errors_total", kCounter,
-            "Memory errors over the GPU's life (the driver's aggregate ECC counters), by type", el,
-            static_cast<double>(*value));
+    opt(metric::vgpu_gpu_sm_utilization_ratio, s.sm_utilization);
+    opt(metric::vgpu_gpu_memory_bandwidth_utilization_ratio, s.memory_bandwidth_utilization);
+    opt(metric::vgpu_gpu_temperature_celsius, s.temperature_celsius);
+    opt(metric::vgpu_gpu_memory_temperature_celsius, s.memory_temperature_celsius);
+    opt(metric::vgpu_gpu_power_watts, s.power_watts);
+    opt(metric::vgpu_gpu_power_limit_watts, s.power_limit_watts);
+    opt(metric::vgpu_gpu_energy_joules_total, s.energy_joules_total);
+    opt(metric::vgpu_gpu_sm_clock_hertz, s.sm_clock_hz);
+    opt(metric::vgpu_gpu_memory_clock_hertz, s.memory_clock_hz);
+    opt(metric::vgpu_gpu_encoder_utilization_ratio, s.encoder_utilization);
+    opt(metric::vgpu_gpu_decoder_utilization_ratio, s.decoder_utilization);
+    // Counters of corrected and uncorrected memory errors: one sample per type given.
+    auto by_type = [&](const MetricDef& def, const std::optional<uint64_t>& corrected,
+                       const std::optional<uint64_t>& uncorrected) {
+      for (auto [type, value] : {std::pair{"corrected", corrected}, {"uncorrected", uncorrected}}) {
+        if (!value.has_value()) continue;
+        Labels tl = l;
+        tl.emplace_back("type", type);
+        m.Add(def, tl, static_cast<double>(*value));
+      }
+    };
+    by_type(metric::vgpu_gpu_remapped_rows_total, s.remapped_rows_corrected_total,
+            s.remapped_rows_uncorrected_total);
+    if (s.row_remap_failed.has_value()) {
+      m.Add(metric::vgpu_gpu_row_remap_failed, l, *s.row_remap_failed ? 1 : 0);
     }
-    opt("vgpu_gpu_pcie_transmit_bytes_per_second", kGauge, "PCIe transmit throughput",
-        s.pcie_transmit_bytes_per_second);
-    opt("vgpu_gpu_pcie_receive_bytes_per_second", kGauge, "PCIe receive throughput",
-        s.pcie_receive_bytes_per_second);
-    opt("vgpu_gpu_pcie_replay_errors_total", kCounter, "PCIe replay (retransmission) events",
-        s.pcie_replay_errors_total);
-    opt("vgpu_gpu_nvlink_transmit_bytes_total", kCounter, "NVLink data transmitted, all links",
-        s.nvlink_transmit_bytes_total);
-    opt("vgpu_gpu_nvlink_receive_bytes_total", kCounter, "NVLink data received, all links",
-        s.nvlink_receive_bytes_total);
+    by_type(metric::vgpu_gpu_ecc_errors_total, s.ecc_corrected_errors_total,
+            s.ecc_uncorrected_errors_total);
+    opt(metric::vgpu_gpu_pcie_transmit_bytes_per_second, s.pcie_transmit_bytes_per_second);
+    opt(metric::vgpu_gpu_pcie_receive_bytes_per_second, s.pcie_receive_bytes_per_second);
+    opt(metric::vgpu_gpu_pcie_replay_errors_total, s.pcie_replay_errors_total);
+    opt(metric::vgpu_gpu_nvlink_transmit_bytes_total, s.nvlink_transmit_bytes_total);
+    opt(metric::vgpu_gpu_nvlink_receive_bytes_total, s.nvlink_receive_bytes_total);
     for (const device::NvLinkLinkSample& link : s.nvlink_links) {
       auto add = [&](const char* type, const std::optional<uint64_t>& v) {
         if (!v.has_value()) return;
         Labels ll = l;
         ll.emplace_back("link", std::to_string(link.link));
         ll.emplace_back("type", type);
-        m.Add("vgpu_gpu_nvlink_errors_total", kCounter, "NVLink errors by link and kind", ll,
-              static_cast<double>(*v));
+        m.Add(metric::vgpu_gpu_nvlink_errors_total, ll, static_cast<double>(*v));
       };
       add("replay", link.replay_errors_total);
       add("recovery", link.recovery_errors_total);
@@ -151,6 +147,13 @@ void AddGpuMetrics(MetricsBuilder& m, const MetricsSources& src) {
 
 void AddSliceMetrics(MetricsBuilder& m, const MetricsSources& src) {
   const NodeState& state = *src.state;
+  uint64_t now_ns = src.monotonic_now_ns;
+  if (now_ns == 0) {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    now_ns =
+        static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(ts.tv_nsec);
+  }
   const std::vector<SliceRecord> slices = src.slices->List();
   // Per GPU: what the slices were promised.
   std::map<std::string, double> mem_allocated, compute_allocated, slice_count;
@@ -249,29 +252,26 @@ void AddSliceMetrics(MetricsBuilder& m, const MetricsSources& src) {
       l.emplace_back("GPU_I_PROFILE", mi.profile);
       l.emplace_back("GPU_I_ID", std::to_string(mi.gi_id));
     }
-    m.Add("vgpu_slice_memory_limit_bytes", kGauge, "Memory limit of the slice on the GPU", l,
-          static_cast<double>(d.memory_bytes));
-    m.Add("vgpu_slice_memory_used_bytes", kGauge,
-          "Device memory the slice's processes hold (driver's view, attributed by cgroup)", l,
-          st.used_bytes);
-    m.Add("vgpu_slice_compute_limit_ratio", kGauge,
-          "Compute share configured for the slice (1 = the whole GPU)", l, d.cores / 100.0);
+    m.Add(metric::vgpu_slice_memory_limit_bytes, l, static_cast<double>(d.memory_bytes));
+    m.Add(metric::vgpu_slice_memory_used_bytes, l, st.used_bytes);
+    m.Add(metric::vgpu_slice_compute_limit_ratio, l, d.cores / 100.0);
     if (st.sm_known) {
-      m.Add("vgpu_slice_compute_utilization_ratio", kGauge,
-            "Compute share the slice's processes achieved over the last sample period", l,
-            st.sm_share);
+      m.Add(metric::vgpu_slice_compute_utilization_ratio, l, st.sm_share);
     }
-    m.Add("vgpu_slice_processes", kGauge, "Processes of the slice on the GPU (driver's view)", l,
-          st.processes);
+    m.Add(metric::vgpu_slice_processes, l, st.processes);
     auto region = regions.find(r.name);
     if (region != regions.end() && st.cuda_index < region->second.used_bytes.size()) {
-      m.Add("vgpu_slice_memory_charged_bytes", kGauge,
-            "Memory charged against the slice's limit in its accounting region (libvgpu's view)", l,
+      m.Add(metric::vgpu_slice_memory_charged_bytes, l,
             static_cast<double>(region->second.used_bytes[st.cuda_index]));
     }
+    std::optional<double> idle_seconds;  // since the slice's last gated launch (its region)
     if (region != regions.end() && region->second.counters_read &&
         region->second.counters.counting) {
       const SliceCounterValues& c = region->second.counters;
+      if (c.last_kernel_ns != 0) {
+        idle_seconds =
+            c.last_kernel_ns < now_ns ? static_cast<double>(now_ns - c.last_kernel_ns) / 1e9 : 0.0;
+      }
       if (st.cuda_index < c.peak_bytes.size())
         AddSlicePeakMetric(m, l, c.peak_bytes[st.cuda_index]);
       // The slice's totals once: on its GPU's labels when it has one, else on the slice's.
@@ -283,20 +283,16 @@ void AddSliceMetrics(MetricsBuilder& m, const MetricsSources& src) {
       auto gpu = dir->second.find(d.uuid);
       if (gpu != dir->second.end()) arbiter = &gpu->second;
     }
-    AddSliceComputeMetrics(m, l, r, st.cuda_index, arbiter);
+    AddSliceComputeMetrics(m, l, r, st.cuda_index, arbiter, idle_seconds);
   }
   for (const device::DeviceInfo& d : state.devices()) {
     Labels l = {{"node", src.node_name},
                 {"gpu", std::to_string(d.index)},
                 {"uuid", d.uuid},
                 {"model", d.name}};
-    m.Add("vgpu_gpu_slices", kGauge, "Slices (containers) placed on the GPU", l,
-          slice_count[d.uuid]);
-    m.Add("vgpu_gpu_memory_allocated_bytes", kGauge, "Sum of the memory limits of the slices", l,
-          mem_allocated[d.uuid]);
-    m.Add("vgpu_gpu_compute_allocated_ratio", kGauge,
-          "Sum of the compute shares of the slices (1 = the whole GPU)", l,
-          compute_allocated[d.uuid]);
+    m.Add(metric::vgpu_gpu_slices, l, slice_count[d.uuid]);
+    m.Add(metric::vgpu_gpu_memory_allocated_bytes, l, mem_allocated[d.uuid]);
+    m.Add(metric::vgpu_gpu_compute_allocated_ratio, l, compute_allocated[d.uuid]);
     auto node_arbiters = arbiters.find(src.arbiter_dir);
     if (node_arbiters != arbiters.end()) {
       auto a = node_arbiters->second.find(d.uuid);
@@ -309,50 +305,42 @@ void AddDaemonMetrics(MetricsBuilder& m, const MetricsSources& src) {
   Labels l = {{"node", src.node_name}};
   Labels v = l;
   v.emplace_back("version", src.version);
-  m.Add("vgpu_node_build_info", kGauge, "The running vgpu node daemon (value 1)", v, 1);
+  m.Add(metric::vgpu_node_build_info, v, 1);
   if (src.allocator != nullptr) {
     Labels ok = l, failed = l;
     ok.emplace_back("result", "ok");
     failed.emplace_back("result", "error");
-    m.Add("vgpu_node_allocations_total", kCounter, "Allocate calls by result", ok,
+    m.Add(metric::vgpu_node_allocations_total, ok,
           static_cast<double>(src.allocator->allocations_ok()));
-    m.Add("vgpu_node_allocations_total", kCounter, "Allocate calls by result", failed,
+    m.Add(metric::vgpu_node_allocations_total, failed,
           static_cast<double>(src.allocator->allocations_failed()));
     Labels hit = l, miss = l;
     hit.emplace_back("result", "assignment");
     miss.emplace_back("result", "none");
-    m.Add("vgpu_node_preferred_allocations_total", kCounter,
-          "GetPreferredAllocation answers: the scheduler's units, or no preference", hit,
+    m.Add(metric::vgpu_node_preferred_allocations_total, hit,
           static_cast<double>(src.allocator->preferences_matched()));
-    m.Add("vgpu_node_preferred_allocations_total", kCounter,
-          "GetPreferredAllocation answers: the scheduler's units, or no preference", miss,
+    m.Add(metric::vgpu_node_preferred_allocations_total, miss,
           static_cast<double>(src.allocator->preferences_unmatched()));
-    const char* help = "PreStartContainer checks against kubelet's PodResources API by result";
     for (auto [result, value] :
          {std::pair<const char*, uint64_t>{"ok", src.allocator->prestart_ok()},
           {"mismatch", src.allocator->prestart_mismatch()},
           {"unverified", src.allocator->prestart_unverified()}}) {
       Labels pl = l;
       pl.emplace_back("result", result);
-      m.Add("vgpu_node_prestart_checks_total", kCounter, help, pl, static_cast<double>(value));
+      m.Add(metric::vgpu_node_prestart_checks_total, pl, static_cast<double>(value));
     }
-    src.allocator->latency().AddTo(m, "vgpu_node_allocate_duration_seconds",
-                                   "Time to answer one container's Allocate", l);
+    src.allocator->latency().AddTo(m, metric::vgpu_node_allocate_duration_seconds, l);
   }
   if (src.runner != nullptr) {
-    m.Add("vgpu_node_kubelet_registrations_total", kCounter,
-          "Successful registrations with kubelet (one more per kubelet restart)", l,
+    m.Add(metric::vgpu_node_kubelet_registrations_total, l,
           static_cast<double>(src.runner->registrations()));
-    m.Add("vgpu_node_kubelet_registered", kGauge, "1 while registered with kubelet", l,
-          src.runner->registered() ? 1 : 0);
+    m.Add(metric::vgpu_node_kubelet_registered, l, src.runner->registered() ? 1 : 0);
   }
   if (src.pods != nullptr) {
-    m.Add("vgpu_node_pod_lists_total", kCounter, "Pod lists fetched from the API server", l,
-          static_cast<double>(src.pods->lists()));
+    m.Add(metric::vgpu_node_pod_lists_total, l, static_cast<double>(src.pods->lists()));
   }
   if (src.inventory != nullptr) {
-    m.Add("vgpu_node_inventory_patches_total", kCounter,
-          "Times the GPU inventory annotation was written", l,
+    m.Add(metric::vgpu_node_inventory_patches_total, l,
           static_cast<double>(src.inventory->patches()));
   }
 }

@@ -1,6 +1,7 @@
 // The node daemon's /metrics: per GPU, per slice, and the daemon itself, in the Prometheus
 // text format. Names follow Prometheus conventions (prefix vgpu_, base units, _bytes, _ratio
-// for 0..1 shares, _total for counters); docs/node.md lists them. With `hami_aliases`, HAMi's
+// for 0..1 shares, _total for counters); every family is one of node/metrics_catalog.def, and
+// docs/node.md lists them. With `hami_aliases`, HAMi's
 // series are emitted as well (same values, HAMi's names and labels; metrics_hami.h); with
 // `dcgm_aliases`, dcgm-exporter's (metrics_telemetry.h).
 //
@@ -37,6 +38,8 @@ struct MetricsSources {
   std::string version;
   bool hami_aliases = false;
   bool dcgm_aliases = false;       // dcgm-exporter's names too (metrics_telemetry.h)
+  bool health_events = false;      // the backend reports the driver's events (the last XID)
+  uint64_t monotonic_now_ns = 0;   // CLOCK_MONOTONIC now (regions' times); 0: read the clock
   RegionCache* regions = nullptr;  // optional: keeps the slices' regions mapped between scrapes
   std::vector<faults::TenantStatus> tenants;  // quarantine levels (metrics_faults.h)
 };

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "node/arbiter_usage.h"
@@ -18,8 +19,12 @@ int EffectiveGuarantee(const SliceSpec& spec, size_t cuda_index);
 
 // Series of one slice on one GPU (labels `l`: the slice labels of metrics.cc). `arbiter` is the
 // GPU's arbiter (nullptr when the slice's arbiter directory is not the node's).
+// vgpu_slice_compute_idle_seconds: `region_idle_seconds` when set (the seconds since the slice's
+// last gated launch, from its accounting region, which keeps it after its processes exit), else
+// the arbiter's (while the slice has a record there, i.e. live processes).
 void AddSliceComputeMetrics(MetricsBuilder& m, const Labels& l, const SliceRecord& slice,
-                            size_t cuda_index, const ArbiterUsage* arbiter);
+                            size_t cuda_index, const ArbiterUsage* arbiter,
+                            std::optional<double> region_idle_seconds = std::nullopt);
 
 // Series of one GPU's arbiter (labels `l`: the GPU labels of metrics.cc).
 void AddGpuComputeMetrics(MetricsBuilder& m, const Labels& l, const ArbiterUsage& arbiter);

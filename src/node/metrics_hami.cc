@@ -6,10 +6,10 @@
 #include <string>
 #include <utility>
 
+#include "node/metrics_catalog.h"
+
 namespace vgpu::node {
 namespace {
-
-constexpr MetricType kGauge = MetricType::kGauge;
 
 std::string Get(const Labels& l, const std::string& key) {
   for (const auto& [k, v] : l) {
@@ -25,9 +25,9 @@ std::string SliceKey(const Labels& l) {
 }
 
 // Values of family `name` by slice key (empty when the family is absent).
-std::map<std::string, double> SliceValues(const MetricsBuilder& m, const std::string& name) {
+std::map<std::string, double> SliceValues(const MetricsBuilder& m, const MetricDef& def) {
   std::map<std::string, double> out;
-  if (const MetricFamily* f = m.Find(name)) {
+  if (const MetricFamily* f = m.Find(def)) {
     for (const MetricSample& s : f->samples) out[SliceKey(s.labels)] = s.value;
   }
   return out;
@@ -67,32 +67,22 @@ Labels MonitorSliceLabels(const Labels& l) {
 void AddZone(Labels* l) { l->emplace_back("zone", "vGPU"); }
 
 void AddHostSeries(MetricsBuilder& m) {
-  auto host = [&](const char* from, const char* to, const char* help, double scale,
-                  bool with_node) {
-    m.Derive(from, to, kGauge, help, [&](const Labels& in, Labels* out, double* v) {
+  auto host = [&](const MetricDef& from, const MetricDef& to, double scale, bool with_node) {
+    m.Derive(from, to, [&](const Labels& in, Labels* out, double* v) {
       *out = HostLabels(in, with_node);
       AddZone(out);
       *v *= scale;
       return true;
     });
   };
-  host("vgpu_gpu_memory_used_bytes", "hami_host_gpu_memory_used_bytes",
-       "GPU device memory usage in bytes (HAMi's name of vgpu_gpu_memory_used_bytes)", 1, true);
-  host("vgpu_gpu_sm_utilization_ratio", "hami_host_gpu_utilization_ratio",
-       "GPU core utilization ratio (0-100) (HAMi's name of vgpu_gpu_sm_utilization_ratio x 100)",
-       100, true);
+  host(metric::vgpu_gpu_memory_used_bytes, metric::hami_host_gpu_memory_used_bytes, 1, true);
+  host(metric::vgpu_gpu_sm_utilization_ratio, metric::hami_host_gpu_utilization_ratio, 100, true);
   // HAMi gives this one no node label.
-  host("vgpu_gpu_memory_bandwidth_utilization_ratio",
-       "hami_host_gpu_memory_controller_utilization_ratio",
-       "GPU memory controller utilization ratio (0-100) (HAMi's name of "
-       "vgpu_gpu_memory_bandwidth_utilization_ratio x 100)",
-       100, false);
-  host("vgpu_gpu_temperature_celsius", "hami_host_gpu_temperature_celsius",
-       "GPU temperature in degrees Celsius (HAMi's name of vgpu_gpu_temperature_celsius)", 1, true);
-  host("vgpu_gpu_power_watts", "hami_host_gpu_power_usage_watts",
-       "GPU power draw in watts (HAMi's name of vgpu_gpu_power_watts)", 1, true);
-  m.Derive("vgpu_gpu_ecc_errors_total", "hami_host_gpu_ecc_errors_total", MetricType::kCounter,
-           "Lifetime aggregate ECC errors (HAMi's name of vgpu_gpu_ecc_errors_total)",
+  host(metric::vgpu_gpu_memory_bandwidth_utilization_ratio,
+       metric::hami_host_gpu_memory_controller_utilization_ratio, 100, false);
+  host(metric::vgpu_gpu_temperature_celsius, metric::hami_host_gpu_temperature_celsius, 1, true);
+  host(metric::vgpu_gpu_power_watts, metric::hami_host_gpu_power_usage_watts, 1, true);
+  m.Derive(metric::vgpu_gpu_ecc_errors_total, metric::hami_host_gpu_ecc_errors_total,
            [](const Labels& in, Labels* out, double*) {
              *out = HostLabels(in);
              out->emplace_back("error_type", Get(in, "type"));
@@ -103,63 +93,53 @@ void AddHostSeries(MetricsBuilder& m) {
 
 void AddSchedulerGpuSeries(MetricsBuilder& m) {
   std::map<std::string, double> total;  // uuid -> device memory
-  if (const MetricFamily* f = m.Find("vgpu_gpu_memory_total_bytes")) {
+  if (const MetricFamily* f = m.Find(metric::vgpu_gpu_memory_total_bytes)) {
     for (const MetricSample& s : f->samples) total[Get(s.labels, "uuid")] = s.value;
   }
   const Labels cores = {{"device_cores", "100"}};
-  auto gpu = [&](const char* from, const char* to, MetricType type, const char* help,
+  auto gpu = [&](const MetricDef& from, const MetricDef& to,
                  const std::function<bool(const Labels&, Labels*, double*)>& f) {
-    m.Derive(from, to, type, help, [&](const Labels& in, Labels* out, double* v) {
+    m.Derive(from, to, [&](const Labels& in, Labels* out, double* v) {
       if (!f(in, out, v)) return false;
       AddZone(out);
       return true;
     });
   };
-  gpu("vgpu_gpu_memory_total_bytes", "hami_gpu_memory_limit_bytes", kGauge,
-      "Device memory limit for a certain GPU (HAMi's name of vgpu_gpu_memory_total_bytes)",
+  gpu(metric::vgpu_gpu_memory_total_bytes, metric::hami_gpu_memory_limit_bytes,
       [](const Labels& in, Labels* out, double*) {
         *out = SchedulerGpuLabels(in);
         return true;
       });
-  gpu("vgpu_gpu_memory_total_bytes", "hami_gpu_core_limit_ratio", kGauge,
-      "Device core limit for a certain GPU (100: the whole GPU)",
+  gpu(metric::vgpu_gpu_memory_total_bytes, metric::hami_gpu_core_limit_ratio,
       [](const Labels& in, Labels* out, double* v) {
         *out = SchedulerGpuLabels(in);
         *v = 100;
         return true;
       });
-  gpu("vgpu_gpu_memory_allocated_bytes", "hami_gpu_memory_allocated_bytes", kGauge,
-      "Device memory allocated for a certain GPU (HAMi's name of "
-      "vgpu_gpu_memory_allocated_bytes)",
+  gpu(metric::vgpu_gpu_memory_allocated_bytes, metric::hami_gpu_memory_allocated_bytes,
       [&](const Labels& in, Labels* out, double*) {
         *out = SchedulerGpuLabels(in, cores);
         return true;
       });
-  gpu("vgpu_gpu_slices", "hami_gpu_shared_count", MetricType::kUntyped,
-      "Number of containers sharing this GPU (HAMi's name of vgpu_gpu_slices)",
+  gpu(metric::vgpu_gpu_slices, metric::hami_gpu_shared_count,
       [](const Labels& in, Labels* out, double*) {
         *out = SchedulerGpuLabels(in);
         return true;
       });
-  gpu("vgpu_gpu_compute_allocated_ratio", "hami_gpu_core_allocated_ratio", kGauge,
-      "Device core allocated for a certain GPU (HAMi's name of vgpu_gpu_compute_allocated_ratio "
-      "x 100)",
+  gpu(metric::vgpu_gpu_compute_allocated_ratio, metric::hami_gpu_core_allocated_ratio,
       [](const Labels& in, Labels* out, double* v) {
         *out = SchedulerGpuLabels(in);
         *v = Percent(*v);
         return true;
       });
-  gpu("vgpu_gpu_memory_allocated_bytes", "hami_node_gpu_overview", kGauge,
-      "GPU overview on a certain node: memory allocated, with the GPU's cores and memory (MiB) as "
-      "labels",
+  gpu(metric::vgpu_gpu_memory_allocated_bytes, metric::hami_node_gpu_overview,
       [&](const Labels& in, Labels* out, double*) {
         const double mib = std::floor(total[Get(in, "uuid")] / (1024.0 * 1024.0));
         *out = SchedulerGpuLabels(
             in, {{"device_cores", "100"}, {"device_memory_limit", FormatValue(mib)}});
         return true;
       });
-  gpu("vgpu_gpu_memory_allocated_bytes", "hami_node_gpu_memory_allocated_ratio", kGauge,
-      "GPU Memory Allocated Percentage on a certain GPU (0-1)",
+  gpu(metric::vgpu_gpu_memory_allocated_bytes, metric::hami_node_gpu_memory_allocated_ratio,
       [&](const Labels& in, Labels* out, double* v) {
         const double t = total[Get(in, "uuid")];
         if (t <= 0) return false;
@@ -171,11 +151,11 @@ void AddSchedulerGpuSeries(MetricsBuilder& m) {
 
 void AddSliceSeries(MetricsBuilder& m, const std::vector<PodInfo>& pods) {
   // What libvgpu charged when the slice has a region, else the driver's view.
-  const auto charged = SliceValues(m, "vgpu_slice_memory_charged_bytes");
-  const auto used = SliceValues(m, "vgpu_slice_memory_used_bytes");
+  const auto charged = SliceValues(m, metric::vgpu_slice_memory_charged_bytes);
+  const auto used = SliceValues(m, metric::vgpu_slice_memory_used_bytes);
   // The arbiter's measurement when the slice has one, else the driver's per-process sampling.
-  const auto achieved = SliceValues(m, "vgpu_slice_compute_achieved_ratio");
-  const auto sampled = SliceValues(m, "vgpu_slice_compute_utilization_ratio");
+  const auto achieved = SliceValues(m, metric::vgpu_slice_compute_achieved_ratio);
+  const auto sampled = SliceValues(m, metric::vgpu_slice_compute_utilization_ratio);
   auto pick = [](const std::map<std::string, double>& first,
                  const std::map<std::string, double>& second,
                  const std::string& key) -> std::optional<double> {
@@ -183,9 +163,9 @@ void AddSliceSeries(MetricsBuilder& m, const std::vector<PodInfo>& pods) {
     if (auto it = second.find(key); it != second.end()) return it->second;
     return std::nullopt;
   };
-  auto monitor = [&](const char* from, const char* to, const char* help,
+  auto monitor = [&](const MetricDef& from, const MetricDef& to,
                      const std::function<bool(const Labels&, double*)>& value) {
-    m.Derive(from, to, kGauge, help, [&](const Labels& in, Labels* out, double* v) {
+    m.Derive(from, to, [&](const Labels& in, Labels* out, double* v) {
       if (!value(in, v)) return false;
       *out = MonitorSliceLabels(in);
       AddZone(out);
@@ -197,27 +177,19 @@ void AddSliceSeries(MetricsBuilder& m, const std::vector<PodInfo>& pods) {
     if (x) *v = *x;
     return x.has_value();
   };
-  monitor("vgpu_slice_memory_limit_bytes", "hami_vgpu_memory_used_bytes",
-          "vGPU device memory usage in bytes (HAMi's name of vgpu_slice_memory_charged_bytes, "
-          "else vgpu_slice_memory_used_bytes)",
-          memory_used);
-  monitor("vgpu_slice_memory_limit_bytes", "hami_vgpu_memory_limit_bytes",
-          "vGPU device memory limit in bytes (HAMi's name of vgpu_slice_memory_limit_bytes)",
+  monitor(metric::vgpu_slice_memory_limit_bytes, metric::hami_vgpu_memory_used_bytes, memory_used);
+  monitor(metric::vgpu_slice_memory_limit_bytes, metric::hami_vgpu_memory_limit_bytes,
           [](const Labels&, double*) { return true; });
-  monitor("vgpu_slice_memory_limit_bytes", "hami_container_device_memory_bytes",
-          "Container device memory usage in bytes (the value of hami_vgpu_memory_used_bytes)",
+  monitor(metric::vgpu_slice_memory_limit_bytes, metric::hami_container_device_memory_bytes,
           memory_used);
-  monitor("vgpu_slice_memory_limit_bytes", "hami_container_device_utilization_ratio",
-          "Container device SM utilization ratio (0-100) (HAMi's name of "
-          "vgpu_slice_compute_achieved_ratio, else vgpu_slice_compute_utilization_ratio, x 100)",
+  monitor(metric::vgpu_slice_memory_limit_bytes, metric::hami_container_device_utilization_ratio,
           [&](const Labels& in, double* v) {
             auto x = pick(achieved, sampled, SliceKey(in));
             if (x) *v = *x * 100;
             return x.has_value();
           });
-  monitor("vgpu_slice_compute_idle_seconds", "hami_container_last_kernel_elapsed_seconds",
-          "Seconds since last kernel execution in container (HAMi's name of "
-          "vgpu_slice_compute_idle_seconds)",
+  monitor(metric::vgpu_slice_compute_idle_seconds,
+          metric::hami_container_last_kernel_elapsed_seconds,
           [](const Labels&, double*) { return true; });
 
   // HAMi's scheduler keys a container by its position in the pod spec.
@@ -225,8 +197,8 @@ void AddSliceSeries(MetricsBuilder& m, const std::vector<PodInfo>& pods) {
   for (const PodInfo& p : pods) {
     for (size_t i = 0; i < p.containers.size(); ++i) index[p.Key()][p.containers[i]] = i;
   }
-  auto scheduler = [&](const char* from, const char* to, const char* help, double scale) {
-    m.Derive(from, to, kGauge, help, [&](const Labels& in, Labels* out, double* v) {
+  auto scheduler = [&](const MetricDef& from, const MetricDef& to, double scale) {
+    m.Derive(from, to, [&](const Labels& in, Labels* out, double* v) {
       auto pod = index.find(Get(in, "namespace") + "/" + Get(in, "pod"));
       if (pod == index.end()) return false;
       auto c = pod->second.find(Get(in, "container"));
@@ -241,14 +213,8 @@ void AddSliceSeries(MetricsBuilder& m, const std::vector<PodInfo>& pods) {
       return true;
     });
   };
-  scheduler("vgpu_slice_memory_limit_bytes", "hami_vgpu_memory_allocated_bytes",
-            "vGPU memory allocated from a container (HAMi's name of "
-            "vgpu_slice_memory_limit_bytes)",
-            1);
-  scheduler("vgpu_slice_compute_limit_ratio", "hami_vgpu_core_allocated_ratio",
-            "vGPU core allocated from a container (HAMi's name of "
-            "vgpu_slice_compute_limit_ratio x 100)",
-            100);
+  scheduler(metric::vgpu_slice_memory_limit_bytes, metric::hami_vgpu_memory_allocated_bytes, 1);
+  scheduler(metric::vgpu_slice_compute_limit_ratio, metric::hami_vgpu_core_allocated_ratio, 100);
 }
 
 }  // namespace

@@ -31,6 +31,10 @@ MetricsServer::~MetricsServer() { Stop(); }
 
 void MetricsServer::SetInjector(Injector injector) { injector_ = std::move(injector); }
 
+void MetricsServer::SetNotReadyReason(std::function<std::string()> why_not) {
+  why_not_ready_ = std::move(why_not);
+}
+
 Status MetricsServer::Start(const std::string& listen) {
   std::string host;
   int port = 0;
@@ -49,9 +53,14 @@ Status MetricsServer::Start(const std::string& listen) {
     res.set_content("ok\n", "text/plain");
   });
   server_->Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
-    bool ready = ready_ ? ready_() : true;
-    res.status = ready ? 200 : 503;
-    res.set_content(ready ? "ready\n" : "not registered with kubelet\n", "text/plain");
+    std::string why_not;
+    if (why_not_ready_) {
+      why_not = why_not_ready_();
+    } else if (ready_ && !ready_()) {
+      why_not = "not registered with kubelet";
+    }
+    res.status = why_not.empty() ? 200 : 503;
+    res.set_content(why_not.empty() ? "ready\n" : why_not + "\n", "text/plain");
   });
   if (injector_) {
     server_->Post("/sim/health", [this](const httplib::Request& req, httplib::Response& res) {

@@ -1,7 +1,8 @@
 // The daemon's small HTTP server (cpp-httplib):
 //   GET  /metrics   Prometheus text format 0.0.4
 //   GET  /healthz   200 while the daemon runs
-//   GET  /readyz    200 once registered with kubelet, else 503
+//   GET  /readyz    200 once registered with kubelet, else 503 (with SetNotReadyReason: 503
+//                   with the reason's text while it is not empty)
 //   POST /sim/health  form or query parameters gpu=<uuid or index>,
 //                   event=<xid|ecc-dbe|recovery-action|recovered|lost|found|stuck-kernel|
 //                   unstuck>, code=N, and optionally pid=N (the process an XID is attributed
@@ -42,6 +43,8 @@ class MetricsServer {
   ~MetricsServer();
 
   void SetInjector(Injector injector);
+  // Replaces `ready`: "" when ready, else why not (the 503's body). Call before Start().
+  void SetNotReadyReason(std::function<std::string()> why_not);
   // `listen` is "host:port" or ":port" (all interfaces); port 0 picks a free port.
   Status Start(const std::string& listen);
   int port() const { return port_; }
@@ -50,6 +53,7 @@ class MetricsServer {
  private:
   std::function<std::string()> metrics_;
   std::function<bool()> ready_;
+  std::function<std::string()> why_not_ready_;
   Injector injector_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;

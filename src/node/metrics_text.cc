@@ -72,54 +72,43 @@ const char* TypeName(MetricType t) {
 
 }  // namespace
 
-MetricFamily& MetricsBuilder::Family(const std::string& name, MetricType type,
-                                     const std::string& help) {
-  auto it = index_.find(name);
+MetricFamily& MetricsBuilder::Family(const MetricDef& def) {
+  auto it = index_.find(def.name);
   if (it != index_.end()) return families_[it->second];
-  index_[name] = families_.size();
-  families_.push_back(MetricFamily{name, type, help, {}});
+  index_[def.name] = families_.size();
+  families_.push_back(MetricFamily{def.name, def.type, def.help, {}});
   return families_.back();
 }
 
-void MetricsBuilder::Add(const std::string& name, MetricType type, const std::string& help,
-                         Labels labels, double value) {
-  Family(name, type, help).samples.push_back(MetricSample{"", std::move(labels), value});
+void MetricsBuilder::Add(const MetricDef& def, Labels labels, double value) {
+  Family(def).samples.push_back(MetricSample{"", std::move(labels), value});
 }
 
-void MetricsBuilder::Alias(const std::string& from, const std::string& to, const std::string& help,
-                           const std::map<std::string, std::string>& rename, double scale) {
-  auto it = index_.find(from);
-  if (it == index_.end()) return;
-  Derive(from, to, families_[it->second].type, help, [&](const Labels& in, Labels* out, double* v) {
-    *out = in;
-    for (auto& [k, value] : *out) {
-      auto r = rename.find(k);
-      if (r != rename.end()) k = r->second;
-    }
-    *v *= scale;
-    return true;
-  });
-}
-
-void MetricsBuilder::Derive(const std::string& from, const std::string& to, MetricType type,
-                            const std::string& help, const Rewrite& rewrite) {
-  auto it = index_.find(from);
-  if (it == index_.end()) return;
-  MetricFamily derived{to, type, help, {}};
-  for (const MetricSample& s : families_[it->second].samples) {
+void MetricsBuilder::Derive(const MetricDef& from, const MetricDef& to, const Rewrite& rewrite) {
+  const MetricFamily* source = Find(from);
+  if (source == nullptr) return;
+  std::vector<MetricSample> derived;
+  for (const MetricSample& s : source->samples) {
     MetricSample out{s.suffix, {}, s.value};
-    if (rewrite(s.labels, &out.labels, &out.value)) derived.samples.push_back(std::move(out));
+    if (rewrite(s.labels, &out.labels, &out.value)) derived.push_back(std::move(out));
   }
-  if (derived.samples.empty()) return;
-  index_[to] = families_.size();
-  families_.push_back(std::move(derived));
+  if (derived.empty()) return;
+  MetricFamily& f = Family(to);  // may move `source`
+  for (MetricSample& s : derived) f.samples.push_back(std::move(s));
 }
 
-bool MetricsBuilder::Has(const std::string& name) const { return index_.count(name) > 0; }
+const MetricFamily* MetricsBuilder::Find(const MetricDef& def) const {
+  auto it = index_.find(def.name);
+  if (it == index_.end() || families_[it->second].samples.empty()) return nullptr;
+  return &families_[it->second];
+}
 
-const MetricFamily* MetricsBuilder::Find(const std::string& name) const {
-  auto it = index_.find(name);
-  return it == index_.end() ? nullptr : &families_[it->second];
+std::vector<std::string> MetricsBuilder::Names() const {
+  std::vector<std::string> out;
+  for (const MetricFamily& f : families_) {
+    if (!f.samples.empty()) out.push_back(f.name);
+  }
+  return out;
 }
 
 std::string MetricsBuilder::Render() const {
@@ -161,10 +150,9 @@ uint64_t Histogram::count() const {
   return count_;
 }
 
-void Histogram::AddTo(MetricsBuilder& builder, const std::string& name, const std::string& help,
-                      const Labels& labels) const {
+void Histogram::AddTo(MetricsBuilder& builder, const MetricDef& def, const Labels& labels) const {
   std::lock_guard<std::mutex> lock(mu_);
-  MetricFamily& f = builder.Family(name, MetricType::kHistogram, help);
+  MetricFamily& f = builder.Family(def);
   uint64_t cumulative = 0;
   for (size_t i = 0; i <= bounds_.size(); ++i) {
     cumulative += buckets_[i];

@@ -1,10 +1,12 @@
 // The Prometheus text exposition format (version 0.0.4), written by hand: metric families with
 // HELP and TYPE lines, samples with escaped label values, histograms with cumulative buckets.
 //
-// Families are collected first and rendered at the end so that every sample of a family is
-// contiguous (promtool rejects interleaved families). Aliases (another name, renamed labels)
-// and derived families (another name, labels and values rewritten by a function) copy a
-// family's samples, which is how HAMi's metric names are offered next to ours.
+// A family is named by a MetricDef (name, type, help); the node daemon's are the constants of
+// node/metrics_catalog.h, the one list of what /metrics can carry. Families are collected first
+// and rendered at the end so that every sample of a family is contiguous (promtool rejects
+// interleaved families). Derived families (another family, labels and values rewritten by a
+// function) copy a family's samples, which is how HAMi's and dcgm-exporter's metric names are
+// offered next to ours.
 #pragma once
 
 #include <atomic>
@@ -30,6 +32,14 @@ struct MetricSample {
   double value = 0;
 };
 
+// What a family is: its name, type and HELP text. Constants of static storage (the strings are
+// not copied until a family is rendered).
+struct MetricDef {
+  const char* name;
+  MetricType type;
+  const char* help;
+};
+
 struct MetricFamily {
   std::string name;
   MetricType type = MetricType::kGauge;
@@ -39,27 +49,24 @@ struct MetricFamily {
 
 class MetricsBuilder {
  public:
-  // Returns the family `name`, creating it (with `type` and `help`) on first use.
-  MetricFamily& Family(const std::string& name, MetricType type, const std::string& help);
-  void Add(const std::string& name, MetricType type, const std::string& help, Labels labels,
-           double value);
-  // Adds a copy of family `from` (if it has samples) named `to`, with label names renamed by
-  // `rename` (names not in the map are kept) and values multiplied by `scale`.
-  void Alias(const std::string& from, const std::string& to, const std::string& help,
-             const std::map<std::string, std::string>& rename, double scale = 1.0);
-  // Adds family `to` (type `type`) with one sample for each sample of family `from` for which
+  void Add(const MetricDef& def, Labels labels, double value);
+  // Adds family `to` with one sample for each sample of family `from` for which
   // `rewrite(labels, &out_labels, &value)` returns true (value starts as the sample's). Nothing
   // is added when `from` has no samples or `rewrite` keeps none.
   using Rewrite = std::function<bool(const Labels& in, Labels* out, double* value)>;
-  void Derive(const std::string& from, const std::string& to, MetricType type,
-              const std::string& help, const Rewrite& rewrite);
-  bool Has(const std::string& name) const;
-  // The family `name`, nullptr when there is none.
-  const MetricFamily* Find(const std::string& name) const;
+  void Derive(const MetricDef& from, const MetricDef& to, const Rewrite& rewrite);
+  // The family `def`, nullptr when it has no sample.
+  const MetricFamily* Find(const MetricDef& def) const;
+  // The families with samples, in the order they were first added.
+  std::vector<std::string> Names() const;
   // The exposition text; families in the order they were first added.
   std::string Render() const;
 
  private:
+  friend class Histogram;
+  // Returns the family `def`, creating it on first use.
+  MetricFamily& Family(const MetricDef& def);
+
   std::vector<MetricFamily> families_;
   std::map<std::string, size_t> index_;
 };
@@ -75,9 +82,8 @@ class Histogram {
  public:
   explicit Histogram(std::vector<double> bounds);
   void Observe(double value);
-  // Adds the histogram to `builder` as family `name`.
-  void AddTo(MetricsBuilder& builder, const std::string& name, const std::string& help,
-             const Labels& labels) const;
+  // Adds the histogram to `builder` as family `def` (of type kHistogram).
+  void AddTo(MetricsBuilder& builder, const MetricDef& def, const Labels& labels) const;
   uint64_t count() const;
 
  private:

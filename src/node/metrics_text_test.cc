@@ -9,14 +9,18 @@
 namespace vgpu::node {
 namespace {
 
+constexpr MetricDef kA{"a_bytes", MetricType::kGauge, "A."};
+constexpr MetricDef kB{"b_total", MetricType::kCounter, "B."};
+
 TEST(MetricsTextTest, RendersFamiliesContiguously) {
   MetricsBuilder m;
-  m.Add("a_bytes", MetricType::kGauge, "A.", {{"x", "1"}}, 5);
-  m.Add("b_total", MetricType::kCounter, "B.", {}, 2);
-  m.Add("a_bytes", MetricType::kGauge, "A.", {{"x", "2"}}, 0.25);
+  m.Add(kA, {{"x", "1"}}, 5);
+  m.Add(kB, {}, 2);
+  m.Add(kA, {{"x", "2"}}, 0.25);
   EXPECT_EQ(m.Render(),
             "# HELP a_bytes A.\n# TYPE a_bytes gauge\na_bytes{x=\"1\"} 5\na_bytes{x=\"2\"} 0.25\n"
             "# HELP b_total B.\n# TYPE b_total counter\nb_total 2\n");
+  EXPECT_EQ(m.Names(), (std::vector<std::string>{"a_bytes", "b_total"}));
 }
 
 TEST(MetricsTextTest, EscapesAndFormats) {
@@ -27,47 +31,45 @@ TEST(MetricsTextTest, EscapesAndFormats) {
   EXPECT_EQ(FormatValue(-INFINITY), "-Inf");
 }
 
-TEST(MetricsTextTest, AliasesRenameLabelsAndScale) {
-  MetricsBuilder m;
-  m.Add("vgpu_x_ratio", MetricType::kGauge, "X.", {{"gpu", "0"}, {"uuid", "U"}}, 0.5);
-  m.Alias("vgpu_x_ratio", "hami_x_ratio", "H.", {{"gpu", "device_index"}}, 100);
-  m.Alias("missing", "hami_missing", "H.", {});
-  std::string out = m.Render();
-  EXPECT_NE(out.find("hami_x_ratio{device_index=\"0\",uuid=\"U\"} 50\n"), std::string::npos) << out;
-  EXPECT_EQ(out.find("hami_missing"), std::string::npos);
-}
-
+// Derived families rewrite or drop samples; two sources deriving into one family make one
+// contiguous family (dcgm-exporter's DCGM_FI_DEV_GPU_UTIL per GPU and per pod).
 TEST(MetricsTextTest, DerivedFamiliesRewriteOrDropSamples) {
+  constexpr MetricDef kSlices{"x_slices", MetricType::kGauge, "S."};
+  constexpr MetricDef kOther{"x_other", MetricType::kGauge, "O."};
+  constexpr MetricDef kShared{"x_shared_count", MetricType::kUntyped, "X."};
+  constexpr MetricDef kNone{"x_none", MetricType::kGauge, "N."};
   MetricsBuilder m;
-  m.Add("vgpu_slices", MetricType::kGauge, "S.", {{"gpu", "0"}}, 2);
-  m.Add("vgpu_slices", MetricType::kGauge, "S.", {{"gpu", "1"}}, 0);
-  m.Derive("vgpu_slices", "x_shared_count", MetricType::kUntyped, "X.",
-           [](const Labels& in, Labels* out, double* v) {
-             if (*v == 0) return false;
-             *out = {{"device_index", in[0].second}, {"zone", "z"}};
-             *v += 1;
-             return true;
-           });
-  m.Derive("vgpu_slices", "x_none", MetricType::kGauge, "N.",
-           [](const Labels&, Labels*, double*) { return false; });
+  m.Add(kSlices, {{"gpu", "0"}}, 2);
+  m.Add(kSlices, {{"gpu", "1"}}, 0);
+  m.Add(kOther, {{"gpu", "7"}}, 4);
+  auto rewrite = [](const Labels& in, Labels* out, double* v) {
+    if (*v == 0) return false;
+    *out = {{"device_index", in[0].second}, {"zone", "z"}};
+    *v += 1;
+    return true;
+  };
+  m.Derive(kSlices, kShared, rewrite);
+  m.Derive(kOther, kShared, rewrite);
+  m.Derive(kSlices, kNone, [](const Labels&, Labels*, double*) { return false; });
   std::string out = m.Render();
   EXPECT_NE(out.find("# TYPE x_shared_count untyped\nx_shared_count{device_index=\"0\",zone=\"z\"} "
-                     "3\n"),
+                     "3\nx_shared_count{device_index=\"7\",zone=\"z\"} 5\n"),
             std::string::npos)
       << out;
   EXPECT_EQ(out.find("device_index=\"1\""), std::string::npos);
   EXPECT_EQ(out.find("x_none"), std::string::npos);
-  ASSERT_NE(m.Find("x_shared_count"), nullptr);
-  EXPECT_EQ(m.Find("x_none"), nullptr);
+  ASSERT_NE(m.Find(kShared), nullptr);
+  EXPECT_EQ(m.Find(kNone), nullptr);
 }
 
 TEST(MetricsTextTest, Histogram) {
+  constexpr MetricDef kLat{"lat_seconds", MetricType::kHistogram, "L."};
   Histogram h({0.1, 1});
   h.Observe(0.05);
   h.Observe(0.5);
   h.Observe(5);
   MetricsBuilder m;
-  h.AddTo(m, "lat_seconds", "L.", {{"n", "a"}});
+  h.AddTo(m, kLat, {{"n", "a"}});
   std::string out = m.Render();
   EXPECT_NE(out.find("lat_seconds_bucket{n=\"a\",le=\"0.1\"} 1\n"), std::string::npos) << out;
   EXPECT_NE(out.find("lat_seconds_bucket{n=\"a\",le=\"1\"} 2\n"), std::string::npos);

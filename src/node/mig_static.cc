@@ -1,7 +1,8 @@
 #include "node/mig_static.h"
 
 #include <algorithm>
-#include <functional>
+
+#include "mig/choice.h"
 
 namespace vgpu::node {
 namespace {
@@ -24,58 +25,75 @@ std::string Describe(const std::vector<std::pair<std::string, int>>& counts) {
   return out;
 }
 
+// The GPU's instances as the plan, when they are complete and exactly `counts`; else empty.
+std::vector<MigPlacement> KeptLayout(const std::vector<device::MigInstance>& have,
+                                     const std::vector<std::pair<std::string, int>>& counts) {
+  std::vector<MigPlacement> out;
+  int wanted = 0;
+  for (const auto& [name, n] : counts) {
+    int found = 0;
+    for (const device::MigInstance& m : have) found += SameProfile(m.profile, name) ? 1 : 0;
+    if (found != n) return {};
+    wanted += n;
+  }
+  if (static_cast<int>(have.size()) != wanted) return {};
+  for (const device::MigInstance& m : have) {
+    if (m.ci_id < 0) return {};
+    out.push_back({m.profile_id, m.profile, m.start, m.size});
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<std::vector<MigPlacement>> PlanStaticLayout(
     const std::vector<device::MigProfileInfo>& profiles,
     const std::vector<std::pair<std::string, int>>& counts) {
-  std::vector<const device::MigProfileInfo*> wanted;
+  std::vector<mig::ReportedProfile> reported;
+  for (const device::MigProfileInfo& p : profiles) {
+    reported.push_back({p.profile_id,
+                        p.name,
+                        p.memory_slices,
+                        p.compute_slices,
+                        p.sm_count,
+                        static_cast<int64_t>(p.memory_bytes >> 20),
+                        p.max_count,
+                        p.starts,
+                        {p.copy_engines, p.decoders, p.encoders, p.jpegs, p.ofas}});
+  }
+  const mig::OwnedTable owned(std::move(reported));
+  const mig::ModelTable& table = owned.table();
+  std::vector<int> wanted;
   for (const auto& [name, n] : counts) {
-    const device::MigProfileInfo* p = nullptr;
-    for (const device::MigProfileInfo& q : profiles) {
-      if (SameProfile(q.name, name)) p = &q;
+    int q = -1;
+    for (size_t i = 0; i < profiles.size(); ++i) {
+      if (SameProfile(profiles[i].name, name)) q = static_cast<int>(i);
     }
-    if (p == nullptr) {
+    if (q < 0) {
       std::string known;
-      for (const device::MigProfileInfo& q : profiles) known += (known.empty() ? "" : " ") + q.name;
+      for (const device::MigProfileInfo& p : profiles) known += (known.empty() ? "" : " ") + p.name;
       return Status::InvalidArgument("this GPU has no MIG profile \"" + name +
                                      "\" (it has: " + known + ")");
     }
-    if (n > p->max_count) {
-      return Status::InvalidArgument(std::to_string(n) + "x " + p->name +
-                                     ": this GPU holds at most " + std::to_string(p->max_count));
+    if (n > profiles[q].max_count) {
+      return Status::InvalidArgument(std::to_string(n) + "x " + profiles[q].name +
+                                     ": this GPU holds at most " +
+                                     std::to_string(profiles[q].max_count));
     }
-    for (int i = 0; i < n; ++i) wanted.push_back(p);
+    for (int i = 0; i < n; ++i) wanted.push_back(q);
   }
-  std::stable_sort(wanted.begin(), wanted.end(), [](auto* a, auto* b) {
-    return a->memory_slices != b->memory_slices ? a->memory_slices > b->memory_slices
-                                                : a->starts.size() < b->starts.size();
-  });
+  // The search `vgpu mig plan` and the extender use (mig::PlanAdds): of every placement that
+  // holds them all, the one that keeps the most room for what could come next.
+  const mig::Plan plan = mig::PlanAdds(mig::Layout{&table, {}}, wanted);
+  if (!plan.all_fit) {
+    return Status::InvalidArgument("no placement holds " + Describe(counts) + " on this GPU (" +
+                                   std::to_string(table.memory_slices) + " memory slices)");
+  }
   std::vector<MigPlacement> out;
-  uint32_t occupied = 0;
-  std::function<bool(size_t)> place = [&](size_t i) {
-    if (i == wanted.size()) return true;
-    const device::MigProfileInfo& p = *wanted[i];
-    for (int start : p.starts) {
-      uint32_t mask = ((1u << p.memory_slices) - 1u) << start;
-      if (occupied & mask) continue;
-      // Same-profile instances in increasing start order: no permutation is tried twice.
-      if (!out.empty() && out.back().profile_id == p.profile_id && start < out.back().start)
-        continue;
-      occupied |= mask;
-      out.push_back({p.profile_id, p.name, start, p.memory_slices});
-      if (place(i + 1)) return true;
-      out.pop_back();
-      occupied &= ~mask;
-    }
-    return false;
-  };
-  if (!place(0)) {
-    return Status::InvalidArgument("no placement holds " + Describe(counts) +
-                                   " on this GPU (8 memory slices)");
+  for (const mig::Instance& inst : plan.result.instances) {
+    const device::MigProfileInfo& p = profiles[inst.profile];
+    out.push_back({p.profile_id, p.name, inst.start, p.memory_slices});
   }
-  std::sort(out.begin(), out.end(),
-            [](const MigPlacement& a, const MigPlacement& b) { return a.start < b.start; });
   return out;
 }
 
@@ -96,10 +114,13 @@ Result<MigApplyReport> ApplyStaticLayout(device::DeviceBackend* backend, int ind
   }
   Result<std::vector<device::MigProfileInfo>> profiles = backend->MigProfiles(index);
   if (!profiles) return profiles.error().WithContext(gpu);
-  Result<std::vector<MigPlacement>> plan = PlanStaticLayout(*profiles, counts);
-  if (!plan) return plan.error().WithContext(gpu);
   Result<std::vector<device::MigInstance>> have = backend->MigInstances(index);
   if (!have) return have.error().WithContext(gpu);
+  // Instances that already are exactly the requested ones stay where they are: placing them
+  // anew would change nothing but their UUIDs.
+  Result<std::vector<MigPlacement>> plan = KeptLayout(*have, counts);
+  if (plan->empty()) plan = PlanStaticLayout(*profiles, counts);
+  if (!plan) return plan.error().WithContext(gpu);
   auto in_plan = [&](const device::MigInstance& m) {
     for (const MigPlacement& p : *plan) {
       if (p.profile_id == m.profile_id && p.start == m.start && m.ci_id >= 0) return true;

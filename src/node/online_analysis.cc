@@ -90,7 +90,7 @@ struct OnlineAnalysis::Track {
   int64_t next_detect = 0;
   std::deque<Anomaly> reported;      // absolute slots
   std::deque<int64_t> leak_regions;  // the regions (LeakReach::region, absolute) of leaks reported
-  std::unique_ptr<analyze::AdaptiveEwma> forecast;
+  std::unique_ptr<analyze::AdaptiveForecast> forecast;
   double last_forecast = kNaN;
 
   int64_t end() const { return first + static_cast<int64_t>(values.size()); }
@@ -129,7 +129,7 @@ void OnlineAnalysis::Observe(const std::string& target, OnlineMetric metric, dou
     if (metric == OnlineMetric::kUtil && !IsSlice(target)) {
       analyze::ForecastOptions fo;
       fo.horizon = o_.horizon;
-      t->forecast = std::make_unique<analyze::AdaptiveEwma>(fo);
+      t->forecast = std::make_unique<analyze::AdaptiveForecast>(fo);
     }
   }
   if (t->pending >= 0 && t->pending < slot) Close(*t, slot);

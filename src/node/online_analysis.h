@@ -31,8 +31,8 @@
 // a later detection of the same kind at the same start (spikes) or within 5 slots of it (the
 // others) is the same anomaly; a leak is named by its region (LeakReach::region).
 //
-// Forecasts (per GPU and the node): the adaptive EWMA of forecast.h fed slot by slot, `horizon`
-// slots ahead; the same values as ForecastSeries on the whole series.
+// Forecasts (per GPU and the node): the adaptive forecaster of forecast.h fed slot by slot,
+// `horizon` slots ahead; the same values as ForecastSeries on the whole series.
 //
 // Right-sizing (per slice): Rightsize (rightsize.h) over the slices' memory rings, every
 // `rightsize_every` slots: a recommended limit (margin x the ring's peak) and the risk that the

@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "common/units.h"
+#include "node/metrics_catalog.h"
 #include "shm/arbiter.h"
 #include "shm/region_file.h"
 #include "shm/region_resize.h"
@@ -250,13 +251,11 @@ std::vector<NodeActionRecord> NodeActions::History() const {
 void NodeActions::AddMetrics(MetricsBuilder& m) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [k, n] : counts_) {
-    m.Add("vgpu_rule_actions_total", MetricType::kCounter,
-          "Tuning rule actions taken (fired or resolved), by outcome",
-          {{"rule", k[0]}, {"action", k[1]}, {"outcome", k[2]}}, static_cast<double>(n));
+    m.Add(metric::vgpu_rule_actions_total, {{"rule", k[0]}, {"action", k[1]}, {"outcome", k[2]}},
+          static_cast<double>(n));
   }
   for (const auto& [k, on] : firing_) {
-    m.Add("vgpu_rule_firing", MetricType::kGauge, "1 while the tuning rule fires for the target",
-          {{"rule", k.first}, {"target", k.second}}, on ? 1 : 0);
+    m.Add(metric::vgpu_rule_firing, {{"rule", k.first}, {"target", k.second}}, on ? 1 : 0);
   }
 }
 

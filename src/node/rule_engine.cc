@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/log.h"
+#include "node/metrics_catalog.h"
 #include "shm/arbiter.h"
 #include "shm/region_file.h"
 #include "shm/region_ops.h"
@@ -171,9 +172,8 @@ void RuleEngine::Round(const RuleInputs& in) {
 }
 
 void RuleEngine::AddMetrics(MetricsBuilder& m) const {
-  m.Add("vgpu_rule_evaluations_total", MetricType::kCounter,
-        "Evaluation rounds of the tuning rules (each samples the signals and evaluates every rule)",
-        {}, static_cast<double>(rounds_.load(std::memory_order_relaxed)));
+  m.Add(metric::vgpu_rule_evaluations_total, {},
+        static_cast<double>(rounds_.load(std::memory_order_relaxed)));
   actions_->AddMetrics(m);
 }
 

@@ -265,7 +265,7 @@ Status SliceManager::Init() {
   return Status::Ok();
 }
 
-Result<SliceRecord> SliceManager::Create(const SliceSpec& spec, int64_t now_unix) {
+Result<SliceRecord> SliceManager::Plan(const SliceSpec& spec, int64_t now_unix) const {
   if (!SafeName(spec.pod_uid)) {
     return Status::InvalidArgument("pod UID \"" + spec.pod_uid + "\" cannot name a directory");
   }
@@ -283,6 +283,13 @@ Result<SliceRecord> SliceManager::Create(const SliceSpec& spec, int64_t now_unix
   r.arbiter_dir = layout_.arbiter_dir;
   r.arbitrated = spec.HasComputeSettings() || layout_.arbitrate_all;
   r.created_unix = now_unix;
+  return r;
+}
+
+Result<SliceRecord> SliceManager::Create(const SliceSpec& spec, int64_t now_unix) {
+  auto planned = Plan(spec, now_unix);
+  if (!planned) return planned.error();
+  SliceRecord& r = *planned;
   const std::string region_dir = r.dir + "/" + RegionDirName(spec);
   std::error_code ec;
   fs::create_directories(region_dir, ec);
@@ -305,7 +312,7 @@ Result<SliceRecord> SliceManager::Create(const SliceSpec& spec, int64_t now_unix
   VGPU_RETURN_IF_ERROR(WriteFileAtomically(r.limits_path, LimitsFileText(r, layout_), 0444));
   VGPU_RETURN_IF_ERROR(CreateSliceRegion(r.region_path, spec));
   VGPU_RETURN_IF_ERROR(WriteFileAtomically(r.dir + "/slice.json", RecordToJson(r).dump(2), 0644));
-  return r;
+  return planned;
 }
 
 std::vector<SliceRecord> SliceManager::List() const {

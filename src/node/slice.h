@@ -143,6 +143,8 @@ class SliceManager {
   // Creates (or rewrites) the slice of one container. kInvalidArgument for a pod UID or
   // container name that cannot be a directory name.
   Result<SliceRecord> Create(const SliceSpec& spec, int64_t now_unix);
+  // The record Create() would make (names, paths, limits), touching nothing: the same errors.
+  Result<SliceRecord> Plan(const SliceSpec& spec, int64_t now_unix) const;
 
   // The slices on disk (directories whose slice.json reads back). A slice.json that did not
   // change since the last call (same inode, size and modification time) is not parsed again.

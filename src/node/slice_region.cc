@@ -65,6 +65,7 @@ RegionUsage UsageOf(const shm::Region* region, int device_count) {
     v.gate_wait_ns = t.gate_wait_ns;
     v.pause_wait_ns = t.pause_wait_ns;
     v.busy_ns = t.busy_ns;
+    v.last_kernel_ns = sc.last_kernel_ns;
     const shm::TenantControl& c = region->header.control;
     v.oom_refusals = shm::LoadU64(c.oom_refusals);
     v.launch_failures = shm::LoadU64(c.launch_failures);

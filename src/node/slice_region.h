@@ -35,6 +35,8 @@ struct SliceCounterValues {
   uint64_t launch_failures = 0;
   uint64_t held_launches = 0;
   std::vector<uint64_t> peak_bytes;  // highest charge per CUDA index
+  // CLOCK_MONOTONIC time of the slice's last gated kernel launch (region minor 5); 0: none.
+  uint64_t last_kernel_ns = 0;
 };
 
 struct RegionUsage {

@@ -85,7 +85,9 @@ inline std::vector<device::MigProfileInfo> MigProfilesOf(std::string_view model)
   std::vector<device::MigProfileInfo> out;
   for (const mig::Profile& p : mig::ModelByKey(model)->profiles) {
     out.push_back({p.profile_id, std::string(p.name), p.memory_slices, p.compute_slices, p.sm_count,
-                   static_cast<uint64_t>(p.memory_mib) << 20, p.max_count, p.Starts()});
+                   static_cast<uint64_t>(p.memory_mib) << 20, p.max_count, p.Starts(),
+                   p.engines.copy, p.engines.decoder, p.engines.encoder, p.engines.jpeg,
+                   p.engines.ofa});
   }
   return out;
 }

@@ -22,6 +22,7 @@ size_t PodRequestHash::operator()(const PodRequest& r) const {
   mix(static_cast<uint64_t>(r.num_gpus) << 32 | static_cast<uint32_t>(r.gpu_milli));
   mix(static_cast<uint64_t>(r.gpu_memory_mib));
   mix(r.models.bits());
+  mix(r.require_nvlink ? 1 : 0);
   return static_cast<size_t>(h ^ (h >> 29));
 }
 

@@ -58,6 +58,9 @@ struct PodRequest {
   int32_t gpu_milli = 0;       // per GPU, 1..1000 when num_gpus > 0, else 0
   int64_t gpu_memory_mib = 0;  // per GPU; 0 = not stated
   ModelSet models;             // allowed GPU models; empty = any
+  // The pod's GPUs must be NVLink-connected (vgpu.io/topology: require-nvlink,
+  // topo/nvlink_sets.h). The engine has no topology: the filters that know a node's enforce it.
+  bool require_nvlink = false;
 
   bool IsCpuOnly() const { return num_gpus == 0; }
   // A pod that takes part of one GPU (the FGD paper's "GPU-sharing" pod).

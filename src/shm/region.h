@@ -75,7 +75,11 @@
 //                             freed (exit, reclaim, repair), plus what processes counted while
 //                             they held no slot. Slice total = folded + the live slots' counters
 //       peak_used[16]    u64  the highest device_used[] ever reached, per device (under mutex)
-//       spare                 zero (2600..2623)
+//       last_kernel_ns   u64  (minor 5) the latest last_kernel_ns of the slots freed so far, and
+//                             of processes that launched while they held no slot: with the live
+//                             slots', the slice's last gated kernel launch; 0 = none (or a
+//                             library of an older minor)
+//       spare                 zero (2608..2623)
 //     resize           ResizeControl (minor 4, offsets 2624..2879): live overrides of the
 //                      immutable config, written by `vgpu resize` and the node daemon
 //                      (shm/region_resize.h) under `mutex` as a seqlock; libvgpu.so reads them
@@ -117,7 +121,9 @@
 //                         pid reuse
 //     pid_ns         u64  inode of the process's pid namespace (/proc/self/ns/pid)
 //     used[16]       u64  bytes this process has charged per device
-//     last_kernel_ns u64  reserved for compute sharing
+//     last_kernel_ns u64  (minor 5) CLOCK_MONOTONIC time of the process's last gated kernel
+//                         launch (the compute gate writes it, relaxed atomics; 0 = none); the
+//                         latest is kept in telemetry.last_kernel_ns when the slot is freed
 //     counters       ProcCounters (minor 4, offset 160, 88 bytes): what this process counted,
 //                    written by it alone with relaxed atomics (no lock); folded into
 //                    telemetry.folded when the slot is freed, so no count is lost:
@@ -157,7 +163,7 @@ namespace vgpu::shm {
 
 inline constexpr uint64_t kRegionMagic = 0x45434c5355504756ULL;  // "VGPUSLCE" little-endian
 inline constexpr uint32_t kRegionMajor = 1;
-inline constexpr uint32_t kRegionMinor = 4;
+inline constexpr uint32_t kRegionMinor = 5;
 inline constexpr int kMaxDevices = 16;
 inline constexpr int kMaxProcs = 1024;
 inline constexpr uint64_t kNoLimit = ~0ULL;
@@ -246,7 +252,8 @@ struct SliceTelemetry {
   uint32_t slots_hint;
   ProcCounters folded;
   uint64_t peak_used[kMaxDevices];
-  uint8_t spare[256 - 232];
+  uint64_t last_kernel_ns;  // minor 5
+  uint8_t spare[256 - 240];
 };
 static_assert(sizeof(SliceTelemetry) == 256);
 
@@ -354,7 +361,8 @@ static_assert(offsetof(RegionHeader, control) == 2304);
 static_assert(offsetof(RegionHeader, telemetry) == 2368);
 static_assert(offsetof(RegionHeader, telemetry) + offsetof(SliceTelemetry, folded) == 2384);
 static_assert(offsetof(RegionHeader, telemetry) + offsetof(SliceTelemetry, peak_used) == 2472);
-static_assert(offsetof(RegionHeader, telemetry) + offsetof(SliceTelemetry, spare) == 2600);
+static_assert(offsetof(RegionHeader, telemetry) + offsetof(SliceTelemetry, last_kernel_ns) == 2600);
+static_assert(offsetof(RegionHeader, telemetry) + offsetof(SliceTelemetry, spare) == 2608);
 static_assert(offsetof(RegionHeader, resize) == 2624);
 static_assert(offsetof(RegionHeader, spill) == 2880);
 static_assert(offsetof(SpillState, spilled_bytes) == 8);

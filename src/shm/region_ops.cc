@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
@@ -41,6 +42,8 @@ constexpr int kCounterFields = sizeof(ProcCounters) / sizeof(uint64_t);
 // seqlock (readers retry while fold_seq is odd or moved). REQUIRES: region mutex held.
 void FoldCountersLocked(Region* region, ProcSlot& slot) {
   SliceTelemetry& t = region->header.telemetry;
+  const uint64_t last = LoadU64(slot.last_kernel_ns);
+  if (last > LoadU64(t.last_kernel_ns)) StoreU64(t.last_kernel_ns, last);
   uint64_t* from = CounterFields(slot.counters);
   uint64_t* to = CounterFields(t.folded);
   bool any = false;
@@ -335,17 +338,20 @@ bool ReadSliceCounters(const Region* region, SliceCounters* out) {
       for (int i = 0; i < kCounterFields; ++i) s[i] += LoadU64(f[i]);
     };
     add(t.folded);
+    uint64_t last = LoadU64(t.last_kernel_ns);
     int live = 0;
     const int n = SlotsToScan(region);
     for (int i = 0; i < n; ++i) {
       const ProcSlot& slot = region->slots[i];
       if (LoadPid(slot) == 0) continue;
       add(slot.counters);
+      last = std::max(last, LoadU64(slot.last_kernel_ns));
       ++live;
     }
     std::atomic_thread_fence(std::memory_order_acquire);
     if (std::atomic_ref<uint64_t>(seq_field).load(std::memory_order_relaxed) != before) continue;
     out->totals = sum;
+    out->last_kernel_ns = last;
     out->processes = live;
     out->counting = (LoadU32(t.flags) & kTelemetryCounting) != 0;
     for (int d = 0; d < kMaxDevices; ++d) out->peak_used[d] = LoadU64(t.peak_used[d]);

@@ -79,6 +79,9 @@ struct SliceCounters {
   uint64_t peak_used[kMaxDevices] = {};
   int processes = 0;      // live slots
   bool counting = false;  // a counting libvgpu.so has joined (kTelemetryCounting)
+  // CLOCK_MONOTONIC time of the slice's last gated kernel launch, by any of its processes,
+  // living or gone (minor 5); 0 = none recorded.
+  uint64_t last_kernel_ns = 0;
 };
 bool ReadSliceCounters(const Region* region, SliceCounters* out);
 // How many slots from 0 a reader must look at (telemetry.slots_hint; all when it is unset).

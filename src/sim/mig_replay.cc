@@ -20,7 +20,7 @@ struct Node {
 int FreeSlices(const mig::Layout& l) {
   int used = 0;
   for (const mig::Instance& i : l.instances) used += l.table->profiles[i.profile].memory_slices;
-  return mig::kMemorySlices - used;
+  return l.table->memory_slices - used;
 }
 
 struct Running {
@@ -76,7 +76,7 @@ Result<MigReplayResult> RunMigReplay(const std::vector<sched::NodeSpec>& specs,
   out.nodes = nodes.size();
   out.asked_by_profile.assign(table.profiles.size(), 0);
   out.accepted_by_profile.assign(table.profiles.size(), 0);
-  const double total_slices = static_cast<double>(out.gpus) * mig::kMemorySlices;
+  const double total_slices = static_cast<double>(out.gpus) * table.memory_slices;
   mig::RequestMix mix(table);
   std::priority_queue<Running, std::vector<Running>, std::greater<>> running;
   int64_t used_slices = 0, last_us = 0;

@@ -157,6 +157,18 @@ Result<ReplayResult> RunReplay(const ReplayInput& input, const ReplayConfig& cfg
   args.params = cfg.policy_params;
   auto made = sched::BuiltinPolicies().Create(cfg.policy, args);
   if (!made) return made.error();
+  // Pods that require NVLink need the links of their node (replay_topology.h).
+  int64_t nvlink_jobs = 0;
+  for (const PodRequest& r : req) nvlink_jobs += r.require_nvlink ? 1 : 0;
+  if (nvlink_jobs > 0) {
+    if (placer == nullptr) {
+      return Status::InvalidArgument(
+          std::to_string(nvlink_jobs) +
+          " pod(s) require NVLink (vgpu.io/topology: require-nvlink); the replay knows the links "
+          "only with server shapes (--topology)");
+    }
+    (*made)->filters.push_back(std::make_unique<NvlinkFilter>(placer.get()));
+  }
   auto scheduler = sched::Scheduler::Create(&cluster, std::move(*made), order);
   if (!scheduler) return scheduler.error();
 

@@ -285,6 +285,39 @@ TEST(ReplayTopology, WorseConnectedSetsRunLongerByTheCommunicationShare) {
   EXPECT_DOUBLE_EQ(unshaped.topology.jct_mean_s, 100.0);
 }
 
+// Pods that require NVLink (vgpu.io/topology: require-nvlink): on the rtx8000x4 box (NV2
+// bridges 0-3 and 1-2; 0-1 and 2-3 are PCIe) the lowest-index rule gives 2-GPU pods PCIe pairs,
+// but with the requirement each gets a bridge, whatever the rule; a 4-GPU pod that requires
+// NVLink fits no node (no NVLink ring of four) and is left out; without shapes the replay refuses
+// such pods.
+TEST(ReplayTopology, RequireNvlinkPodsGetConnectedSetsOrNoNode) {
+  ReplayInput in;
+  in.nodes = {Node("n0", 64000, 4)};
+  in.jobs = {Job("p1", 0, 100, 2, 1000), Job("p2", 1, 100, 2, 1000), Job("big", 2, 100, 4, 1000)};
+  ReplayConfig c;
+  c.policy = "bestfit";
+  c.horizon_us = 1000 * kS;
+  c.topology.shapes = {"rtx8000x4"};
+  c.topology.comm_share = 0.5;
+  c.topology.choice = GpuChoice::kLowestIndex;
+  auto plain = RunReplay(in, c);
+  ASSERT_TRUE(plain.has_value()) << plain.error().message();
+  EXPECT_EQ(plain->unplaceable, 0);
+  EXPECT_LT(plain->topology.best_share, 0.5);  // both pairs on PCIe
+  for (ReplayJob& j : in.jobs) j.request.require_nvlink = j.request.num_gpus >= 2;
+  auto nvlink = RunReplay(in, c);
+  ASSERT_TRUE(nvlink.has_value()) << nvlink.error().message();
+  EXPECT_EQ(nvlink->unplaceable, 1);  // the 4-GPU pod
+  EXPECT_EQ(nvlink->topology.multi_jobs, 2);
+  EXPECT_DOUBLE_EQ(nvlink->topology.best_share, 1.0);
+  EXPECT_DOUBLE_EQ(nvlink->topology.bandwidth_ratio, 1.0);
+  c.topology.shapes.clear();
+  auto no_shapes = RunReplay(in, c);
+  ASSERT_FALSE(no_shapes.has_value());
+  EXPECT_NE(no_shapes.error().message().find("3 pod(s) require NVLink"), std::string::npos)
+      << no_shapes.error().message();
+}
+
 TEST(ReplayTopology, BadModelsAreRefusedNamingTheField) {
   TopologyModel m;
   m.shapes = {"dgx-9000"};

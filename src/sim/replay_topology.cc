@@ -4,6 +4,7 @@
 
 #include "topo/besteffort.h"
 #include "topo/choose.h"
+#include "topo/nvlink_sets.h"
 #include "topo/presets.h"
 
 namespace vgpu::sim {
@@ -65,6 +66,7 @@ Result<std::unique_ptr<TopologyPlacer>> TopologyPlacer::Create(const sched::Clus
     const topo::GpuMask all = (topo::GpuMask{1} << ev->size()) - 1;
     for (int k = 2; k <= ev->size(); ++k) best[k] = topo::BestBusBandwidth(*ev, all, k);
     p->best_.push_back(std::move(best));
+    p->nvlink_.push_back(topo::NvlinkAdjacency(ev->topology()));
     p->shapes_.push_back(std::move(ev));
   }
   std::vector<int> seen_of_size(65, 0);  // nodes of each GPU count met so far
@@ -122,6 +124,17 @@ sched::GpuSet TopologyPlacer::Choose(const sched::Cluster& cluster, sched::NodeI
     chosen = 0;
     for (int g : set) chosen |= sched::GpuSet{1} << g;
   }
+  // The requirement wins over the choice rule (NvlinkFilter let the pod here: a set exists).
+  const std::vector<topo::GpuMask>& nvlink = nvlink_[static_cast<size_t>(shape)];
+  if (r.require_nvlink && !topo::NvlinkConnected(nvlink, static_cast<topo::GpuMask>(chosen))) {
+    topo::ChooseOptions options;
+    options.require_nvlink = true;
+    const std::vector<int> connected = topo::ChooseSet(ev, fit_mask, r.num_gpus, {}, options).gpus;
+    if (static_cast<int>(connected.size()) == r.num_gpus) {
+      chosen = 0;
+      for (int g : connected) chosen |= sched::GpuSet{1} << g;
+    }
+  }
   const double best = best_[static_cast<size_t>(shape)][static_cast<size_t>(r.num_gpus)];
   topo::GpuMask mask = 0;
   for (int g : sched::GpuIndices(chosen)) mask |= topo::GpuMask{1} << g;
@@ -131,6 +144,23 @@ sched::GpuSet TopologyPlacer::Choose(const sched::Cluster& cluster, sched::NodeI
     *run_factor = (1.0 - model_.comm_share) + model_.comm_share * best / bw;
   }
   return chosen;
+}
+
+bool TopologyPlacer::HasNvlinkSet(const sched::Cluster& cluster, sched::NodeId node,
+                                  const sched::PodRequest& r) const {
+  if (!Shaped(node)) return false;
+  topo::GpuMask fit = 0;
+  auto gpus = cluster.gpus(node);
+  for (size_t i = 0; i < gpus.size() && i < 32; ++i) {
+    if (sched::Cluster::GpuFits(r, gpus[i], sched::FitOptions{})) fit |= topo::GpuMask{1} << i;
+  }
+  return topo::FindNvlinkSet(nvlink_[static_cast<size_t>(shape_of_[node])], fit, r.num_gpus) != 0;
+}
+
+bool NvlinkFilter::Filter(const sched::PodRequest& r, const sched::Cluster& c,
+                          sched::NodeId n) const {
+  if (!r.require_nvlink || r.num_gpus < 2) return true;
+  return placer_ != nullptr && placer_->HasNvlinkSet(c, n, r);
 }
 
 }  // namespace vgpu::sim

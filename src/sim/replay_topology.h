@@ -21,6 +21,13 @@
 //   besteffort    go-gpuallocator's besteffort (topo/besteffort.h)
 // On nodes without a shape, and for single-GPU pods, the policy's choice stands.
 //
+// Pods that require NVLink (sched::PodRequest::require_nvlink: the trace's `topology` column or
+// `vgpu sim --require-nvlink`, docs/topology.md "Requiring NVLink") go only on shaped nodes
+// where the GPUs that fit them hold an NVLink-connected set (NvlinkFilter, the extender's rule),
+// and get such a set whatever the choice rule (the rule's own set when it is connected, else
+// topo::ChooseSet's with require_nvlink). A node without a shape has no known links: it never
+// takes them.
+//
 // Thread safety: a TopologyPlacer belongs to one run (its Evaluators memoise).
 #pragma once
 
@@ -31,6 +38,7 @@
 
 #include "common/result.h"
 #include "sched/cluster.h"
+#include "sched/framework.h"
 #include "topo/bandwidth.h"
 
 namespace vgpu::sim {
@@ -73,12 +81,29 @@ class TopologyPlacer {
                        const sched::PodRequest& request, sched::GpuSet policy_gpus,
                        double* run_factor, double* bandwidth_ratio);
   bool Shaped(sched::NodeId node) const { return node < shape_of_.size() && shape_of_[node] >= 0; }
+  // Whether the GPUs of `node` that fit one share of `request` hold an NVLink-connected set of
+  // its size (false on a node without a shape).
+  bool HasNvlinkSet(const sched::Cluster& cluster, sched::NodeId node,
+                    const sched::PodRequest& request) const;
 
  private:
   TopologyModel model_;
   std::vector<std::unique_ptr<topo::Evaluator>> shapes_;  // one per distinct preset
   std::vector<int> shape_of_;                             // per node: index into shapes_, or -1
+  std::vector<std::vector<topo::GpuMask>> nvlink_;        // per shape: NVLink adjacency
   std::vector<std::vector<double>> best_;                 // per shape, per k: best_k
+};
+
+// The placement engine's filter for require_nvlink pods (TopologyPlacer::HasNvlinkSet); others
+// pass. `placer` may be null (no shapes): such pods then go nowhere.
+class NvlinkFilter final : public sched::FilterPlugin {
+ public:
+  explicit NvlinkFilter(const TopologyPlacer* placer) : placer_(placer) {}
+  std::string_view Name() const override { return "vgpu-require-nvlink"; }
+  bool Filter(const sched::PodRequest& r, const sched::Cluster& c, sched::NodeId n) const override;
+
+ private:
+  const TopologyPlacer* placer_;
 };
 
 }  // namespace vgpu::sim

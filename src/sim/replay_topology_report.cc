@@ -39,13 +39,14 @@ std::vector<TopologyRow> SummarizeTopology(
       r.jct_mean_s += o.jct_mean_s;
       r.multi_jct_mean_s += o.multi_jct_mean_s;
       r.multi_jct_p99_s += o.multi_jct_p99_s;
+      r.unplaceable += static_cast<double>(run.result.unplaceable);
       ++counts[i - first];
     }
     for (size_t i = first; i < rows.size(); ++i) {
       const double n = counts[i - first];
       TopologyRow& r = rows[i];
       for (double* v : {&r.multi_jobs, &r.bandwidth_ratio, &r.run_factor, &r.best_share,
-                        &r.jct_mean_s, &r.multi_jct_mean_s, &r.multi_jct_p99_s}) {
+                        &r.jct_mean_s, &r.multi_jct_mean_s, &r.multi_jct_p99_s, &r.unplaceable}) {
         *v /= n;
       }
     }
@@ -126,6 +127,7 @@ std::string TopologyJson(const std::vector<TopologyRow>& rows, const ReplayPlan&
     o["bandwidth_ratio"] = r.bandwidth_ratio;
     o["run_factor"] = r.run_factor;
     o["best_share"] = r.best_share;
+    o["unplaceable"] = r.unplaceable;
     o["jct_mean_s"] = r.jct_mean_s;
     o["multi_jct_mean_s"] = r.multi_jct_mean_s;
     o["multi_jct_p99_s"] = r.multi_jct_p99_s;

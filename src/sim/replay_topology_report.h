@@ -19,6 +19,7 @@ struct TopologyRow {
   Allocation allocation = Allocation::kShared;
   double multi_jobs = 0, bandwidth_ratio = 0, run_factor = 0, best_share = 0;
   double jct_mean_s = 0, multi_jct_mean_s = 0, multi_jct_p99_s = 0;
+  double unplaceable = 0;  // pods that fit no node of the empty cluster (NVLink requirements)
 };
 
 // Means over seeds, in the order of `experiments` and then grid order.

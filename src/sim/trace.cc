@@ -4,6 +4,7 @@
 
 #include "common/csv.h"
 #include "common/quote.h"
+#include "topo/nvlink_sets.h"
 
 namespace vgpu::sim {
 
@@ -90,6 +91,7 @@ Result<std::vector<TracePod>> LoadPodList(const std::string& path,
     col[i] = *c;
   }
   const int spec_col = t.FindColumn("gpu_spec");
+  const int topology_col = t.FindColumn("topology");
   if (t.num_rows() == 0) return NoRows(t, "pods");
   std::vector<TracePod> pods;
   pods.reserve(t.num_rows());
@@ -120,6 +122,16 @@ Result<std::vector<TracePod>> LoadPodList(const std::string& path,
       auto set = models.ParseSet(t.Field(row, spec_col));
       if (!set) return t.FieldError(row, spec_col, set.error().message());
       r.models = *set;
+    }
+    if (topology_col >= 0) {
+      auto nvlink = topo::ParseTopologyAnnotation(t.Field(row, topology_col));
+      if (!nvlink) return t.FieldError(row, topology_col, nvlink.error().message());
+      if (*nvlink && r.num_gpus < 2) {
+        return t.FieldError(
+            row, topology_col,
+            "require-nvlink needs 2 or more GPUs, the pod asks for " + std::to_string(r.num_gpus));
+      }
+      r.require_nvlink = *nvlink;
     }
     pods.push_back(std::move(p));
   }

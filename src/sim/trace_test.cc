@@ -56,6 +56,34 @@ TEST(Trace, LoadsPodsWithAndWithoutSpecColumn) {
   EXPECT_TRUE((*five)[0].request.models.IsAny());
 }
 
+// The optional topology column: vgpu.io/topology's value per pod.
+TEST(Trace, TopologyColumnRequiresNvlink) {
+  sched::ModelRegistry models;
+  ASSERT_TRUE(LoadNodeList(TempCsv("n.csv", kNodes), &models).has_value());
+  auto pods = LoadPodList(TempCsv("t.csv",
+                                  "name,cpu_milli,memory_mib,num_gpu,gpu_milli,topology\n"
+                                  "p1,1000,100,2,1000,require-nvlink\n"
+                                  "p2,1000,100,2,1000,\n"),
+                          models);
+  ASSERT_TRUE(pods.has_value()) << pods.error().message();
+  EXPECT_TRUE((*pods)[0].request.require_nvlink);
+  EXPECT_FALSE((*pods)[1].request.require_nvlink);
+  auto bad = LoadPodList(TempCsv("t2.csv",
+                                 "name,cpu_milli,memory_mib,num_gpu,gpu_milli,topology\n"
+                                 "p1,1000,100,2,1000,nvlink\n"),
+                         models);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message().find(":2: column 'topology' (6): vgpu.io/topology: \"nvlink\""),
+            std::string::npos)
+      << bad.error().message();
+  auto one = LoadPodList(TempCsv("t3.csv",
+                                 "name,cpu_milli,memory_mib,num_gpu,gpu_milli,topology\n"
+                                 "p1,1000,100,1,500,require-nvlink\n"),
+                         models);
+  ASSERT_FALSE(one.has_value());
+  EXPECT_NE(one.error().message().find("require-nvlink needs 2 or more GPUs"), std::string::npos);
+}
+
 struct BadCase {
   const char* name;
   const char* text;

@@ -421,8 +421,11 @@ Result<Config> ParseConfigText(std::string_view text, std::string_view file_name
     if (!d.mig_layout.empty()) {
       const mig::ModelTable* table = MigTableFor(d);
       if (table == nullptr) {
-        return Status::InvalidArgument(Where(file_name, line_number, 1) + ": model " + d.model +
-                                       " has no MIG profiles");
+        return Status::InvalidArgument(
+            Where(file_name, line_number, 1) + ": mig_layout: the device has no MIG table: " +
+            mig::IdentifyModel(
+                {d.name, static_cast<int64_t>(d.memory_bytes >> 20), d.pci_device_id})
+                .why);
       }
       if (!d.mig_enabled) {
         return Status::InvalidArgument(Where(file_name, line_number, 1) +

@@ -143,6 +143,10 @@ TEST(SimgpuConfig, MigKeys) {
       {"model=h200 mig_layout=3g.71gb@0\n", "m.conf:1:1: mig_layout needs mig=on"},
       {"model=h200 mig=on mig_layout=3g.71gb@0,2g.35gb@2\n", "m.conf:1:1: mig_layout: "},
       {"model=h200 mig=on mig_layout=1g.10gb@0\n", "1g.10gb"},
+      // Identified exactly: an H100 preset with another memory size is no table's model.
+      {"model=h100 memory=8GiB mig=on mig_layout=1g.10gb@0\n",
+       "m.conf:1:1: mig_layout: the device has no MIG table: \"vgpu simulated H100 (8 GiB)\" with "
+       "8192 MiB, PCI device 0x233010DE: not a MIG model vgpu has a table for"},
   };
   for (const Case& b : bad) {
     Result<Config> r = ParseConfigText(b.text, "m.conf");

@@ -8,18 +8,14 @@ namespace {
 
 constexpr uint32_t kCiSlices[] = {1, 2, 3, 4, 7};  // CI profile ids 0..4
 
-std::string_view ModelKey(const DeviceSpec& spec) {
-  if (spec.model == "h200") return "H200";
-  if (spec.model == "a100") return spec.memory_bytes > (48ULL << 30) ? "A100-80GB" : "A100-40GB";
-  if (spec.model == "h100") return spec.memory_bytes > (88ULL << 30) ? "H100-94GB" : "H100-80GB";
-  return "";
-}
-
 }  // namespace
 
+// The simulated device identifies itself as a real one does: its name, total memory and PCI
+// device id (mig::IdentifyModel), so only the presets' own memory sizes have MIG.
 const mig::ModelTable* MigTableFor(const DeviceSpec& spec) {
-  std::string_view key = ModelKey(spec);
-  return key.empty() ? nullptr : mig::ModelByKey(key);
+  return mig::IdentifyModel(
+             {spec.name, static_cast<int64_t>(spec.memory_bytes >> 20), spec.pci_device_id})
+      .table;
 }
 
 bool MigModeTogglesWithoutReset(const DeviceSpec& spec) { return spec.cc_major >= 9; }

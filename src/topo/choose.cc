@@ -5,6 +5,8 @@
 #include <functional>
 #include <set>
 
+#include "topo/nvlink_sets.h"
+
 namespace vgpu::topo {
 namespace {
 
@@ -183,6 +185,14 @@ SetChoice ChooseSet(Evaluator& ev, GpuMask free, int k, const CommPattern& patte
                     const ChooseOptions& options) {
   SetChoice choice;
   if (k < 1 || MaskCount(free) < k) return choice;
+  std::vector<GpuMask> nvlink;  // adjacency, with require_nvlink
+  if (options.require_nvlink) {
+    nvlink = NvlinkAdjacency(ev.topology());
+    if (FindNvlinkSet(nvlink, free, k) == 0) return choice;
+  }
+  const auto allowed = [&](GpuMask set) {
+    return !options.require_nvlink || NvlinkConnected(nvlink, set);
+  };
   if (MaskCount(free) == k) {  // one set only
     std::vector<int> gpus = MaskGpus(free);
     choice.bus_bandwidth_gbps = ev.RingBusBandwidth(free);
@@ -190,13 +200,22 @@ SetChoice ChooseSet(Evaluator& ev, GpuMask free, int k, const CommPattern& patte
     return choice;
   }
   if (options.uniform_shortcut && UniformPairs(ev, free)) {
-    std::vector<int> gpus = MaskGpus(FewestNumaLowestIndices(ev, free, k));
-    choice.bus_bandwidth_gbps = ev.RingBusBandwidth(GpusMask(gpus));
-    choice.gpus = BestRankOrder(ev, pattern, gpus, &choice.comm_seconds);
-    return choice;
+    const GpuMask set = FewestNumaLowestIndices(ev, free, k);
+    if (allowed(set)) {  // with require_nvlink: uniform pairs are NVLink, or the search decides
+      std::vector<int> gpus = MaskGpus(set);
+      choice.bus_bandwidth_gbps = ev.RingBusBandwidth(set);
+      choice.gpus = BestRankOrder(ev, pattern, gpus, &choice.comm_seconds);
+      return choice;
+    }
   }
   bool exact = true;
   std::vector<GpuMask> candidates = Candidates(ev, free, k, &exact);
+  if (options.require_nvlink) {
+    std::erase_if(candidates, [&](GpuMask m) { return !allowed(m); });
+    // The beam search may miss every NVLink-connected set on a large node: one exists (checked
+    // above), so the search's own stands in.
+    if (candidates.empty()) candidates.push_back(FindNvlinkSet(nvlink, free, k));
+  }
   // For patterns with an order, a full permutation search per set is bounded: the 16 best sets
   // by ring bandwidth are searched when the total would exceed ~200k orderings.
   bool ordered = pattern.OrderMatters() && k >= 2;

@@ -40,6 +40,9 @@ struct ChooseOptions {
   // (1) and on (2), so the choice is decided by (3) alone: the search is skipped. The answer is
   // the same as without the shortcut (choose_test checks it on every free mask).
   bool uniform_shortcut = true;
+  // Only NVLink-connected sets (topo/nvlink_sets.h) count; none: the choice is empty. For
+  // `vgpu.io/topology: require-nvlink` pods (k >= 2).
+  bool require_nvlink = false;
 };
 
 struct SetChoice {
@@ -50,7 +53,7 @@ struct SetChoice {
 };
 
 // Chooses `k` GPUs among `free` (a mask of the node's free GPUs). Empty gpus when fewer than k
-// are free or k < 1.
+// are free or k < 1, or, with require_nvlink, when no k of them are NVLink-connected.
 SetChoice ChooseSet(Evaluator& evaluator, GpuMask free, int k, const CommPattern& pattern = {},
                     const ChooseOptions& options = {});
 

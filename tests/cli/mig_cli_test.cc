@@ -30,6 +30,34 @@ TEST(MigCli, ProfilesTableAndJson) {
   EXPECT_EQ(doc["profiles"][1]["resource"], "nvidia.com/mig-1g.10gb.me");
 }
 
+// Models by exact name: a GH200 prints its own table, an H100 PCIe its 114-SM table; a
+// MIG-capable model without a table, or a shorthand, exits 2 saying why.
+TEST(MigCli, ProfilesOfTheExactModelOnly) {
+  auto gh = RunCommand(kVgpu + " mig profiles --model 'NVIDIA GH200 480GB' --json");
+  ASSERT_EQ(gh.exit_code, 0) << gh.err;
+  const auto doc = nlohmann::json::parse(gh.out);
+  EXPECT_EQ(doc["model"], "GH200-96GB");
+  EXPECT_EQ(doc["profiles"][0]["name"], "1g.12gb");
+  EXPECT_EQ(doc["profiles"][6]["name"], "7g.96gb");
+  EXPECT_EQ(doc["pci_device_ids"][0], "0x234210DE");
+  auto pcie = RunCommand(kVgpu + " mig profiles --model 'NVIDIA H100 PCIe' --json");
+  ASSERT_EQ(pcie.exit_code, 0) << pcie.err;
+  EXPECT_EQ(nlohmann::json::parse(pcie.out)["sm_count"], 114);
+  auto untabled = RunCommand(kVgpu + " mig profiles --model 'NVIDIA GH200 144G HBM3e'");
+  EXPECT_EQ(untabled.exit_code, 2);
+  EXPECT_NE(untabled.err.find("vgpu has no MIG table for the NVIDIA GH200 144G HBM3e"),
+            std::string::npos)
+      << untabled.err;
+  auto shorthand = RunCommand(kVgpu + " mig profiles --model H100");
+  EXPECT_EQ(shorthand.exit_code, 2);
+  EXPECT_NE(shorthand.err.find("unknown model 'H100' (known: A30,"), std::string::npos)
+      << shorthand.err;
+  auto a30 = RunCommand(kVgpu + " mig profiles --model A30");
+  ASSERT_EQ(a30.exit_code, 0) << a30.err;
+  EXPECT_NE(a30.out.find("4 memory slices, 4 compute slices"), std::string::npos) << a30.out;
+  EXPECT_NE(a30.out.find("2/4"), std::string::npos) << a30.out;
+}
+
 TEST(MigCli, PlanPlacesOrNamesTheBlockingSlices) {
   auto ok = RunCommand(kVgpu + " mig plan --model H200 --layout 3g.71gb@0 --add 2g.35gb --json");
   ASSERT_EQ(ok.exit_code, 0) << ok.err;

@@ -451,7 +451,7 @@ class DraMigTest : public DraPluginTest {
  protected:
   void SetUp() override {
     for (const device::DeviceInfo& g : Gpus()) fake_.AddDevice(g);
-    fake_.SetMigProfiles(0, TableMigProfiles(Gpus()[0].name));
+    fake_.SetMigProfiles(0, TableMigProfiles(Gpus()[0]));
     auto modes = node::ParseGpuModeConfig(
         "version: v1\ngpus:\n  - devices: [0]\n    mode: mig-dynamic\n", "modes.yaml");
     ASSERT_TRUE(modes.has_value()) << modes.error().ToString();

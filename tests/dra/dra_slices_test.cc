@@ -21,6 +21,14 @@ using testing::TestAllocator;
 using testing::TestRequest;
 using testing::ValidateResourceSlices;
 
+// A GPU as NVML names it, with its total memory.
+device::DeviceInfo Named(const std::string& name, uint64_t memory_mib) {
+  device::DeviceInfo d;
+  d.name = name;
+  d.memory_total_bytes = memory_mib << 20;
+  return d;
+}
+
 std::vector<SliceGpu> Gpus(int n, const std::string& model = "NVIDIA H100 80GB HBM3") {
   std::vector<SliceGpu> out;
   for (int i = 0; i < n; ++i) {
@@ -53,7 +61,7 @@ std::vector<SliceGpu> GoldenGpus() {
       {1, "MIG-11111111-2222-3333-4444-000000000000", 1, 0, 5, "4g.40gb", 0, 4, 40448ULL << 20, 64},
   });
   std::vector<device::MigProfileInfo> two;
-  for (const device::MigProfileInfo& p : TableMigProfiles(gpus[2].info.name)) {
+  for (const device::MigProfileInfo& p : TableMigProfiles(gpus[2].info)) {
     if (p.name == "3g.40gb" || p.name == "7g.80gb") two.push_back(p);
   }
   gpus[2].mig_devices = DynamicMigDevices(two);
@@ -92,7 +100,7 @@ TEST(ResourceSlices, StayWithinLimitsOnLargeNodes) {
     std::vector<SliceGpu> gpus = Gpus(n, "NVIDIA H200");
     for (SliceGpu& g : gpus) {
       g.info.memory_total_bytes = 143771ULL << 20;  // what NVML reports for an H200
-      g.mig_devices = DynamicMigDevices(TableMigProfiles(g.info.name));
+      g.mig_devices = DynamicMigDevices(TableMigProfiles(g.info));
     }
     ASSERT_EQ(gpus[0].mig_devices.size(), 25u);
     const std::vector<json> slices = BuildResourceSlices("node-m", kDriverName, gpus, 1);
@@ -116,7 +124,8 @@ TEST(GpuOffers, StaticAndDynamicMigDevices) {
   EXPECT_EQ(fixed[1].memory_slices, 4);
   EXPECT_EQ(fixed[1].profile_id, 9);
   // H200: 7 + 7 + 4 + 3 + 2 + 1 + 1 placements.
-  const std::vector<MigDeviceSpec> all = DynamicMigDevices(TableMigProfiles("NVIDIA H200"));
+  const std::vector<MigDeviceSpec> all =
+      DynamicMigDevices(TableMigProfiles(Named("NVIDIA H200", 143771)));
   ASSERT_EQ(all.size(), 25u);
   std::map<std::string, int> per_profile;
   for (const MigDeviceSpec& m : all) ++per_profile[m.profile];
@@ -128,7 +137,10 @@ TEST(GpuOffers, StaticAndDynamicMigDevices) {
                                                      {"4g.71gb", 1},
                                                      {"7g.141gb", 1}}));
   EXPECT_EQ(MigDeviceName(0, all.back()), "gpu-0-mig-7g-141gb-0");
-  EXPECT_TRUE(TableMigProfiles("NVIDIA L4").empty());
+  EXPECT_TRUE(TableMigProfiles(Named("NVIDIA L4", 23034)).empty());
+  // Only the exact model's table: the GH200 480GB has its own, the 144G none.
+  EXPECT_EQ(TableMigProfiles(Named("NVIDIA GH200 480GB", 97871)).front().name, "1g.12gb");
+  EXPECT_TRUE(TableMigProfiles(Named("NVIDIA GH200 144G HBM3e", 146944)).empty());
 }
 
 TEST(ResourceSlices, LeaveOutUnhealthyGpusAndNonMigCounters) {
@@ -197,7 +209,7 @@ namespace {
 // A mig-dynamic H100 80GB: the software device and every MIG placement (25).
 SliceGpu H100WithMig() {
   SliceGpu g = Gpus(1)[0];
-  g.mig_devices = DynamicMigDevices(TableMigProfiles(g.info.name));
+  g.mig_devices = DynamicMigDevices(TableMigProfiles(g.info));
   return g;
 }
 
@@ -252,6 +264,87 @@ TEST(MigDevices, AndSoftwareSlicesExcludeEachOtherPerGpu) {
   ASSERT_TRUE(m2) << why;
   EXPECT_EQ(m2->at("status")["allocation"]["devices"]["results"][0]["device"],
             "gpu-0-mig-1g-10gb-1");
+}
+
+}  // namespace
+}  // namespace vgpu::dra
+
+namespace vgpu::dra {
+namespace {
+
+// Kubernetes 1.34 takes a device's counter sets only from the device's own slice (at most 32
+// counters in all of a slice's sets); 1.35 refuses a slice with both devices and counter sets.
+// Each layout passes the rules of its release and breaks the other's.
+TEST(SliceLayouts, EachReleaseGetsALayoutItAccepts) {
+  const std::vector<SliceGpu> gpus = GoldenGpus();
+  const auto apart =
+      BuildResourceSlices("node-a", kDriverName, gpus, 1, SliceLayout::kCountersApart);
+  const auto with =
+      BuildResourceSlices("node-a", kDriverName, gpus, 1, SliceLayout::kCountersWithDevices);
+  EXPECT_EQ(ValidateResourceSlices(apart, 35), std::vector<std::string>{});
+  EXPECT_EQ(ValidateResourceSlices(with, 34), std::vector<std::string>{});
+  EXPECT_NE(ValidateResourceSlices(apart, 34), std::vector<std::string>{});
+  EXPECT_NE(ValidateResourceSlices(with, 35), std::vector<std::string>{});
+  // 1.34: the three MIG-capable GPUs' 30 counters and their 7 devices in one slice.
+  ASSERT_EQ(with.size(), 1u);
+  EXPECT_EQ(with[0]["metadata"]["name"], "node-a-gpu.vgpu.io-0");
+  EXPECT_EQ(with[0]["spec"]["sharedCounters"].size(), 3u);
+  EXPECT_EQ(with[0]["spec"]["devices"].size(), 7u);
+  // The same devices in both layouts.
+  const auto names = [](const std::vector<json>& slices) {
+    std::vector<std::string> out;
+    for (const json& s : slices) {
+      for (const json& d : s["spec"].value("devices", json::array())) out.push_back(d["name"]);
+    }
+    return out;
+  };
+  EXPECT_EQ(names(apart), names(with));
+}
+
+TEST(SliceLayouts, The134LayoutStaysWithinItsLimitsOnLargeNodes) {
+  for (int n : {1, 3, 4, 16, 65}) {
+    const auto slices = BuildResourceSlices("node-b", kDriverName, Gpus(n, "NVIDIA L4"), 1,
+                                            SliceLayout::kCountersWithDevices);
+    EXPECT_EQ(ValidateResourceSlices(slices, 34), std::vector<std::string>{}) << n << " L4s";
+    EXPECT_EQ(slices.size(), static_cast<size_t>((n + 15) / 16)) << n << " L4s";  // 2 counters each
+  }
+  for (int n : {1, 3, 4, 16}) {
+    std::vector<SliceGpu> gpus = Gpus(n, "NVIDIA H200");
+    for (SliceGpu& g : gpus) {
+      g.info.memory_total_bytes = 143771ULL << 20;
+      g.mig_devices = DynamicMigDevices(TableMigProfiles(g.info));
+    }
+    const auto slices =
+        BuildResourceSlices("node-m", kDriverName, gpus, 1, SliceLayout::kCountersWithDevices);
+    EXPECT_EQ(ValidateResourceSlices(slices, 34), std::vector<std::string>{}) << n << " H200s";
+    EXPECT_EQ(slices.size(), static_cast<size_t>((n + 2) / 3)) << n << " H200s";  // 10 each
+    int devices = 0;
+    for (const json& s : slices) devices += s["spec"].value("devices", json::array()).size();
+    EXPECT_EQ(devices, n * 26);
+  }
+}
+
+// On the 1.34 layout MIG devices and software slices of a GPU still exclude each other.
+TEST(SliceLayouts, The134LayoutKeepsMigAndSoftwareApart) {
+  const auto slices =
+      BuildResourceSlices("n", kDriverName, {H100WithMig()}, 1, SliceLayout::kCountersWithDevices);
+  TestAllocator a(kDriverName, slices);
+  std::string why;
+  ASSERT_TRUE(a.Allocate({"ns", "m", "u-m", "gpu", "type", "mig", {}}, &why)) << why;
+  EXPECT_FALSE(a.Allocate(
+      {"ns", "s", "u-s", "gpu", "type", "gpu", {{"memory", "1Gi"}, {"cores", "10"}}}, &why));
+}
+
+TEST(SliceLayouts, FollowTheApiServersVersion) {
+  const auto of = [](const json& v) { return SliceLayoutForVersion(v); };
+  EXPECT_EQ(*of({{"major", "1"}, {"minor", "34"}}), SliceLayout::kCountersWithDevices);
+  EXPECT_EQ(*of({{"major", "1"}, {"minor", "35"}}), SliceLayout::kCountersApart);
+  EXPECT_EQ(*of({{"major", "1"}, {"minor", "36+"}}), SliceLayout::kCountersApart);
+  EXPECT_EQ(*of({{"major", "1"}, {"minor", "34+"}}), SliceLayout::kCountersWithDevices);
+  EXPECT_EQ(of({{"major", "1"}, {"minor", "33"}}).error().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(of({{"gitVersion", "v1.35.0"}}).error().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(SliceLayoutName(SliceLayout::kCountersWithDevices), "1.34");
+  EXPECT_EQ(SliceLayoutName(SliceLayout::kCountersApart), "1.35");
 }
 
 }  // namespace

@@ -43,13 +43,15 @@ bool SemVer(const std::string& s) {
 
 }  // namespace
 
-std::vector<std::string> ValidateResourceSlices(const std::vector<json>& slices) {
+std::vector<std::string> ValidateResourceSlices(const std::vector<json>& slices, int minor) {
+  const bool v134 = minor <= 34;
   std::vector<std::string> bad;
   std::map<std::string, std::set<int64_t>> generations;
   std::map<std::string, std::set<int64_t>> counts;
   std::map<std::string, int> slices_in_pool;
   std::map<std::string, std::map<std::string, std::map<std::string, int64_t>>> sets;  // pool
-  std::vector<std::pair<std::string, json>> consumers;                                // pool, dev
+  // Where a device finds its counter sets: the pool (1.35), its own slice (1.34).
+  std::vector<std::pair<std::string, json>> consumers;  // scope, device
   for (const json& s : slices) {
     const std::string name = s["metadata"].value("name", "");
     auto fail = [&](const std::string& path, const std::string& why) {
@@ -76,22 +78,31 @@ std::vector<std::string> ValidateResourceSlices(const std::vector<json>& slices)
     generations[pool_name].insert(pool.value("generation", int64_t{-1}));
     counts[pool_name].insert(pool.value("resourceSliceCount", int64_t{0}));
     ++slices_in_pool[pool_name];
+    const std::string scope = v134 ? "slice " + name : pool_name;
     const json devices = spec.value("devices", json::array());
     const json shared = spec.value("sharedCounters", json::array());
-    if (!devices.empty() && !shared.empty()) fail("spec", "devices and sharedCounters together");
-    if (shared.size() > 8) fail("spec.sharedCounters", "more than 8 counter sets");
+    if (!v134 && !devices.empty() && !shared.empty()) {
+      fail("spec", "devices and sharedCounters together");
+    }
+    if (!v134 && shared.size() > 8) fail("spec.sharedCounters", "more than 8 counter sets");
+    size_t shared_counters = 0;
     for (size_t i = 0; i < shared.size(); ++i) {
       const std::string p = "spec.sharedCounters[" + std::to_string(i) + "]";
       const std::string set = shared[i].value("name", "");
       if (!DnsLabel(set)) fail(p + ".name", "not a DNS label");
-      if (sets[pool_name].count(set)) fail(p + ".name", "duplicate counter set in the pool");
+      if (sets[scope].count(set)) fail(p + ".name", "duplicate counter set");
       const json counters = shared[i].value("counters", json::object());
       if (counters.empty() || counters.size() > 32) fail(p + ".counters", "1..32 counters");
+      shared_counters += counters.size();
       for (const auto& [c, v] : counters.items()) {
         if (!DnsLabel(c)) fail(p + ".counters." + c, "not a DNS label");
-        sets[pool_name][set][c] = Quantity(v["value"]);
+        sets[scope][set][c] = Quantity(v["value"]);
       }
     }
+    if (v134 && shared_counters > 32) {
+      fail("spec.sharedCounters", "more than 32 counters in all sets");
+    }
+    size_t consumed = 0;
     bool any_counters = false;
     std::set<std::string> names;
     for (size_t i = 0; i < devices.size(); ++i) {
@@ -151,12 +162,16 @@ std::vector<std::string> ValidateResourceSlices(const std::vector<json>& slices)
           if (cc.value("counters", json::object()).size() > 32) {
             fail(p + ".consumesCounters", "more than 32 counters");
           }
+          consumed += cc.value("counters", json::object()).size();
         }
-        consumers.push_back({pool_name, d});
+        consumers.push_back({scope, d});
       }
       if (d.contains("taints")) any_counters = true;
     }
-    if (devices.size() > (any_counters ? 64u : 128u)) fail("spec.devices", "too many devices");
+    if (devices.size() > (any_counters && !v134 ? 64u : 128u)) {
+      fail("spec.devices", "too many devices");
+    }
+    if (v134 && consumed > 1024) fail("spec.devices", "more than 1024 counters consumed");
   }
   for (const auto& [pool, g] : generations) {
     if (g.size() != 1) bad.push_back("pool " + pool + ": slices of different generations");
@@ -166,12 +181,13 @@ std::vector<std::string> ValidateResourceSlices(const std::vector<json>& slices)
       bad.push_back("pool " + pool + ": resourceSliceCount is not the number of slices");
     }
   }
-  for (const auto& [pool, d] : consumers) {
+  for (const auto& [scope, d] : consumers) {
     for (const json& cc : d["consumesCounters"]) {
       const std::string set = cc.value("counterSet", "");
-      auto it = sets[pool].find(set);
-      if (it == sets[pool].end()) {
-        bad.push_back("device " + d.value("name", "") + ": no counter set " + set);
+      auto it = sets[scope].find(set);
+      if (it == sets[scope].end()) {
+        bad.push_back("device " + d.value("name", "") + ": no counter set " + set + " in its " +
+                      (v134 ? "slice" : "pool"));
         continue;
       }
       for (const auto& [c, v] : cc["counters"].items()) {

@@ -1,14 +1,18 @@
 // The API server's and kube-scheduler's rules for ResourceSlices, written independently of the
 // driver's slice builder so that tests check it against them:
 //   ValidateResourceSlices  shapes and limits of resource.k8s.io/v1 (types.go constants and
-//                           validation): one node selector field, devices or sharedCounters not
-//                           both, <=128 devices (<=64 when any consumes counters or has taints),
-//                           <=8 counter sets of <=32 counters, attribute and capacity names
+//                           validation) of one Kubernetes release. 1.35 and later: one node
+//                           selector field, devices or sharedCounters not both, <=128 devices
+//                           (<=64 when any consumes counters or has taints), <=8 counter sets
+//                           of <=32 counters, counters consumed from counter sets anywhere in
+//                           the pool. 1.34: devices and sharedCounters in one slice, <=32
+//                           counters in all its sets, <=128 devices, <=1024 counters consumed by
+//                           its devices, counters consumed only from sets of the same slice.
+//                           Both: attribute and capacity names
 //                           (C identifiers <=32, optionally domain-qualified), <=32 attributes
 //                           plus capacities per device, one typed value each (string <=64,
 //                           version a semantic version), requestPolicy inside the capacity,
-//                           one pool generation and resourceSliceCount in all slices of a pool,
-//                           counters consumed only from counter sets of the pool.
+//                           one pool generation and resourceSliceCount in all slices of a pool.
 //   TestAllocator           the structured-parameters allocation of one request per claim
 //                           (exactly one device, CEL replaced by an attribute match):
 //                           consumable capacity with requestPolicy rounding (default when not
@@ -30,7 +34,8 @@ namespace vgpu::dra::testing {
 using nlohmann::json;
 
 // Problems found, one line each ("slice <name>: <path>: <why>"); empty when valid.
-std::vector<std::string> ValidateResourceSlices(const std::vector<json>& slices);
+// `minor`: the Kubernetes 1.<minor> release whose rules apply (34, or 35 for 35 and later).
+std::vector<std::string> ValidateResourceSlices(const std::vector<json>& slices, int minor = 35);
 
 struct TestRequest {
   std::string claim_ns, claim_name, claim_uid;

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -43,9 +45,10 @@ TEST(EstimateCli, FitOnAGivenSlice) {
   // KV budget is computed from the slice's size (what it reports to vLLM).
   const CommandResult small =
       Estimate("--model llama-3-8b --max-model-len 8192 --slice-memory 20GiB --json");
-  ASSERT_EQ(small.exit_code, 0) << small.err;
+  ASSERT_EQ(small.exit_code, 1) << small.err;  // does not fit: exit 1, the estimate printed
   const auto s = nlohmann::json::parse(small.out);
   EXPECT_FALSE(s["placement"]["fits_slice"].get<bool>());
+  EXPECT_FALSE(s["fits"].get<bool>());
   const CommandResult big =
       Estimate("--model llama-3-8b --max-model-len 8192 --slice-memory 40GiB");
   ASSERT_EQ(big.exit_code, 0) << big.err;
@@ -57,7 +60,7 @@ TEST(EstimateCli, FitOnAGivenSlice) {
 
 TEST(EstimateCli, TrainingDoesNotFitOneGpu) {
   const CommandResult r = Estimate("--model llama-3-70b --mode full --seq-len 4096 --json");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(r.exit_code, 1) << r.err;  // as `vgpu mig plan` exits 1 when a request does not fit
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_FALSE(j["placement"]["fits"].get<bool>());
   EXPECT_NE(j["placement"]["why"].get<std::string>().find("more than any known GPU"),
@@ -68,6 +71,103 @@ TEST(EstimateCli, TrainingDoesNotFitOneGpu) {
   EXPECT_DOUBLE_EQ(
       peak, std::max({t["start_of_backward"].get<double>(), t["end_of_backward"].get<double>(),
                       t["optimizer_step"].get<double>()}));
+}
+
+TEST(EstimateCli, DoesNotFitExitsOneAndSaysWhy) {
+  // Too big for the GPU given.
+  const CommandResult gpu = Estimate("--model llama-3-8b --gpu t4 --max-model-len 8192");
+  EXPECT_EQ(gpu.exit_code, 1) << gpu.out;
+  EXPECT_NE(gpu.out.find("does not fit: "), std::string::npos) << gpu.out;
+  // vLLM does not start on the slice given.
+  const CommandResult slice = Estimate("--model llama-3-8b --slice-memory 16GiB");
+  EXPECT_EQ(slice.exit_code, 1) << slice.out;
+  EXPECT_NE(slice.out.find("vLLM does not start"), std::string::npos) << slice.out;
+  // Fits: 0. The exit codes are in --help.
+  EXPECT_EQ(Estimate("--model llama-3-8b --gpu h100-80gb --max-model-len 8192").exit_code, 0);
+  const CommandResult help = Estimate("--help");
+  EXPECT_NE(help.out.find("1 when it does not"), std::string::npos) << help.out;
+}
+
+TEST(EstimateCli, TheCheckpointDtypeComesFromItsConfig) {
+  // A DeepSeek-V3-style FP8 checkpoint: no --dtype needed, and the assumptions say where the
+  // format came from.
+  const std::string dir = ::testing::TempDir() + "/estimate_fp8";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream f(dir + "/config.json");
+    f << R"({
+  "model_type": "llama",
+  "hidden_size": 4096, "intermediate_size": 14336, "max_position_embeddings": 8192,
+  "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+  "vocab_size": 128256,
+  "quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+    "weight_block_size": [128, 128]},
+  "torch_dtype": "bfloat16"
+})";
+  }
+  const CommandResult fp8 = Estimate("--model " + dir + " --json");
+  ASSERT_EQ(fp8.exit_code, 0) << fp8.err;
+  const CommandResult bf16 = Estimate("--model " + dir + " --dtype bf16 --json");
+  ASSERT_EQ(bf16.exit_code, 0) << bf16.err;
+  const auto a = nlohmann::json::parse(fp8.out), b = nlohmann::json::parse(bf16.out);
+  EXPECT_LT(a["per_gpu"]["weights"].get<double>(), 0.6 * b["per_gpu"]["weights"].get<double>());
+  bool said = false;
+  for (const auto& line : a["assumptions"]) {
+    said = said || line.get<std::string>().find(
+                       "config.json:6: quantization_config quant_method "
+                       "fp8") != std::string::npos;
+  }
+  EXPECT_TRUE(said) << a["assumptions"].dump(1);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(EstimateCli, AbsurdShapesAreRefusedAtOnce) {
+  // 10^8 layers: refused in well under a second, naming the key (it once ran 15 s at 1.8 GB).
+  const std::string path = ::testing::TempDir() + "/estimate_layers.json";
+  {
+    std::ofstream f(path);
+    f << R"({
+  "num_hidden_layers": 100000000,
+  "hidden_size": 4096,
+  "num_attention_heads": 32,
+  "intermediate_size": 11008,
+  "vocab_size": 32000,
+  "max_position_embeddings": 4096
+}
+)";
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const CommandResult r = Estimate("--model " + path);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(path + ":2: key 'num_hidden_layers': 100000000 is more than 4096"),
+            std::string::npos)
+      << r.err;
+  EXPECT_LT(seconds, 2.0);
+  std::remove(path.c_str());
+}
+
+TEST(EstimateCli, RecipesAndEncoderDecoderModels) {
+  // torchtune's chunked loss lowers an 8B model's peak; a T5-family model trains and infers.
+  auto peak = [](const std::string& extra) {
+    const CommandResult r = Estimate(
+        "--model llama-3-8b --mode full --seq-len 4096 --precision "
+        "pure --checkpointing full --json " +
+        extra);
+    EXPECT_LE(r.exit_code, 1) << r.err;
+    return nlohmann::json::parse(r.out)["training"]["start_of_backward"].get<double>();
+  };
+  EXPECT_NEAR((peak("") - peak("--loss chunked")) / (1024.0 * 1024 * 1024),
+              4096.0 * 128256 * 9.5 / (1024.0 * 1024 * 1024), 1e-9);
+  const CommandResult t5 =
+      Estimate("--model mt0-base --mode lora --seq-len 512 --target-len 128 --batch 8");
+  EXPECT_EQ(t5.exit_code, 0) << t5.err;
+  EXPECT_NE(t5.out.find("encoder-decoder: 12 encoder and 12 decoder layers"), std::string::npos)
+      << t5.out;
+  const CommandResult serve = Estimate("--model mt0-base");
+  EXPECT_EQ(serve.exit_code, 2);
+  EXPECT_NE(serve.err.find("vLLM does not serve"), std::string::npos) << serve.err;
 }
 
 TEST(EstimateCli, BadInputExitsTwoWithTheReason) {

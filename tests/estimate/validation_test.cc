@@ -68,5 +68,22 @@ TEST(MeasuredPoints, FullyKnownTrainingPeaks) {
   EXPECT_GE(fully_known, 2);
 }
 
+// torchtune's 'Optimization flags' table turns on one technique at a time (torch.compile, the
+// chunked cross-entropy, checkpointing, the optimizer step in the backward pass): the estimate
+// must move the same way as the measurement at every step, whatever its level.
+TEST(MeasuredPoints, EachTorchtuneFlagMovesTheEstimateAsItMovedTheMeasurement) {
+  std::vector<PointResult> flags;
+  for (const PointResult& r : Results()) {
+    if (r.id.rfind("torchtune-flags-llama32-3b-", 0) == 0) flags.push_back(r);
+  }
+  ASSERT_EQ(flags.size(), 5u);
+  for (size_t i = 1; i < flags.size(); ++i) {
+    const double measured = flags[i].measured - flags[i - 1].measured;
+    const double estimated = flags[i].estimated - flags[i - 1].estimated;
+    EXPECT_LT(measured, 0) << flags[i].id;
+    EXPECT_LT(estimated, 0) << flags[i].id << ": " << estimated << " GiB";
+  }
+}
+
 }  // namespace
 }  // namespace vgpu::estimate

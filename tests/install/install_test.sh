@@ -11,6 +11,8 @@
 #
 # WORKER: a CUDA driver API program (tests/intercept/intercept_worker); with it, a slice's memory
 # limit is checked from the installed copy. Exit 0 pass, 1 fail, 77 skipped.
+# VGPU_TEST_SANITIZER_RUNTIME (asan builds): the sanitizer runtime that must come first in every
+# process that loads the instrumented libvgpu.so; it is preloaded into the vgpu commands only.
 set -euo pipefail
 mode=$1
 build=$(cd "$2" && pwd)
@@ -26,6 +28,11 @@ fail() {
   exit 1
 }
 has_simgpu() { [[ -f $build/lib/simgpu/libcuda.so.1 ]]; }
+runtime=${VGPU_TEST_SANITIZER_RUNTIME:-}
+# Runs an installed vgpu command, with the sanitizer runtime ahead of everything in an asan build.
+vgpu_cmd() {
+  if [[ -n $runtime ]]; then LD_PRELOAD=$runtime "$@"; else "$@"; fi
+}
 
 # The production files under PREFIX, found by the installed vgpu; no simulated GPU.
 check_production() {
@@ -38,10 +45,10 @@ check_production() {
   found=$(find "$p" -name 'libcuda*' -o -name 'libnvidia-ml*')
   [[ -z $found ]] || fail "a CUDA or NVML library is in the production install: $found"
   local out
-  out=$("$p/bin/vgpu" version)
+  out=$(vgpu_cmd "$p/bin/vgpu" version)
   [[ $out == *$'\ncommit: '* ]] || fail "vgpu version prints no commit: $out"
   # vgpu sim's default trace is the installed one.
-  out=$("$p/bin/vgpu" sim --help)
+  out=$(vgpu_cmd "$p/bin/vgpu" sim --help)
   [[ $out == *"=$p/share/vgpu/data/alibaba-gpu-v2023/openb_node_list"* ]] ||
     fail "vgpu sim does not default to $p/share/vgpu/data"
 }
@@ -49,15 +56,16 @@ check_production() {
 # vgpu run --sim from PREFIX: the installed libvgpu.so and simulated GPU, a slice that holds.
 check_run_sim() {
   local p=$1 out
-  out=$("$p/bin/vgpu" run --sim --memory 256MiB -- sh -c 'echo "$LD_PRELOAD|$VGPU_REAL_LIBCUDA"')
-  [[ $out == "$p/lib/vgpu/libvgpu.so|$p/lib/vgpu/simgpu/libcuda.so.1" ]] ||
+  out=$(vgpu_cmd "$p/bin/vgpu" run --sim --memory 256MiB -- \
+    sh -c 'echo "$LD_PRELOAD|$VGPU_REAL_LIBCUDA"')
+  [[ $out == "${runtime:+$runtime }$p/lib/vgpu/libvgpu.so|$p/lib/vgpu/simgpu/libcuda.so.1" ]] ||
     fail "vgpu run --sim from $p set up: $out"
   if [[ -n $worker ]]; then
-    out=$("$p/bin/vgpu" run --sim --memory 256MiB -- "$worker" fill alloc $((256 << 20)))
+    out=$(vgpu_cmd "$p/bin/vgpu" run --sim --memory 256MiB -- "$worker" fill alloc $((256 << 20)))
     [[ $out == *"first CUDA_SUCCESS"*"extra CUDA_ERROR_OUT_OF_MEMORY"* ]] ||
       fail "the slice's limit did not hold from $p: $out"
   fi
-  out=$("$p/bin/vgpu" top --sim --once)
+  out=$(vgpu_cmd "$p/bin/vgpu" top --sim --once)
   [[ $out == *"vgpu simulated"* ]] || fail "vgpu top --sim from $p: $out"
 }
 
@@ -67,7 +75,7 @@ case $mode in
     cmake --install "$build" --prefix "$p" >/dev/null
     check_production "$p"
     set +e
-    err=$("$p/bin/vgpu" run --sim -- true 2>&1)
+    err=$(vgpu_cmd "$p/bin/vgpu" run --sim -- true 2>&1)
     rc=$?
     set -e
     [[ $rc == 1 && $err == *"vgpu-simgpu"*"--component simgpu"* ]] ||

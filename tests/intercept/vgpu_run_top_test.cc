@@ -173,7 +173,7 @@ TEST_F(RunTopTest, TopShowsTheSliceAndItsProcesses) {
     m.region()->header.control.launch_failures = 3;
   }
   text = Vgpu({"top", "--sim", "--once"}, &code);
-  EXPECT_NE(text.find("quarantine limit (share lowered to 25%)  failed launches 3"),
+  EXPECT_NE(text.find("quarantine limit (share lowered to 25%)\n  failed launches 3"),
             std::string::npos)
       << text;
   json = Vgpu({"top", "--sim", "--once", "--json"}, &code);
@@ -185,6 +185,86 @@ TEST_F(RunTopTest, TopShowsTheSliceAndItsProcesses) {
   EXPECT_EQ(slice.Wait(), 0);
   text = Vgpu({"top", "--sim", "--once"}, &code);
   EXPECT_NE(text.find("No slices"), std::string::npos) << text;
+}
+
+// Every line of `text` fits 80 columns.
+void ExpectFitsEightyColumns(const std::string& text) {
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    EXPECT_LE(end - start, 80u) << text.substr(start, end - start);
+    start = end + 1;
+  }
+}
+
+// A slice with a long name that computes under a cap, its vgpu run killed and then its
+// process: top fits 80 columns at each step, and after gc shows neither the slice nor its
+// compute record.
+TEST_F(RunTopTest, TopFitsEightyColumnsAndGcLeavesNoPhantomSlice) {
+  const std::string name(60, 'n');
+  std::vector<std::string> run = {VGPU_BIN,
+                                  "run",
+                                  "--sim",
+                                  "--memory",
+                                  "1GiB",
+                                  "--cores",
+                                  "30",
+                                  "--name",
+                                  name,
+                                  "--",
+                                  WORKER_PATH,
+                                  "loop",
+                                  std::to_string(100 * kMiB),
+                                  "4",
+                                  "1000",
+                                  "0",
+                                  "0",
+                                  "0",
+                                  "0"};
+  ChildProcess slice(run, env_);
+  std::string ready = slice.ReadLine();
+  ASSERT_EQ(ready.rfind("ready ", 0), 0u) << ready;
+  const pid_t worker = std::atoi(ready.c_str() + 6);
+  int code = -1;
+  std::string text = Vgpu({"top", "--sim", "--once"}, &code);
+  EXPECT_EQ(code, 0) << Err();
+  EXPECT_NE(text.find("compute: 1 slice(s)"), std::string::npos) << text;
+  EXPECT_NE(text.find("    achieved "), std::string::npos) << text;
+  ExpectFitsEightyColumns(text);
+  // The vgpu run is killed, then its process: the slice is stale, then removable.
+  slice.Kill(SIGKILL);
+  EXPECT_EQ(slice.Wait(), 128 + SIGKILL);
+  text = Vgpu({"top", "--sim", "--once"}, &code);
+  EXPECT_NE(text.find("[stale]"), std::string::npos) << text;
+  ExpectFitsEightyColumns(text);
+  kill(worker, SIGKILL);
+  for (int i = 0; i < 500 && kill(worker, 0) == 0; ++i) usleep(10000);
+  std::string gc = Vgpu({"gc"}, &code);
+  EXPECT_EQ(code, 0) << Err();
+  EXPECT_NE(gc.find("removed " + name), std::string::npos) << gc;
+  EXPECT_NE(gc.find("released the compute records of ended processes in GPU-"), std::string::npos)
+      << gc;
+  text = Vgpu({"top", "--sim", "--once"}, &code);
+  EXPECT_EQ(text.find("SLICE"), std::string::npos) << text;
+  EXPECT_NE(text.find("compute: 0 slice(s)"), std::string::npos) << text;
+  std::string json = Vgpu({"top", "--sim", "--once", "--json"}, &code);
+  EXPECT_NE(json.find("\"slices\":[]}]"), std::string::npos) << json;  // the arbiter's, empty
+  ExpectFitsEightyColumns(text);
+}
+
+// --sim-config gives run and top their simulated devices, as it does to node and mig.
+TEST_F(RunTopTest, RunAndTopTakeSimConfig) {
+  const std::string conf = dir_ + "/small.conf";
+  std::ofstream(conf) << "model=a100 memory=4GiB name=\"vgpu simulated small\"\n";
+  int code = -1;
+  std::string top = Vgpu({"top", "--sim", "--sim-config", conf, "--once"}, &code);
+  EXPECT_EQ(code, 0) << Err();
+  EXPECT_NE(top.find("vgpu simulated small"), std::string::npos) << top;
+  EXPECT_NE(top.find("/ 4.00 GiB"), std::string::npos) << top;
+  std::string nvml = Vgpu({"run", "--sim", "--sim-config", conf, "--", WORKER_PATH, "nvml"}, &code);
+  EXPECT_EQ(code, 0) << Err();
+  EXPECT_NE(nvml.find("nvml " + std::to_string(4ULL << 30) + " "), std::string::npos) << nvml;
 }
 
 TEST_F(RunTopTest, TopReportsUnreadableSlicesAndBadFlags) {

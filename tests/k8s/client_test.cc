@@ -78,6 +78,34 @@ TEST(KubeClient, RefusesAnUntrustedServer) {
   EXPECT_EQ(ok.error().code(), StatusCode::kNotFound);  // reached the server
 }
 
+// A server that cannot be reached is named with the whole reason, not httplib's "Connection".
+TEST(KubeClient, NamesWhyItCannotConnect) {
+  int port = 0;
+  {
+    FakeApiServer gone;  // its port, free again once it stops
+    port = std::stoi(gone.url().substr(gone.url().rfind(':') + 1));
+  }
+  KubeConfig config;
+  config.server = "http://127.0.0.1:" + std::to_string(port);
+  ClientOptions once = FastRetries();
+  once.max_attempts = 1;
+  auto r = Connect(config, once)->Get(ResourceKind::kNode, "", "x");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code(), StatusCode::kUnavailable);
+  EXPECT_NE(r.error().message().find("connection to " + config.server +
+                                     " failed: cannot connect to "
+                                     "127.0.0.1:" +
+                                     std::to_string(port) + ": Connection refused"),
+            std::string::npos)
+      << r.error().message();
+  config.server = "http://no-such-host.invalid:6443";
+  auto unresolved = Connect(config, once)->Get(ResourceKind::kNode, "", "x");
+  ASSERT_FALSE(unresolved.has_value());
+  EXPECT_NE(unresolved.error().message().find("cannot resolve no-such-host.invalid: "),
+            std::string::npos)
+      << unresolved.error().message();
+}
+
 TEST(KubeClient, ClientCertificateAuthentication) {
   FakeApiServer::Options opt;
   opt.token = "";

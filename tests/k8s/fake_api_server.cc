@@ -157,11 +157,11 @@ FakeApiServer::FakeApiServer(Options options) : options_(std::move(options)) {
   };
 
   server_->Get("/api/v1/nodes",
-               guard([=, this](const httplib::Request& req, httplib::Response& res) {
+               guard([list_or_watch](const httplib::Request& req, httplib::Response& res) {
                  list_or_watch("nodes", "", req, res);
                }));
   server_->Get(R"(/api/v1/nodes/([^/]+))",
-               guard([=, this](const httplib::Request& req, httplib::Response& res) {
+               guard([get_object](const httplib::Request& req, httplib::Response& res) {
                  get_object("nodes", req.matches[1], res);
                }));
   server_->Patch(R"(/api/v1/nodes/([^/]+))",
@@ -169,15 +169,15 @@ FakeApiServer::FakeApiServer(Options options) : options_(std::move(options)) {
                    HandlePatch("nodes", "", req.matches[1], req, res);
                  }));
   server_->Get("/api/v1/pods",
-               guard([=, this](const httplib::Request& req, httplib::Response& res) {
+               guard([list_or_watch](const httplib::Request& req, httplib::Response& res) {
                  list_or_watch("pods", "", req, res);
                }));
   server_->Get(R"(/api/v1/namespaces/([^/]+)/pods)",
-               guard([=, this](const httplib::Request& req, httplib::Response& res) {
+               guard([list_or_watch](const httplib::Request& req, httplib::Response& res) {
                  list_or_watch("pods", req.matches[1], req, res);
                }));
   server_->Get(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))",
-               guard([=, this](const httplib::Request& req, httplib::Response& res) {
+               guard([this, get_object](const httplib::Request& req, httplib::Response& res) {
                  get_object("pods", Key(req.matches[1], req.matches[2]), res);
                }));
   server_->Patch(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))",
@@ -192,13 +192,18 @@ FakeApiServer::FakeApiServer(Options options) : options_(std::move(options)) {
   constexpr const char* kWebhookConfigs =
       R"(/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/([^/]+))";
   server_->Get(kWebhookConfigs,
-               guard([=, this](const httplib::Request& req, httplib::Response& res) {
+               guard([get_object](const httplib::Request& req, httplib::Response& res) {
                  get_object("mutatingwebhookconfigurations", req.matches[1], res);
                }));
   server_->Patch(kWebhookConfigs,
                  guard([this](const httplib::Request& req, httplib::Response& res) {
                    HandlePatch("mutatingwebhookconfigurations", "", req.matches[1], req, res);
                  }));
+
+  server_->Get("/version", guard([this](const httplib::Request&, httplib::Response& res) {
+                 std::lock_guard<std::mutex> lock(mu_);
+                 res.set_content(version_.dump(), "application/json");
+               }));
 
   RouteSecrets([&guard](Handler h) -> Handler { return guard(std::move(h)); });
   RouteResources([&guard](Handler h) -> Handler { return guard(std::move(h)); });
@@ -405,7 +410,7 @@ std::vector<std::string> FakeApiServer::bound_log() const {
 void FakeApiServer::HandleList(const std::string& kind, const std::string& ns,
                                const httplib::Request& req, httplib::Response& res) {
   std::lock_guard<std::mutex> lock(mu_);
-  const auto& store = kind == "nodes" ? nodes_ : pods_;
+  const auto& store = Store(kind);
   std::vector<const Json*> all;
   for (const auto& [k, v] : store) {
     if (!ns.empty() && Meta(v, "namespace") != ns) continue;
@@ -427,8 +432,11 @@ void FakeApiServer::HandleList(const std::string& kind, const std::string& ns,
   for (; i < all.size() && items.size() < limit; ++i) items.push_back(*all[i]);
   Json meta = {{"resourceVersion", list_rv}};
   if (i < all.size()) meta["continue"] = std::to_string(i) + ":" + list_rv;
-  const Json body = {{"kind", kind == "nodes" ? "NodeList" : "PodList"},
-                     {"apiVersion", "v1"},
+  const bool slices = kind == "resourceslices";
+  const Json body = {{"kind", slices            ? "ResourceSliceList"
+                              : kind == "nodes" ? "NodeList"
+                                                : "PodList"},
+                     {"apiVersion", slices ? "resource.k8s.io/v1" : "v1"},
                      {"metadata", meta},
                      {"items", items}};
   res.set_content(body.dump(), "application/json");

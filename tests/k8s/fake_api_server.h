@@ -7,17 +7,18 @@
 //   GET/PATCH /apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/<name>
 //   POST   /api/v1/namespaces/<ns>/secrets      GET/PUT /api/v1/namespaces/<ns>/secrets/<name>
 //   GET    /apis/resource.k8s.io/v1/namespaces/<ns>/resourceclaims/<name>
-//   GET/POST /apis/resource.k8s.io/v1/resourceslices   GET/PUT .../resourceslices/<name>
+//   GET/POST /apis/resource.k8s.io/v1/resourceslices   GET/PUT/DELETE .../resourceslices/<name>
+//   GET    /version
 // Behaviour follows the real server where vgpu depends on it: bearer-token and client-certificate
 // authentication, resourceVersions, list paging (limit/continue), label selectors (k=v) and field
 // selectors (spec.nodeName=, status.phase!=), JSON merge and strategic merge patches of
 // metadata with resourceVersion and UID preconditions (409), JSON patches (a resourceVersion
 // the patch writes is a precondition, as for an update: 409 when stale), bindings (409 when already
-// bound), creates (409 AlreadyExists) and updates (409 on a stale resourceVersion, 404 when
-// absent, 422 when data is not base64 or the Secret's type changes), watches that replay from a
-// resourceVersion, send BOOKMARKs, and answer an ERROR event with code 410 when the version was
-// compacted away. Faults can be injected: failing requests with a status, conflicts on patches,
-// watches dropped after N events, compaction. Thread-safe.
+// bound), deletes (409 when a UID precondition fails), creates (409 AlreadyExists) and updates (409
+// on a stale resourceVersion, 404 when absent, 422 when data is not base64 or the Secret's type
+// changes), watches that replay from a resourceVersion, send BOOKMARKs, and answer an ERROR event
+// with code 410 when the version was compacted away. Faults can be injected: failing requests with
+// a status, conflicts on patches, watches dropped after N events, compaction. Thread-safe.
 #pragma once
 
 #include <httplib.h>
@@ -73,7 +74,10 @@ class FakeApiServer {
   int64_t resource_version() const;
   // resource.k8s.io/v1 (fake_api_resource.cc).
   void PutResourceClaim(Json claim);
+  void PutResourceSlice(Json slice);
   std::vector<Json> ResourceSlices() const;
+  // What GET /version answers (default {"major": "1", "minor": "35", "gitVersion": "v1.35.0"}).
+  void SetVersion(Json version);
 
   // ---- Faults ----
   // The next `n` requests of `method` ("" = any) are answered with `status`.
@@ -143,6 +147,7 @@ class FakeApiServer {
   std::map<std::string, Json> secrets_;          // ns/name -> object
   std::map<std::string, Json> claims_;           // ns/name -> ResourceClaim
   std::map<std::string, Json> slices_;           // name -> ResourceSlice
+  Json version_ = {{"major", "1"}, {"minor", "35"}, {"gitVersion", "v1.35.0"}};
   int64_t next_uid_ = 1;
   std::vector<Event> log_;
   struct Fault {

@@ -223,6 +223,11 @@ class LateCreator final : public KubeClient {
                       const Json& o) override {
     return inner_->Update(k, ns, n, o);
   }
+  Status Delete(ResourceKind k, const std::string& ns, const std::string& n,
+                const std::string& uid) override {
+    return inner_->Delete(k, ns, n, uid);
+  }
+  Result<Json> ServerVersion() override { return inner_->ServerVersion(); }
   Status CreateBinding(const std::string& ns, const std::string& n, const std::string& uid,
                        const std::string& node) override {
     return inner_->CreateBinding(ns, n, uid, node);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks that a Grafana dashboard is valid JSON and that every vgpu_* metric its queries use is
-one the node daemon exports (named in the metrics source files)."""
+one the node daemon exports (a VGPU_METRIC entry of src/node/metrics_catalog.def)."""
 import json
 import re
 import sys
@@ -12,8 +12,10 @@ def main(dashboard_path, source_paths):
     exported = set()
     for source_path in source_paths:
         with open(source_path, encoding="utf-8") as f:
-            exported |= set(re.findall(r'"(vgpu_[a-z_]+)"', f.read()))
+            exported |= set(re.findall(r"^VGPU_METRIC\((vgpu_[a-z_]+),", f.read(), re.M))
     problems = []
+    if not exported:
+        problems.append("no VGPU_METRIC entries in " + ", ".join(source_paths))
     panels = dashboard.get("panels", [])
     if not panels:
         problems.append("the dashboard has no panels")

@@ -175,11 +175,19 @@ TEST_F(NodeCliTest, SimulatedNodeEndToEnd) {
       [&](const auto& d) { return GpuHealth(d, kGpu0, "Unhealthy"); }, 5000));
   ASSERT_TRUE(kubelet_->WaitForDevices(
       [&](const auto& d) { return GpuHealth(d, kGpu0, "Healthy"); }, 10'000));
-  // Application XIDs naming a process, or a MIG instance, leave the GPU alone.
+  // Application XIDs naming a process leave the GPU alone. One naming a MIG instance on a GPU
+  // without MIG is refused: no phantom instance that a recovery of the GPU cannot clear.
   EXPECT_EQ(Post("gpu=0&event=xid&code=13&pid=4242"), "200 injected\n");
-  EXPECT_EQ(Post("gpu=0&event=xid&code=95&gi=1&ci=0"), "200 injected\n");
+  EXPECT_EQ(Post("gpu=0&event=xid&code=95&gi=1&ci=0"),
+            "400 gi=1&ci=0: GPU 0 is in mode shared, it has no MIG instances\n");
+  EXPECT_EQ(Post("gpu=0&event=xid&code=95&gi=1").substr(0, 3), "400");  // ci is missing
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_TRUE(GpuHealth(kubelet_->devices(), kGpu0, "Healthy"));
+  {
+    auto m = httplib::Client("127.0.0.1", port_).Get("/metrics");
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->body.find("mig_instance=\"gi1/ci0\""), std::string::npos);
+  }
   // The driver's recovery action: a reboot is needed, then none again.
   EXPECT_EQ(Post("gpu=0&event=recovery-action&code=2"), "200 injected\n");
   ASSERT_TRUE(kubelet_->WaitForDevices(

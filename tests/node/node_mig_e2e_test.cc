@@ -498,6 +498,28 @@ TEST_F(NodeMigTest, MigApplyAndStatus) {
                                        "/bad.yaml" + sim);
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   EXPECT_NE(bad.err.find("bad.yaml:4"), std::string::npos) << bad.err;
+  // A file naming a GPU the node does not have is refused at its line before anything changes
+  // (such an entry matched no GPU, and every GPU fell to shared: MIG off on an idle GPU).
+  ASSERT_EQ(vgpu::testing::RunCommand(env + VGPU_BIN + " mig apply --config " + root_ +
+                                      "/modes.yaml" + sim)
+                .exit_code,
+            0);
+  auto before = vgpu::testing::RunCommand(env + VGPU_BIN + " mig status" + sim);
+  ASSERT_NE(before.out.find("GPU 0 " + std::string(kDynamic) +
+                            " (vgpu simulated H200 (140 GiB)): "
+                            "MIG enabled"),
+            std::string::npos)
+      << before.out;
+  std::ofstream(root_ + "/ghost.yaml")
+      << "version: v1\ngpus:\n  - devices: [9]\n    mode: mig\n    mig-devices: {\"3g.71gb\": 2}\n";
+  auto ghost = vgpu::testing::RunCommand(env + VGPU_BIN + " mig apply --config " + root_ +
+                                         "/ghost.yaml" + sim);
+  EXPECT_EQ(ghost.exit_code, 2) << ghost.out << ghost.err;
+  EXPECT_NE(ghost.err.find("ghost.yaml:3:15: devices: GPU 9 does not exist on this node (its "
+                           "GPUs: 0, 1, 2); nothing was changed"),
+            std::string::npos)
+      << ghost.err;
+  EXPECT_EQ(vgpu::testing::RunCommand(env + VGPU_BIN + " mig status" + sim).out, before.out);
 }
 
 }  // namespace

@@ -27,7 +27,8 @@ void CheckBooks(const Cluster& c, const std::vector<sched::NodeSpec>& nodes,
   std::vector<int64_t> cpu(c.num_nodes()), mem(c.num_nodes());
   std::vector<std::vector<int64_t>> milli(c.num_nodes());
   for (NodeId n = 0; n < c.num_nodes(); ++n) milli[n].assign(static_cast<size_t>(c.num_gpus(n)), 0);
-  for (const auto& [key, h] : held) {
+  for (const auto& entry : held) {
+    const Held& h = entry.second;  // not a structured binding: clang 14 cannot capture one
     cpu[h.placement.node] += h.request.cpu_milli;
     mem[h.placement.node] += h.request.memory_mib;
     sched::ForEachGpu(h.placement.gpus, [&](int g) {

@@ -198,11 +198,36 @@ TEST_F(ReplayCli, MigRunComparesThePlacementRules) {
   EXPECT_NE(t.out.find("first-fit"), std::string::npos);
   EXPECT_EQ(t.out.find("hami"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("requests: 3g.40gb 33.3%, 7g.80gb 66.7%"), std::string::npos) << t.out;
-  ExpectBadInput(Io() + " --mig T4", "--mig: unknown MIG model 'T4'");
+  ExpectBadInput(Io() + " --mig T4", "--mig: unknown model 'T4'");
   ExpectBadInput(Io() + " --mig H200 --policy bestfit", "MIG placement rules");
   ExpectBadInput(Io() + " --mig H200 --queue backfill", "do not apply");
   ExpectBadInput("--nodes " + nodes_ + " --pods " + pods_ + " --mig H200",
                  "--mig applies only to --mode replay");
+}
+
+// Pods that require NVLink: the topology column or --require-nvlink, with server shapes only.
+TEST_F(ReplayCli, RequireNvlinkNeedsShapesAndPlacesOnConnectedSets) {
+  const std::string nodes =
+      Write("nodes4.csv", "sn,cpu_milli,memory_mib,gpu,model\nn0,32000,131072,4,T4\n");
+  const std::string pods =
+      Write("nvlink.csv",
+            "name,cpu_milli,memory_mib,num_gpu,gpu_milli,topology,creation_time,deletion_time,"
+            "scheduled_time\n"
+            "a,1000,1024,2,1000,require-nvlink,0,100,0\n"
+            "b,1000,1024,2,1000,require-nvlink,1,101,1\n"
+            "c,1000,1024,4,1000,require-nvlink,2,102,2\n");
+  const std::string io = "--mode replay --nodes " + nodes + " --pods " + pods;
+  ExpectBadInput(io,
+                 "3 pod(s) require NVLink (vgpu.io/topology: require-nvlink); the replay "
+                 "knows the links only with server shapes (--topology)");
+  ExpectBadInput(Io() + " --require-nvlink", "--require-nvlink: needs --topology");
+  ExpectBadInput("--nodes " + nodes + " --pods " + pods,
+                 "--pods: 3 pod(s) require NVLink (topology column); the snapshot experiment "
+                 "models no links");
+  auto r = Sim(io + " --topology rtx8000x4 --gpu-choice lowest-index --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"best_share\": 1.0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"unplaceable\": 1.0"), std::string::npos) << r.out;  // no NVLink ring of 4
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 # them; a normal build needs libc alone.
 set(allowed "libc\\.so|ld-linux")
 if(SANITIZER STREQUAL "address")
-  set(allowed "${allowed}|libasan\\.so|libubsan\\.so|libm\\.so")
+  set(allowed "${allowed}|libasan\\.so|libubsan\\.so|libclang_rt\\.asan-|libm\\.so")
 elseif(SANITIZER STREQUAL "thread")
   set(allowed "${allowed}|libtsan\\.so|libm\\.so")
 elseif(NOT SANITIZER STREQUAL "")

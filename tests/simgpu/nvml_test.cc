@@ -25,6 +25,22 @@ TEST(SimgpuNvml, RequiresInitAndCountsInits) {
   EXPECT_STREQ(nvmlErrorString(NVML_ERROR_INSUFFICIENT_SIZE), "Insufficient Size");
 }
 
+// Every code the simulated NVML returns reads as a reason (the A100's pending MIG mode is
+// reported as NVML_ERROR_RESET_REQUIRED; `vgpu mig apply` prints its string).
+TEST(SimgpuNvml, EveryReturnedCodeHasItsReason) {
+  EXPECT_STREQ(nvmlErrorString(NVML_ERROR_RESET_REQUIRED),
+               "The GPU requires a reset before it can be used again");
+  for (nvmlReturn_t r :
+       {NVML_ERROR_UNINITIALIZED, NVML_ERROR_INVALID_ARGUMENT, NVML_ERROR_NOT_SUPPORTED,
+        NVML_ERROR_NO_PERMISSION, NVML_ERROR_ALREADY_INITIALIZED, NVML_ERROR_NOT_FOUND,
+        NVML_ERROR_INSUFFICIENT_SIZE, NVML_ERROR_DRIVER_NOT_LOADED, NVML_ERROR_TIMEOUT,
+        NVML_ERROR_LIBRARY_NOT_FOUND, NVML_ERROR_FUNCTION_NOT_FOUND, NVML_ERROR_GPU_IS_LOST,
+        NVML_ERROR_RESET_REQUIRED, NVML_ERROR_IN_USE, NVML_ERROR_INSUFFICIENT_RESOURCES,
+        NVML_ERROR_MEMORY, NVML_ERROR_ARGUMENT_VERSION_MISMATCH, NVML_ERROR_NO_DATA}) {
+    EXPECT_STRNE(nvmlErrorString(r), "Unknown Error") << r;
+  }
+}
+
 class SimgpuNvmlDevice : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_NVML(nvmlInit_v2()); }

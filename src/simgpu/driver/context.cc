@@ -48,8 +48,15 @@ void RemoveFromThisThread(Context* c) {
 CUresult PrimaryRelease(CUdevice dev) {
   if (CUresult rc = CheckDevice(dev); rc != CUDA_SUCCESS) return rc;
   Driver& d = D();
-  std::lock_guard<std::mutex> lock(d.mu);
   Context* c = d.primaries[dev];
+  LocalStorage storage;
+  {
+    std::lock_guard<std::mutex> lock(d.mu);
+    if (c->retains <= 0) return CUDA_ERROR_INVALID_CONTEXT;
+    if (c->retains == 1) storage = TakeLocalStorageLocked(c);
+  }
+  RunLocalStorageDestructors(c, storage);
+  std::lock_guard<std::mutex> lock(d.mu);
   if (c->retains <= 0) return CUDA_ERROR_INVALID_CONTEXT;
   if (--c->retains == 0) {
     ReleaseContextResourcesLocked(c);
@@ -61,8 +68,14 @@ CUresult PrimaryRelease(CUdevice dev) {
 CUresult PrimaryReset(CUdevice dev) {
   if (CUresult rc = CheckDevice(dev); rc != CUDA_SUCCESS) return rc;
   Driver& d = D();
-  std::lock_guard<std::mutex> lock(d.mu);
   Context* c = d.primaries[dev];
+  LocalStorage storage;
+  {
+    std::lock_guard<std::mutex> lock(d.mu);
+    storage = TakeLocalStorageLocked(c);
+  }
+  RunLocalStorageDestructors(c, storage);
+  std::lock_guard<std::mutex> lock(d.mu);
   if (c->active) {
     ReleaseContextResourcesLocked(c);
     DeactivateContextLocked(c);
@@ -93,6 +106,18 @@ void ReleaseContextResourcesLocked(Context* ctx) {
   ctx->legacy->last_end_ns = 0;
   ctx->blocking_end_ns = 0;
   ctx->all_end_ns = 0;
+}
+
+LocalStorage TakeLocalStorageLocked(Context* ctx) {
+  LocalStorage taken;
+  taken.swap(ctx->local_storage);
+  return taken;
+}
+
+void RunLocalStorageDestructors(Context* ctx, const LocalStorage& storage) {
+  for (const auto& [key, v] : storage) {
+    if (v.dtor != nullptr) v.dtor(reinterpret_cast<CUcontext>(ctx), key, v.value);
+  }
 }
 
 CUresult SynchronizeContext(Context* ctx) {
@@ -184,10 +209,18 @@ SIMGPU_API CUresult cuCtxCreate(CUcontext* pctx, unsigned int flags, CUdevice de
 static CUresult DestroyContext(CUcontext ctx) {
   if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
   Driver& d = D();
+  LocalStorage storage;
+  Context* c = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(d.mu);
+    c = AsContext(ctx);
+    if (c == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+    if (c->primary) return CUDA_ERROR_INVALID_CONTEXT;  // primaries are released, not destroyed
+    storage = TakeLocalStorageLocked(c);
+  }
+  RunLocalStorageDestructors(c, storage);  // the context is still usable by the callbacks
   std::lock_guard<std::mutex> lock(d.mu);
-  Context* c = AsContext(ctx);
-  if (c == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
-  if (c->primary) return CUDA_ERROR_INVALID_CONTEXT;  // primaries are released, not destroyed
+  if (AsContext(ctx) != c) return CUDA_ERROR_INVALID_CONTEXT;  // destroyed meanwhile
   ReleaseContextResourcesLocked(c);
   DeactivateContextLocked(c);
   RemoveFromThisThread(c);
@@ -202,10 +235,18 @@ SIMGPU_API CUresult cuCtxDestroy(CUcontext ctx) {
   SIMGPU_GUARD({ return DestroyContext(ctx); });
 }
 
+// A context that may be made current: a live one, or a device's primary context even before it
+// is retained (the CUDA runtime makes the primary context current first and retains it after).
+static Context* AsCurrentable(CUcontext ctx) {
+  auto* c = reinterpret_cast<Context*>(ctx);
+  if (c != nullptr && c->tag == Tag::kContext && c->primary) return c;
+  return AsContext(ctx);
+}
+
 static CUresult PushCurrent(CUcontext ctx) {
   if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
   std::lock_guard<std::mutex> lock(D().mu);
-  Context* c = AsContext(ctx);
+  Context* c = AsCurrentable(ctx);
   if (c == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   ThreadContextStack().push_back(c);
   return CUDA_SUCCESS;
@@ -241,7 +282,7 @@ SIMGPU_API CUresult cuCtxSetCurrent(CUcontext ctx) {
       return CUDA_SUCCESS;
     }
     std::lock_guard<std::mutex> lock(D().mu);
-    Context* c = AsContext(ctx);
+    Context* c = AsCurrentable(ctx);
     if (c == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
     if (stack.empty()) {
       stack.push_back(c);
@@ -352,7 +393,7 @@ SIMGPU_API CUresult cuCtxGetLimit(size_t* pvalue, CUlimit limit) {
     Context* c = nullptr;
     if (CUresult rc = CurrentContext(&c); rc != CUDA_SUCCESS) return rc;
     if (pvalue == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    if (limit < 0 || limit >= 16) return CUDA_ERROR_UNSUPPORTED_LIMIT;
+    if (limit < 0 || limit > CU_LIMIT_PERSISTING_L2_CACHE_SIZE) return CUDA_ERROR_UNSUPPORTED_LIMIT;
     *pvalue = c->limits[limit];
     return CUDA_SUCCESS;
   });

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "simgpu/config.h"
+#include "simgpu/image.h"
 #include "simgpu/shared_state.h"
 
 // Marks an exported driver entry point. The linker version script is what finally decides the
@@ -130,6 +131,15 @@ struct Stream {
   std::vector<struct GraphNode*> capture_deps;
 };
 
+// The CUDA runtime's context-local storage (export_tables.cc): a value per key, with the callback
+// to run when the context is destroyed (not when the key is deleted).
+using LocalStorageDtor = void (*)(CUcontext ctx, void* key, void* value);
+struct LocalValue {
+  void* value = nullptr;
+  LocalStorageDtor dtor = nullptr;
+};
+using LocalStorage = std::map<void*, LocalValue>;
+
 struct Context {
   Tag tag = Tag::kContext;
   int device = 0;  // CUDA ordinal
@@ -145,6 +155,7 @@ struct Context {
   size_t limits[16] = {};
   CUfunc_cache cache_config = CU_FUNC_CACHE_PREFER_NONE;
   std::vector<Stream*> streams;  // user streams created in this context
+  LocalStorage local_storage;
 };
 
 struct Event {
@@ -155,7 +166,8 @@ struct Event {
   uint64_t time_ns = 0;
 };
 
-enum class AllocKind { kDevice, kPitch, kManaged, kHost, kPool, kVmm, kGraph };
+// kModule: a module global (cuModuleGetGlobal), owned by its module and not charged.
+enum class AllocKind { kDevice, kPitch, kManaged, kHost, kPool, kVmm, kGraph, kModule };
 
 // Host memory standing in for device memory: real, readable and writable.
 struct Backing {
@@ -221,6 +233,9 @@ struct Driver {
 Driver& D();
 
 // --- Initialization and lookups (process.cc). "Locked" functions need D().mu held. ---
+// Sets the log tag and level (VGPU_SIMGPU_LOG_LEVEL); cuInit does, and calls that can come
+// before it (cuGetExportTable) do too.
+void SetUpLogging();
 CUresult CheckInit();
 CUresult CheckDevice(CUdevice dev);
 const DeviceSpec& Spec(int ordinal);  // of a CUDA ordinal (a MIG device's: its own memory, SMs)
@@ -232,6 +247,12 @@ std::vector<Context*>& ThreadContextStack();
 // charges or returns the configured context memory.
 CUresult ActivateContextLocked(Context* ctx);
 void DeactivateContextLocked(Context* ctx);
+
+// A context's local storage, emptied (D().mu held); then, with no lock held, the destroy callbacks
+// of what it held, as the real driver runs them when a context goes away (destroy, primary reset,
+// last primary release).
+LocalStorage TakeLocalStorageLocked(Context* ctx);
+void RunLocalStorageDestructors(Context* ctx, const LocalStorage& storage);
 
 // Frees what a context owns (allocations, streams) when it is destroyed or reset.
 void ReleaseContextResourcesLocked(Context* ctx);
@@ -297,13 +318,23 @@ void TrimPoolsOnSyncLocked(int ordinal);
 // --- Modules and kernels (module.cc, launch.cc). ---
 struct Function;
 
-// A loaded module or library. Images are not parsed: any image loads, and any name looked up in
-// it yields a function (docs/simgpu.md explains how a kernel's duration is chosen).
+// Loads a module (`library` false: needs a current context) or a library from `image` (a fatbin
+// wrapper, a fatbin, an ELF cubin or PTX text): the export tables' module loads come here too.
+CUresult LoadModuleImage(const void* image, bool library, void** out);
+// Decompresses fatbin entries with the system's LZ4 and Zstandard libraries (codecs.cc).
+const Decompressor& SystemDecompressor();
+
+// A loaded module or library. An image that can be read (image.h) has exactly its kernels and
+// globals; any other image loads too, and then any name looked up in it yields a function with an
+// unknown parameter layout (docs/simgpu.md explains how a kernel's duration is chosen).
 struct Module {
   Tag tag = Tag::kModule;
   bool library = false;
   bool unloaded = false;
+  bool symbols_known = false;  // the image was read: other names are not found
   std::map<std::string, Function*> functions;
+  std::map<std::string, ImageGlobal> globals;     // as the image declares them
+  std::map<std::string, Allocation*> global_mem;  // made at the first lookup of each
 };
 
 // A kernel. CUfunction and CUkernel handles both point here.
@@ -313,6 +344,9 @@ struct Function {
   std::string name;
   bool sleep_convention = false;  // the name contains kSleepKernelMarker
   bool touch_convention = false;  // the name contains kTouchKernelMarker
+  bool params_known = false;      // from the image: `params` and `param_bytes` hold
+  std::vector<KernelParam> params;
+  uint32_t param_bytes = 0;
   int attributes[CU_FUNC_ATTRIBUTE_MAX] = {};
 };
 

@@ -190,14 +190,6 @@ SIMGPU_API CUresult cuGetErrorString(CUresult error, const char** pStr) {
   return *pStr == nullptr ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 
-// The CUDA runtime reaches the driver through private tables that are not part of the public API
-// and are not simulated: runtime (cudaMalloc) programs need a real driver.
-SIMGPU_API CUresult cuGetExportTable(const void** ppExportTable, const CUuuid* pExportTableId) {
-  (void)pExportTableId;
-  if (ppExportTable != nullptr) *ppExportTable = nullptr;
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-
 SIMGPU_API CUresult cuProfilerInitialize(const char* configFile, const char* outputFile,
                                          CUoutput_mode outputMode) {
   (void)configFile;

@@ -75,7 +75,9 @@ CUresult FreeDevice(CUdeviceptr dptr) {
   auto it = D().allocations.find(static_cast<uintptr_t>(dptr));
   if (it == D().allocations.end()) return CUDA_ERROR_INVALID_VALUE;
   Allocation* a = it->second;
-  if (a->kind == AllocKind::kHost || a->kind == AllocKind::kVmm) return CUDA_ERROR_INVALID_VALUE;
+  if (a->kind == AllocKind::kHost || a->kind == AllocKind::kVmm || a->kind == AllocKind::kModule) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
   D().allocations.erase(it);
   FreeAllocationLocked(a);
   return CUDA_SUCCESS;

@@ -1,10 +1,13 @@
-// Modules and libraries (any image loads), function and kernel lookup (any name is found),
-// function attributes and occupancy.
+// Modules and libraries (images read as image.h describes), function and kernel lookup,
+// parameter layouts, module globals, function attributes and occupancy.
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
+
+#include "common/log.h"
 
 #include "simgpu/driver/driver.h"
 
@@ -14,53 +17,89 @@ namespace {
 constexpr int kSharedPerSm = 233472;
 constexpr int kMaxDynamicShared = 232448;
 
-Module* AsModule(void* h, bool library) {
+// The module or library `h` is, if it is of the kind asked for. A library is its own module
+// (cuLibraryGetModule), so module lookups accept libraries too; unloading does not.
+Module* AsModule(void* h, bool library, bool lookup = true) {
   auto* m = static_cast<Module*>(h);
-  if (m == nullptr || m->tag != Tag::kModule || m->unloaded || m->library != library) {
-    return nullptr;
-  }
+  if (m == nullptr || m->tag != Tag::kModule || m->unloaded) return nullptr;
+  if (m->library != library && !(lookup && !library)) return nullptr;
   return m;
 }
 
-CUresult NewModule(void** out, bool library) {
+// A new function of `m` named `name`, with the parameter layout `k` when the image gave one.
+Function* NewFunctionLocked(Module* m, const std::string& name, const ImageKernel* k) {
+  Function* f = Recycler<Function>::Make();
+  f->module = m;
+  f->name = name;
+  f->sleep_convention = f->name.find(kSleepKernelMarker) != std::string::npos;
+  f->touch_convention = f->name.find(kTouchKernelMarker) != std::string::npos;
+  f->attributes[CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK] = 1024;
+  f->attributes[CU_FUNC_ATTRIBUTE_NUM_REGS] = 32;
+  f->attributes[CU_FUNC_ATTRIBUTE_PTX_VERSION] = 90;
+  f->attributes[CU_FUNC_ATTRIBUTE_BINARY_VERSION] = 90;
+  f->attributes[CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES] = 49152;
+  f->attributes[CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT] = -1;
+  if (k != nullptr) {
+    f->params_known = true;
+    f->params = k->params;
+    f->param_bytes = k->param_bytes;
+  }
+  return f;
+}
+
+CUresult NewModule(const void* image, void** out, bool library) {
   if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
   if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!library) {
     Context* ctx = nullptr;
     if (CUresult rc = CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
   }
+  ImageInfo info = ReadImage(image, SystemDecompressor());
+  if (!info.symbols_known && info.kind != ImageKind::kUnknown) {
+    VGPU_LOG_DEBUG("module image not read (%s): every kernel name will be found",
+                   info.note.c_str());
+  }
   std::lock_guard<std::mutex> lock(D().mu);
   Module* m = Recycler<Module>::Make();
   m->library = library;
+  m->symbols_known = info.symbols_known;
+  for (const ImageKernel& k : info.kernels) m->functions[k.name] = NewFunctionLocked(m, k.name, &k);
+  for (ImageGlobal& g : info.globals) m->globals[g.name] = std::move(g);
   *out = m;
   return CUDA_SUCCESS;
 }
 
-CUresult FileExists(const char* path) {
+// The contents of a module file (a cubin, fatbin or PTX), NUL-terminated for PTX.
+CUresult ReadModuleFile(const char* path, std::vector<uint8_t>* out) {
   if (path == nullptr) return CUDA_ERROR_INVALID_VALUE;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return CUDA_ERROR_FILE_NOT_FOUND;
+  uint8_t buf[65536];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) out->insert(out->end(), buf, buf + n);
   close(fd);
+  if (n < 0) return CUDA_ERROR_FILE_NOT_FOUND;
+  out->resize(out->size() + 8, 0);  // a NUL after PTX text; room for the magic check
   return CUDA_SUCCESS;
+}
+
+CUresult LoadFile(const char* path, void** out, bool library) {
+  std::vector<uint8_t> data;
+  if (CUresult rc = ReadModuleFile(path, &data); rc != CUDA_SUCCESS) return rc;
+  return NewModule(data.data(), out, library);  // what it needs is copied out of the image
 }
 
 CUresult Lookup(Module* m, const char* name, Function** out) {
   if (name == nullptr || out == nullptr) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard<std::mutex> lock(D().mu);
-  Function*& f = m->functions[name];
-  if (f == nullptr) {
-    f = Recycler<Function>::Make();
-    f->module = m;
-    f->name = name;
-    f->sleep_convention = f->name.find(kSleepKernelMarker) != std::string::npos;
-    f->touch_convention = f->name.find(kTouchKernelMarker) != std::string::npos;
-    f->attributes[CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK] = 1024;
-    f->attributes[CU_FUNC_ATTRIBUTE_NUM_REGS] = 32;
-    f->attributes[CU_FUNC_ATTRIBUTE_PTX_VERSION] = 90;
-    f->attributes[CU_FUNC_ATTRIBUTE_BINARY_VERSION] = 90;
-    f->attributes[CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES] = 49152;
-    f->attributes[CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT] = -1;
+  auto it = m->functions.find(name);
+  if (it != m->functions.end()) {
+    *out = it->second;
+    return CUDA_SUCCESS;
   }
+  if (m->symbols_known) return CUDA_ERROR_NOT_FOUND;
+  Function* f = NewFunctionLocked(m, name, nullptr);
+  m->functions[name] = f;
   *out = f;
   return CUDA_SUCCESS;
 }
@@ -68,10 +107,15 @@ CUresult Lookup(Module* m, const char* name, Function** out) {
 CUresult Unload(void* h, bool library) {
   if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
   std::lock_guard<std::mutex> lock(D().mu);
-  Module* m = AsModule(h, library);
+  Module* m = AsModule(h, library, /*lookup=*/false);
   if (m == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   for (auto& [name, f] : m->functions) Recycler<Function>::Retire(f);
   m->functions.clear();
+  for (auto& [name, a] : m->global_mem) {
+    if (RemoveAllocationLocked(a->base) == a) FreeAllocationLocked(a);
+  }
+  m->global_mem.clear();
+  m->globals.clear();
   Recycler<Module>::Retire(m);
   return CUDA_SUCCESS;
 }
@@ -108,10 +152,49 @@ CUresult EnumerateIn(void* h, bool library, void** out, unsigned n) {
   return Enumerate(out, n, m);
 }
 
-// Images are not parsed, so module globals cannot be found.
-CUresult FindGlobal(void* h, bool library) {
-  if (AsModule(h, library) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  return CUDA_ERROR_NOT_FOUND;
+// A module global: host memory standing in for it, made (with the image's initial bytes) at its
+// first lookup and freed with the module. Not charged to the device. Globals of an image that
+// could not be read are not found.
+CUresult FindGlobal(void* h, bool library, const char* name, CUdeviceptr* dptr, size_t* bytes) {
+  if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
+  Module* m = AsModule(h, library);
+  if (m == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Context* ctx = nullptr;
+  if (CUresult rc = CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
+  std::lock_guard<std::mutex> lock(D().mu);
+  auto g = m->globals.find(name);
+  if (g == m->globals.end()) return CUDA_ERROR_NOT_FOUND;
+  Allocation*& a = m->global_mem[name];
+  if (a == nullptr) {
+    Backing backing = AllocateBacking(g->second.size);
+    if (backing.ptr == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+    std::memset(backing.ptr, 0, g->second.size);
+    std::memcpy(backing.ptr, g->second.init.data(), g->second.init.size());
+    a = new Allocation;
+    a->base = reinterpret_cast<uintptr_t>(backing.ptr);
+    a->size = g->second.size;
+    a->kind = AllocKind::kModule;
+    a->device = ctx->device;
+    a->phys = ctx->phys;
+    a->backing = backing;
+    AddAllocationLocked(a);
+  }
+  if (dptr != nullptr) *dptr = static_cast<CUdeviceptr>(a->base);
+  if (bytes != nullptr) *bytes = a->size;
+  return CUDA_SUCCESS;
+}
+
+CUresult ParamInfo(void* h, size_t index, size_t* offset, size_t* size) {
+  Function* f = AsFunction(h);
+  if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  if (offset == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(D().mu);
+  if (!f->params_known) return CUDA_ERROR_NOT_SUPPORTED;  // its image could not be read
+  if (index >= f->params.size()) return CUDA_ERROR_INVALID_VALUE;
+  *offset = f->params[index].offset;
+  if (size != nullptr) *size = f->params[index].size;
+  return CUDA_SUCCESS;
 }
 
 int MaxBlocksPerSm(int block_size, size_t dynamic_smem) {
@@ -138,6 +221,11 @@ CUresult PotentialBlockSize(int* min_grid, int* block_size, CUfunction func,
 
 }  // namespace
 
+CUresult LoadModuleImage(const void* image, bool library, void** out) {
+  if (image == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return NewModule(image, out, library);
+}
+
 Function* AsFunction(void* handle) {
   auto* f = static_cast<Function*>(handle);
   if (f == nullptr || f->tag != Tag::kFunction) return nullptr;
@@ -150,15 +238,12 @@ using namespace vgpu::simgpu;
 using namespace vgpu::simgpu::driver;
 
 SIMGPU_API CUresult cuModuleLoad(CUmodule* module, const char* fname) {
-  SIMGPU_GUARD({
-    if (CUresult rc = FileExists(fname); rc != CUDA_SUCCESS) return rc;
-    return NewModule(reinterpret_cast<void**>(module), false);
-  });
+  SIMGPU_GUARD({ return LoadFile(fname, reinterpret_cast<void**>(module), false); });
 }
 SIMGPU_API CUresult cuModuleLoadData(CUmodule* module, const void* image) {
   SIMGPU_GUARD({
     if (image == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    return NewModule(reinterpret_cast<void**>(module), false);
+    return NewModule(image, reinterpret_cast<void**>(module), false);
   });
 }
 SIMGPU_API CUresult cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int numOptions,
@@ -197,18 +282,18 @@ SIMGPU_API CUresult cuModuleEnumerateFunctions(CUfunction* functions, unsigned i
 
 SIMGPU_API CUresult cuModuleGetGlobal_v2(CUdeviceptr* dptr, size_t* bytes, CUmodule hmod,
                                          const char* name) {
-  (void)dptr;
-  (void)bytes;
-  (void)name;
-  return FindGlobal(hmod, false);
+  SIMGPU_GUARD({ return FindGlobal(hmod, false, name, dptr, bytes); });
 }
 
+// The 32-bit legacy variant: globals live above 4 GiB, so none fits its pointer type.
 SIMGPU_API CUresult cuModuleGetGlobal(CUdeviceptr_v1* dptr, unsigned int* bytes, CUmodule hmod,
                                       const char* name) {
   (void)dptr;
   (void)bytes;
-  (void)name;
-  return FindGlobal(hmod, false);
+  SIMGPU_GUARD({
+    CUresult rc = FindGlobal(hmod, false, name, nullptr, nullptr);
+    return rc == CUDA_SUCCESS ? CUDA_ERROR_NOT_SUPPORTED : rc;
+  });
 }
 
 SIMGPU_API CUresult cuLibraryLoadData(CUlibrary* library, const void* code,
@@ -223,7 +308,7 @@ SIMGPU_API CUresult cuLibraryLoadData(CUlibrary* library, const void* code,
   (void)numLibraryOptions;
   SIMGPU_GUARD({
     if (code == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    return NewModule(reinterpret_cast<void**>(library), true);
+    return NewModule(code, reinterpret_cast<void**>(library), true);
   });
 }
 
@@ -239,10 +324,7 @@ SIMGPU_API CUresult cuLibraryLoadFromFile(CUlibrary* library, const char* fileNa
   (void)libraryOptions;
   (void)libraryOptionValues;
   (void)numLibraryOptions;
-  SIMGPU_GUARD({
-    if (CUresult rc = FileExists(fileName); rc != CUDA_SUCCESS) return rc;
-    return NewModule(reinterpret_cast<void**>(library), true);
-  });
+  SIMGPU_GUARD({ return LoadFile(fileName, reinterpret_cast<void**>(library), true); });
 }
 
 SIMGPU_API CUresult cuLibraryUnload(CUlibrary library) {
@@ -276,10 +358,17 @@ SIMGPU_API CUresult cuLibraryGetModule(CUmodule* pMod, CUlibrary library) {
 
 SIMGPU_API CUresult cuLibraryGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUlibrary library,
                                        const char* name) {
-  (void)dptr;
-  (void)bytes;
-  (void)name;
-  return FindGlobal(library, true);
+  SIMGPU_GUARD({ return FindGlobal(library, true, name, dptr, bytes); });
+}
+
+SIMGPU_API CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t* paramOffset,
+                                       size_t* paramSize) {
+  SIMGPU_GUARD({ return ParamInfo(func, paramIndex, paramOffset, paramSize); });
+}
+
+SIMGPU_API CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t* paramOffset,
+                                         size_t* paramSize) {
+  SIMGPU_GUARD({ return ParamInfo(kernel, paramIndex, paramOffset, paramSize); });
 }
 
 SIMGPU_API CUresult cuKernelGetFunction(CUfunction* pFunc, CUkernel kernel) {

@@ -5,15 +5,21 @@
 
 #include "common/log.h"
 
-// Weak stubs: one per exported name. Each logs once that the call is not simulated.
-#define SIMGPU_DRIVER_SYMBOL(name, base, version, kind)                                \
-  extern "C" __attribute__((weak, visibility("default"))) int name() {                 \
-    static std::atomic<bool> logged{false};                                            \
-    if (!logged.exchange(true)) {                                                      \
-      VGPU_LOG_WARN("%s is not simulated; returning CUDA_ERROR_NOT_SUPPORTED", #name); \
-    }                                                                                  \
-    return 801; /* CUDA_ERROR_NOT_SUPPORTED */                                         \
-  }
+// One stub per exported name: it logs once that the call is not simulated and returns
+// CUDA_ERROR_NOT_SUPPORTED. The exported name is a weak alias of its stub, so a simulated entry
+// point (a strong definition elsewhere) replaces it at link time, and comparing the two addresses
+// tells whether a name is simulated.
+#define SIMGPU_DRIVER_SYMBOL(name, base, version, kind)                                         \
+  extern "C" int vgpu_simgpu_unsimulated_##name() {                                             \
+    static std::atomic<bool> logged{false};                                                     \
+    if (!logged.exchange(true)) {                                                               \
+      VGPU_LOG_WARN("%s is not simulated; returning CUDA_ERROR_NOT_SUPPORTED", #name);          \
+    }                                                                                           \
+    return 801; /* CUDA_ERROR_NOT_SUPPORTED */                                                  \
+  }                                                                                             \
+  extern "C"                                                                                    \
+      __attribute__((weak, visibility("default"), alias("vgpu_simgpu_unsimulated_" #name))) int \
+      name();
 #include "simgpu/gen/driver_symbols.inc"
 #undef SIMGPU_DRIVER_SYMBOL
 
@@ -23,12 +29,14 @@ namespace {
 struct ProcEntry {
   const char* base;
   int version;
-  int kind;  // 0 default, 1 _ptds, 2 _ptsz
-  void* fn;  // the simulated entry point, or its stub if it is not simulated
+  int kind;    // 0 default, 1 _ptds, 2 _ptsz
+  void* fn;    // the exported entry point
+  void* stub;  // its stub: equal to fn when the entry point is not simulated
 };
 
 #define SIMGPU_DRIVER_SYMBOL(name, base, version, kind) \
-  {base, version, kind, reinterpret_cast<void*>(&name)},
+  {base, version, kind, reinterpret_cast<void*>(&name), \
+   reinterpret_cast<void*>(&vgpu_simgpu_unsimulated_##name)},
 const ProcEntry kTable[] = {
 #include "simgpu/gen/driver_symbols.inc"
 };
@@ -50,6 +58,10 @@ void* LookupDriverProc(const char* symbol, int version, bool per_thread, ProcLoo
   const ProcEntry* pick = per_thread && best[1] != nullptr ? best[1] : best[0];
   if (pick == nullptr) {
     if (known) *status = ProcLookup::kVersionNotSufficient;
+    return nullptr;
+  }
+  if (pick->fn == pick->stub) {
+    *status = ProcLookup::kUnsimulated;
     return nullptr;
   }
   *status = ProcLookup::kFound;

@@ -6,10 +6,16 @@
 
 namespace vgpu::simgpu::driver {
 
-enum class ProcLookup { kFound = 0, kSymbolNotFound = 1, kVersionNotSufficient = 2 };
+enum class ProcLookup {
+  kFound = 0,
+  kSymbolNotFound = 1,
+  kVersionNotSufficient = 2,
+  kUnsimulated = 3,  // exported (as a stub) but not simulated: not handed out
+};
 
 // The entry point `symbol` (a base name such as "cuMemAlloc") as of CUDA version `version`,
-// in its per-thread default stream variant when `per_thread` and one exists. Null if none.
+// in its per-thread default stream variant when `per_thread` and one exists. Null if none, or if
+// the variant chosen is not simulated.
 void* LookupDriverProc(const char* symbol, int version, bool per_thread, ProcLookup* status);
 
 // Number of exported entry points.

@@ -19,6 +19,8 @@ int32_t g_registered_pid = 0;
 
 void OnForkChild() { g_forked_child = true; }
 
+}  // namespace
+
 void SetUpLogging() {
   SetLogTag("vgpu-simgpu");
   LogLevel level = LogLevel::kInfo;
@@ -28,6 +30,8 @@ void SetUpLogging() {
   }
   SetLogLevel(level);
 }
+
+namespace {
 
 // The MIG device (compute instance) whose UUID starts with `prefix`: its device record and spec
 // (the GPU instance's memory, the compute instance's SMs). False if none or ambiguous.

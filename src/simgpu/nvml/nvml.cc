@@ -243,6 +243,14 @@ SIMGPU_NVML_API const char* nvmlErrorString(nvmlReturn_t result) {
       return "Argument Version Mismatch";
     case NVML_ERROR_NO_DATA:
       return "No Data";
+    case NVML_ERROR_RESET_REQUIRED:
+      return "The GPU requires a reset before it can be used again";
+    case NVML_ERROR_IN_USE:
+      return "An operation cannot be performed because the GPU is currently in use";
+    case NVML_ERROR_INSUFFICIENT_RESOURCES:
+      return "Ran out of critical resources, other than memory";
+    case NVML_ERROR_MEMORY:
+      return "Insufficient memory";
     case NVML_ERROR_UNKNOWN:
       return "Unknown Error";
     default:

@@ -332,11 +332,13 @@ SIMGPU_NVML_API nvmlReturn_t nvmlDeviceCreateGpuInstance(nvmlDevice_t device,
 SIMGPU_NVML_API nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(
     nvmlDevice_t device, unsigned int profileId, const nvmlGpuInstancePlacement_t* placement,
     nvmlGpuInstance_t* gpuInstance) {
-  if (placement == nullptr || placement->start >= mig::kMemorySlices) {
-    return NVML_ERROR_INVALID_ARGUMENT;
-  }
+  if (placement == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   unsigned index = 0;
   if (nvmlReturn_t rc = CheckDevice(device, &index); rc != NVML_SUCCESS) return rc;
+  const mig::ModelTable* t = Table(index);
+  if (placement->start >= static_cast<unsigned>(t ? t->memory_slices : mig::kMemorySlices)) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
   const mig::Profile* p = ProfileById(index, profileId);
   if (p != nullptr && placement->size != static_cast<unsigned>(p->memory_slices)) {
     return NVML_ERROR_INVALID_ARGUMENT;
@@ -525,7 +527,8 @@ SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device,
   unsigned index = 0;
   if (nvmlReturn_t rc = CheckDevice(device, &index); rc != NVML_SUCCESS) return rc;
   if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  *count = Table(index) == nullptr ? 0 : mig::kMaxInstances;
+  const mig::ModelTable* t = Table(index);
+  *count = t == nullptr ? 0 : static_cast<unsigned>(t->max_instances);
   return NVML_SUCCESS;
 }
 
