@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The Done-when scenarios of compute sharing, with `vgpu bench share`, as a Markdown table
+# The compute-sharing scenarios, run with `vgpu bench share`, as a Markdown table
 # (docs/compute.md reports its output).
 #
 #   bench/compute/share_scenarios.sh [--vgpu PATH] [--seconds S] [--real] [--json-dir DIR]
-#                                    [--only REGEX]
+#                                    [--only REGEX] [--load N]
 #
 # Default: the simulated GPU (--sim), 12 s runs (three sliding 10 s windows). --real runs on this
 # machine's GPU (with the calibrated kernel of tests/gpu/run.sh: pass --module/--cycles-per-us in
-# VGPU_BENCH_ARGS). --only runs the scenarios whose name matches REGEX (bash =~). About 12
+# VGPU_BENCH_ARGS). --only runs the scenarios whose name matches REGEX (bash =~). --load N keeps
+# N busy processes (`yes >/dev/null`) running during the scenarios: a loaded host. About 15
 # minutes for all of them. Needs python3 to format the results.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -16,6 +17,7 @@ seconds=12
 sim=--sim
 json_dir=
 only=
+load=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --vgpu) vgpu=$2; shift 2 ;;
@@ -23,12 +25,18 @@ while [[ $# -gt 0 ]]; do
     --real) sim=; shift ;;
     --json-dir) json_dir=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --load) load=$2; shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "share_scenarios.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 work=$(mktemp -d /tmp/vgpu-share-scenarios-XXXXXX)
-trap 'rm -rf "$work"' EXIT
+hogs=()
+trap 'for p in "${hogs[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$work"' EXIT
+for ((i = 0; i < load; i++)); do
+  yes >/dev/null &
+  hogs+=($!)
+done
 half=$((seconds / 2))
 touch "$work/order"
 
@@ -68,7 +76,21 @@ for depth in 1 2 4 16; do
   run "weights-depth-$depth" --seconds "$seconds" --tenant "a:elastic,depth=$depth" \
     --tenant "b:elastic,weight=3,depth=$depth"
 done
+# Launch-then-sync tenants (an inference loop): N kernels, cuStreamSynchronize, optionally 1 ms of
+# host time, and again.
+for sync in 1 4 20; do
+  for host in 0 1ms; do
+    extra= suffix=
+    [[ $host != 0 ]] && extra=",gap=$host" suffix="-host-$host"
+    run "weights-sync-$sync$suffix" --seconds "$seconds" --tenant "a:elastic,sync=$sync$extra" \
+      --tenant "b:elastic,weight=3,sync=$sync$extra"
+    run "guarantees-sync-$sync$suffix" --seconds "$seconds" \
+      --tenant "a:guarantee=30,max=100,sync=$sync$extra" \
+      --tenant "b:guarantee=70,max=100,sync=$sync$extra"
+  done
+done
 run caps-depth-1 --seconds "$seconds" --tenant a:max=30,depth=1 --tenant b:max=60,depth=1
+run caps-30-70-depth-1 --seconds "$seconds" --tenant a:max=30,depth=1 --tenant b:max=70,depth=1
 run alone-30-depth-1 --seconds "$seconds" --tenant a:max=30,depth=1
 # An idle tenant's share goes to the other: b stops half-way.
 run idle-handover-depth-1 --seconds "$seconds" --tenant a:guarantee=30,max=100,depth=1 \
@@ -90,10 +112,11 @@ python3 - "$work" <<'PY'
 import json, sys, os
 work = sys.argv[1]
 levels = ["realtime", "high", "normal", "low", "idle"]
-print("| scenario | tenant | policy | target | achieved (events) | achieved (timeline) | worst 10 s window | converged | wait p50 / p99 (ms) | alone p99 (ms) | kernels/s | vs alone | of idle |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("| scenario | tenant | policy | target | achieved (events) | achieved (timeline) | all tenants | worst 10 s window | converged | wait p50 / p99 (ms) | alone p99 (ms) | kernels/s | vs alone | of idle |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for name in open(os.path.join(work, "order")).read().split():
     r = json.load(open(os.path.join(work, name + ".json")))
+    busy = sum(t["share"] for t in r["tenants"])
     for t in r["tenants"]:
         pol = "max %d" % t["max"]
         if t["mode"] == "elastic":
@@ -102,10 +125,16 @@ for name in open(os.path.join(work, "order")).read().split():
             pol += ", weight %d" % t["weight"]
         if t["priority"] != "normal":
             pol += ", " + t["priority"]
-        if t["gap_ms"] > 0:
+        if t["gap_ms"] > 0 and t["sync"] == 0:
             pol += ", gap %g ms" % t["gap_ms"]
         if t["depth"] > 0:
             pol += ", depth %d" % t["depth"]
+        if t["sync"] > 0:
+            pol += ", sync %d" % t["sync"]
+            if t["gap_ms"] > 0:
+                pol += ", host %g ms" % t["gap_ms"]
+            if t["demand"] is not None:
+                pol += " (uses %.1f alone)" % t["demand"]
         if t["latency_slack_ms"] > 0:
             pol += ", slack %g ms" % t["latency_slack_ms"]
         if t["start_s"] > 0:
@@ -123,13 +152,13 @@ for name in open(os.path.join(work, "order")).read().split():
         if above:
             idle = 100.0 - sum(o["share"] for o in above)
             of_idle = "%.0f%% of %.1f" % (100.0 * t["share"] / idle, idle) if idle >= 1 else "-"
-        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %.1f | %s | %s |" % (
-            name, t["name"], pol, f(t["target"], 1), f(t["share"]), f(t["share_timeline"]),
+        print("| %s | %s | %s | %s | %s | %s | %.2f | %s | %s | %s / %s | %s | %.1f | %s | %s |" % (
+            name, t["name"], pol, f(t["target"], 1), f(t["share"]), f(t["share_timeline"]), busy,
             "±" + f(t["worst_window_pp"]) if t["worst_window_pp"] is not None else "-", conv,
             f(t["wait_p50_ms"], 3), f(t["wait_p99_ms"], 3), f(t["alone_wait_p99_ms"], 3),
             t["throughput"], ratio, of_idle))
         if (name == "elastic" and t["name"] == "a") or (name.startswith("idle-handover") and t["name"] == "a"):
-            print("| | | a per second: %s | | | | | | | | | | |" % ", ".join("%.1f" % v for v in t["per_second"]))
+            print("| | | a per second: %s | | | | | | | | | | | |" % ", ".join("%.1f" % v for v in t["per_second"]))
         if t["idle_after_stop_ms"] is not None:
-            print("| | | GPU idle from %s's last kernel to the next: %.3f ms | | | | | | | | | | |" % (t["name"], t["idle_after_stop_ms"]))
+            print("| | | GPU idle from %s's last kernel to the next: %.3f ms | | | | | | | | | | | |" % (t["name"], t["idle_after_stop_ms"]))
 PY

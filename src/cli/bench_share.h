@@ -23,6 +23,9 @@ struct BenchTenant {
   uint64_t stop_ns = 0;   // offset from the common start at which it stops; 0: the end
   std::string launch = "kernel";
   int depth = 0;  // 0: enough for 10 ms of kernels
+  // > 0: launch-then-synchronize: launches this many kernels, then cuStreamSynchronize, then
+  // gap_ns of host time, and again (an inference loop).
+  int sync = 0;
 };
 
 // The tenant keys ParseTenant accepts, as `vgpu bench share --help` and its errors list them.
@@ -30,7 +33,8 @@ inline constexpr const char* kTenantKeys =
     "max (or cores), guarantee, weight, priority, elastic (or elastic=true|false), mode "
     "(capped|elastic), time_slice, latency_slack, kernel (duration), gap (host time between "
     "kernels: a latency tenant), start (delay), stop (time it stops launching), launch "
-    "(kernel|ptsz|ex|coop|graph), depth (kernels in flight)";
+    "(kernel|ptsz|ex|coop|graph), depth (kernels in flight), sync (kernels per "
+    "cuStreamSynchronize: launch-then-sync; gap is then the host time after each sync)";
 
 // Parses "name[:key=value,key=value,...]"; errors name the tenant and the key.
 Result<BenchTenant> ParseTenant(const std::string& text);
@@ -38,6 +42,7 @@ Result<BenchTenant> ParseTenant(const std::string& text);
 struct TenantResult {
   std::vector<KernelRecord> records;
   std::optional<double> target;          // expected share with all tenants running
+  std::optional<double> demand;          // a sync tenant with host time: the most it can use
   double share = 0;                      // achieved share once all tenants run (from events)
   std::optional<double> share_timeline;  // the same from the simulated GPU's timeline
   std::vector<double> per_second;        // share in each second of the run (from the common start)

@@ -9,9 +9,14 @@
 //
 // Protocol with the parent: after initialisation it prints "ready" on stdout and reads the start
 // time (CLOCK_MONOTONIC ns) from stdin; it runs from start + --offset to start + --stop and writes
-// "call_ns start_ns end_ns" per kernel to --out. Kernel times come from events: an event after
-// each kernel gives its end on the host clock (through a reference event recorded on an idle
-// stream), and its start is end - duration.
+// "call_ns start_ns end_ns" per kernel to --out.
+//
+// Shapes: by default it keeps --depth kernels in flight (launches until it has that many, then
+// waits for the oldest); with --gap it launches one kernel, waits for it and spends --gap on the
+// host; with --sync N it launches N kernels, waits for them with cuStreamSynchronize, spends
+// --gap (if any) on the host, and again, as an inference loop does. Kernel times come from events:
+// an event after each kernel gives its end on the host clock (through a reference event recorded on
+// an idle stream), and its start is end - duration.
 #include <dlfcn.h>
 #include <sys/prctl.h>
 #include <time.h>
@@ -63,6 +68,7 @@ struct Driver {
   CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void*, size_t);
   CUresult (*cuStreamCreate)(CUstream*, unsigned);
   CUresult (*cuStreamSynchronize)(CUstream);
+  CUresult (*cuStreamSynchronize_ptsz)(CUstream);
   CUresult (*cuStreamBeginCapture)(CUstream, int);
   CUresult (*cuStreamEndCapture)(CUstream, CUgraph*);
   CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec*, CUgraph, unsigned long long);
@@ -137,6 +143,7 @@ bool Load(Driver* d, std::string* error) {
   get(d->cuMemcpyHtoD, "cuMemcpyHtoD_v2", false);
   get(d->cuStreamCreate, "cuStreamCreate");
   get(d->cuStreamSynchronize, "cuStreamSynchronize");
+  get(d->cuStreamSynchronize_ptsz, "cuStreamSynchronize_ptsz", false);
   get(d->cuStreamBeginCapture, "cuStreamBeginCapture_v2", false);
   get(d->cuStreamEndCapture, "cuStreamEndCapture", false);
   get(d->cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", false);
@@ -280,6 +287,10 @@ int RunBenchTenant(const TenantOptions& o) {
     if (ptsz && d.cuEventRecord_ptsz != nullptr) return d.cuEventRecord_ptsz(ev, nullptr);
     return d.cuEventRecord(ev, launch_stream);
   };
+  auto synchronize = [&]() -> CUresult {
+    if (ptsz && d.cuStreamSynchronize_ptsz != nullptr) return d.cuStreamSynchronize_ptsz(nullptr);
+    return d.cuStreamSynchronize(launch_stream);
+  };
   // The reference: an event on an idle stream, whose host time is known to a few microseconds.
   CUevent ref;
   CHECK(d.cuEventCreate(&ref, 0));
@@ -330,17 +341,31 @@ int RunBenchTenant(const TenantOptions& o) {
       CHECK(take_ref());  // keeps event times within float precision of the reference
       last_ref = Now();
     }
-    CUevent ev;
-    if (pool.empty()) {
-      CHECK(d.cuEventCreate(&ev, 0));
-    } else {
-      ev = pool.back();
-      pool.pop_back();
+    auto launch_one = [&]() -> CUresult {
+      CUevent ev;
+      if (pool.empty()) {
+        if (CUresult rc = d.cuEventCreate(&ev, 0); rc != 0) return rc;
+      } else {
+        ev = pool.back();
+        pool.pop_back();
+      }
+      uint64_t call = Now();
+      if (CUresult rc = launch(); rc != 0) return rc;
+      if (CUresult rc = record(ev); rc != 0) return rc;
+      pending.push_back({call, ev});
+      return 0;
+    };
+    if (o.sync > 0) {
+      for (int k = 0; k < o.sync; ++k) CHECK(launch_one());
+      CHECK(synchronize());
+      while (!pending.empty()) {
+        CHECK(collect(pending.front()));
+        pending.pop_front();
+      }
+      if (o.gap_ns > 0) SleepUntil(Now() + o.gap_ns);
+      continue;
     }
-    uint64_t call = Now();
-    CHECK(launch());
-    CHECK(record(ev));
-    pending.push_back({call, ev});
+    CHECK(launch_one());
     if (o.gap_ns > 0 || static_cast<int>(pending.size()) >= o.depth) {
       CHECK(collect(pending.front()));
       pending.pop_front();

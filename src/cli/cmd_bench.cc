@@ -86,6 +86,8 @@ Result<Child> Spawn(const BenchTenant& t, const SliceDir& dir, const Libraries& 
                                    std::to_string(stop_ns),
                                    "--depth",
                                    std::to_string(depth),
+                                   "--sync",
+                                   std::to_string(t.sync),
                                    "--launch",
                                    t.launch,
                                    "--out",
@@ -385,7 +387,12 @@ int RunShare(int argc, char** argv) {
       p.weight = t.spec.weight > 0 ? t.spec.weight : 1;
       p.level = t.spec.priority;
       p.elastic = t.spec.elastic;
-      p.saturating = t.gap_ns == 0;
+      p.saturating = t.gap_ns == 0 || t.sync > 0;
+      // A launch-then-sync tenant with host time between its bursts can use only so much.
+      if (t.sync > 0 && t.gap_ns > 0) {
+        std::optional<double> demand = SyncDemand(run->records[policies.size()], t.sync);
+        if (demand) p.demand = *demand;
+      }
       policies.push_back(p);
       last_start = std::max(last_start, t.start_ns);
     }
@@ -427,6 +434,7 @@ int RunShare(int argc, char** argv) {
       TenantResult x;
       x.records = rec;
       x.target = targets[i];
+      if (policies[i].demand < 100) x.demand = policies[i].demand;
       x.share = BusyPercent(rec, phase, end);
       if (run->timeline[i]) {
         x.share_timeline = run->timeline[i];
@@ -476,6 +484,7 @@ int RunTenant(int argc, char** argv) {
   app.add_flag("--calibrate", t.calibrate,
                "print the cycles per microsecond of --module's clock64 kernel and exit");
   app.add_option("--depth", t.depth);
+  app.add_option("--sync", t.sync);
   app.add_option("--launch", t.launch);
   app.add_option("--module", t.module);
   app.add_option("--cycles-per-us", t.cycles_per_us);

@@ -117,11 +117,20 @@ Result<BenchTenant> ParseTenant(const std::string& text) {
       if (!d.has_value()) return d.error();
       if (*d < 1 || *d > 1024) return Status::InvalidArgument(where + "depth: must be 1-1024");
       t.depth = static_cast<int>(*d);
+    } else if (key == "sync") {
+      Result<uint64_t> d = ParseUnsigned(value, where + "sync");
+      if (!d.has_value()) return d.error();
+      if (*d < 1 || *d > 1024) return Status::InvalidArgument(where + "sync: must be 1-1024");
+      t.sync = static_cast<int>(*d);
     } else {
       st = Status::InvalidArgument(where + "\"" + item + "\": unknown key (" +
                                    std::string(kTenantKeys) + ")");
     }
     if (!st.ok()) return st;
+  }
+  if (t.sync > 0 && t.depth > 0) {
+    return Status::InvalidArgument(where + "depth and sync: give one (a sync tenant has its " +
+                                   "sync kernels in flight)");
   }
   Result<SliceSpec> spec = ParseSliceSpec(t.flags, where);
   if (!spec.has_value()) return spec.error();
@@ -149,6 +158,7 @@ std::string ReportText(const BenchReport& r) {
     if (b.gap_ns > 0) policy += " gap " + Ms(b.gap_ns) + "ms";
     if (b.launch != "kernel") policy += " " + b.launch;
     if (b.depth > 0) policy += " depth " + std::to_string(b.depth);
+    if (b.sync > 0) policy += " sync " + std::to_string(b.sync);
     if (b.spec.latency_slack_ns > 0) {
       policy += " slack " + Ms(static_cast<uint64_t>(b.spec.latency_slack_ns)) + "ms";
     }
@@ -196,10 +206,11 @@ std::string ReportJson(const BenchReport& r) {
          ",\"stop_s\":" + (b.stop_ns ? Num(static_cast<double>(b.stop_ns) / 1e9, 3) : "null") +
          ",\"idle_after_stop_ms\":" +
          (x.idle_after_stop_ns ? Ms(*x.idle_after_stop_ns) : std::string("null")) +
-         ",\"depth\":" + std::to_string(b.depth) + ",\"latency_slack_ms\":" +
+         ",\"depth\":" + std::to_string(b.depth) + ",\"sync\":" + std::to_string(b.sync) +
+         ",\"latency_slack_ms\":" +
          Ms(s.latency_slack_ns > 0 ? static_cast<uint64_t>(s.latency_slack_ns) : 0) +
-         ",\"target\":" + OptNum(x.target) + ",\"share\":" + Num(x.share, 3) +
-         ",\"share_timeline\":" + OptNum(x.share_timeline) +
+         ",\"target\":" + OptNum(x.target) + ",\"demand\":" + OptNum(x.demand) +
+         ",\"share\":" + Num(x.share, 3) + ",\"share_timeline\":" + OptNum(x.share_timeline) +
          ",\"per_second\":" + Series(x.per_second) + ",\"windows\":" + Series(x.windows) +
          ",\"worst_window_pp\":" + (x.target ? Num(x.worst_window_pp, 3) : "null") +
          ",\"converge_s\":" + (x.converge_s >= 0 ? std::to_string(x.converge_s) : "null") +

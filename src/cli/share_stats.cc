@@ -13,8 +13,8 @@ std::vector<std::optional<double>> ExpectedShares(const std::vector<TenantPolicy
     if (!tenants[i].saturating) continue;
     const TenantPolicy& t = tenants[i];
     int g = t.elastic ? t.guarantee : (t.max < 100 ? t.max : 0);
-    floor[i] = std::min(g, t.max);
-    ceil[i] = t.max;
+    ceil[i] = std::min<double>(t.max, t.demand);
+    floor[i] = std::min<double>(g, ceil[i]);
     floors += floor[i];
   }
   if (floors > 100) {
@@ -56,6 +56,21 @@ std::vector<std::optional<double>> ExpectedShares(const std::vector<TenantPolicy
     if (tenants[i].saturating) out[i] = share[i];
   }
   return out;
+}
+
+std::optional<double> SyncDemand(const std::vector<KernelRecord>& records, int sync) {
+  if (sync <= 0 || records.size() < 2 * static_cast<size_t>(sync)) return std::nullopt;
+  double busy = 0, host = 0;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const KernelRecord& r = records[i];
+    busy += static_cast<double>(r.end_ns - r.start_ns);
+    if (i > 0 && i % static_cast<size_t>(sync) == 0) {
+      const KernelRecord& last = records[i - 1];
+      if (r.call_ns > last.end_ns) host += static_cast<double>(r.call_ns - last.end_ns);
+    }
+  }
+  if (busy <= 0) return std::nullopt;
+  return 100.0 * busy / (busy + host);
 }
 
 double BusyPercent(const std::vector<KernelRecord>& records, uint64_t from, uint64_t to) {

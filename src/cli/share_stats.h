@@ -16,12 +16,16 @@ struct TenantPolicy {
   int level = 2;  // shm::PriorityLevel
   bool elastic = false;
   bool saturating = true;  // false: a latency tenant with gaps (no expected share)
+  // The most it can use alone, percent: a launch-then-sync tenant with host time between its
+  // bursts uses at most burst time / (burst time + host time).
+  double demand = 100;
 };
 
 // The expected share (percent) of each saturating tenant when all of them run together:
 // guarantees first (scaled down if they exceed 100%), then, level by level from the most
 // important, the rest by weight (weighted max-min fairness of the total, with the guarantees as
-// floors and the maxima as ceilings). Non-saturating tenants get std::nullopt.
+// floors and the maxima, or the demand when smaller, as ceilings). Non-saturating tenants get
+// std::nullopt.
 std::vector<std::optional<double>> ExpectedShares(const std::vector<TenantPolicy>& tenants);
 
 // One kernel as a tenant saw it: when the launch was called, when the kernel ran.
@@ -30,6 +34,12 @@ struct KernelRecord {
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
 };
+
+// The most a launch-then-sync tenant (`sync` kernels per synchronization) could use alone,
+// percent, from its own records (in launch order): its kernels' time over that time plus its host
+// time between bursts (from the end of a burst's last kernel to the call of the next burst's
+// first). Needs two bursts; std::nullopt otherwise.
+std::optional<double> SyncDemand(const std::vector<KernelRecord>& records, int sync);
 
 // Busy time of `records` within [from, to) as a percentage of the interval.
 double BusyPercent(const std::vector<KernelRecord>& records, uint64_t from, uint64_t to);

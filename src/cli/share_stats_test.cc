@@ -144,14 +144,14 @@ TEST(BenchTenant, EveryListedKeyParses) {
        {"a:max=30", "a:cores=30", "a:guarantee=20", "a:weight=2", "a:priority=high", "a:elastic",
         "a:elastic=true", "a:elastic=false", "a:mode=capped", "a:mode=elastic", "a:time_slice=2ms",
         "a:latency_slack=1ms", "a:kernel=2ms", "a:gap=1ms", "a:start=1s", "a:launch=graph",
-        "a:depth=4"}) {
+        "a:depth=4", "a:sync=4", "a:sync=4,gap=1ms"}) {
     Result<BenchTenant> t = ParseTenant(spec);
     EXPECT_TRUE(t.has_value()) << spec << ": " << t.error().message();
   }
   std::string listed = kTenantKeys;
   for (const char* key :
        {"max", "cores", "guarantee", "weight", "priority", "elastic", "mode", "time_slice",
-        "latency_slack", "kernel", "gap", "start", "launch", "depth"}) {
+        "latency_slack", "kernel", "gap", "start", "launch", "depth", "sync"}) {
     EXPECT_NE(listed.find(key), std::string::npos) << key;
   }
   EXPECT_TRUE(ParseTenant("a:elastic=true")->spec.elastic);
@@ -167,6 +167,45 @@ TEST(BenchTenant, EveryListedKeyParses) {
   bad = ParseTenant("a:mode=fast");
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.error().message().find("mode: \"fast\""), std::string::npos);
+  EXPECT_EQ(ParseTenant("a:sync=20")->sync, 20);
+  for (const char* spec : {"a:sync=0", "a:sync=2000", "a:sync=x"}) {
+    bad = ParseTenant(spec);
+    ASSERT_FALSE(bad.has_value()) << spec;
+    EXPECT_NE(bad.error().message().find("--tenant a: sync"), std::string::npos)
+        << bad.error().message();
+  }
+  bad = ParseTenant("a:sync=4,depth=2");
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_NE(bad.error().message().find("depth and sync"), std::string::npos);
+}
+
+// A launch-then-sync tenant with host time between its bursts can use only its kernels' share of
+// its cycle; the expected shares give the rest to the others.
+TEST(ShareStats, ATenantThatCannotUseItsShareLeavesTheRestToTheOthers) {
+  // 4 kernels of 1 ms per sync, then 1 ms from the last kernel's end to the next burst's call.
+  std::vector<KernelRecord> records;
+  uint64_t t = 0;
+  for (int burst = 0; burst < 3; ++burst) {
+    for (int k = 0; k < 4; ++k) {
+      records.push_back({t, t + k * 1000000ULL, t + (k + 1) * 1000000ULL});
+    }
+    t += 5000000;
+  }
+  std::optional<double> demand = SyncDemand(records, 4);
+  ASSERT_TRUE(demand.has_value());
+  EXPECT_NEAR(*demand, 100.0 * 12 / 14, 1e-9);  // the last burst has no host time after it
+  EXPECT_FALSE(SyncDemand(std::vector<KernelRecord>(records.begin(), records.begin() + 4), 4));
+  TenantPolicy a = Elastic(0, 100, 1), b = Elastic(0, 100, 3);
+  b.demand = 60;  // cannot use its 75
+  auto s = ExpectedShares({a, b});
+  EXPECT_NEAR(*s[0], 40, 1e-6);
+  EXPECT_NEAR(*s[1], 60, 1e-6);
+  a = Elastic(30);
+  b = Elastic(70);
+  b.demand = 50;  // its guarantee is more than it can use
+  s = ExpectedShares({a, b});
+  EXPECT_NEAR(*s[0], 50, 1e-6);
+  EXPECT_NEAR(*s[1], 50, 1e-6);
 }
 
 }  // namespace

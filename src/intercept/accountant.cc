@@ -118,8 +118,8 @@ int Accountant::EnsureParentSlot(int i) {
       parents_[i].slot.store(slot, std::memory_order_release);
     } else {
       VGPU_LOG_ERROR(
-          "cannot join the accounting of the outer slice (%s); device memory "
-          "allocations are refused",
+          "cannot join the accounting of the outer slice (%s); this device memory allocation is "
+          "refused, the next one tries to join again",
           shm::RegionErrorText(e));
       slot = -1;
     }
@@ -178,8 +178,10 @@ bool Accountant::EnsureSlot() {
       PublishCounters(region_, slot);
       ok = true;
     } else {
-      VGPU_LOG_ERROR("cannot join the slice accounting (%s); device memory allocations are refused",
-                     shm::RegionErrorText(e));
+      VGPU_LOG_ERROR(
+          "cannot join the slice accounting (%s); this device memory allocation is refused, the "
+          "next one tries to join again",
+          shm::RegionErrorText(e));
     }
   }
   pthread_mutex_unlock(&slot_mutex_);

@@ -176,8 +176,10 @@ AdmitDecision TryAdmit(Arbiter* a, const AdmitRequest& req, const ProcIdentity& 
   }
   ApplyCorrectionLocked(a, me, req.correction_ns, req.measured_ns, now);
 
-  // A slice coming back from idle starts level with the active ones (no hoarded advantage).
-  if (!req.waiting && me.waiters == 0 && now - me.last_demand_ns > TimeSlice(me)) {
+  // A slice coming back from idle (no work of its own on the GPU for more than a time slice)
+  // starts level with the active ones (no hoarded advantage). A slice that synchronizes with
+  // its work before it launches again was not idle while its work ran.
+  if (!req.waiting && me.waiters == 0 && now > QueueEnd(me) + TimeSlice(me)) {
     int64_t low = INT64_MAX, low_g = INT64_MAX;
     for (int i = 0; i < kMaxArbiterSlices; ++i) {
       const ArbiterSlice& o = a->slices[i];
@@ -189,7 +191,7 @@ AdmitDecision TryAdmit(Arbiter* a, const AdmitRequest& req, const ProcIdentity& 
     if (low_g != INT64_MAX && me.gvtime < low_g) StoreI64(me.gvtime, low_g);
   }
   // A new request while none of the slice's gates waits: learn its arrival pattern.
-  if (!req.waiting && me.waiters == 0) internal::LearnArrival(&me, now);
+  if (!req.waiting && me.waiters == 0) internal::LearnArrival(&me, now, req.estimate_ns);
   StoreU64(me.last_demand_ns, now);
   uint64_t estimate_us = (req.estimate_ns + 999) / 1000;
   me.next_estimate_us = static_cast<uint32_t>(Min(estimate_us, UINT32_MAX));
@@ -201,16 +203,28 @@ AdmitDecision TryAdmit(Arbiter* a, const AdmitRequest& req, const ProcIdentity& 
 
   // Is the current turn still valid?
   int owner = h.owner;
+  int lapsed = -1;  // an owner that did not use its turn: not chosen again at once
   if (owner >= 0) {
     ArbiterSlice& o = a->slices[owner];
     bool over = !InUse(o) || now >= h.turn_end_ns;
     if (!over && owner != me_index) {
-      // The owner keeps its claim while its work runs and for a grace after its queue ran dry
-      // (a tenant with few kernels in flight comes back within it); after that the turn is free.
-      if (now >= Max(QueueEnd(o), h.turn_start_ns) + internal::DemandGrace(o)) over = true;
-      // A less important slice whose launch fits in the owner's gap between launches uses it.
-      if (o.waiters == 0 && me.config.level > o.config.level && Eligible(a, me_index, now)) {
+      if (o.waiters <= 0) {
+        // Between launches, the owner keeps the turn from an equal while its claim holds (it is
+        // expected back, it does not fit in its gap, and it outranks the asker or is still
+        // launching), and from a less important slice while it holds it (Held).
+        if (me.config.level == o.config.level) {
+          over = !internal::ClaimHolds(a, owner, me_index, now, req.estimate_ns);
+        } else if (me.config.level > o.config.level) {
+          over = Eligible(a, me_index, now) || !internal::Claiming(o, now);
+        } else {
+          over = !internal::Claiming(o, now);
+        }
+      } else if (h.turn_launches == 0 &&
+                 now >= Max(QueueEnd(o), h.turn_start_ns) + internal::kHandOverGraceNs) {
+        // Handed the turn, its gate has not used the free GPU yet (a late wake-up): whoever
+        // asks may use it (the owner keeps its rank for the next hand-over).
         over = true;
+        lapsed = owner;
       }
     }
     if (over) {
@@ -268,7 +282,7 @@ AdmitDecision TryAdmit(Arbiter* a, const AdmitRequest& req, const ProcIdentity& 
     d.wake = true;
   }
   if (owner < 0) {
-    int best = Best(a, now, -1);
+    int best = Best(a, now, lapsed);
     if (best >= 0) {
       StartTurn(a, best, now);
       owner = best;
@@ -366,7 +380,15 @@ AdmitDecision TryAdmit(Arbiter* a, const AdmitRequest& req, const ProcIdentity& 
   } else if (owner >= 0) {
     const ArbiterSlice& o = a->slices[owner];
     retry = Min(retry, h.turn_end_ns);
-    retry = Min(retry, Max(QueueEnd(o), h.turn_start_ns) + internal::DemandGrace(o));
+    if (o.waiters <= 0) {
+      // Its claim lapses; its queue runs dry; it starts pausing (its gap may take this launch).
+      retry = Min(retry, internal::ClaimEnd(o));
+      if (QueueEnd(o) > now) retry = Min(retry, QueueEnd(o));
+      uint64_t pause_at = o.last_launch_ns + internal::kPauseNs;
+      if (o.idle_gap_ns > 0 && pause_at > now) retry = Min(retry, pause_at);
+    } else if (h.turn_launches == 0) {
+      retry = Min(retry, Max(QueueEnd(o), h.turn_start_ns) + internal::kHandOverGraceNs);
+    }
   }
   if (!CapOk(me)) {
     uint64_t need = static_cast<uint64_t>(-me.credit_m_ns) + 1;

@@ -1,204 +1,25 @@
-// The arbiter's policy against a model of a GPU without MPS (kernels of all tenants run one at a
-// time, in launch order), on a synthetic clock: caps, guarantees, elastic give-back, weights and
-// priorities, deterministic and fast. Real processes, crashes and the futex are tested in
-// arbiter_test.cc; real launches through libvgpu.so in tests/compute.
+// The arbiter's policy against a model of a GPU without MPS (arbiter_test_model.h), on a synthetic
+// clock: caps, guarantees, elastic give-back, weights and priorities, deterministic and fast. Real
+// processes, crashes and the futex are tested in arbiter_test.cc; real launches through libvgpu.so
+// in tests/compute.
 #include "shm/arbiter_policy.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <algorithm>
-#include <deque>
-#include <memory>
 #include <string>
 #include <vector>
+
+#include "shm/arbiter_test_model.h"
 
 namespace vgpu::shm {
 namespace {
 
-constexpr uint64_t kMs = 1000 * 1000;
-constexpr uint64_t kUs = 1000;
-constexpr uint64_t kStep = 20 * kUs;  // how often sleeping tenants look at the clock
-
-struct TenantSpec {
-  uint32_t max = 100;
-  uint32_t guarantee = 0;
-  uint32_t weight = 1;
-  int32_t level = kPriorityNormal;
-  uint32_t mode = kModeCapped;
-  uint64_t kernel_ns = 1 * kMs;
-  uint64_t gap_ns = 0;    // > 0: launch one kernel, wait for it, think this long, repeat
-  uint64_t start_ns = 0;  // joins at this time
-  uint64_t stop_ns = 0;   // > 0: launches nothing from this time on
-  uint64_t slice_ns = 5 * kMs;
-  int depth = 0;  // > 0: at most this many kernels in flight (0: as many as the arbiter admits)
-  // Host time from a kernel's end until the tenant sees it (depth and gap tenants): a fixed part
-  // and a pseudo-random part in [0, jitter).
-  uint64_t host_ns = 0;
-  uint64_t host_jitter_ns = 0;
-  uint32_t latency_slack_us = 0;
-};
-
-struct Tenant {
-  TenantSpec spec;
-  ProcIdentity id;
-  int slice = -1, proc = -1;
-  bool joined = false;
-  bool waiting = false;
-  uint64_t wake_ns = 0;
-  uint32_t seen_generation = 0;
-  uint64_t demand_since = 0;      // gap tenants: when the current request was made
-  uint64_t pending_end = 0;       // gap tenants: end of the kernel in flight
-  std::deque<uint64_t> inflight;  // depth tenants: when each kernel in flight is seen ending
-  uint64_t call_ns = 0;           // depth tenants: when the current launch was called
-  uint64_t random = 0;
-  std::vector<std::pair<uint64_t, uint64_t>> busy;  // device intervals
-  // (start, wait): request-to-start (gap tenants), call-to-start (depth tenants), admit-to-start
-  std::vector<std::pair<uint64_t, uint64_t>> waits;
-  uint64_t kernels = 0;
-};
-
-class Model {
- public:
-  explicit Model(std::vector<TenantSpec> specs) {
-    arbiter_ = std::make_unique<Arbiter>();
-    InitializeArbiter(arbiter_.get(), "GPU-test", false);
-    ProcIdentity self = CurrentProcIdentity();
-    for (size_t i = 0; i < specs.size(); ++i) {
-      Tenant t;
-      t.spec = specs[i];
-      t.id = self;
-      t.id.start_time = self.start_time + 1000 + i;  // distinct "processes" in one
-      tenants_.push_back(t);
-    }
-  }
-
-  void Run(uint64_t until) {
-    for (; now_ < until; now_ += kStep) {
-      // Rotate who goes first so that no tenant wins every tie by its index.
-      size_t n = tenants_.size();
-      for (size_t k = 0; k < n; ++k) Step(tenants_[(k + rotation_) % n]);
-      rotation_++;
-    }
-  }
-
-  // Share of the device (percent) tenant i got in [from, to).
-  double Share(size_t i, uint64_t from, uint64_t to) const {
-    uint64_t busy = 0;
-    for (auto [s, e] : tenants_[i].busy) {
-      uint64_t lo = std::max(s, from), hi = std::min(e, to);
-      if (hi > lo) busy += hi - lo;
-    }
-    return 100.0 * static_cast<double>(busy) / static_cast<double>(to - from);
-  }
-
-  // Of the kernels that started at or after `from`.
-  uint64_t WaitPercentile(size_t i, double p, uint64_t from = 0) const {
-    std::vector<uint64_t> w;
-    for (auto [start, wait] : tenants_[i].waits) {
-      if (start >= from) w.push_back(wait);
-    }
-    if (w.empty()) return 0;
-    std::sort(w.begin(), w.end());
-    return w[std::min(w.size() - 1, static_cast<size_t>(p * static_cast<double>(w.size())))];
-  }
-
-  uint64_t Kernels(size_t i) const { return tenants_[i].kernels; }
-  const std::vector<std::pair<uint64_t, uint64_t>>& Busy(size_t i) const {
-    return tenants_[i].busy;
-  }
-  Arbiter* arbiter() { return arbiter_.get(); }
-
- private:
-  // When the tenant sees a kernel ending at `end`.
-  uint64_t SeenAt(Tenant& t, uint64_t end) {
-    uint64_t jitter = 0;
-    if (t.spec.host_jitter_ns > 0) {
-      t.random = t.random * 6364136223846793005ULL + 1442695040888963407ULL;
-      jitter = (t.random >> 33) % t.spec.host_jitter_ns;
-    }
-    return end + t.spec.host_ns + jitter;
-  }
-
-  void Step(Tenant& t) {
-    if (now_ < t.spec.start_ns) return;
-
-    if (!t.joined) {
-      ArbiterSliceConfig c{};
-      c.max_pct = t.spec.max;
-      c.guarantee_pct = t.spec.guarantee;
-      c.weight = t.spec.weight;
-      c.level = t.spec.level;
-      c.mode = t.spec.mode;
-      c.time_slice_ns = t.spec.slice_ns;
-      c.latency_slack_us = t.spec.latency_slack_us;
-      std::string name = "t" + std::to_string(&t - tenants_.data());
-      ASSERT_EQ(JoinArbiter(arbiter_.get(), SliceKey(name.c_str()), name.c_str(), c, t.id, now_,
-                            &t.slice, &t.proc),
-                RegionError::kOk);
-      t.joined = true;
-      t.demand_since = now_;
-    }
-    if (t.waiting) {
-      uint32_t gen = std::atomic_ref<uint32_t>(arbiter_->header.generation).load();
-      if (now_ < t.wake_ns && gen == t.seen_generation) return;
-    }
-    for (int burst = 0; burst < 64; ++burst) {
-      if (t.spec.stop_ns != 0 && now_ >= t.spec.stop_ns && !t.waiting) return;
-      if (t.spec.gap_ns > 0) {
-        if (t.pending_end != 0) {
-          if (now_ < t.pending_end) return;
-          t.demand_since = t.pending_end + t.spec.gap_ns;  // thinks, then asks again
-          t.pending_end = 0;
-        }
-        if (now_ < t.demand_since) return;
-      } else if (t.spec.depth > 0 && !t.waiting) {
-        while (!t.inflight.empty() && t.inflight.front() <= now_) t.inflight.pop_front();
-        if (static_cast<int>(t.inflight.size()) >= t.spec.depth) return;
-        t.call_ns = now_;
-      }
-      AdmitRequest req;
-      req.slice = t.slice;
-      req.proc = t.proc;
-      req.now_ns = now_;
-      req.estimate_ns = t.spec.kernel_ns;
-      req.waiting = t.waiting;
-      AdmitDecision d = TryAdmit(arbiter_.get(), req, t.id);
-      ASSERT_EQ(d.status, RegionError::kOk);
-      if (!d.admitted) {
-        t.waiting = true;
-        t.wake_ns = d.retry_at_ns;
-        t.seen_generation = d.generation;
-        return;
-      }
-      t.waiting = false;
-      uint64_t start = std::max(now_, device_free_);
-      uint64_t end = start + t.spec.kernel_ns;
-      device_free_ = end;
-      t.busy.push_back({start, end});
-      t.kernels++;
-      if (t.spec.gap_ns > 0) {
-        t.waits.push_back({start, start - t.demand_since});
-        t.pending_end = SeenAt(t, end);
-        return;
-      }
-      if (t.spec.depth > 0) {
-        t.waits.push_back({start, start - t.call_ns});
-        t.inflight.push_back(SeenAt(t, end));
-        continue;
-      }
-      t.waits.push_back({start, start - now_});
-    }
-  }
-
-  std::unique_ptr<Arbiter> arbiter_;
-  std::vector<Tenant> tenants_;
-  uint64_t now_ = 1000 * kMs;
-  uint64_t device_free_ = 0;
-  size_t rotation_ = 0;
-};
-
-constexpr uint64_t kT0 = 1000 * kMs;  // the model's clock starts here
+using testmodel::kMs;
+using testmodel::kStep;
+using testmodel::kT0;
+using testmodel::kUs;
+using testmodel::Model;
+using testmodel::TenantSpec;
 
 TenantSpec Capped(uint32_t max) {
   TenantSpec s;

@@ -59,8 +59,30 @@ bool Outranks(const ArbiterSlice& x, const ArbiterSlice& y) {
 
 uint64_t QueueEnd(const ArbiterSlice& s) { return Max(s.busy_until_ns, s.last_launch_ns); }
 
+uint64_t ClaimEnd(const ArbiterSlice& s) { return QueueEnd(s) + s.idle_gap_ns + DemandGrace(s); }
+
 bool Claiming(const ArbiterSlice& s, uint64_t now) {
-  return InUse(s) && s.kernels > 0 && now < QueueEnd(s) + DemandGrace(s);
+  return InUse(s) && s.kernels > 0 && now < ClaimEnd(s);
+}
+
+bool Pausing(const ArbiterSlice& s, uint64_t now) {
+  return s.waiters <= 0 && (now >= QueueEnd(s) || now >= s.last_launch_ns + kPauseNs);
+}
+
+bool ClaimHolds(const Arbiter* a, int claimant, int waiter, uint64_t now, uint64_t estimate_ns) {
+  const ArbiterSlice& o = a->slices[claimant];
+  if (!Claiming(o, now)) return false;
+  const bool dry = now >= QueueEnd(o);
+  const bool pausing = Pausing(o, now);
+  if (Outranks(a->slices[waiter], o) && (dry || (pausing && o.idle_gap_ns > 0))) return false;
+  if (estimate_ns == 0 || !pausing) return true;
+  // The waiter's launch would start at `start`; the claimant is expected back at `back`. Holding
+  // the launch leaves the GPU idle until then; running it delays the claimant by its overhang.
+  // It runs when the overhang is at most the idle time it saves.
+  uint64_t start = Max(now, a->header.busy_until_ns);
+  uint64_t back = QueueEnd(o) + o.idle_gap_ns;
+  if (start >= back) return true;
+  return start + estimate_ns > back + (back - start);
 }
 
 bool Held(const Arbiter* a, int index, uint64_t now, uint64_t estimate_ns, uint64_t* lapse) {
@@ -111,9 +133,11 @@ bool Held(const Arbiter* a, int index, uint64_t now, uint64_t estimate_ns, uint6
       *lapse = Min(*lapse, Min(gpu_free, r.gone));
       continue;
     }
-    if (known && end <= r.back + slack) continue;
+    // (A slice still launching a burst is not between launches yet.)
+    if (known && end <= r.back + slack && Pausing(o, now)) continue;
     held = true;
     *lapse = Min(*lapse, r.overdue);
+    if (!Pausing(o, now)) *lapse = Min(*lapse, o.last_launch_ns + kPauseNs);
   }
   return held;
 }
@@ -129,6 +153,24 @@ bool Candidate(const Arbiter* a, int index, uint64_t now) {
 bool Eligible(const Arbiter* a, int index, uint64_t now) {
   return a->slices[index].waiters > 0 && Candidate(a, index, now);
 }
+
+namespace {
+
+// True if the claim of `index` (no gate waiting) holds against every waiting candidate of its
+// level.
+bool HoldsAgainstWaiting(const Arbiter* a, int index, const bool* candidate, uint64_t now) {
+  const ArbiterSlice& s = a->slices[index];
+  for (int w = 0; w < kMaxArbiterSlices; ++w) {
+    const ArbiterSlice& o = a->slices[w];
+    if (w == index || !candidate[w] || o.waiters <= 0 || o.config.level != s.config.level) continue;
+    if (!ClaimHolds(a, index, w, now, static_cast<uint64_t>(o.next_estimate_us) * 1000)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
 
 int Best(const Arbiter* a, uint64_t now, int exclude) {
   bool candidate[kMaxArbiterSlices];
@@ -147,6 +189,8 @@ int Best(const Arbiter* a, uint64_t now, int exclude) {
     // A claim (no gate waiting) holds against equals only: a less important slice that waits is
     // a candidate only if its launch fits before the claimant is back (Held).
     if (s.waiters <= 0 && s.config.level < waiting_level) continue;
+    // And against a waiting equal only as ClaimHolds says.
+    if (s.waiters <= 0 && !HoldsAgainstWaiting(a, i, candidate, now)) continue;
     if (best < 0 || Outranks(s, a->slices[best])) best = i;
   }
   return best;
@@ -175,9 +219,10 @@ bool OtherWaiting(const Arbiter* a, int index, uint64_t now, bool* claiming) {
   return waiting;
 }
 
-void LearnArrival(ArbiterSlice* s, uint64_t now) {
+void LearnArrival(ArbiterSlice* s, uint64_t now, uint64_t estimate_ns) {
   if (s->kernels == 0) return;
   uint64_t end = QueueEnd(*s);
+  if (now < end && now < s->last_launch_ns + Max(kFollowUpNs, estimate_ns / 2)) return;  // a burst
   // Asking with work still queued is a gap of 0 (the queue never ran dry).
   uint64_t x = now > end ? Min(now - end, kMaxIdleGapNs) : 0;
   uint64_t g = s->idle_gap_ns;

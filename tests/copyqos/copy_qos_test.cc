@@ -1,7 +1,8 @@
 // Copy-bandwidth QoS on the simulated GPU, end to end: `vgpu bench copy --sim --json` runs tenants
 // as separate processes, each in its own slice with libvgpu.so and its copy caps, on a simulated
 // host link, and these tests check on short runs (2-3 s):
-//   - 2 to 4 capped tenants (both directions) each get their cap within 5% in every 1 s window;
+//   - 2 to 4 capped tenants (both directions) each get their cap within 5% in every 1 s window,
+//     and a tenant with a different cap per direction gets each (a thread and stream each);
 //   - with copy_borrow a tenant alone uses idle link bandwidth beyond its cap, and is back at
 //     its cap while a capped neighbour copies (which keeps its own cap);
 //   - bad input exits 2 naming the flag or key.
@@ -60,6 +61,12 @@ TEST(CopyQos, FourTenantsInBothDirectionsGetTheirCaps) {
                                 "--tenant b:h2d=150MB/s,size=256KiB --tenant c:d2h=100MB/s,"
                                 "size=256KiB --tenant d:h2d=75MB/s,d2h=75MB/s,size=256KiB"),
                           5);
+}
+
+TEST(CopyQos, ATenantWithTwoCapsCopiesEachDirectionAtItsOwnCap) {
+  // Copying both directions in turn from one thread would hold the faster one to the slower.
+  ExpectCapsInEveryWindow(
+      Bench("--seconds 2 --link 2GB/s --tenant d:h2d=50MB/s,d2h=200MB/s,size=256KiB"), 5);
 }
 
 TEST(CopyQos, BorrowingUsesIdleBandwidthAndYieldsToACappedNeighbour) {
