@@ -1,15 +1,22 @@
 // What libvgpu.so adds to a driver call, measured against a minimal fake driver
 // (fake_libcuda.cc): the same call made directly (vgpu_bench_real_*) and through the hook, in
 // one process that has libvgpu.so preloaded (the program re-executes itself with LD_PRELOAD).
+// And what it adds to the CUDA runtime's cudaLaunchKernel and cudaMalloc + cudaFree, in a
+// program built with nvcc run with libvgpu.so and without it (runtime_rows.h).
 //
-//   bench_intercept [Google Benchmark flags]   the benchmarks
-//   bench_intercept --check                    asserts the budgets (ctest): <= 15 ns added per
-//                                              cuLaunchKernel, <= 200 ns per cuMemAlloc/cuMemFree
+//   bench_intercept [Google Benchmark flags]   the driver API benchmarks
+//   bench_intercept --check [--runtime-only] [--rounds N]
+//                                              asserts the budgets (ctest): <= 15 ns added per
+//                                              cuLaunchKernel and per cudaLaunchKernel, <= 200 ns
+//                                              per cuMemAlloc/cuMemFree and per cudaMalloc/cudaFree
 //                                              pair, <= 15 ns per cuMemcpyHtoDAsync_v2 without a
-//                                              copy cap, from the fastest of several repetitions
+//                                              copy cap, from the fastest of several repetitions;
+//                                              --runtime-only: the runtime rows alone; --rounds:
+//                                              rounds of the runtime rows (default 5)
+//   bench_intercept --runtime-smoke            the runtime rows once, with few calls and no
+//                                              budgets: that they run (ctest)
 //   bench_intercept --syscall-window N         N launches, N alloc/free pairs and N copies between
-//   two
-//                                              getppid() markers, for strace to count syscalls
+//                                              two getppid() markers, for strace to count syscalls
 #include <benchmark/benchmark.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -20,6 +27,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
+
+#include "runtime_rows.h"
+#include "spawn.h"
 
 extern "C" {
 int cuInit(unsigned int);
@@ -169,21 +180,102 @@ int SyscallWindow(int n) {
   return 0;
 }
 
+// The environment of the process that measures the driver API rows (libvgpu.so preloaded).
+std::vector<std::string> ChildEnvironment(const std::string& region_path) {
+  return {std::string("LD_PRELOAD=") + VGPU_BENCH_LIBVGPU, "CUDA_DEVICE_MEMORY_LIMIT=64g",
+          "CUDA_DEVICE_MEMORY_SHARED_CACHE=" + region_path, "VGPU_CONTEXT_OVERHEAD=0",
+          "VGPU_BENCH_CHILD=1"};
+}
+
+bool CountArg(const char* flag, const char* value, int* out) {
+  char* end = nullptr;
+  long v = value == nullptr ? 0 : std::strtol(value, &end, 10);
+  if (value == nullptr || end == value || *end != '\0' || v < 1 || v > 1000) {
+    std::fprintf(stderr, "bench_intercept: %s: \"%s\": must be a count 1-1000\n", flag,
+                 value == nullptr ? "" : value);
+    return false;
+  }
+  *out = static_cast<int>(v);
+  return true;
+}
+
+// --check and --runtime-smoke: the driver API rows in a child with libvgpu.so preloaded, then
+// the runtime rows, each in processes of their own.
+int Orchestrate(int argc, char** argv) {
+  bool check = false;
+  bool runtime_only = false;
+  bool smoke = false;
+  vgpu::bench::RuntimeRowsOptions rt;
+  rt.program = VGPU_BENCH_RUNTIME_PROGRAM;
+  rt.libvgpu = VGPU_BENCH_LIBVGPU;
+  rt.fake_dir = VGPU_BENCH_FAKE_RUNTIME_DIR;
+  rt.simgpu_dir = VGPU_BENCH_SIMGPU_DIR;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--check") == 0) {
+      check = true;
+    } else if (std::strcmp(argv[i], "--runtime-only") == 0) {
+      runtime_only = true;
+    } else if (std::strcmp(argv[i], "--runtime-smoke") == 0) {
+      smoke = true;
+    } else if (std::strcmp(argv[i], "--rounds") == 0) {
+      if (!CountArg("--rounds", i + 1 < argc ? argv[++i] : nullptr, &rt.rounds)) return 2;
+    } else {
+      std::fprintf(stderr, "bench_intercept: unknown argument '%s' with --check (see --help)\n",
+                   argv[i]);
+      return 2;
+    }
+  }
+  if (smoke && (check || runtime_only)) {
+    std::fprintf(stderr, "bench_intercept: --runtime-smoke goes alone (see --help)\n");
+    return 2;
+  }
+  if (!check && runtime_only) {
+    std::fprintf(stderr, "bench_intercept: --runtime-only needs --check (see --help)\n");
+    return 2;
+  }
+  int rc = 0;
+  if (check && !runtime_only) {
+    std::string region_path = "/tmp/vgpu-bench-" + std::to_string(getpid()) + ".region";
+    rc = vgpu::bench::RunProgram({"/proc/self/exe", "--check"}, {}, {},
+                                 ChildEnvironment(region_path), nullptr);
+    unlink(region_path.c_str());
+  }
+  if (smoke) {
+    rt.rounds = 1;
+    rt.reps = 2;
+    rt.iters = 2000;
+    rt.budgets = false;
+  }
+  std::fflush(stdout);
+  int rt_rc = vgpu::bench::RunRuntimeRows(rt);
+  return rc != 0 ? (rc == 2 ? 2 : 1) : rt_rc;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const char* region = std::getenv("CUDA_DEVICE_MEMORY_SHARED_CACHE");
   if (std::getenv("VGPU_BENCH_CHILD") == nullptr) {
+    for (int i = 1; i < argc; ++i) {
+      if (std::strcmp(argv[i], "--help") == 0) {
+        std::printf(
+            "bench_intercept [Google Benchmark flags]\n"
+            "bench_intercept --check [--runtime-only] [--rounds N]\n"
+            "bench_intercept --runtime-smoke\n"
+            "bench_intercept --syscall-window N\n"
+            "(the source's header, bench/intercept/intercept_bench.cc, says what each does)\n\n");
+        break;
+      }
+      if (std::strcmp(argv[i], "--check") == 0 || std::strcmp(argv[i], "--runtime-smoke") == 0) {
+        return Orchestrate(argc, argv);
+      }
+    }
     std::string region_path = "/tmp/vgpu-bench-" + std::to_string(getpid()) + ".region";
-    setenv("LD_PRELOAD", VGPU_BENCH_LIBVGPU, 1);
-    setenv("CUDA_DEVICE_MEMORY_LIMIT", "64g", 1);
-    setenv("CUDA_DEVICE_MEMORY_SHARED_CACHE", region_path.c_str(), 1);
-    setenv("VGPU_CONTEXT_OVERHEAD", "0", 1);
-    setenv("VGPU_BENCH_CHILD", "1", 1);
+    for (const std::string& e : ChildEnvironment(region_path)) putenv(strdup(e.c_str()));
     execv("/proc/self/exe", argv);
     std::perror("execv");
     return 1;
   }
+  const char* region = std::getenv("CUDA_DEVICE_MEMORY_SHARED_CACHE");
   cuInit(0);
   int rc = 0;
   if (argc >= 2 && std::strcmp(argv[1], "--check") == 0) {
