@@ -28,7 +28,9 @@ uint64_t g_next = 0x7f0000000000ULL;
 std::atomic<uint64_t> g_launches{0};
 std::atomic<uint64_t> g_allocs{0};
 
-void Count(std::atomic<uint64_t>& c) { c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+void Count(std::atomic<uint64_t>& c) {
+  c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
 
 }  // namespace
 
@@ -130,8 +132,7 @@ constexpr int kNotFound = 500;  // CUDA_ERROR_NOT_FOUND
 
 extern "C" {
 
-VGPU_FAKE_EXPORT int cuGetProcAddress(const char* symbol, void** pfn, int version,
-                                      uint64_t flags) {
+VGPU_FAKE_EXPORT int cuGetProcAddress(const char* symbol, void** pfn, int version, uint64_t flags) {
   if (g_sim_v1 == nullptr) return kNotFound;
   int rc = g_sim_v1(symbol, pfn, version, flags);
   if (rc == 0) Replace(pfn);

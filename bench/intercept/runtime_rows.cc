@@ -63,10 +63,10 @@ bool RunOnce(const RuntimeRowsOptions& o, const Driver& driver, bool with_libvgp
     add.push_back("VGPU_CONTEXT_OVERHEAD=0");
   }
   std::string out;
-  int rc = RunProgram({o.program, "--reps", std::to_string(o.reps), "--iters",
-                       std::to_string(o.iters)},
-                      {"LD_PRELOAD", "LD_LIBRARY_PATH", "VGPU_LIMITS_FILE", "VGPU_REGION"},
-                      {"CUDA_", "VGPU_", "LIBCUDA_"}, add, &out);
+  int rc =
+      RunProgram({o.program, "--reps", std::to_string(o.reps), "--iters", std::to_string(o.iters)},
+                 {"LD_PRELOAD", "LD_LIBRARY_PATH", "VGPU_LIMITS_FILE", "VGPU_REGION"},
+                 {"CUDA_", "VGPU_", "LIBCUDA_"}, add, &out);
   const char* how = with_libvgpu ? "with libvgpu" : "without libvgpu";
   if (rc != 0 || !Parse(out, s)) {
     std::printf("runtime rows: %s on the %s %s failed (exit %d): %s\n", o.program.c_str(),
