@@ -6,8 +6,12 @@
 //   cudart_program --total BYTES [--slice] [--devices N]
 //
 // --total: the memory cudaMemGetInfo and cudaGetDeviceProperties must report for device 0 (the
-// device's, or the slice's under libvgpu). --slice: also fill the slice and check that one
-// allocation more is refused with cudaErrorMemoryAllocation. --devices: the device count.
+// device's, or the slice's under libvgpu). --slice: also, under libvgpu, every device-memory
+// path of the runtime (cudaMalloc, cudaMallocManaged, cudaMallocPitch, cudaMalloc3D,
+// cudaMallocAsync from the default and an explicit pool, cudaMallocArray, mipmapped arrays) is
+// refused past the slice's free memory and charged within it, host allocations are not charged,
+// vLLM's start-up pattern sees the slice, and the filled slice refuses one allocation more with
+// cudaErrorMemoryAllocation. --devices: the device count.
 //
 // Kernels do not compute on the simulated GPU: the checks look at memory that copies and memsets
 // move, at launch errors and at times on the timeline (a kernel whose name contains
@@ -339,6 +343,161 @@ void Graphs() {
   Ok(cudaStreamDestroy(s), "cudaStreamDestroy");
 }
 
+// Free device memory as the runtime reports it (0 on failure, reported).
+size_t FreeBytes() {
+  size_t free_bytes = 0;
+  size_t total_bytes = 0;
+  Ok(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  return free_bytes;
+}
+
+// One allocation path of the runtime, under libvgpu (the twins of the driver-API memory tests in
+// src/intercept): an allocation of more than the slice's free memory is refused with
+// cudaErrorMemoryAllocation and takes nothing; one of `bytes` (16 MiB or so) succeeds and is
+// charged at least its size; its free gives it back. `alloc(bytes, &handle)` allocates,
+// `release(handle)` frees.
+template <typename Alloc, typename Release>
+void Path(const char* name, Alloc alloc, Release release) {
+  char what[160];
+  const size_t before = FreeBytes();
+  void* handle = nullptr;
+  std::snprintf(what, sizeof what, "%s of the slice's free memory + 64 MiB", name);
+  Expect(alloc(before + (64ull << 20), &handle), cudaErrorMemoryAllocation, what);
+  cudaGetLastError();
+  std::snprintf(what, sizeof what, "%s refused takes nothing from the slice", name);
+  Check(FreeBytes() == before, what);
+  const size_t bytes = 16ull << 20;
+  std::snprintf(what, sizeof what, "%s of 16 MiB", name);
+  if (!Ok(alloc(bytes, &handle), what)) return;
+  const size_t during = FreeBytes();
+  std::snprintf(what, sizeof what, "%s is charged to the slice (at least its size)", name);
+  Check(during + bytes <= before, what);
+  std::snprintf(what, sizeof what, "%s freed", name);
+  Ok(release(handle), what);
+  std::snprintf(what, sizeof what, "%s's memory returns to the slice", name);
+  Check(FreeBytes() == before, what);
+}
+
+// Every device-memory path of the runtime against the slice; host allocations are not charged.
+void Paths() {
+  Path(
+      "cudaMalloc", [](size_t n, void** h) { return cudaMalloc(h, n); },
+      [](void* h) { return cudaFree(h); });
+  Path(
+      "cudaMallocManaged", [](size_t n, void** h) { return cudaMallocManaged(h, n); },
+      [](void* h) { return cudaFree(h); });
+  Path(
+      "cudaMallocPitch",
+      [](size_t n, void** h) {
+        size_t pitch = 0;
+        return cudaMallocPitch(h, &pitch, 1 << 20, n >> 20);
+      },
+      [](void* h) { return cudaFree(h); });
+  Path(
+      "cudaMalloc3D",
+      [](size_t n, void** h) {
+        cudaPitchedPtr p{};
+        cudaError_t e = cudaMalloc3D(&p, make_cudaExtent(1 << 20, n >> 24, 16));
+        *h = p.ptr;
+        return e;
+      },
+      [](void* h) { return cudaFree(h); });
+  // cudaMallocAsync from the device's default pool and from an explicit pool, released to the
+  // slice at the synchronization (release threshold 0).
+  Path(
+      "cudaMallocAsync",
+      [](size_t n, void** h) {
+        cudaError_t e = cudaMallocAsync(h, n, nullptr);
+        return e == cudaSuccess ? cudaStreamSynchronize(nullptr) : e;
+      },
+      [](void* h) {
+        cudaError_t e = cudaFreeAsync(h, nullptr);
+        return e == cudaSuccess ? cudaStreamSynchronize(nullptr) : e;
+      });
+  cudaMemPool_t pool = nullptr;
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = 0;
+  if (Ok(cudaMemPoolCreate(&pool, &props), "cudaMemPoolCreate")) {
+    static cudaMemPool_t s_pool;
+    s_pool = pool;
+    Path(
+        "cudaMallocFromPoolAsync",
+        [](size_t n, void** h) {
+          cudaError_t e = cudaMallocFromPoolAsync(h, n, s_pool, nullptr);
+          return e == cudaSuccess ? cudaStreamSynchronize(nullptr) : e;
+        },
+        [](void* h) {
+          cudaError_t e = cudaFreeAsync(h, nullptr);
+          return e == cudaSuccess ? cudaStreamSynchronize(nullptr) : e;
+        });
+    Ok(cudaMemPoolDestroy(pool), "cudaMemPoolDestroy");
+  }
+  // Arrays of 4-byte texels, 16384 wide: n bytes are n / 64 KiB rows.
+  Path(
+      "cudaMallocArray",
+      [](size_t n, void** h) {
+        cudaChannelFormatDesc f = cudaCreateChannelDesc<float>();
+        return cudaMallocArray(reinterpret_cast<cudaArray_t*>(h), &f, 16384, n >> 16);
+      },
+      [](void* h) { return cudaFreeArray(static_cast<cudaArray_t>(h)); });
+  Path(
+      "cudaMallocMipmappedArray",
+      [](size_t n, void** h) {
+        cudaChannelFormatDesc f = cudaCreateChannelDesc<float>();
+        return cudaMallocMipmappedArray(reinterpret_cast<cudaMipmappedArray_t*>(h), &f,
+                                        make_cudaExtent(16384, n >> 16, 0), 1);
+      },
+      [](void* h) { return cudaFreeMipmappedArray(static_cast<cudaMipmappedArray_t>(h)); });
+  // Host memory is not device memory: not charged.
+  const size_t before = FreeBytes();
+  void* host = nullptr;
+  if (Ok(cudaHostAlloc(&host, 64ull << 20, cudaHostAllocDefault), "cudaHostAlloc 64 MiB")) {
+    Check(FreeBytes() == before, "cudaHostAlloc takes nothing from the slice");
+    Ok(cudaFreeHost(host), "cudaFreeHost");
+  }
+  std::vector<char> buffer(1 << 20);
+  if (Ok(cudaHostRegister(buffer.data(), buffer.size(), cudaHostRegisterDefault),
+         "cudaHostRegister 1 MiB")) {
+    Check(FreeBytes() == before, "cudaHostRegister takes nothing from the slice");
+    Ok(cudaHostUnregister(buffer.data()), "cudaHostUnregister");
+  }
+}
+
+// vLLM's start-up: free memory before and after a large allocation (its profiling run), then a
+// share of what is "free" for the KV cache. Under a slice, every figure is the slice's.
+void VllmStartup(size_t total) {
+  size_t free0 = 0;
+  size_t total0 = 0;
+  if (!Ok(cudaMemGetInfo(&free0, &total0), "cudaMemGetInfo at start-up")) return;
+  Check(total0 == total && free0 <= total, "start-up: the total is the slice's");
+  void* weights = nullptr;
+  const size_t weights_bytes = free0 / 2;
+  if (!Ok(cudaMalloc(&weights, weights_bytes), "start-up: half of free for the weights")) return;
+  size_t free1 = 0;
+  size_t total1 = 0;
+  Ok(cudaMemGetInfo(&free1, &total1), "cudaMemGetInfo after the weights");
+  Check(free1 + weights_bytes <= free0 && free1 + weights_bytes + (2ull << 20) >= free0,
+        "start-up: free fell by the weights (within 2 MiB)");
+  // gpu_memory_utilization 0.9 of the total, minus what is in use: the KV cache.
+  const size_t in_use = total1 - free1;
+  const size_t budget = static_cast<size_t>(0.9 * static_cast<double>(total1));
+  void* kv = nullptr;
+  if (budget > in_use &&
+      Ok(cudaMalloc(&kv, budget - in_use), "start-up: the KV cache (0.9 of the total)")) {
+    size_t free2 = 0;
+    Ok(cudaMemGetInfo(&free2, &total1), "cudaMemGetInfo after the KV cache");
+    Check(free2 <= total1 / 10 + (2ull << 20), "start-up: a tenth of the slice is left");
+    void* more = nullptr;
+    Expect(cudaMalloc(&more, free2 + (64ull << 20)), cudaErrorMemoryAllocation,
+           "start-up: more than is left");
+    cudaGetLastError();
+    Ok(cudaFree(kv), "cudaFree the KV cache");
+  }
+  Ok(cudaFree(weights), "cudaFree the weights");
+}
+
 // Under libvgpu: the slice's memory is all there is, and one allocation more is refused.
 void Slice(size_t total) {
   size_t free_bytes = 0;
@@ -394,7 +553,11 @@ int main(int argc, char** argv) {
   Memory(total);
   Launches();
   Graphs();
-  if (slice) Slice(total);
+  if (slice) {
+    Paths();
+    VllmStartup(total);
+    Slice(total);
+  }
   std::printf("%d failure(s)\n", g_failures);
   return g_failures == 0 ? 0 : 1;
 }
