@@ -5,13 +5,14 @@
 # and the copy-QoS checks of tests/copyqos with `vgpu bench copy` and tests/gpu/copy_qos.cu.
 #
 #   tests/gpu/run.sh [--libvgpu PATH] [--vgpu PATH] [--races N] [--compute-seconds S]
-#                    [--only memory|compute|copy[,...]] [--simulated-driver DIR]
+#                    [--only memory|compute|copy|torch[,...]] [--simulated-driver DIR]
 #                    [--sanitizer-runtime PATH]
 #
-# --only runs the named parts only (a comma-separated list; default all three).
-# --simulated-driver DIR runs the driver API checks against the simulated GPU in DIR
-# (build/lib/simgpu) instead, to test this script on a machine without a GPU; the CUDA runtime
-# checks are skipped then (the simulation does not serve libcudart). --sanitizer-runtime PATH is
+# --only runs the named parts only (a comma-separated list; default all four). torch: PyTorch
+# (tests/gpu/torch_slice.py) in a 4 GiB, 30% slice, skipped without PyTorch or a real GPU.
+# --simulated-driver DIR runs the checks against the simulated GPU in DIR (build/lib/simgpu)
+# instead, to test this script on a machine without a GPU (NVIDIA's CUDA runtime runs on it;
+# its kernels take time and compute nothing, so the runtime program's kernels count as launched). --sanitizer-runtime PATH is
 # for a sanitizer build of libvgpu.so and vgpu: the runtime is preloaded ahead of libvgpu.so.
 #
 # Builds its test programs here with nvcc (tests/intercept/intercept_worker.cc, a driver API
@@ -46,8 +47,8 @@ done
 
 for part in ${only//,/ }; do
   case $part in
-    memory|compute|copy) ;;
-    *) echo "run.sh: --only: unknown part '$part' (known: memory, compute, copy)" >&2; exit 2 ;;
+    memory|compute|copy|torch) ;;
+    *) echo "run.sh: --only: unknown part '$part' (known: memory, compute, copy, torch)" >&2; exit 2 ;;
   esac
 done
 # wants PART: whether --only names PART (or is not given).
@@ -93,10 +94,8 @@ ln -s "$libcuda" "$work/lib/libcuda.so"
 [[ -n $libnvml ]] && ln -s "$libnvml" "$work/lib/libnvidia-ml.so"
 "$nvcc" -O2 -std=c++17 -I"$root/src" -o "$work/worker" "$root/tests/intercept/intercept_worker.cc" \
   -L"$work/lib" -lcuda -lnvidia-ml -ldl || { echo "FAIL: cannot build the driver API worker"; exit 1; }
-if [[ -z $simulated ]]; then
-  "$nvcc" -O2 -o "$work/runtime_fill" "$root/tests/gpu/runtime_fill.cu" ||
-    { echo "FAIL: cannot build the runtime program"; exit 1; }
-fi
+"$nvcc" -O2 -o "$work/runtime_fill" "$root/tests/gpu/runtime_fill.cu" ||
+  { echo "FAIL: cannot build the runtime program"; exit 1; }
 
 failures=0
 pass() { echo "PASS: $*"; }
@@ -138,15 +137,18 @@ for spec in alloc:1 managed:1 pitch:512 vmm:$((2 * MiB)) async:1 async_ptsz:1 po
 done
 
 # ---- 2. the CUDA runtime (cudaMalloc) is limited the same way ----------------------------------
-for path in $([[ -z $simulated ]] && echo malloc async managed pitch pool); do
+# (On the simulated driver the kernels run but compute nothing: "launched" stands for "ok".)
+ran=ok
+[[ -n $simulated ]] && ran=launched
+for path in malloc async managed pitch pool; do
   out=$(in_slice "rt-$path" $n "$work/runtime_fill" "$path" 2>&1)
   total=$(echo "$out" | awk '$1 == "free" {print $4}')
   first=$(echo "$out" | field first)
   more=$(echo "$out" | field extra)
   kernels=$(echo "$out" | field kernels)
   if [[ $total == "$n" && $first == cudaSuccess && $more == cudaErrorMemoryAllocation &&
-        $kernels == ok ]]; then
-    pass "runtime $path: cudaMemGetInfo total $total, free filled, one more refused, kernels ran"
+        $kernels == "$ran" ]]; then
+    pass "runtime $path: cudaMemGetInfo total $total, free filled, one more refused, kernels $kernels"
   else
     fail "runtime $path: $(echo "$out" | tr '\n' ' ')"
   fi
@@ -411,6 +413,44 @@ sys.exit(0 if ok else 1)
   fi
 }
 wants copy && copy_checks
+
+# ---- PyTorch in a 4 GiB, 30% slice (real GPU only) --------------------------------------------
+# tests/gpu/torch_slice.py under `vgpu run --memory 4GiB --cores 30`: mem_get_info shows the slice,
+# a transformer's forward and backward run, allocating past the slice raises PyTorch's own OOM;
+# and its matmul throughput is 30% (25-35%) of the same loop outside the slice.
+torch_checks() {
+  echo
+  echo "== PyTorch in a 4 GiB, 30% slice"
+  if [[ -n $simulated ]]; then
+    echo "SKIPPED: PyTorch needs a real GPU (its kernels compute)"
+    return
+  fi
+  if ! python3 -c 'import torch' 2> /dev/null; then
+    echo "SKIPPED: PyTorch is not importable by python3"
+    return
+  fi
+  local script=$root/tests/gpu/torch_slice.py seconds=$compute_seconds
+  local base out rc
+  base=$(python3 "$script" --throughput-only --seconds "$seconds" 2>&1 | field throughput)
+  out=$("$vgpu" run --memory 4GiB --cores 30 -- python3 "$script" --expect-total $((4 << 30))     --seconds "$seconds" 2>&1)
+  rc=$?
+  echo "$out" | sed 's/^/    /'
+  ((rc == 0)) && pass "PyTorch in the slice: memory, training step and OOM as expected" ||
+    fail "PyTorch in the slice (exit $rc, output above)"
+  local sliced
+  sliced=$(echo "$out" | field throughput)
+  if [[ -n $base && -n $sliced ]]; then
+    local share
+    share=$(python3 -c "print('%.1f' % (100 * $sliced / $base))")
+    echo "    matmul throughput: $sliced/s in the slice, $base/s outside: $share%"
+    python3 -c "import sys; sys.exit(0 if 25 <= 100 * $sliced / $base <= 35 else 1)" &&
+      pass "PyTorch's matmul loop gets $share% of the GPU under --cores 30" ||
+      fail "PyTorch's matmul loop got $share% of the GPU under --cores 30 (want 25-35)"
+  else
+    fail "PyTorch throughput missing (outside: '$base', in the slice: '$sliced')"
+  fi
+}
+wants torch && torch_checks
 
 echo
 if ((failures == 0)); then
