@@ -420,12 +420,10 @@ void Paths() {
   props.location.type = cudaMemLocationTypeDevice;
   props.location.id = 0;
   if (Ok(cudaMemPoolCreate(&pool, &props), "cudaMemPoolCreate")) {
-    static cudaMemPool_t s_pool;
-    s_pool = pool;
     Path(
         "cudaMallocFromPoolAsync",
-        [](size_t n, void** h) {
-          cudaError_t e = cudaMallocFromPoolAsync(h, n, s_pool, nullptr);
+        [pool](size_t n, void** h) {
+          cudaError_t e = cudaMallocFromPoolAsync(h, n, pool, nullptr);
           return e == cudaSuccess ? cudaStreamSynchronize(nullptr) : e;
         },
         [](void* h) {
