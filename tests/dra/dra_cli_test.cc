@@ -27,6 +27,16 @@
 namespace vgpu::dra {
 namespace {
 
+// The directory flags of `vgpu dra`, each under `root`.
+void AppendDirectories(const std::string& root, std::vector<std::string>* args) {
+  for (const char* dir : {"registry", "plugin", "cdi", "state", "arbiter"}) {
+    args->push_back(std::string("--") + dir + "-dir");
+    args->push_back(root + "/" + dir);
+  }
+  args->push_back("--libvgpu");
+  args->push_back(root + "/libvgpu.so");
+}
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 using vgpu::testing::BackgroundProcess;
@@ -118,27 +128,11 @@ TEST(DraCliTest, AnUnreachableApiServerIsNamedInFull) {
       << "\n    insecure-skip-tls-verify: true\ncontexts:\n- name: x\n  context:\n    cluster: c\n"
          "    user: u\ncurrent-context: x\nusers:\n- name: u\n  user:\n    token: t\n";
   fs::create_directories(root + "/registry");
-  BackgroundProcess daemon({VGPU_BIN,
-                            "dra",
-                            "--sim",
-                            "--kubeconfig",
-                            root + "/kubeconfig",
-                            "--node-name",
-                            "far-node",
-                            "--registry-dir",
-                            root + "/registry",
-                            "--plugin-dir",
-                            root + "/plugin",
-                            "--cdi-dir",
-                            root + "/cdi",
-                            "--state-dir",
-                            root + "/state",
-                            "--libvgpu",
-                            root + "/libvgpu.so",
-                            "--arbiter-dir",
-                            root + "/arbiter",
-                            "--health-listen",
-                            "off"},
+  std::vector<std::string> args = {
+      VGPU_BIN, "dra", "--sim", "--kubeconfig", root + "/kubeconfig", "--node-name", "far-node"};
+  AppendDirectories(root, &args);
+  args.insert(args.end(), {"--health-listen", "off"});
+  BackgroundProcess daemon(args,
                            {"VGPU_SIMGPU_STATE=" + root + "/simstate", "VGPU_SIMGPU_LOG_LEVEL=1"},
                            root + "/dra.log");
   std::string log;
@@ -170,33 +164,12 @@ TEST(DraCliTest, PublishesRegistersPreparesAndStops) {
   const std::string kubeconfig = k8s::testing::WriteKubeconfig(api, root);
   const int health_port = vgpu::testing::FreePort();
   ASSERT_GT(health_port, 0);
-  BackgroundProcess daemon({VGPU_BIN,
-                            "dra",
-                            "--sim",
-                            "--sim-devices",
-                            "2",
-                            "--kubeconfig",
-                            kubeconfig,
-                            "--node-name",
-                            "cli-node",
-                            "--registry-dir",
-                            root + "/registry",
-                            "--plugin-dir",
-                            root + "/plugin",
-                            "--cdi-dir",
-                            root + "/cdi",
-                            "--state-dir",
-                            root + "/state",
-                            "--libvgpu",
-                            root + "/libvgpu.so",
-                            "--arbiter-dir",
-                            root + "/arbiter",
-                            "--gpu-modes",
-                            root + "/modes.yaml",
-                            "--sample-interval-ms",
-                            "200",
-                            "--health-listen",
-                            "127.0.0.1:" + std::to_string(health_port)},
+  std::vector<std::string> args = {VGPU_BIN,       "dra",      "--sim",       "--sim-devices", "2",
+                                   "--kubeconfig", kubeconfig, "--node-name", "cli-node"};
+  AppendDirectories(root, &args);
+  args.insert(args.end(), {"--gpu-modes", root + "/modes.yaml", "--sample-interval-ms", "200",
+                           "--health-listen", "127.0.0.1:" + std::to_string(health_port)});
+  BackgroundProcess daemon(args,
                            {"VGPU_SIMGPU_STATE=" + root + "/simstate", "VGPU_SIMGPU_LOG_LEVEL=1"},
                            root + "/dra.log");
   httplib::Client http("127.0.0.1", health_port);
