@@ -97,8 +97,8 @@ int Copies(double seconds, size_t bytes) {
 
 int Race(size_t chunk) {
   void* p = nullptr;
-  // Start the runtime before the race (its context and module registration allocate nothing of
-  // the slice, but take time).
+  // Start the runtime (its context, its modules) before the race, so that all racers start
+  // allocating at once.
   cudaError_t r = cudaFree(nullptr);
   if (r != cudaSuccess) return Fail("cudaFree(0)", r);
   std::printf("ready\n");
