@@ -67,6 +67,7 @@ void CafgdCore::MaybeAdopt() {
     return;
   }
   adopted_ = std::move(learned);
+  pressure_stamp_ = 0;
   model_ = JointFragModel(adopted_, options_.cpu_weight, options_.cpu_mix,
                           options_.memory && gpu_pod_milli_ > 0
                               ? std::max(gpu_pod_memory_ / gpu_pod_milli_, 1e-9)
@@ -76,6 +77,8 @@ void CafgdCore::MaybeAdopt() {
 
 void CafgdCore::UpdatePressure(const Cluster& c) {
   if (options_.scarcity <= 0) return;
+  if (c.stamp() == pressure_stamp_) return;  // neither the cluster nor adopted_ changed
+  pressure_stamp_ = c.stamp();
   double free[kMaxModels] = {};
   double total = 0;
   for (NodeId n = 0; n < c.num_nodes(); ++n) {

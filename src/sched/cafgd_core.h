@@ -9,7 +9,8 @@
 // `prior` = a > 0 the weights are (count + a) / sum(count + a) over the chosen specs, so a model
 // learned from few pods stays close to uniform over the specs seen.
 //
-// Model pressure: UpdatePressure() (called once per decision, from PreScore) spreads each
+// Model pressure: UpdatePressure() (called once per decision, from PreScore; recomputed only when
+// the cluster's stamp or the adopted workload changed since the last call) spreads each
 // constrained learned spec's share of the GPU demand over its allowed models in proportion to their
 // free milli; pressure_g = (all free milli) * sum of (share / free milli of the spec's models) over
 // the specs that allow g, and a milli of model g costs scarcity * min(1, pressure_g)^power. The
@@ -89,6 +90,9 @@ class CafgdCore {
   uint64_t epoch_ = 0;
   NodeCache<double> frag_now_;
   double cost_[kMaxModels] = {};
+  // The cluster state (Cluster::stamp) cost_ was last computed for, 0 = none: pressure depends
+  // only on the cluster's free GPU milli per model and on adopted_.
+  uint64_t pressure_stamp_ = 0;
 };
 
 }  // namespace vgpu::sched

@@ -1,8 +1,14 @@
 #include "sched/cluster.h"
 
 #include <algorithm>
+#include <atomic>
 
 namespace vgpu::sched {
+
+uint64_t Cluster::NextStamp() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
 
 Result<NodeId> Cluster::AddNode(const NodeSpec& spec) {
   if (spec.name.empty()) return Status::InvalidArgument("node name is empty");
@@ -41,6 +47,7 @@ Result<NodeId> Cluster::AddNode(const NodeSpec& spec) {
   names_.push_back(spec.name);
   classes_.emplace_back();
   by_name_.emplace(spec.name, id);
+  stamp_ = NextStamp();
   return id;
 }
 
@@ -134,6 +141,7 @@ Status Cluster::Reserve(PodKey key, const PodRequest& r, const Placement& p,
   allocated_gpu_milli_ += r.TotalGpuMilli();
   AddClass(p.node, GpuClassOf(r), 1);
   ++s.version;
+  stamp_ = NextStamp();
   reservations_.emplace(key, Reservation{r, p});
   return Status::Ok();
 }
@@ -158,6 +166,7 @@ bool Cluster::Unreserve(PodKey key) {
   allocated_gpu_milli_ -= r.TotalGpuMilli();
   AddClass(p.node, GpuClassOf(r), -1);
   ++s.version;
+  stamp_ = NextStamp();
   reservations_.erase(it);
   return true;
 }

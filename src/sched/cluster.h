@@ -8,7 +8,9 @@
 //   (kInvalidArgument) or when the pod key is already reserved (kAlreadyExists). Free CPU,
 //   memory, GPU milli and GPU memory can therefore never go negative.
 // - Unreserve() releases a pod's resources; it is idempotent (false when the key is unknown).
-// - Every change to a node bumps its version(); caches key on (node, version).
+// - Every change to a node bumps its version(); caches key on (node, version). Every change to
+//   the cluster (a node added, a reservation made or released) gives it a new stamp(), unique
+//   in the process across all clusters, so a cache of a whole-cluster figure keys on it alone.
 // - GPU memory: a pod that states gpu_memory_mib is charged that much on each of its GPUs and needs
 //   a GPU whose memory is known and free. A pod that states none is charged memory in proportion
 //   to its compute share (capacity * gpu_milli / 1000, rounded down), so it never blocks on memory
@@ -70,6 +72,7 @@ class Cluster {
   // Models present on the node (bitmask over ModelIds).
   uint64_t model_bits(NodeId n) const { return nodes_[n].model_bits; }
   uint32_t version(NodeId n) const { return nodes_[n].version; }
+  uint64_t stamp() const { return stamp_; }
 
   // Number of GPU pods of class `cls` (GpuClassOf, >= 0) on the node, and of distinct GPU classes
   // present (CPU-only pods are not counted).
@@ -154,6 +157,8 @@ class Cluster {
   std::unordered_map<PodKey, Reservation> reservations_;
   int64_t total_gpu_milli_ = 0;
   int64_t allocated_gpu_milli_ = 0;
+  uint64_t stamp_ = NextStamp();
+  static uint64_t NextStamp();
 };
 
 }  // namespace vgpu::sched
