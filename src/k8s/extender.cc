@@ -90,6 +90,20 @@ std::shared_ptr<const ParsedPod> Extender::ParsedPodOf(std::string_view pod_text
     return hit;
   }
   if (JsonNestsDeeperThan(pod_text)) return nullptr;  // the full parser explains why
+  // Another pod with the same spec and annotations (a replica): its request, this pod's identity.
+  const std::optional<PodRequestKey> key = PodRequestKeyOf(pod_text);
+  if (key) {
+    if (auto same = shapes_.Find(key->text)) {
+      auto parsed = std::make_shared<ParsedPod>();
+      parsed->uid = key->uid;
+      parsed->ns = key->ns;
+      parsed->name = key->name;
+      parsed->request = same->request;
+      if (parsed->request) RememberForBind(parsed->uid, *parsed->request);
+      pods_.Insert(pod_text, parsed);
+      return parsed;
+    }
+  }
   const Json pod = Json::parse(pod_text, nullptr, false);
   if (!pod.is_object()) return nullptr;
   auto parsed = std::make_shared<ParsedPod>();
@@ -98,6 +112,10 @@ std::shared_ptr<const ParsedPod> Extender::ParsedPodOf(std::string_view pod_text
   parsed->name = MetaString(pod, "name");
   parsed->request = RequestOf(pod);
   pods_.Insert(pod_text, parsed);
+  // Kept by shape only when the scanner read the same identity the parser did.
+  if (key && key->uid == parsed->uid && key->ns == parsed->ns && key->name == parsed->name) {
+    shapes_.Insert(key->text, parsed);
+  }
   return parsed;
 }
 

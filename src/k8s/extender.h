@@ -75,6 +75,7 @@ class Extender {
   std::mutex cache_mu_;
   std::unordered_map<std::string, PodGpuRequest> cache_;  // by pod UID
   PodRequestCache pods_;                                  // by the Pod's JSON text
+  PodRequestCache shapes_;                                // by PodRequestKeyOf's text
 };
 
 }  // namespace vgpu::k8s

@@ -167,9 +167,11 @@ void PlacementState::FilterVerdicts(const PodRef& pod, const PodGpuRequest& requ
   out->reason.assign(nodes.size(), 0);
   out->reasons.assign(kNumReasons, std::string());
   for (size_t& c : out->counts) c = 0;
-  const auto mark = [out](size_t i, NodeVerdicts::Kind kind, uint8_t reason) {
+  bool used[kNumReasons] = {};  // reasons some node got: only their texts are written
+  const auto mark = [out, &used](size_t i, NodeVerdicts::Kind kind, uint8_t reason) {
     out->kind[i] = kind;
     out->reason[i] = reason;
+    used[reason] = true;
     ++out->counts[kind];
   };
   std::lock_guard<std::mutex> lock(mu_);
@@ -201,14 +203,16 @@ void PlacementState::FilterVerdicts(const PodRef& pod, const PodGpuRequest& requ
     }
   }
   Resolve(m, request, todo);
-  std::vector<size_t> pos;  // feasible engine nodes, in request order
+  const bool narrow = options_.filter_mode == FilterMode::kNarrow;
+  std::vector<size_t> pos;  // narrow mode: feasible engine nodes, in request order
+  if (narrow) pos.reserve(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (out->kind[i] != 255) continue;
     switch (m.state[ids[i]]) {
       case Memo::kFits:
         out->kind[i] = NodeVerdicts::kFeasible;
         ++out->counts[NodeVerdicts::kFeasible];
-        pos.push_back(i);
+        if (narrow) pos.push_back(i);
         break;
       case Memo::kCould:
         mark(i, NodeVerdicts::kFailed, kCould);
@@ -225,23 +229,27 @@ void PlacementState::FilterVerdicts(const PodRef& pod, const PodGpuRequest& requ
     }
   }
   std::vector<std::string>& texts = out->reasons;
-  texts[kNoInventory] =
-      "vgpu: node publishes no GPU inventory (" + std::string(kInventoryAnnotation) + ")";
-  texts[kHami] =
-      "vgpu: node runs HAMi's device plugin; vgpu schedules nodes whose vgpu node daemon "
-      "publishes " +
-      std::string(kInventoryAnnotation);
+  if (used[kNoInventory]) {
+    texts[kNoInventory] =
+        "vgpu: node publishes no GPU inventory (" + std::string(kInventoryAnnotation) + ")";
+  }
+  if (used[kHami]) {
+    texts[kHami] =
+        "vgpu: node runs HAMi's device plugin; vgpu schedules nodes whose vgpu node daemon "
+        "publishes " +
+        std::string(kInventoryAnnotation);
+  }
   if (m.variants.empty()) {
     texts[kNoVariant] = "vgpu: " + m.why_none;
   } else if (gpus) {
     if (out->counts[NodeVerdicts::kFailed] > 0) texts[kCould] = ReasonText(m.variants, true);
     texts[kNever] = ReasonText(m.variants, false);
   }
-  texts[kHostShort] = HostText(request.host, false);
-  texts[kHostNever] = HostText(request.host, true);
+  if (used[kHostShort]) texts[kHostShort] = HostText(request.host, false);
+  if (used[kHostNever]) texts[kHostNever] = HostText(request.host, true);
   texts[kNarrowedOut] = "vgpu: another node fits the pod better (filter mode narrow)";
   MigReasons(m, ids, out);
-  if (options_.filter_mode == FilterMode::kNarrow && !pos.empty()) {
+  if (narrow && !pos.empty()) {
     std::vector<sched::NodeId> feasible_ids;
     feasible_ids.reserve(pos.size());
     for (size_t i : pos) feasible_ids.push_back(ids[i]);

@@ -4,7 +4,6 @@
 
 #include "common/rng.h"
 #include "k8s/placement_state.h"
-#include "k8s/pod_request_cache.h"
 
 namespace vgpu::k8s {
 namespace {
@@ -157,25 +156,6 @@ TEST(PlacementVerdicts, SameAnswersAsWithoutMemory) {
     }
   }
   EXPECT_TRUE(memo->CheckConsistency().ok());
-}
-
-TEST(PodRequestCache, ReturnsOnlyForIdenticalText) {
-  PodRequestCache cache;
-  const std::string text = R"({"metadata":{"uid":"a"}})";
-  EXPECT_EQ(cache.Find(text), nullptr);
-  auto parsed = std::make_shared<ParsedPod>();
-  parsed->uid = "a";
-  parsed->request = Req(1, 10, 100);
-  cache.Insert(text, parsed);
-  auto hit = cache.Find(text);
-  ASSERT_NE(hit, nullptr);
-  EXPECT_EQ(hit->uid, "a");
-  EXPECT_EQ(cache.Find(R"({"metadata":{"uid":"b"}})"), nullptr);
-  EXPECT_EQ(cache.Find(text + " "), nullptr);
-  // Too large to keep.
-  const std::string huge(PodRequestCache::kMaxTextBytes + 1, ' ');
-  cache.Insert(huge, parsed);
-  EXPECT_EQ(cache.Find(huge), nullptr);
 }
 
 }  // namespace

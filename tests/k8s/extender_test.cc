@@ -83,6 +83,45 @@ TEST_F(ExtenderTest, PrioritizeGivesTheEnginesChoiceTenAndNarrowAnswersItAlone) 
   EXPECT_EQ(n.state().counts().pods_held, 0u);
 }
 
+// Replicas (the same spec and annotations, another name and UID) share one parse of the request
+// but keep their own identity: each holds its own node in narrow mode and binds as itself; a pod
+// whose annotations differ is judged on its own.
+TEST_F(ExtenderTest, ReplicasShareTheRequestButNotTheIdentity) {
+  const Json fx = Fixture("filter_node_names.json");
+  Json replica = fx["Pod"];
+  replica["metadata"]["name"] = "train-1";
+  replica["metadata"]["uid"] = "6f1d2c3a-0000-4f7d-a1c2-3e4f5a6b7c8d";
+  Json h100 = fx["Pod"];
+  h100["metadata"]["name"] = "train-h100";
+  h100["metadata"]["uid"] = "6f1d2c3a-1111-4f7d-a1c2-3e4f5a6b7c8d";
+  h100["metadata"]["annotations"]["nvidia.com/use-gputype"] = "H100";
+  for (const Json& p : {replica, h100}) api_.PutPod(p);
+  StateOptions narrow;
+  narrow.filter_mode = FilterMode::kNarrow;
+  ExtenderHarness n(&api_, narrow);
+  ASSERT_TRUE(n.Start().ok());
+  const auto filter = [&](const Json& pod) {
+    Json body = fx;
+    body["Pod"] = pod;
+    auto [status, answer] = n.Post("filter", body.dump());
+    EXPECT_EQ(status, 200);
+    return answer;
+  };
+  const Json first = filter(fx["Pod"]);
+  const Json second = filter(replica);
+  ASSERT_EQ(first["NodeNames"].size(), 1u);
+  ASSERT_EQ(second["NodeNames"].size(), 1u);
+  EXPECT_EQ(n.state().counts().pods_held, 2u);  // one hold per UID
+  // The same spec asking for H100s only fits no node of the fixture (A100s and T4s).
+  EXPECT_TRUE(filter(h100)["NodeNames"].empty());
+  const std::string node = second["NodeNames"][0];
+  auto [bs, bound] = n.Post("bind", BindBody(replica, node));
+  ASSERT_EQ(bs, 200);
+  EXPECT_EQ(bound["Error"], "");
+  EXPECT_EQ(api_.GetPod("ml", "train-1")["spec"]["nodeName"], node);
+  EXPECT_FALSE(api_.GetPod("ml", "train-0")["spec"].contains("nodeName"));
+}
+
 TEST_F(ExtenderTest, LowercaseKeysAreAcceptedLikeGo) {
   const Json fx = Fixture("filter_node_names.json");
   const Json lower = {{"pod", fx["Pod"]}, {"nodenames", fx["NodeNames"]}};
