@@ -11,9 +11,12 @@
 //
 //   build/bin/bench_extender [--clients 64 | --clients 8,16,32,64] [--seconds 10]
 //                            [--nodes 1000] [--policy default] [--rate R] [--no-memo]
-//                            [--no-bind] [--cpu-only]
+//                            [--no-bind] [--cpu-only] [--unique-specs]
 // --cpu-only sends pods without GPUs (CPU and memory requests only), which the extender also
-// places when kube-scheduler sends every pod to it.
+// places when kube-scheduler sends every pod to it. By default the pods are replicas of six
+// templates (their spec and annotations repeat, as a Deployment's or a Job's do, so the extender
+// parses each template's request once); --unique-specs gives every pod an annotation of its own,
+// so every pod is a new shape and its request is parsed in full.
 #include <time.h>
 
 #include <algorithm>
@@ -42,10 +45,11 @@ struct Options {
   double seconds = 10;
   int nodes = 1000;
   std::string policy = "default";
-  double rate = 0;        // filter+prioritize pairs per second per client; 0 = closed loop
-  bool memo = true;       // PlacementState's per-shape verdicts (StateOptions::memo_shapes)
-  bool bind = true;       // also the 40-pods-for-one-node bind test
-  bool cpu_only = false;  // pods without GPUs (CPU and memory only)
+  double rate = 0;            // filter+prioritize pairs per second per client; 0 = closed loop
+  bool memo = true;           // PlacementState's per-shape verdicts (StateOptions::memo_shapes)
+  bool bind = true;           // also the 40-pods-for-one-node bind test
+  bool cpu_only = false;      // pods without GPUs (CPU and memory only)
+  bool unique_specs = false;  // every pod its own annotation: no two pods share a parse
 };
 
 double CpuSeconds(clockid_t which) {
@@ -69,18 +73,32 @@ void Report(const char* what, std::vector<double> ms) {
               ms.size(), p50, p99, p999, max);
 }
 
-// A pod's JSON text around its UID, so each request is a new pod without re-serializing.
+// A pod's JSON text around its UID (in metadata.uid, and with --unique-specs in an annotation
+// too), so each request is a new pod without re-serializing.
 struct PodTemplate {
-  std::string before, after;
+  std::vector<std::string> parts;  // joined by the UID
+  void AppendTo(std::string* out, const std::string& uid) const {
+    for (size_t k = 0; k < parts.size(); ++k) {
+      if (k > 0) *out += uid;
+      *out += parts[k];
+    }
+  }
 };
 
-std::vector<PodTemplate> Templates(bool cpu_only) {
+std::vector<PodTemplate> Templates(bool cpu_only, bool unique_specs) {
   std::vector<PodTemplate> out;
   for (Json pod : bench::BenchPods(cpu_only)) {
     pod["metadata"]["uid"] = "@UID@";
+    if (unique_specs) pod["metadata"]["annotations"]["bench.vgpu.io/pod"] = "@UID@";
     const std::string text = pod.dump();
-    const size_t at = text.find("@UID@");
-    out.push_back({text.substr(0, at), text.substr(at + 5)});
+    PodTemplate t;
+    size_t from = 0;
+    for (size_t at = text.find("@UID@"); at != std::string::npos; at = text.find("@UID@", from)) {
+      t.parts.push_back(text.substr(from, at - from));
+      from = at + 5;
+    }
+    t.parts.push_back(text.substr(from));
+    out.push_back(std::move(t));
   }
   return out;
 }
@@ -117,9 +135,7 @@ bool Round(int port, const Options& o, int clients, const std::string& names_jso
         uid = "bench-" + std::to_string(c) + "-" + std::to_string(i++);
         fbody.clear();
         fbody += "{\"Pod\":";
-        fbody += pod.before;
-        fbody += uid;
-        fbody += pod.after;
+        pod.AppendTo(&fbody, uid);
         const size_t pod_end = fbody.size();
         fbody += ",\"Nodes\":null,\"NodeNames\":";
         fbody += names_json;
@@ -229,13 +245,16 @@ int LoadTest(const Options& o) {
     std::fprintf(stderr, "cannot start the extender\n");
     return 1;
   }
-  const std::vector<PodTemplate> pods = Templates(o.cpu_only);
+  const std::vector<PodTemplate> pods = Templates(o.cpu_only, o.unique_specs);
   const std::string names_json = bench::NamesJson(names);
+  std::string sample;
+  pods[0].AppendTo(&sample, "bench-0-0");
+  const size_t body_bytes = sample.size() + names_json.size() + 48;
   std::printf(
       "extender load test: %d nodes (%d GPUs, %d pods placed), policy %s, verdict memo %s, "
-      "filter body %zu bytes\n",
+      "pods %s, filter body %zu bytes\n",
       o.nodes, o.nodes * 8, placed, o.policy.c_str(), o.memo ? "on" : "off",
-      pods[0].before.size() + pods[0].after.size() + names_json.size() + 48);
+      o.unique_specs ? "each its own spec" : "replicas of 6 templates", body_bytes);
   bool ok = true;
   for (int clients : o.clients) ok = Round(h.port(), o, clients, names_json, pods) && ok;
   h.Stop();
@@ -282,7 +301,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: bench_extender [--clients N[,N...]] [--seconds S] [--nodes N] "
                  "[--policy P] [--rate PAIRS_PER_S_PER_CLIENT] [--no-memo] [--no-bind] "
-                 "[--cpu-only]\n");
+                 "[--cpu-only] [--unique-specs]\n");
     return 2;
   };
   for (int i = 1; i < argc; ++i) {
@@ -301,6 +320,10 @@ int main(int argc, char** argv) {
     }
     if (flag == "--cpu-only") {
       o.cpu_only = true;
+      continue;
+    }
+    if (flag == "--unique-specs") {
+      o.unique_specs = true;
       continue;
     }
     if (i + 1 >= argc) return usage();

@@ -20,6 +20,7 @@
 #include "harness.h"
 #include "k8s/json_scan.h"
 #include "k8s/name_index.h"
+#include "k8s/pod_request_cache.h"
 
 namespace vgpu::k8s::bench {
 namespace {
@@ -72,6 +73,14 @@ int Run(int iterations, int nodes) {
     feasible.push_back(state.Filter(reqs.back(), names).feasible);
     prio_bodies.push_back(ExtenderArgsBody(pod.dump(), NamesJson(feasible.back())));
   }
+  // New pods of new shapes: each with an annotation of its own, so no two share a parse.
+  std::vector<std::string> unique_bodies;
+  for (int i = 0; i < iterations + 1; ++i) {
+    Json pod = pods[static_cast<size_t>(i) % pods.size()];
+    pod["metadata"]["uid"] = "unique-" + std::to_string(i);
+    pod["metadata"]["annotations"]["bench.vgpu.io/pod"] = std::to_string(i);
+    unique_bodies.push_back(ExtenderArgsBody(pod.dump(), names_json));
+  }
   // A second set of new pods for the pairs (HTTP and not).
   std::vector<std::string> http_filter, http_prio;
   for (int i = 0; i < 2 * iterations + 2; ++i) {
@@ -90,6 +99,8 @@ int Run(int iterations, int nodes) {
   const std::string_view pod_span = ScanExtenderArgsView(filter_bodies[0])->pod;
   Stage("parse the Pod (nlohmann DOM)", iterations,
         [&](int) { sink += Json::parse(pod_span).size(); });
+  Stage("a replica's request key (PodRequestKeyOf)", iterations,
+        [&](int) { sink += PodRequestKeyOf(pod_span)->text.size(); });
   const Json pod0 = Json::parse(pod_span);
   Stage("ParsePodGpuRequest", iterations,
         [&](int) { sink += ParsePodGpuRequest(pod0, state.options().request)->containers.size(); });
@@ -111,6 +122,8 @@ int Run(int iterations, int nodes) {
   const double filter_us = Stage("= Extender::Filter, a new pod each time", iterations, [&](int i) {
     sink += h.extender().Filter(at(filter_bodies, i)).body.size();
   });
+  Stage("  Extender::Filter, a new pod of a new shape", iterations,
+        [&](int i) { sink += h.extender().Filter(at(unique_bodies, i)).body.size(); });
   Stage("  Extender::Filter, the same pod again", iterations,
         [&](int) { sink += h.extender().Filter(filter_bodies[0]).body.size(); });
 
