@@ -34,7 +34,8 @@ std::string Pod(const std::string& uid, const std::string& name, const std::stri
 }
 
 TEST(PodRequestKey, ReplicasShareAKeyAndKeepTheirIdentity) {
-  const std::string spec = R"({"containers":[{"name":"m","resources":{"limits":{"nvidia.com/gpu":"1"}}}]})";
+  const std::string spec =
+      R"({"containers":[{"name":"m","resources":{"limits":{"nvidia.com/gpu":"1"}}}]})";
   const std::string annotations = R"({"nvidia.com/use-gputype":"A100"})";
   const std::string first = Pod("u-1", "train-0", annotations, spec);
   const std::string second = Pod("u-2", "train-1", annotations, spec);
@@ -65,14 +66,14 @@ TEST(PodRequestKey, ReplicasShareAKeyAndKeepTheirIdentity) {
 
 TEST(PodRequestKey, RefusesWhereTheFullParserMustDecide) {
   for (const char* text : {
-           R"([1])",                                                  // not an object
-           R"({"spec":{},"spec":{"containers":[]}})",                 // a repeated member
-           R"({"metadata":{"uid":"a","uid":"b"},"spec":{}})",         // a repeated identity
+           R"([1])",                                           // not an object
+           R"({"spec":{},"spec":{"containers":[]}})",          // a repeated member
+           R"({"metadata":{"uid":"a","uid":"b"},"spec":{}})",  // a repeated identity
            R"({"metadata":{"annotations":{},"annotations":{"x":"y"}}})",
-           R"({"metadata":{"uid":"a\u0062"},"spec":{}})",            // an escaped UID
-           R"({"metadata":{"name":7},"spec":{}})",                    // not a string
-           R"({"metadata":[],"spec":{}})",                            // metadata not an object
-           R"({"metadata":{"uid":"a"},"spec":{})",                    // truncated
+           R"({"metadata":{"uid":"a\u0062"},"spec":{}})",  // an escaped UID
+           R"({"metadata":{"name":7},"spec":{}})",         // not a string
+           R"({"metadata":[],"spec":{}})",                 // metadata not an object
+           R"({"metadata":{"uid":"a"},"spec":{})",         // truncated
        }) {
     EXPECT_FALSE(PodRequestKeyOf(text).has_value()) << text;
   }
