@@ -404,7 +404,9 @@ TEST_F(NodeMigTest, StaticLayoutServesNvidiasMigResourcesBesideASharedGpu) {
     while (kubelet_->registrations(resource) < 2 && std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    EXPECT_EQ(kubelet_->registrations(resource), 2) << ReadFile(root_ + "/daemon.log");
+    // Registered again (a busy host may see the restart twice and register a third time, which
+    // kubelet takes as the same plugin).
+    EXPECT_GE(kubelet_->registrations(resource), 2) << ReadFile(root_ + "/daemon.log");
   }
   EXPECT_TRUE(kubelet_->WaitForDevices(
       "nvidia.com/mig-1g.18gb.me", [](const auto& d) { return d.size() == 1; }, 5000));

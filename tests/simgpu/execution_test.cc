@@ -220,6 +220,50 @@ TEST_F(SimgpuExecution, LaunchVariantsAndValidation) {
   EXPECT_EQ(cuModuleLoad(&module_, "/nonexistent/kernels.cubin"), CUDA_ERROR_FILE_NOT_FOUND);
 }
 
+// Cluster occupancy (what cuBLAS asks on an SM 9.0 device before it creates a handle): 8 blocks
+// per cluster, 16 when the kernel allows non-portable sizes, the required size when it has one;
+// the active clusters are the device's blocks at this occupancy over the cluster size.
+TEST_F(SimgpuExecution, ClusterOccupancyFollowsTheKernelsClusterAttributes) {
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
+  cfg.blockDimX = 128;
+  cfg.blockDimY = cfg.blockDimZ = 1;
+  int size = -1;
+  ASSERT_CU(cuOccupancyMaxPotentialClusterSize(&size, sleep_, &cfg));
+  EXPECT_EQ(size, 8);
+  ASSERT_CU(cuFuncSetAttribute(sleep_, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1));
+  ASSERT_CU(cuOccupancyMaxPotentialClusterSize(&size, sleep_, &cfg));
+  EXPECT_EQ(size, 16);
+  int clusters = -1;
+  EXPECT_EQ(cuOccupancyMaxActiveClusters(&clusters, sleep_, &cfg),
+            CUDA_ERROR_INVALID_CLUSTER_SIZE);  // no size given, none required
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = 2;
+  attr.value.clusterDim.y = attr.value.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  int sms = 0, per_sm = 0;
+  ASSERT_CU(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
+  ASSERT_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, sleep_, 128, 0));
+  ASSERT_CU(cuOccupancyMaxActiveClusters(&clusters, sleep_, &cfg));
+  EXPECT_GT(per_sm, 0);
+  EXPECT_EQ(clusters, sms * per_sm / 2);
+  attr.value.clusterDim.x = 32;
+  EXPECT_EQ(cuOccupancyMaxActiveClusters(&clusters, sleep_, &cfg),
+            CUDA_ERROR_INVALID_CLUSTER_SIZE);  // above 16
+  // A required size wins, and a configuration must match it.
+  ASSERT_CU(cuFuncSetAttribute(sleep_, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, 4));
+  ASSERT_CU(cuOccupancyMaxPotentialClusterSize(&size, sleep_, &cfg));
+  EXPECT_EQ(size, 4);
+  attr.value.clusterDim.x = 2;
+  EXPECT_EQ(cuOccupancyMaxActiveClusters(&clusters, sleep_, &cfg), CUDA_ERROR_INVALID_CLUSTER_SIZE);
+  cfg.numAttrs = 0;
+  ASSERT_CU(cuOccupancyMaxActiveClusters(&clusters, sleep_, &cfg));
+  EXPECT_EQ(clusters, sms * per_sm / 4);
+  EXPECT_EQ(cuOccupancyMaxActiveClusters(&clusters, sleep_, nullptr), CUDA_ERROR_INVALID_VALUE);
+}
+
 TEST_F(SimgpuExecution, GraphsLaunchAndTakeTheirKernelsTime) {
   CUgraph g = nullptr;
   ASSERT_CU(cuGraphCreate(&g, 0));

@@ -219,6 +219,61 @@ CUresult PotentialBlockSize(int* min_grid, int* block_size, CUfunction func,
   return CUDA_SUCCESS;
 }
 
+// Cluster occupancy: the largest cluster is 8 blocks, 16 when the kernel allows non-portable
+// sizes (an H100's and H200's limits), or the kernel's required cluster size when it has one;
+// the clusters that fit at once are the device's blocks at the configuration's occupancy divided
+// by the cluster size (GPCs are not modelled). 0 = no size (none required, none given).
+int RequiredClusterSize(const Function& f) {
+  const int w = f.attributes[CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH];
+  const int h = f.attributes[CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT];
+  const int d = f.attributes[CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH];
+  if (w <= 0 && h <= 0 && d <= 0) return 0;
+  return std::max(w, 1) * std::max(h, 1) * std::max(d, 1);
+}
+int MaxClusterSize(const Function& f) {
+  return f.attributes[CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED] != 0 ? 16 : 8;
+}
+int ConfiguredClusterSize(const CUlaunchConfig& c) {
+  for (unsigned int i = 0; c.attrs != nullptr && i < c.numAttrs; ++i) {
+    if (c.attrs[i].id != CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) continue;
+    const auto& dim = c.attrs[i].value.clusterDim;
+    return static_cast<int>(std::max(dim.x, 1u) * std::max(dim.y, 1u) * std::max(dim.z, 1u));
+  }
+  return 0;
+}
+int BlockSizeOf(const CUlaunchConfig& c) {
+  return static_cast<int>(c.blockDimX * std::max(c.blockDimY, 1u) * std::max(c.blockDimZ, 1u));
+}
+
+CUresult PotentialClusterSize(int* size, CUfunction func, const CUlaunchConfig* config) {
+  if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
+  Function* f = AsFunction(func);
+  if (size == nullptr || f == nullptr || config == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(D().mu);
+  const int required = RequiredClusterSize(*f);
+  const bool fits = MaxBlocksPerSm(BlockSizeOf(*config), config->sharedMemBytes) > 0;
+  *size = !fits ? 0 : required > 0 ? required : MaxClusterSize(*f);
+  return CUDA_SUCCESS;
+}
+
+CUresult ActiveClusters(int* clusters, CUfunction func, const CUlaunchConfig* config) {
+  if (CUresult rc = CheckInit(); rc != CUDA_SUCCESS) return rc;
+  Function* f = AsFunction(func);
+  if (clusters == nullptr || f == nullptr || config == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Context* ctx = nullptr;
+  if (CUresult rc = CurrentContext(&ctx); rc != CUDA_SUCCESS) return rc;
+  std::lock_guard<std::mutex> lock(D().mu);
+  const int required = RequiredClusterSize(*f);
+  const int given = ConfiguredClusterSize(*config);
+  if (required > 0 && given > 0 && required != given) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+  const int size = given > 0 ? given : required;
+  if (size <= 0 || size > MaxClusterSize(*f)) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+  const int blocks =
+      Spec(ctx->device).sm_count * MaxBlocksPerSm(BlockSizeOf(*config), config->sharedMemBytes);
+  *clusters = blocks / size;
+  return CUDA_SUCCESS;
+}
+
 }  // namespace
 
 CUresult LoadModuleImage(const void* image, bool library, void** out) {
@@ -522,4 +577,12 @@ SIMGPU_API CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t* dynamicSmemS
   size_t per_block = kSharedPerSm / static_cast<size_t>(numBlocks);
   *dynamicSmemSize = per_block > 1024 ? std::min<size_t>(per_block - 1024, kMaxDynamicShared) : 0;
   return CUDA_SUCCESS;
+}
+SIMGPU_API CUresult cuOccupancyMaxPotentialClusterSize(int* clusterSize, CUfunction func,
+                                                       const CUlaunchConfig* config) {
+  SIMGPU_GUARD({ return PotentialClusterSize(clusterSize, func, config); });
+}
+SIMGPU_API CUresult cuOccupancyMaxActiveClusters(int* numClusters, CUfunction func,
+                                                 const CUlaunchConfig* config) {
+  SIMGPU_GUARD({ return ActiveClusters(numClusters, func, config); });
 }
