@@ -264,6 +264,21 @@ TEST_F(SimgpuExecution, ClusterOccupancyFollowsTheKernelsClusterAttributes) {
   EXPECT_EQ(cuOccupancyMaxActiveClusters(&clusters, sleep_, nullptr), CUDA_ERROR_INVALID_VALUE);
 }
 
+// Context limits: the settable ones round-trip; CU_LIMIT_CIG_ENABLED (what cuBLAS reads before a
+// GEMM) is 0, no context being a CIG one, and cannot be set; unknown limits are refused.
+TEST_F(SimgpuExecution, ContextLimitsRoundTripAndNoContextIsCig) {
+  ASSERT_CU(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 4096));
+  size_t value = 0;
+  ASSERT_CU(cuCtxGetLimit(&value, CU_LIMIT_STACK_SIZE));
+  EXPECT_EQ(value, 4096u);
+  value = 7;
+  ASSERT_CU(cuCtxGetLimit(&value, CU_LIMIT_CIG_ENABLED));
+  EXPECT_EQ(value, 0u);
+  EXPECT_EQ(cuCtxSetLimit(CU_LIMIT_CIG_ENABLED, 1), CUDA_ERROR_UNSUPPORTED_LIMIT);
+  EXPECT_EQ(cuCtxGetLimit(&value, static_cast<CUlimit>(999)), CUDA_ERROR_UNSUPPORTED_LIMIT);
+  EXPECT_EQ(cuCtxGetLimit(nullptr, CU_LIMIT_STACK_SIZE), CUDA_ERROR_INVALID_VALUE);
+}
+
 TEST_F(SimgpuExecution, GraphsLaunchAndTakeTheirKernelsTime) {
   CUgraph g = nullptr;
   ASSERT_CU(cuGraphCreate(&g, 0));

@@ -393,6 +393,11 @@ SIMGPU_API CUresult cuCtxGetLimit(size_t* pvalue, CUlimit limit) {
     Context* c = nullptr;
     if (CUresult rc = CurrentContext(&c); rc != CUDA_SUCCESS) return rc;
     if (pvalue == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    // No context here is a CIG (CUDA in graphics) context; the query-only limit says so.
+    if (limit == CU_LIMIT_CIG_ENABLED) {
+      *pvalue = 0;
+      return CUDA_SUCCESS;
+    }
     if (limit < 0 || limit > CU_LIMIT_PERSISTING_L2_CACHE_SIZE) return CUDA_ERROR_UNSUPPORTED_LIMIT;
     *pvalue = c->limits[limit];
     return CUDA_SUCCESS;
