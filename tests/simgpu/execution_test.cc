@@ -275,7 +275,7 @@ TEST_F(SimgpuExecution, ContextLimitsRoundTripAndNoContextIsCig) {
   ASSERT_CU(cuCtxGetLimit(&value, CU_LIMIT_CIG_ENABLED));
   EXPECT_EQ(value, 0u);
   EXPECT_EQ(cuCtxSetLimit(CU_LIMIT_CIG_ENABLED, 1), CUDA_ERROR_UNSUPPORTED_LIMIT);
-  EXPECT_EQ(cuCtxGetLimit(&value, static_cast<CUlimit>(999)), CUDA_ERROR_UNSUPPORTED_LIMIT);
+  EXPECT_EQ(cuCtxGetLimit(&value, CU_LIMIT_MAX), CUDA_ERROR_UNSUPPORTED_LIMIT);
   EXPECT_EQ(cuCtxGetLimit(nullptr, CU_LIMIT_STACK_SIZE), CUDA_ERROR_INVALID_VALUE);
 }
 
