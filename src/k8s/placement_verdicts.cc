@@ -242,8 +242,8 @@ void PlacementState::FilterVerdicts(const PodRef& pod, const PodGpuRequest& requ
   if (m.variants.empty()) {
     texts[kNoVariant] = "vgpu: " + m.why_none;
   } else if (gpus) {
-    if (out->counts[NodeVerdicts::kFailed] > 0) texts[kCould] = ReasonText(m.variants, true);
-    texts[kNever] = ReasonText(m.variants, false);
+    if (used[kCould]) texts[kCould] = ReasonText(m.variants, true);
+    if (used[kNever]) texts[kNever] = ReasonText(m.variants, false);
   }
   if (used[kHostShort]) texts[kHostShort] = HostText(request.host, false);
   if (used[kHostNever]) texts[kHostNever] = HostText(request.host, true);
