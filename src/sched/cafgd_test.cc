@@ -194,6 +194,27 @@ TEST(Cafgd, FlexiblePodPaysForAModelThatRestrictedPodsNeed) {
   }
 }
 
+// Model pressure is kept between decisions while the cluster stays as it is, and follows it
+// when a reservation changes the free milli: with one model-1 GPU taken, model 0's pressure is
+// 3000 * 0.5 / 2000 = 0.75 and its cost 0.75^2.
+TEST(Cafgd, ModelPressureFollowsTheClusterAfterAReservation) {
+  Cluster c;
+  const NodeId n0 = *c.AddNode(MakeNode("n0", 64000, 256000, 2, 0));
+  const NodeId n1 = *c.AddNode(MakeNode("n1", 64000, 256000, 2, 1));
+  PodRequest t4_only = Pod(1000, 1, 1000);
+  t4_only.models = ModelSet::Of(0);
+  const PodRequest flexible = Pod(1000, 1, 1000);
+  auto p = MakeCafgd();
+  p->observers[0]->Observe(t4_only);
+  p->observers[0]->Observe(flexible);
+  EXPECT_EQ(PrimaryScore(*p, flexible, c, n0), Sigmoid100(-1000));
+  EXPECT_EQ(PrimaryScore(*p, flexible, c, n0), Sigmoid100(-1000));  // the same state again
+  ASSERT_TRUE(c.Reserve(1, flexible, Placement{n1, 1}).ok());
+  EXPECT_EQ(PrimaryScore(*p, flexible, c, n0), Sigmoid100(-1000 * 0.75 * 0.75));
+  ASSERT_TRUE(c.Unreserve(1));
+  EXPECT_EQ(PrimaryScore(*p, flexible, c, n0), Sigmoid100(-1000));
+}
+
 // A small cluster and a random pod stream with constraints, sharing and CPU-only pods.
 struct Stream {
   Cluster cluster;
