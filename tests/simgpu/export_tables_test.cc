@@ -156,6 +156,60 @@ TEST(SimgpuExportTables, PrimaryContextSlotGivesTheContextWithoutRetainingIt) {
   ASSERT_CU(cuCtxSetCurrent(before));
 }
 
+// What cuBLAS asks before each GEMM: the thread's context, then that context's number.
+TEST(SimgpuExportTables, ToolsSlotsGiveTheThreadsContextAndItsNumber) {
+  using ThreadContext = CUresult (*)(CUcontext*, uintptr_t, uintptr_t, uintptr_t);
+  using ContextNumber = CUresult (*)(CUcontext, uint64_t*, uintptr_t, uintptr_t);
+  auto thread_context = Slot<ThreadContext>(driver::kToolsTls, 2);
+  auto number = Slot<ContextNumber>(driver::kToolsContext, 4);
+  CUcontext before = nullptr;
+  ASSERT_CU(cuCtxGetCurrent(&before));
+
+  ASSERT_CU(cuCtxSetCurrent(nullptr));
+  CUcontext got = reinterpret_cast<CUcontext>(1);
+  ASSERT_CU(thread_context(&got, 0, 0, 0));
+  EXPECT_EQ(got, nullptr);
+  uint64_t n = 7;
+  ASSERT_CU(number(nullptr, &n, 0, 0));
+  EXPECT_EQ(n, 0u);
+
+  CUdevice dev = 0;
+  CUcontext ctx = nullptr;
+  ASSERT_CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+  ASSERT_CU(cuCtxSetCurrent(ctx));
+  ASSERT_CU(thread_context(&got, 0, 0, 0));
+  EXPECT_EQ(got, ctx);
+  unsigned long long id = 0;
+  ASSERT_CU(cuCtxGetId(ctx, &id));
+  ASSERT_CU(number(got, &n, 0, 0));
+  EXPECT_EQ(n, id);
+  EXPECT_EQ(thread_context(nullptr, 0, 0, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(number(ctx, nullptr, 0, 0), CUDA_ERROR_INVALID_VALUE);
+  int not_a_context = 0;
+  EXPECT_EQ(number(reinterpret_cast<CUcontext>(&not_a_context), &n, 0, 0),
+            CUDA_ERROR_INVALID_CONTEXT);
+
+  // Slot 39 answers 0; slot 51 hands out one object whose methods refuse instead of crashing.
+  using Slot39 = CUresult (*)(uintptr_t, uintptr_t, uint64_t*, uintptr_t);
+  using Slot51 = CUresult (*)(uintptr_t, uintptr_t, void**, uintptr_t);
+  using Method = uintptr_t (*)(uintptr_t, uintptr_t, uintptr_t, uintptr_t);
+  uint64_t value = 5;
+  ASSERT_CU(Slot<Slot39>(driver::kToolsContext, 39)(0, 1, &value, 0));
+  EXPECT_EQ(value, 0u);
+  EXPECT_EQ(Slot<Slot39>(driver::kToolsContext, 39)(0, 0, &value, 0), CUDA_ERROR_INVALID_VALUE);
+  void* object = nullptr;
+  ASSERT_CU(Slot<Slot51>(driver::kToolsContext, 51)(0, 0, &object, 0));
+  ASSERT_NE(object, nullptr);
+  void* again = nullptr;
+  ASSERT_CU(Slot<Slot51>(driver::kToolsContext, 51)(0, 0, &again, 0));
+  EXPECT_EQ(again, object);
+  Method* methods = *static_cast<Method**>(object);
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(methods[i](0, 0, 0, 0), CUDA_ERROR_NOT_SUPPORTED) << i;
+
+  ASSERT_CU(cuCtxSetCurrent(before));
+  ASSERT_CU(cuDevicePrimaryCtxRelease(dev));
+}
+
 TEST(SimgpuExportTables, IntegrityCheckIsTheKeyedDigestOfProcessAndDevices) {
   using Check = CUresult (*)(unsigned, uint64_t, uint64_t(*)[2]);
   auto check = Slot<Check>(driver::kIntegrityCheck, 1);

@@ -2,10 +2,11 @@
 // has their ids). Each table is an array of pointer-sized slots; in most, slot 0 holds the
 // table's size in bytes. The slots served here, and where each fact comes from (ZLUDA:
 // github.com/vosen/ZLUDA dark_api/src/lib.rs and zluda/src/impl/driver.rs; LUPINE:
-// github.com/kevmo314/scuda client.cpp), are listed in docs/simgpu.md. Every other slot holds a
-// stub that logs its table, index and first arguments once (warning) and in the request log,
-// and returns CUDA_ERROR_NOT_SUPPORTED. An id that is not in the list is logged once (info: the
-// 13.0 runtime asks for one such table, f8cff951-..., and runs without it) and answered
+// github.com/kevmo314/scuda client.cpp; the tools slots' names from a public table of slot names,
+// their answers from the request log while cuBLAS ran), are listed in docs/simgpu.md. Every other
+// slot holds a stub that logs its table, index and first arguments once (warning) and in the
+// request log, and returns CUDA_ERROR_NOT_SUPPORTED. An id that is not in the list is logged once
+// (info: the 13.0 runtime asks for one such table, f8cff951-..., and runs without it) and answered
 // CUDA_ERROR_NOT_SUPPORTED.
 #include <pthread.h>
 #include <unistd.h>
@@ -26,7 +27,7 @@
 namespace vgpu::simgpu::driver {
 namespace {
 
-constexpr int kMaxSlots = 26;  // the longest table (DEVICE_EXTENDED_RT)
+constexpr int kMaxSlots = 95;  // the longest table (TOOLS_CONTEXT)
 
 void LogCall(int table, int slot, CUresult rc, uintptr_t a0 = 0, uintptr_t a1 = 0, uintptr_t a2 = 0,
              uintptr_t a3 = 0) {
@@ -139,6 +140,81 @@ void CallbackBuffer(void** ptr, size_t* size) {
   if (ptr != nullptr) *ptr = buffer;
   if (size != nullptr) *size = kElements;
   LogCall(kToolsRuntimeCallbackHooks, kSlot, CUDA_SUCCESS, U(ptr), U(size));
+}
+
+// --- TOOLS_TLS and TOOLS_CONTEXT
+// ------------------------------------------------------------------
+
+// TOOLS_TLS slot 2: the calling thread's current context into *out (null when it has none).
+// cuBLAS asks before each GEMM and passes the answer to TOOLS_CONTEXT slot 4.
+CUresult ThreadContext(CUcontext* out, uintptr_t a1, uintptr_t a2, uintptr_t a3) {
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  Context* ctx = nullptr;
+  *out = CurrentContext(&ctx) == CUDA_SUCCESS ? reinterpret_cast<CUcontext>(ctx) : nullptr;
+  LogCall(kToolsTls, 2, CUDA_SUCCESS, U(out), a1, a2, a3);
+  return CUDA_SUCCESS;
+}
+
+// TOOLS_CONTEXT slot 4: the context's unique number (cuCtxGetId's) into *out; 0 for no context.
+CUresult ContextNumber(CUcontext c, uint64_t* out, uintptr_t a2, uintptr_t a3) {
+  CUresult rc = Guarded([&] {
+    if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (c == nullptr) {
+      *out = 0;
+      return CUDA_SUCCESS;
+    }
+    std::lock_guard<std::mutex> lock(D().mu);
+    Context* ctx = AsContext(c);
+    if (ctx == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+    *out = ctx->id;
+    return CUDA_SUCCESS;
+  });
+  LogCall(kToolsContext, 4, rc, U(c), U(out), a2, a3);
+  return rc;
+}
+
+// TOOLS_CONTEXT slot 39: (handle, key, out): 0 into *out.
+CUresult ToolsContext39(uintptr_t a0, uintptr_t key, uint64_t* out, uintptr_t a3) {
+  if (key == 0 || out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *out = 0;
+  LogCall(kToolsContext, 39, CUDA_SUCCESS, a0, key, U(out), a3);
+  return CUDA_SUCCESS;
+}
+
+// The object slot 51 hands out: its first word points at a table of methods, none of which is
+// simulated (each logs its index once and returns CUDA_ERROR_NOT_SUPPORTED).
+template <int kMethod>
+uintptr_t ObjectMethod(uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3) {
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true)) {
+    VGPU_LOG_WARN("TOOLS_CONTEXT object method %d is not simulated (args %#lx %#lx %#lx %#lx)",
+                  kMethod, static_cast<unsigned long>(a0), static_cast<unsigned long>(a1),
+                  static_cast<unsigned long>(a2), static_cast<unsigned long>(a3));
+  }
+  LogRequest("export-call TOOLS_CONTEXT-object %d 801 %#lx %#lx %#lx %#lx", kMethod,
+             static_cast<unsigned long>(a0), static_cast<unsigned long>(a1),
+             static_cast<unsigned long>(a2), static_cast<unsigned long>(a3));
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+template <size_t... kMethod>
+void FillMethods(const void** methods, std::index_sequence<kMethod...>) {
+  ((methods[kMethod] = reinterpret_cast<const void*>(&ObjectMethod<static_cast<int>(kMethod)>)),
+   ...);
+}
+struct ToolsObject {
+  const void** methods;
+  uint64_t zero[63];
+};
+uintptr_t ToolsContext51(uintptr_t a0, uintptr_t a1, void** out, uintptr_t a3) {
+  static const void* methods[32];
+  static ToolsObject object = [] {
+    FillMethods(methods, std::make_index_sequence<32>());
+    return ToolsObject{methods, {}};
+  }();
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *out = &object;
+  LogCall(kToolsContext, 51, CUDA_SUCCESS, a0, a1, U(out), a3);
+  return CUDA_SUCCESS;
 }
 
 // --- CONTEXT_LOCAL_STORAGE ----------------------------------------------------------------------
@@ -321,6 +397,10 @@ Tables* MakeTables() {
   const void** hooks = t->slots[kToolsRuntimeCallbackHooks];
   hooks[2] = Fn(&CallbackBuffer<2, 1024>);
   hooks[6] = Fn(&CallbackBuffer<6, 14>);
+  t->slots[kToolsTls][2] = Fn(&ThreadContext);
+  t->slots[kToolsContext][4] = Fn(&ContextNumber);
+  t->slots[kToolsContext][51] = Fn(&ToolsContext51);
+  t->slots[kToolsContext][39] = Fn(&ToolsContext39);
   const void** cls = t->slots[kContextLocalStorage];
   cls[0] = Fn(&StoragePut);
   cls[1] = Fn(&StorageDelete);
