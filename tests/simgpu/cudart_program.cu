@@ -8,7 +8,8 @@
 // --total: the memory cudaMemGetInfo and cudaGetDeviceProperties must report for device 0 (the
 // device's, or the slice's under libvgpu). --slice: also, under libvgpu, every device-memory
 // path of the runtime (cudaMalloc, cudaMallocManaged, cudaMallocPitch, cudaMalloc3D,
-// cudaMallocAsync from the default and an explicit pool, cudaMallocArray, mipmapped arrays) is
+// cudaMallocAsync from the default and an explicit pool, cudaMallocArray, mipmapped arrays, and
+// virtual memory management through the driver entry points the runtime hands out) is
 // refused past the slice's free memory and charged within it, host allocations are not charged,
 // vLLM's start-up pattern sees the slice, and the filled slice refuses one allocation more with
 // cudaErrorMemoryAllocation. --devices: the device count.
@@ -17,6 +18,7 @@
 // move, at launch errors and at times on the timeline (a kernel whose name contains
 // "sim_sleep_ns" runs for its first parameter's nanoseconds there), never at kernel results.
 // Prints "ok: ..." or "FAIL: ..." per check; exits 0 when all pass, 1 otherwise, 2 on bad usage.
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <chrono>
@@ -378,6 +380,95 @@ void Path(const char* name, Alloc alloc, Release release) {
   Check(FreeBytes() == before, what);
 }
 
+// Virtual memory management as PyTorch's expandable segments use it: the driver's VMM entry
+// points from cudaGetDriverEntryPointByVersion, physical memory created, mapped into a reserved
+// range and made accessible. What libvgpu charges is the physical memory (cuMemCreate).
+struct VmmApi {
+  decltype(&cuMemGetAllocationGranularity) granularity = nullptr;
+  decltype(&cuMemCreate) create = nullptr;
+  decltype(&cuMemRelease) release = nullptr;
+  decltype(&cuMemAddressReserve) reserve = nullptr;
+  decltype(&cuMemAddressFree) address_free = nullptr;
+  decltype(&cuMemMap) map = nullptr;
+  decltype(&cuMemUnmap) unmap = nullptr;
+  decltype(&cuMemSetAccess) set_access = nullptr;
+};
+
+template <typename F>
+bool EntryPoint(const char* name, F* fn) {
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  void* p = nullptr;
+  char what[96];
+  std::snprintf(what, sizeof what, "cudaGetDriverEntryPointByVersion(%s)", name);
+  if (!Ok(cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &found), what)) {
+    return false;
+  }
+  Check(found == cudaDriverEntryPointSuccess && p != nullptr, what);
+  *fn = reinterpret_cast<F>(p);
+  return p != nullptr;
+}
+
+struct VmmAllocation {
+  CUmemGenericAllocationHandle handle = 0;
+  CUdeviceptr va = 0;
+  size_t size = 0;
+};
+
+cudaError_t AsRuntimeError(CUresult r) {
+  if (r == CUDA_SUCCESS) return cudaSuccess;
+  return r == CUDA_ERROR_OUT_OF_MEMORY ? cudaErrorMemoryAllocation : cudaErrorUnknown;
+}
+
+void VmmPath() {
+  static VmmApi api;
+  if (!EntryPoint("cuMemGetAllocationGranularity", &api.granularity) ||
+      !EntryPoint("cuMemCreate", &api.create) || !EntryPoint("cuMemRelease", &api.release) ||
+      !EntryPoint("cuMemAddressReserve", &api.reserve) ||
+      !EntryPoint("cuMemAddressFree", &api.address_free) || !EntryPoint("cuMemMap", &api.map) ||
+      !EntryPoint("cuMemUnmap", &api.unmap) || !EntryPoint("cuMemSetAccess", &api.set_access)) {
+    return;
+  }
+  Path(
+      "cuMemCreate from the runtime's entry point",
+      [](size_t n, void** h) {
+        CUmemAllocationProp prop{};
+        prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+        prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        prop.location.id = 0;
+        size_t g = 0;
+        CUresult r = api.granularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+        if (r != CUDA_SUCCESS) return AsRuntimeError(r);
+        auto* a = new VmmAllocation;
+        a->size = (n + g - 1) / g * g;
+        if ((r = api.create(&a->handle, a->size, &prop, 0)) != CUDA_SUCCESS) {
+          delete a;
+          return AsRuntimeError(r);
+        }
+        CUmemAccessDesc access{};
+        access.location = prop.location;
+        access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+        if ((r = api.reserve(&a->va, a->size, 0, 0, 0)) != CUDA_SUCCESS ||
+            (r = api.map(a->va, a->size, 0, a->handle, 0)) != CUDA_SUCCESS ||
+            (r = api.set_access(a->va, a->size, &access, 1)) != CUDA_SUCCESS) {
+          std::printf("FAIL: mapping a VMM allocation: CUresult %d\n", static_cast<int>(r));
+          ++g_failures;
+        }
+        *h = a;
+        return cudaSuccess;
+      },
+      [](void* h) {
+        auto* a = static_cast<VmmAllocation*>(h);
+        CUresult r = CUDA_SUCCESS;
+        if (a->va != 0) {
+          api.unmap(a->va, a->size);
+          api.address_free(a->va, a->size);
+        }
+        r = api.release(a->handle);
+        delete a;
+        return AsRuntimeError(r);
+      });
+}
+
 // Every device-memory path of the runtime against the slice; host allocations are not charged.
 void Paths() {
   Path(
@@ -448,6 +539,7 @@ void Paths() {
                                         make_cudaExtent(16384, n >> 16, 0), 1);
       },
       [](void* h) { return cudaFreeMipmappedArray(static_cast<cudaMipmappedArray_t>(h)); });
+  VmmPath();
   // Host memory is not device memory: not charged.
   const size_t before = FreeBytes();
   void* host = nullptr;

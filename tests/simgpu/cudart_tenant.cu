@@ -2,9 +2,12 @@
 // slice tests (tests/simgpu/cudart_twins.sh): what the driver-API workers of tests/intercept,
 // tests/compute and tests/copyqos do, through NVIDIA's runtime.
 //
-//   cudart_tenant kernels SECONDS      1 ms kernels (the simulated GPU's sim_sleep_ns), two in
-//                                      flight, for SECONDS; prints "share P" (percent of the
-//                                      wall time the kernels ran, from their count)
+//   cudart_tenant kernels SECONDS [START_AT_NS]
+//                                      1 ms kernels (the simulated GPU's sim_sleep_ns), two in
+//                                      flight, for SECONDS (from START_AT_NS, CLOCK_REALTIME,
+//                                      when given, so that tenants start together); prints
+//                                      "share P" (percent of the wall time the kernels ran, from
+//                                      their count)
 //   cudart_tenant copies SECONDS BYTES cudaMemcpyAsync host-to-device copies of BYTES from pinned
 //                                      memory, each synchronized, for SECONDS; prints
 //                                      "h2d BYTES_PER_S"
@@ -14,6 +17,10 @@
 //   cudart_tenant hold BYTES           cudaMalloc's BYTES, prints "ready PID", sleeps
 //   cudart_tenant fill                 cudaMalloc's 1 MiB blocks until refused; prints "filled
 //                                      BYTES free BYTES" (cudaMemGetInfo's before filling)
+//   cudart_tenant touch SECONDS BYTES  cudaMalloc's BYTES in 64 MiB blocks, then touches them in
+//                                      turn for SECONDS, a sim_touch kernel of 200 us per block,
+//                                      each synchronized; prints "granted BYTES" and
+//                                      "touch_rate BLOCKS_PER_S"
 // Exit status: 0, 1 when a CUDA call fails unexpectedly (named on stderr), 2 on bad usage.
 #include <cuda_runtime.h>
 #include <unistd.h>
@@ -23,11 +30,21 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace {
 
 // Runs for `ns` nanoseconds on the simulated GPU (its name carries the marker).
 __global__ void sim_sleep_ns_tenant(unsigned long long ns) { (void)ns; }
+
+// Touches [p, p + bytes) and then runs for `ns` nanoseconds on the simulated GPU: managed pages
+// in the range fault in first (docs/simgpu.md).
+__global__ void sim_touch_tenant(unsigned long long ns, void* p, unsigned long long bytes) {
+  (void)ns;
+  (void)p;
+  (void)bytes;
+}
 
 constexpr unsigned long long kKernelNs = 1000000ULL;
 
@@ -43,7 +60,7 @@ double Now() {
       .count();
 }
 
-int Kernels(double seconds) {
+int Kernels(double seconds, long long start_at_ns) {
   cudaEvent_t done[2];
   for (cudaEvent_t& e : done) {
     cudaError_t r = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
@@ -53,6 +70,11 @@ int Kernels(double seconds) {
   sim_sleep_ns_tenant<<<1, 32>>>(kKernelNs);
   cudaError_t r = cudaDeviceSynchronize();
   if (r != cudaSuccess) return Fail("first kernel", r);
+  if (start_at_ns > 0) {
+    std::this_thread::sleep_until(std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            std::chrono::nanoseconds(start_at_ns))));
+  }
   long kernels = 0;
   const double start = Now();
   while (Now() - start < seconds) {
@@ -137,10 +159,33 @@ int Fill() {
   return 0;
 }
 
+int Touch(double seconds, size_t bytes) {
+  constexpr size_t kBlock = 64ull << 20;
+  std::vector<void*> blocks;
+  for (size_t got = 0; got < bytes; got += kBlock) {
+    void* p = nullptr;
+    cudaError_t r = cudaMalloc(&p, kBlock);
+    if (r != cudaSuccess) return Fail("cudaMalloc", r);
+    blocks.push_back(p);
+  }
+  std::printf("granted %zu\n", blocks.size() * kBlock);
+  long touched = 0;
+  const double start = Now();
+  while (Now() - start < seconds) {
+    sim_touch_tenant<<<1, 32>>>(200000ULL, blocks[touched % blocks.size()], kBlock);
+    cudaError_t r = cudaDeviceSynchronize();
+    if (r != cudaSuccess) return Fail("touch kernel", r);
+    ++touched;
+  }
+  std::printf("touch_rate %.1f\n", static_cast<double>(touched) / (Now() - start));
+  return 0;
+}
+
 int Usage() {
   std::fprintf(stderr,
-               "usage: cudart_tenant kernels SECONDS | copies SECONDS BYTES | race CHUNK | "
-               "hold BYTES | fill\n");
+               "usage: cudart_tenant kernels SECONDS [START_AT_NS] | copies SECONDS BYTES | "
+               "race CHUNK | hold BYTES | fill | touch SECONDS BYTES\n");
+
   return 2;
 }
 
@@ -149,10 +194,15 @@ int Usage() {
 int main(int argc, char** argv) {
   if (argc < 2) return Usage();
   const std::string cmd = argv[1];
-  if (cmd == "kernels" && argc == 3) return Kernels(std::atof(argv[2]));
+  if (cmd == "kernels" && (argc == 3 || argc == 4)) {
+    return Kernels(std::atof(argv[2]), argc == 4 ? std::atoll(argv[3]) : 0);
+  }
   if (cmd == "copies" && argc == 4) return Copies(std::atof(argv[2]), std::strtoull(argv[3], nullptr, 10));
   if (cmd == "race" && argc == 3) return Race(std::strtoull(argv[2], nullptr, 10));
   if (cmd == "hold" && argc == 3) return Hold(std::strtoull(argv[2], nullptr, 10));
   if (cmd == "fill" && argc == 2) return Fill();
+  if (cmd == "touch" && argc == 4) {
+    return Touch(std::atof(argv[2]), std::strtoull(argv[3], nullptr, 10));
+  }
   return Usage();
 }
