@@ -5,11 +5,13 @@
 # and the copy-QoS checks of tests/copyqos with `vgpu bench copy` and tests/gpu/copy_qos.cu.
 #
 #   tests/gpu/run.sh [--libvgpu PATH] [--vgpu PATH] [--races N] [--compute-seconds S]
-#                    [--only memory|compute|copy|torch[,...]] [--simulated-driver DIR]
+#                    [--only memory|compute|copy|cublas|torch[,...]] [--simulated-driver DIR]
 #                    [--sanitizer-runtime PATH]
 #
-# --only runs the named parts only (a comma-separated list; default all four). torch: PyTorch
-# (tests/gpu/torch_slice.py) in a 4 GiB, 30% slice, skipped without PyTorch or a real GPU.
+# --only runs the named parts only (a comma-separated list; default all five). cublas:
+# tests/simgpu/cublas_program.cu (handles, GEMMs, the workspace charged and refused) in a 1 GiB
+# slice, skipped without cuBLAS in the toolkit. torch: PyTorch (tests/gpu/torch_slice.py) in a
+# 4 GiB, 30% slice, skipped without PyTorch or a real GPU.
 # --simulated-driver DIR runs the checks against the simulated GPU in DIR (build/lib/simgpu)
 # instead, to test this script on a machine without a GPU (NVIDIA's CUDA runtime runs on it;
 # its kernels take time and compute nothing, so the runtime program's kernels count as launched). --sanitizer-runtime PATH is
@@ -40,15 +42,16 @@ while [[ $# -gt 0 ]]; do
     --only) only=$2; shift 2 ;;
     --simulated-driver) simulated=$(cd "$2" && pwd); shift 2 ;;
     --sanitizer-runtime) sanitizer_runtime=$2; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 
 for part in ${only//,/ }; do
   case $part in
-    memory|compute|copy|torch) ;;
-    *) echo "run.sh: --only: unknown part '$part' (known: memory, compute, copy, torch)" >&2; exit 2 ;;
+    memory|compute|copy|cublas|torch) ;;
+    *) echo "run.sh: --only: unknown part '$part' (known: memory, compute, copy, cublas, torch)" >&2
+       exit 2 ;;
   esac
 done
 # wants PART: whether --only names PART (or is not given).
@@ -413,6 +416,29 @@ sys.exit(0 if ok else 1)
   fi
 }
 wants copy && copy_checks
+
+# ---- cuBLAS in a 1 GiB slice ------------------------------------------------------------------
+# tests/simgpu/cublas_program.cu under libvgpu.so: the handle's workspace is charged to the slice,
+# its GEMMs run, and in the filled slice a new handle is refused (CUBLAS_STATUS_ALLOC_FAILED).
+cublas_checks() {
+  echo
+  echo "== cuBLAS in a 1 GiB slice"
+  local cuda_lib
+  cuda_lib=$(cd "$(dirname "$nvcc")/.." && pwd)/lib64
+  if ! "$nvcc" -O1 -std=c++17 -o "$work/cublas_program" "$root/tests/simgpu/cublas_program.cu" \
+       -lcublas -Xlinker -rpath="$cuda_lib" > "$work/cublas.build" 2>&1; then
+    echo "SKIPPED: cannot build the cuBLAS program (no cuBLAS in the toolkit?):"
+    sed 's/^/    /' "$work/cublas.build" | tail -5
+    return
+  fi
+  local out rc
+  out=$(in_slice cublas $((1 << 30)) "$work/cublas_program" --total $((1 << 30)) --slice 2>&1)
+  rc=$?
+  echo "$out" | sed 's/^/    /'
+  ((rc == 0)) && pass "cuBLAS in a 1 GiB slice: handle, GEMMs, workspace charged and refused" ||
+    fail "cuBLAS in a 1 GiB slice (exit $rc, output above)"
+}
+wants cublas && cublas_checks
 
 # ---- PyTorch in a 4 GiB, 30% slice (real GPU only) --------------------------------------------
 # tests/gpu/torch_slice.py under `vgpu run --memory 4GiB --cores 30`: mem_get_info shows the slice,
