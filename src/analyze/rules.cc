@@ -188,12 +188,6 @@ Result<Rule> ParseRule(const std::string& source, const YAML::Node& n) {
 
 }  // namespace
 
-std::vector<std::string> KnownSignals() {
-  std::vector<std::string> out;
-  for (auto& [n, g] : Signals()) out.push_back(n);
-  return out;
-}
-
 Result<int64_t> ParseDuration(const std::string& text) {
   if (text == "0") return int64_t{0};
   size_t i = 0;

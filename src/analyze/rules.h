@@ -42,9 +42,6 @@
 
 namespace vgpu::analyze {
 
-// The observable signals a rule may use (each: its scope and meaning in docs/analyze.md).
-std::vector<std::string> KnownSignals();
-
 struct Condition {
   std::string signal;
   bool above = true;

@@ -14,10 +14,8 @@
 #include "common/units.h"
 #include "node/daemon.h"
 #include "node/file_cluster.h"
-#include "node/unit_id.h"
-#ifdef VGPU_NODE_HAVE_K8S
 #include "node/kube_cluster.h"
-#endif
+#include "node/unit_id.h"
 
 namespace vgpu::cli {
 namespace {
@@ -269,7 +267,6 @@ Result<std::unique_ptr<node::ClusterClient>> OpenCluster(const NodeFlags& f) {
     }
     return std::unique_ptr<node::ClusterClient>(new node::FileCluster(f.pods_file));
   }
-#ifdef VGPU_NODE_HAVE_K8S
   auto cluster = node::KubeCluster::Connect(f.kubeconfig);
   if (!cluster) {
     const Status& e = cluster.error();
@@ -280,10 +277,6 @@ Result<std::unique_ptr<node::ClusterClient>> OpenCluster(const NodeFlags& f) {
     return e;
   }
   return std::unique_ptr<node::ClusterClient>(std::move(*cluster));
-#else
-  return Status::FailedPrecondition(
-      "this build has no API-server client (src/k8s); use --pods-file, or build with src/k8s");
-#endif
 }
 
 Status Run(const NodeFlags& f) {

@@ -21,6 +21,7 @@
 #include "cli/top_sources.h"
 #include "common/units.h"
 #include "shm/arbiter.h"
+#include "shm/priority.h"
 #include "shm/slice_registry.h"
 #include "shm/slice_resize.h"
 
@@ -114,14 +115,11 @@ int RunResize(int argc, char** argv) {
     change.cores = *c;
   }
   if (!priority.empty()) {
-    static const char* const kNames[] = {"realtime", "high", "normal", "low", "idle"};
-    for (int i = 0; i < shm::kPriorityLevels; ++i) {
-      if (priority == kNames[i]) change.priority = i;
-    }
+    int32_t level = -1;
+    if (shm::ParsePriority(priority, &level)) change.priority = level;
     if (!change.priority) {
-      return ReportStatus("resize",
-                          Status::InvalidArgument("--priority: \"" + priority +
-                                                  "\": use realtime, high, normal, low or idle"));
+      return ReportStatus("resize", Status::InvalidArgument("--priority: \"" + priority +
+                                                            "\": use " + shm::kPriorityChoices));
     }
   }
   if (!change.memory && !change.cores && !change.priority) {

@@ -16,6 +16,7 @@
 #include "common/limits_format.h"
 #include "common/printable.h"
 #include "common/units.h"
+#include "shm/priority.h"
 #include "shm/region_file.h"
 #include "shm/slice_registry.h"
 
@@ -105,16 +106,9 @@ Result<SliceSpec> ParseSliceSpec(const SliceFlags& o, const std::string& prefix)
     s.weight = static_cast<int>(*w);
   }
   if (!o.priority.empty()) {
-    static const char* const kNames[] = {"realtime", "high", "normal", "low", "idle"};
-    int level = -1;
-    for (int i = 0; i < shm::kPriorityLevels; ++i) {
-      if (o.priority == kNames[i]) level = i;
-    }
-    if (o.priority == "0") level = shm::kPriorityHigh;
-    if (o.priority == "1") level = shm::kPriorityNormal;
-    if (level < 0) {
-      return Bad(prefix, "--priority", o.priority,
-                 "use realtime, high, normal, low or idle (or HAMi's 0 = high, 1 = normal)");
+    int32_t level = -1;
+    if (!shm::ParsePriority(o.priority, &level)) {
+      return Bad(prefix, "--priority", o.priority, std::string("use ") + shm::kPriorityChoices);
     }
     s.priority = level;
     s.priority_given = true;
@@ -193,7 +187,6 @@ std::string LimitsText(const SliceSpec& s, const std::string& dir, bool sim,
   // The command on one printable line (control characters and non-ASCII bytes escaped).
   char c[512];
   EscapeForDisplay(comment, c, sizeof(c), 200);
-  static const char* const kNames[] = {"realtime", "high", "normal", "low", "idle"};
   // The header first and the end marker last (common/limits_format.h): a cut-short copy is
   // rejected by libvgpu.so.
   std::string t = std::string(kLimitsFileHeader) + "\n";
@@ -207,7 +200,7 @@ std::string LimitsText(const SliceSpec& s, const std::string& dir, bool sim,
     t += "mode=capped\n";
   }
   if (s.weight > 0) t += "weight=" + std::to_string(s.weight) + "\n";
-  t += std::string("priority=") + kNames[s.priority] + "\n";
+  t += std::string("priority=") + shm::PriorityName(s.priority) + "\n";
   if (s.time_slice_ns != 0) t += "time_slice=" + std::to_string(s.time_slice_ns) + "ns\n";
   if (s.latency_slack_ns >= 0) {
     t += "latency_slack=" + std::to_string(s.latency_slack_ns) + "ns\n";

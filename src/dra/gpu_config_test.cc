@@ -18,7 +18,7 @@ TEST(GpuConfig, ReadsEveryField) {
   p["timeSlice"] = "2ms";
   auto c = ParseGpuConfig(p, "claim a/b: config[0]");
   ASSERT_TRUE(c.has_value()) << c.error().ToString();
-  EXPECT_EQ(c->level, node::kLevelHigh);
+  EXPECT_EQ(c->level, shm::kPriorityHigh);
   EXPECT_EQ(c->guarantee, 30);
   EXPECT_EQ(c->mode, "elastic");
   EXPECT_EQ(c->weight, 2);

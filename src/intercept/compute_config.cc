@@ -54,26 +54,6 @@ const char* FindEnv(char* const* envp, string_view name) {
 
 }  // namespace
 
-bool ParsePriorityLevel(string_view text, int32_t* level) {
-  static const char* const kNames[] = {"realtime", "high", "normal", "low", "idle"};
-  for (int i = 0; i < shm::kPriorityLevels; ++i) {
-    if (EqualsIgnoreCase(text, kNames[i])) {
-      *level = i;
-      return true;
-    }
-  }
-  // HAMi's CUDA_TASK_PRIORITY: 0 is high; 1, its default, is the normal level.
-  if (text == "0") {
-    *level = shm::kPriorityHigh;
-    return true;
-  }
-  if (text == "1") {
-    *level = shm::kPriorityNormal;
-    return true;
-  }
-  return false;
-}
-
 bool ApplyComputeKey(string_view key, string_view value, bool file_keys, const char* where,
                      SourceSettings* s, ConfigErrors* errors) {
   auto is = [&](string_view env_name, string_view file_name) {
@@ -130,7 +110,7 @@ bool ApplyComputeKey(string_view key, string_view value, bool file_keys, const c
   if (key == "CUDA_TASK_PRIORITY" || key == "VGPU_PRIORITY" || (file_keys && key == "priority")) {
     int32_t level = 0;
     Setting v{Setting::kInvalid, 0};
-    if (ParsePriorityLevel(value, &level)) {
+    if (shm::ParsePriority(value, &level)) {
       v = {Setting::kValue, static_cast<uint64_t>(level)};
     } else {
       errors->Add(

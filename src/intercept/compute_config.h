@@ -46,7 +46,4 @@ void CombineCompute(const SourceSettings& file, const SourceSettings& env, Confi
 // The default arbiter directory for the environment `envp` (rules above).
 void DefaultArbiterDir(char* const* envp, uid_t uid, char* out, size_t size);
 
-// Parses a priority level name or HAMi number; false if invalid.
-bool ParsePriorityLevel(std::string_view text, int32_t* level);
-
 }  // namespace vgpu::intercept

@@ -129,20 +129,6 @@ TEST(ComputeConfig, LatencySlackTheLargerWinsABadOneGivesTheMost) {
   EXPECT_FALSE(Combine("latency_slack=1ms\n", {}).config.compute_limited);
 }
 
-TEST(ComputeConfig, PriorityNames) {
-  int32_t level = -1;
-  EXPECT_TRUE(ParsePriorityLevel("REALTIME", &level));
-  EXPECT_EQ(level, shm::kPriorityRealtime);
-  EXPECT_TRUE(ParsePriorityLevel("idle", &level));
-  EXPECT_EQ(level, shm::kPriorityIdle);
-  EXPECT_TRUE(ParsePriorityLevel("0", &level));
-  EXPECT_EQ(level, shm::kPriorityHigh);
-  EXPECT_TRUE(ParsePriorityLevel("1", &level));
-  EXPECT_EQ(level, shm::kPriorityNormal);
-  EXPECT_FALSE(ParsePriorityLevel("2", &level));
-  EXPECT_FALSE(ParsePriorityLevel("", &level));
-}
-
 TEST(ComputeConfig, DefaultArbiterDirFollowsTheStateDir) {
   char out[256];
   std::string a = "VGPU_STATE_DIR=/s", b = "XDG_RUNTIME_DIR=/run/user/5";

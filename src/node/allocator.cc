@@ -71,9 +71,7 @@ Status Allocator::AdmitSpill(const SliceSpec& spec,
         if (g.name == d.uuid) g.promised_by_others += d.memory_bytes;
       }
     }
-#ifdef VGPU_NODE_HAVE_SHM
     if (auto view = ReadSliceControl(r.region_path)) already += view->spilled_bytes;
-#endif
   }
   SpillDecision d =
       AdmitSpillOnGpus(gpus, already, ReadMemAvailable(meminfo_.c_str()), spill_policy_);

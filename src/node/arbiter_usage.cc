@@ -7,11 +7,9 @@
 
 #include "node/compute_settings.h"
 
-#ifdef VGPU_NODE_HAVE_SHM
 #include "shm/arbiter.h"
 #include "shm/arbiter_file.h"
 #include "shm/arbiter_policy.h"
-#endif
 
 namespace vgpu::node {
 
@@ -22,14 +20,7 @@ const ArbiterSliceUsage* ArbiterUsage::Find(uint64_t key) const {
   return nullptr;
 }
 
-#ifdef VGPU_NODE_HAVE_SHM
-
 namespace {
-
-// compute_settings.h names libvgpu.so's priority levels without depending on src/shm.
-static_assert(kLevelRealtime == shm::kPriorityRealtime && kLevelHigh == shm::kPriorityHigh &&
-              kLevelNormal == shm::kPriorityNormal && kLevelLow == shm::kPriorityLow &&
-              kLevelIdle == shm::kPriorityIdle);
 
 uint64_t MonotonicNs() {
   timespec ts;
@@ -119,25 +110,5 @@ std::map<std::string, ArbiterUsage> ReadArbiters(const std::string& dir,
 }
 
 uint64_t SliceKeyOf(const std::string& region_path) { return shm::SliceKey(region_path.c_str()); }
-
-#else  // no src/shm in this build
-
-Status CreateArbiters(const std::string&, const std::vector<std::string>&) { return Status::Ok(); }
-
-std::map<std::string, ArbiterUsage> ReadArbiters(const std::string& dir,
-                                                 const std::vector<std::string>& uuids) {
-  std::map<std::string, ArbiterUsage> out;
-  for (const std::string& uuid : uuids) {
-    ArbiterUsage u;
-    u.uuid = uuid;
-    u.error = "cannot read the arbiters in " + dir + ": built without the shm library";
-    out[uuid] = u;
-  }
-  return out;
-}
-
-uint64_t SliceKeyOf(const std::string&) { return 0; }
-
-#endif
 
 }  // namespace vgpu::node

@@ -71,7 +71,7 @@ TEST_F(ArbiterUsageTest, ASliceIsFoundByItsRegionPathAndReported) {
   ASSERT_NE(a, nullptr);
   EXPECT_EQ(a->name, "default_a_main");
   EXPECT_EQ(a->max_pct, 30);
-  EXPECT_EQ(a->level, kLevelHigh);
+  EXPECT_EQ(a->level, shm::kPriorityHigh);
   EXPECT_EQ(a->members, 1);
   EXPECT_EQ(gpu.Find(SliceKeyOf(region + "x")), nullptr);
 

@@ -27,16 +27,6 @@ Status Bad(const std::string& where, std::string_view key, std::string_view valu
                                  "\" " + why);
 }
 
-int ParseLevel(std::string_view text) {
-  static const char* const kNames[] = {"realtime", "high", "normal", "low", "idle"};
-  for (int i = 0; i < 5; ++i) {
-    if (EqualsIgnoreCase(text, kNames[i])) return i;
-  }
-  if (text == "0") return kLevelHigh;
-  if (text == "1") return kLevelNormal;
-  return -1;
-}
-
 }  // namespace
 
 void ComputeSettings::OverrideWith(const ComputeSettings& other) {
@@ -81,8 +71,8 @@ Result<ComputeSettings> ParseComputeSettings(std::string_view text, const std::s
         return Bad(where, key, value, "is not a mode (capped or elastic)");
       }
     } else if (key == "priority") {
-      int level = ParseLevel(value);
-      if (level < 0) {
+      int32_t level = -1;
+      if (!shm::ParsePriority(value, &level)) {
         return Bad(where, key, value,
                    "is not a priority (realtime, high, normal, low, idle; or 0 high, 1 normal)");
       }
@@ -123,24 +113,9 @@ Result<ComputeSettings> ComputeSettingsOf(const std::map<std::string, std::strin
 }
 
 int LevelOfHamiPriority(int priority) {
-  if (priority == 0) return kLevelHigh;
-  if (priority == 1) return kLevelNormal;
+  if (priority == 0) return shm::kPriorityHigh;
+  if (priority == 1) return shm::kPriorityNormal;
   return -1;
-}
-
-const char* LevelName(int level) {
-  switch (level) {
-    case kLevelRealtime:
-      return "realtime";
-    case kLevelHigh:
-      return "high";
-    case kLevelLow:
-      return "low";
-    case kLevelIdle:
-      return "idle";
-    default:
-      return "normal";
-  }
 }
 
 std::string FormatTimeSlice(uint64_t ns) {

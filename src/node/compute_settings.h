@@ -26,24 +26,17 @@
 #include <string_view>
 
 #include "common/result.h"
+#include "shm/priority.h"
 
 namespace vgpu::node {
 
 inline constexpr const char* kComputeAnnotation = "vgpu.io/compute";
 
-// Priority levels, as libvgpu.so names them (shm::PriorityLevel: a smaller number is more
-// important).
-inline constexpr int kLevelRealtime = 0;
-inline constexpr int kLevelHigh = 1;
-inline constexpr int kLevelNormal = 2;
-inline constexpr int kLevelLow = 3;
-inline constexpr int kLevelIdle = 4;
-
 struct ComputeSettings {
   int guarantee = -1;          // percent; -1: not given
   int weight = 0;              // 0: not given
   std::string mode;            // "capped", "elastic", "": not given
-  int level = -1;              // kLevel*; -1: not given
+  int level = -1;              // shm::PriorityLevel; -1: not given
   uint64_t time_slice_ns = 0;  // 0: not given
   std::string memory_mode;     // "strict", "overcommit", "spill", "": not given (strict)
 
@@ -64,9 +57,6 @@ Result<ComputeSettings> ComputeSettingsOf(const std::map<std::string, std::strin
 
 // The level of a HAMi priority number (0 high, 1 normal; -1 or anything else: not given, -1).
 int LevelOfHamiPriority(int priority);
-
-// "realtime", "high", "normal", "low", "idle" ("normal" for anything else).
-const char* LevelName(int level);
 
 // A duration in the limits file's spelling: "5ms", "250us" or "1500ns".
 std::string FormatTimeSlice(uint64_t ns);

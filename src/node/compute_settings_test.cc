@@ -12,12 +12,12 @@ TEST(ComputeSettingsTest, ParsesEveryKey) {
   EXPECT_EQ(c->guarantee, 30);
   EXPECT_EQ(c->weight, 4);
   EXPECT_EQ(c->mode, "elastic");
-  EXPECT_EQ(c->level, kLevelRealtime);
+  EXPECT_EQ(c->level, shm::kPriorityRealtime);
   EXPECT_EQ(c->time_slice_ns, 2'000'000u);
   EXPECT_TRUE(c->Any());
   auto hami = ParseComputeSettings("priority=0,time_slice=500us", "a");
   ASSERT_TRUE(hami.has_value());
-  EXPECT_EQ(hami->level, kLevelHigh);
+  EXPECT_EQ(hami->level, shm::kPriorityHigh);
   EXPECT_EQ(hami->time_slice_ns, 500'000u);
   auto spill = ParseComputeSettings("memory-mode=spill", "a");
   ASSERT_TRUE(spill.has_value());
@@ -59,7 +59,7 @@ TEST(ComputeSettingsTest, TheContainersAnnotationOverridesThePods) {
   ASSERT_TRUE(serve.has_value());
   EXPECT_EQ(serve->guarantee, 20);
   EXPECT_EQ(serve->weight, 5);
-  EXPECT_EQ(serve->level, kLevelHigh);
+  EXPECT_EQ(serve->level, shm::kPriorityHigh);
   auto other = ComputeSettingsOf(annotations, "sidecar");
   ASSERT_TRUE(other.has_value());
   EXPECT_EQ(other->weight, 2);
@@ -71,10 +71,10 @@ TEST(ComputeSettingsTest, TheContainersAnnotationOverridesThePods) {
 }
 
 TEST(ComputeSettingsTest, HamiPrioritiesAndNames) {
-  EXPECT_EQ(LevelOfHamiPriority(0), kLevelHigh);
-  EXPECT_EQ(LevelOfHamiPriority(1), kLevelNormal);
+  EXPECT_EQ(LevelOfHamiPriority(0), shm::kPriorityHigh);
+  EXPECT_EQ(LevelOfHamiPriority(1), shm::kPriorityNormal);
   EXPECT_EQ(LevelOfHamiPriority(-1), -1);
-  EXPECT_STREQ(LevelName(kLevelIdle), "idle");
+  EXPECT_STREQ(shm::PriorityName(shm::kPriorityIdle), "idle");
   EXPECT_EQ(FormatTimeSlice(5'000'000), "5ms");
   EXPECT_EQ(FormatTimeSlice(750'000), "750us");
   EXPECT_EQ(FormatTimeSlice(1'500), "1500ns");

@@ -13,30 +13,10 @@
 #include "node/arbiter_usage.h"
 #include "node/metrics.h"
 #include "node/mig_tenant.h"
-#include "node/slice_control.h"
-#include "node/unit_id.h"
-
-#ifdef VGPU_NODE_HAVE_SHM
 #include "node/online_analysis.h"
 #include "node/rule_engine.h"
-#else
-namespace vgpu::node {
-class RuleEngine {};
-class OnlineAnalysis {};
-Status Daemon::StartAnalysis() {
-  if (!options_.analyze) return Status::Ok();
-  return Status::FailedPrecondition("--analyze: built without the shm library");
-}
-std::string Daemon::AnalysisMetrics() const { return ""; }
-Status Daemon::StartRules() {
-  if (options_.rules_file.empty()) return Status::Ok();
-  return Status::FailedPrecondition("--rules: built without the shm library");
-}
-void Daemon::RulesLoop() {}
-void Daemon::RulesNow() {}
-std::string Daemon::RulesMetrics() const { return ""; }
-}  // namespace vgpu::node
-#endif
+#include "node/slice_control.h"
+#include "node/unit_id.h"
 
 namespace vgpu::node {
 namespace {

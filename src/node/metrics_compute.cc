@@ -30,7 +30,7 @@ void AddSliceComputeMetrics(MetricsBuilder& m, const Labels& l, const SliceRecor
         EffectiveGuarantee(spec, cuda_index) / 100.0);
   Labels info = l;
   info.emplace_back("mode", Elastic(spec) ? "elastic" : "capped");
-  info.emplace_back("priority", LevelName(spec.Level()));
+  info.emplace_back("priority", shm::PriorityName(spec.Level()));
   info.emplace_back("arbitrated", slice.arbitrated ? "true" : "false");
   m.Add(metric::vgpu_slice_compute_info, info, 1);
   m.Add(metric::vgpu_slice_compute_weight, l, spec.compute.weight > 0 ? spec.compute.weight : 1);

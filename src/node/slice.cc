@@ -39,7 +39,7 @@ json ComputeToJson(const ComputeSettings& c) {
   if (c.guarantee >= 0) j["guarantee"] = c.guarantee;
   if (c.weight > 0) j["weight"] = c.weight;
   if (!c.mode.empty()) j["mode"] = c.mode;
-  if (c.level >= 0) j["priority"] = LevelName(c.level);
+  if (c.level >= 0) j["priority"] = shm::PriorityName(c.level);
   if (c.time_slice_ns > 0) j["timeSliceNs"] = c.time_slice_ns;
   if (!c.memory_mode.empty()) j["memoryMode"] = c.memory_mode;
   return j;
@@ -127,14 +127,14 @@ std::string MemoryEnv(uint64_t bytes) {
 int SliceSpec::Level() const {
   if (compute.level >= 0) return compute.level;
   int hami = LevelOfHamiPriority(priority);
-  return hami >= 0 ? hami : kLevelNormal;
+  return hami >= 0 ? hami : shm::kPriorityNormal;
 }
 
 bool SliceSpec::HasComputeSettings() const {
   // What makes libvgpu.so gate the slice's launches (docs/compute.md): a time slice alone, or
   // the normal priority, does not.
   if (compute.guarantee >= 0 || compute.weight > 0 || !compute.mode.empty()) return true;
-  if (Level() != kLevelNormal) return true;
+  if (Level() != shm::kPriorityNormal) return true;
   for (const SliceDevice& d : devices) {
     if (d.cores > 0 && d.cores < 100) return true;
   }
@@ -180,7 +180,8 @@ std::string LimitsFileText(const SliceRecord& slice, const SliceLayout& layout) 
     out << "weight=1\n";
   }
   if (!c.mode.empty()) out << "mode=" << c.mode << "\n";
-  if (c.level >= 0 || spec.priority >= 0) out << "priority=" << LevelName(spec.Level()) << "\n";
+  if (c.level >= 0 || spec.priority >= 0)
+    out << "priority=" << shm::PriorityName(spec.Level()) << "\n";
   if (c.time_slice_ns > 0) out << "time_slice=" << FormatTimeSlice(c.time_slice_ns) << "\n";
   if (!slice.arbiter_dir.empty()) out << "arbiter_dir=" << slice.arbiter_dir << "\n";
   if (layout.context_overhead >= 0) out << "context_overhead=" << layout.context_overhead << "\n";
@@ -220,10 +221,11 @@ ContainerAllocation BuildAllocation(const SliceRecord& slice, const SliceLayout&
   // HAMi-core's number when the level is one it has (0 high, 1 normal); the level's name
   // otherwise, since libvgpu.so takes the less important of the file's and the environment's.
   const int level = spec.Level();
-  if (spec.priority >= 0 && (level == kLevelHigh || level == kLevelNormal)) {
-    a.envs["CUDA_TASK_PRIORITY"] = level == kLevelHigh ? "0" : "1";
+  if (spec.priority >= 0 && (level == shm::kPriorityHigh || level == shm::kPriorityNormal)) {
+    a.envs["CUDA_TASK_PRIORITY"] = level == shm::kPriorityHigh ? "0" : "1";
   }
-  if (spec.compute.level >= 0 || spec.priority >= 0) a.envs["VGPU_PRIORITY"] = LevelName(level);
+  if (spec.compute.level >= 0 || spec.priority >= 0)
+    a.envs["VGPU_PRIORITY"] = shm::PriorityName(level);
   if (!slice.arbiter_dir.empty()) a.envs["VGPU_ARBITER_DIR"] = slice.arbiter_dir;
   a.envs["VGPU_LIMITS_FILE"] = layout.container_limits;
   a.envs["VGPU_SLICE"] = spec.pod_ns + "/" + spec.pod_name + "/" + spec.container;

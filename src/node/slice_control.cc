@@ -7,12 +7,10 @@
 #include <fstream>
 #include <sstream>
 
-#ifdef VGPU_NODE_HAVE_SHM
 #include "shm/proc_identity.h"
 #include "shm/region.h"
 #include "shm/region_file.h"
 #include "shm/region_ops.h"
-#endif
 
 namespace vgpu::node {
 
@@ -33,10 +31,8 @@ std::optional<SliceProcess> IdentityOfHostPid(const std::string& proc_root, uint
   if (p.pid == 0) return std::nullopt;
   std::ifstream stat_file(dir + "/stat");
   std::string text((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
-#ifdef VGPU_NODE_HAVE_SHM
   shm::StatFields f;
   if (shm::ParseStat(text.c_str(), text.size(), &f)) p.start_time = f.start_time;
-#endif
   return p;
 }
 
@@ -63,8 +59,6 @@ std::vector<uint32_t> HostPidsOf(const std::string& proc_root,
   ::closedir(d);
   return out;
 }
-
-#ifdef VGPU_NODE_HAVE_SHM
 
 Result<SliceControlView> ReadSliceControl(const std::string& region_path) {
   shm::Mapping mapping;
@@ -115,16 +109,5 @@ Status WriteSliceControl(const std::string& region_path, const SliceControlUpdat
   if (u.pause_until_ns) shm::StoreU64(c.pause_until_ns, *u.pause_until_ns);
   return Status::Ok();
 }
-
-#else  // no src/shm in this build
-
-Result<SliceControlView> ReadSliceControl(const std::string& region_path) {
-  return Status::Unavailable("cannot read " + region_path + ": built without the shm library");
-}
-Status WriteSliceControl(const std::string& region_path, const SliceControlUpdate&) {
-  return Status::Unavailable("cannot write " + region_path + ": built without the shm library");
-}
-
-#endif
 
 }  // namespace vgpu::node

@@ -6,12 +6,10 @@
 #include "node/arbiter_usage.h"
 #include "node/slice_control.h"
 
-#ifdef VGPU_NODE_HAVE_SHM
 #include "shm/arbiter_cap.h"
 #include "shm/arbiter_file.h"
 #include "shm/region_file.h"
 #include "shm/region_resize.h"
-#endif
 
 namespace vgpu::node {
 
@@ -52,7 +50,6 @@ Status SliceQuarantine::LimitShare(const std::string& slice, int share_pct) {
   auto r = Find(slice);
   if (!r) return r.error();
   if (share_pct < 0 || share_pct > 100) return Status::InvalidArgument("share out of range");
-#ifdef VGPU_NODE_HAVE_SHM
   if (!r->arbitrated || r->arbiter_dir.empty()) {
     return Status::FailedPrecondition("slice " + slice +
                                       " has no compute arbitration: its share cannot be lowered");
@@ -100,9 +97,6 @@ Status SliceQuarantine::LimitShare(const std::string& slice, int share_pct) {
     Event(*r, "TenantLimited", "compute share lowered to " + std::to_string(share_pct) + " %");
   }
   return result.ok() ? w : result;
-#else
-  return Status::Unavailable("built without the shm library");
-#endif
 }
 
 Status SliceQuarantine::Pause(const std::string& slice, bool paused) {

@@ -8,15 +8,11 @@
 #include <mutex>
 #include <set>
 
-#ifdef VGPU_NODE_HAVE_SHM
 #include "shm/region.h"
 #include "shm/region_file.h"
 #include "shm/region_ops.h"
-#endif
 
 namespace vgpu::node {
-
-#ifdef VGPU_NODE_HAVE_SHM
 
 Status CreateSliceRegion(const std::string& path, const SliceSpec& spec) {
   shm::RegionConfig config{};
@@ -147,24 +143,5 @@ size_t RegionCache::size() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->entries.size();
 }
-
-#else  // no src/shm in this build
-
-Status CreateSliceRegion(const std::string&, const SliceSpec&) { return Status::Ok(); }
-
-Result<RegionUsage> ReadSliceRegion(const std::string& path, int) {
-  return Status::Unavailable("cannot read " + path + ": built without the shm library");
-}
-
-struct RegionCache::Impl {};
-RegionCache::RegionCache() : impl_(std::make_unique<Impl>()) {}
-RegionCache::~RegionCache() = default;
-Result<RegionUsage> RegionCache::Read(const std::string& path, int device_count) {
-  return ReadSliceRegion(path, device_count);
-}
-void RegionCache::Retain(const std::vector<std::string>&) {}
-size_t RegionCache::size() const { return 0; }
-
-#endif
 
 }  // namespace vgpu::node

@@ -132,7 +132,7 @@ TEST_F(SliceTest, ComputeSettingsReachTheLimitsFileAndTheEnvironment) {
   s.compute.guarantee = 20;
   s.compute.weight = 3;
   s.compute.mode = "elastic";
-  s.compute.level = kLevelRealtime;
+  s.compute.level = shm::kPriorityRealtime;
   s.compute.time_slice_ns = 2'000'000;
   s.compute.memory_mode = "spill";
   auto r = m.Create(s, 1);
@@ -152,7 +152,7 @@ TEST_F(SliceTest, ComputeSettingsReachTheLimitsFileAndTheEnvironment) {
   EXPECT_EQ(listed[0].spec.compute.guarantee, 20);
   EXPECT_EQ(listed[0].spec.compute.weight, 3);
   EXPECT_EQ(listed[0].spec.compute.mode, "elastic");
-  EXPECT_EQ(listed[0].spec.compute.level, kLevelRealtime);
+  EXPECT_EQ(listed[0].spec.compute.level, shm::kPriorityRealtime);
   EXPECT_EQ(listed[0].spec.compute.time_slice_ns, 2'000'000u);
   EXPECT_EQ(listed[0].spec.compute.memory_mode, "spill");
 }

@@ -7,22 +7,6 @@
 
 namespace vgpu::shm {
 
-const char* PriorityName(int32_t level) {
-  switch (level) {
-    case kPriorityRealtime:
-      return "realtime";
-    case kPriorityHigh:
-      return "high";
-    case kPriorityNormal:
-      return "normal";
-    case kPriorityLow:
-      return "low";
-    case kPriorityIdle:
-      return "idle";
-  }
-  return "?";
-}
-
 bool ValidSliceConfig(const ArbiterSliceConfig& c) {
   return c.max_pct >= 1 && c.max_pct <= 100 && c.guarantee_pct <= c.max_pct && c.weight >= 1 &&
          c.weight <= kMaxWeight && c.level >= 0 && c.level < kPriorityLevels &&

@@ -99,6 +99,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "shm/priority.h"
 #include "shm/region.h"
 
 namespace vgpu::shm {
@@ -112,18 +113,6 @@ inline constexpr int kUsageBuckets = 16;
 inline constexpr uint64_t kUsageBucketNs = 100ULL * 1000 * 1000;  // 100 ms
 inline constexpr int64_t kWeightScale = 1024;
 inline constexpr uint64_t kArbiterSweepIntervalNs = 100ULL * 1000 * 1000;
-
-// Priority levels: a smaller number is more important. HAMi's CUDA_TASK_PRIORITY 0 is kHigh and
-// 1 (its default) kNormal.
-enum PriorityLevel : int32_t {
-  kPriorityRealtime = 0,
-  kPriorityHigh = 1,
-  kPriorityNormal = 2,
-  kPriorityLow = 3,
-  kPriorityIdle = 4,
-};
-inline constexpr int kPriorityLevels = 5;
-const char* PriorityName(int32_t level);
 
 enum ComputeMode : uint32_t {
   kModeCapped = 0,   // never above max; the guarantee is the max
