@@ -1,6 +1,7 @@
 #include "estimate/estimator.h"
 
 #include "estimate/vllm_load.h"
+#include "mig/profiles.h"
 
 #include <algorithm>
 #include <cmath>
@@ -710,10 +711,11 @@ Placement Place(const Estimate& e) {
   }
   p.compute_percent =
       std::clamp(int(std::ceil(p.request / p.gpu->memory * 100 / 5 - 1e-9)) * 5, 5, 100);
-  for (const MigProfile& m : MigProfilesFor(*p.gpu)) {
-    if (m.memory >= p.request) {
-      p.mig = m;
-      break;
+  if (const mig::ModelTable* table = mig::ModelByKey(p.gpu->name)) {
+    const std::vector<int> fitting = table->Fitting(int64_t(std::ceil(p.request / kMiB)));
+    if (!fitting.empty()) {
+      const mig::Profile& q = table->profiles[fitting.front()];
+      p.mig = MigProfile{std::string(q.name), double(q.memory_mib) * kMiB, q.compute_slices};
     }
   }
   return p;

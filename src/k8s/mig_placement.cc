@@ -155,15 +155,7 @@ Result<MigChoice> ChooseMig(const NodeInventory& node, const std::vector<PodAssi
       }
       profiles.push_back(q);
     } else {
-      for (int q = 0; q < static_cast<int>(table->profiles.size()); ++q) {
-        const mig::Profile& p = table->profiles[q];
-        if (!p.media_extensions && p.memory_mib >= *request.memory_mib) profiles.push_back(q);
-      }
-      std::stable_sort(profiles.begin(), profiles.end(), [&](int a, int b) {
-        const mig::Profile &pa = table->profiles[a], &pb = table->profiles[b];
-        return std::pair(pa.memory_mib, pa.memory_slices + pa.compute_slices) <
-               std::pair(pb.memory_mib, pb.memory_slices + pb.compute_slices);
-      });
+      profiles = table->Fitting(*request.memory_mib);
     }
     const mig::RequestMix m =
         mix && mix->size() == table->profiles.size() ? *mix : NodeMix(node, table, on_node);

@@ -112,6 +112,19 @@ int ModelTable::IndexOf(std::string_view name) const {
   return p ? IndexOf(p) : -1;
 }
 
+std::vector<int> ModelTable::Fitting(int64_t memory_mib) const {
+  std::vector<int> out;
+  for (int q = 0; q < static_cast<int>(profiles.size()); ++q) {
+    if (!profiles[q].media_extensions && profiles[q].memory_mib >= memory_mib) out.push_back(q);
+  }
+  std::stable_sort(out.begin(), out.end(), [&](int a, int b) {
+    const Profile &pa = profiles[a], &pb = profiles[b];
+    return std::pair(pa.memory_mib, pa.memory_slices + pa.compute_slices) <
+           std::pair(pb.memory_mib, pb.memory_slices + pb.compute_slices);
+  });
+  return out;
+}
+
 Engines ModelTable::EngineBudget() const {
   for (const Profile& p : profiles) {
     if (p.memory_slices == memory_slices) return p.engines;

@@ -100,6 +100,10 @@ struct ModelTable {
   // The engines of the whole-GPU profile (the most any layout can use), or all zero when the
   // table has no profile over every memory slice.
   Engines EngineBudget() const;
+  // The positions of the profiles without media extensions that hold at least `memory_mib`,
+  // smallest first: by memory, then by the memory and compute slices they take, ties in table
+  // order. The first is the smallest fitting profile (HAMi's choice too); empty when none fits.
+  std::vector<int> Fitting(int64_t memory_mib) const;
 };
 
 // Every model with a table, in a fixed order (A30, A100-40GB, A100-80GB, H100-80GB, H100-PCIe,

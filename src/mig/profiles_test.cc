@@ -117,6 +117,33 @@ TEST(MigProfiles, SizesAreTheSmallestPublishedNvidiaSmiFigures) {
   EXPECT_EQ(h200->Find("7g.141gb")->Starts(), std::vector<int>{0});
 }
 
+TEST(MigProfiles, FittingProfilesAreSmallestFirstWithoutMediaExtensions) {
+  const ModelTable* h200 = ModelByKey("H200");
+  ASSERT_NE(h200, nullptr);
+  std::vector<std::string> names;
+  for (int q : h200->Fitting(h200->Find("1g.18gb")->memory_mib)) {
+    names.emplace_back(h200->profiles[q].name);
+  }
+  // 1g.18gb first, its +me twin never; of two profiles with the same memory, the one with fewer
+  // compute slices first (1g.35gb before 2g.35gb).
+  ASSERT_GE(names.size(), 4u);
+  EXPECT_EQ(names[0], "1g.18gb");
+  EXPECT_EQ(names[1], "1g.35gb");
+  EXPECT_EQ(names[2], "2g.35gb");
+  EXPECT_EQ(names.back(), "7g.141gb");
+  for (const std::string& n : names) EXPECT_EQ(n.find("+me"), std::string::npos) << n;
+  for (size_t i = 1; i < names.size(); ++i) {
+    EXPECT_LE(h200->Find(names[i - 1])->memory_mib, h200->Find(names[i])->memory_mib);
+  }
+  // Exactly the whole GPU's memory fits only the whole GPU; one MiB more fits nothing.
+  const int64_t whole = h200->Find("7g.141gb")->memory_mib;
+  EXPECT_EQ(h200->Fitting(whole).size(), 1u);
+  EXPECT_TRUE(h200->Fitting(whole + 1).empty());
+  size_t plain = 0;
+  for (const Profile& p : h200->profiles) plain += p.media_extensions ? 0 : 1;
+  EXPECT_EQ(h200->Fitting(0).size(), plain);
+}
+
 TEST(MigProfiles, IdentificationIsExact) {
   auto key = [](std::string_view name, int64_t mib, uint32_t pci = 0) -> std::string {
     const ModelMatch m = IdentifyModel({name, mib, pci});

@@ -9,7 +9,8 @@ constexpr const char* kNames[kPriorityLevels] = {"realtime", "high", "normal", "
 bool IsName(std::string_view text, std::string_view name) {
   if (text.size() != name.size()) return false;
   for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i] >= 'A' && text[i] <= 'Z' ? static_cast<char>(text[i] - 'A' + 'a') : text[i];
+    const char c =
+        text[i] >= 'A' && text[i] <= 'Z' ? static_cast<char>(text[i] - 'A' + 'a') : text[i];
     if (c != name[i]) return false;
   }
   return true;

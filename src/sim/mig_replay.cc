@@ -36,21 +36,9 @@ struct Running {
 int ProfileForShare(const mig::ModelTable& table, int32_t gpu_milli) {
   int64_t whole = 0;
   for (const mig::Profile& p : table.profiles) whole = std::max<int64_t>(whole, p.memory_mib);
-  int best = -1;
-  for (int q = 0; q < static_cast<int>(table.profiles.size()); ++q) {
-    const mig::Profile& p = table.profiles[q];
-    if (p.media_extensions || p.memory_mib * 1000 < whole * gpu_milli) continue;
-    if (best < 0) {
-      best = q;
-      continue;
-    }
-    const mig::Profile& b = table.profiles[best];
-    if (std::pair(p.memory_mib, p.memory_slices + p.compute_slices) <
-        std::pair(b.memory_mib, b.memory_slices + b.compute_slices)) {
-      best = q;
-    }
-  }
-  return best;
+  // At least gpu_milli thousandths of the whole GPU's memory, rounded up to a MiB.
+  const std::vector<int> fitting = table.Fitting((whole * gpu_milli + 999) / 1000);
+  return fitting.empty() ? -1 : fitting.front();
 }
 
 Result<MigReplayResult> RunMigReplay(const std::vector<sched::NodeSpec>& specs,
