@@ -5,6 +5,8 @@
 
 #include <cstring>
 
+#include "shm/robust_mutex.h"
+
 namespace vgpu::shm {
 
 bool ValidSliceConfig(const ArbiterSliceConfig& c) {
@@ -57,13 +59,7 @@ void InitializeArbiter(Arbiter* arbiter, const char* uuid, bool process_shared) 
   h.owner = -1;
   h.last_proc = -1;
   h.next_seq = 1;
-  pthread_mutexattr_t attr;
-  pthread_mutexattr_init(&attr);
-  pthread_mutexattr_setpshared(&attr,
-                               process_shared ? PTHREAD_PROCESS_SHARED : PTHREAD_PROCESS_PRIVATE);
-  pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
-  pthread_mutex_init(&h.mutex.mutex, &attr);
-  pthread_mutexattr_destroy(&attr);
+  InitRobustMutex(&h.mutex.mutex, process_shared);
   std::atomic_ref<uint32_t>(h.state).store(kStateReady, std::memory_order_release);
 }
 

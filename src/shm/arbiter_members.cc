@@ -13,6 +13,7 @@
 #include "shm/arbiter_internal.h"
 #include "shm/arbiter_policy.h"
 #include "shm/region_ops.h"
+#include "shm/robust_mutex.h"
 
 namespace vgpu::shm {
 namespace {
@@ -96,27 +97,14 @@ void RepairLocked(Arbiter* a, const ProcIdentity& self) {
 ArbiterLock::ArbiterLock(Arbiter* arbiter, const ProcIdentity& self, int timeout_ms)
     : arbiter_(arbiter) {
   pthread_mutex_t* m = &arbiter->header.mutex.mutex;
-  int rc = pthread_mutex_trylock(m);
-  if (rc == EBUSY) {
-    struct timespec deadline;
-    ::clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += timeout_ms / 1000;
-    deadline.tv_nsec += static_cast<long>(timeout_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-      deadline.tv_sec += 1;
-      deadline.tv_nsec -= 1000000000L;
-    }
-    do {
-      rc = pthread_mutex_timedlock(m, &deadline);
-    } while (rc == EINTR);
-  }
-  if (rc == 0) {
+  const RobustLock rc = LockRobust(m, timeout_ms);
+  if (rc == RobustLock::kAcquired) {
     status_ = RegionError::kOk;
-  } else if (rc == EOWNERDEAD) {
+  } else if (rc == RobustLock::kOwnerDied) {
     internal::RepairLocked(arbiter, self);
     pthread_mutex_consistent(m);
     status_ = RegionError::kOk;
-  } else if (rc == ETIMEDOUT) {
+  } else if (rc == RobustLock::kTimedOut) {
     status_ = RegionError::kLockTimeout;
   } else {
     status_ = RegionError::kLockBroken;

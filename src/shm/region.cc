@@ -5,6 +5,8 @@
 
 #include <cstring>
 
+#include "shm/robust_mutex.h"
+
 namespace vgpu::shm {
 
 const char* RegionErrorText(RegionError error) {
@@ -118,13 +120,7 @@ void InitializeRegion(Region* region, const RegionConfig& config, bool process_s
   h.config = config;
   h.config_checksum = ConfigChecksum(h.config);
   h.parent_checksum = ParentChecksum(h);
-  pthread_mutexattr_t attr;
-  pthread_mutexattr_init(&attr);
-  pthread_mutexattr_setpshared(&attr,
-                               process_shared ? PTHREAD_PROCESS_SHARED : PTHREAD_PROCESS_PRIVATE);
-  pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
-  pthread_mutex_init(&h.mutex.mutex, &attr);
-  pthread_mutexattr_destroy(&attr);
+  InitRobustMutex(&h.mutex.mutex, process_shared);
   std::atomic_ref<uint32_t>(h.state).store(kStateReady, std::memory_order_release);
 }
 

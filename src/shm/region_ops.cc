@@ -1,6 +1,7 @@
 #include "shm/region_ops.h"
 
 #include "shm/region_resize.h"
+#include "shm/robust_mutex.h"
 
 #include <errno.h>
 #include <time.h>
@@ -120,28 +121,15 @@ void SetCriticalSectionDelayForTest(uint32_t microseconds) {
 
 RegionLock::RegionLock(Region* region, const ProcIdentity& self, int timeout_ms) : region_(region) {
   pthread_mutex_t* m = &region->header.mutex.mutex;
-  int rc = pthread_mutex_trylock(m);
-  if (rc == EBUSY) {
-    struct timespec deadline;
-    ::clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += timeout_ms / 1000;
-    deadline.tv_nsec += static_cast<long>(timeout_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-      deadline.tv_sec += 1;
-      deadline.tv_nsec -= 1000000000L;
-    }
-    do {
-      rc = pthread_mutex_timedlock(m, &deadline);
-    } while (rc == EINTR);
-  }
-  if (rc == 0) {
+  const RobustLock rc = LockRobust(m, timeout_ms);
+  if (rc == RobustLock::kAcquired) {
     status_ = RegionError::kOk;
-  } else if (rc == EOWNERDEAD) {
+  } else if (rc == RobustLock::kOwnerDied) {
     RepairLocked(region, self);
     pthread_mutex_consistent(m);
     repaired_ = true;
     status_ = RegionError::kOk;
-  } else if (rc == ETIMEDOUT) {
+  } else if (rc == RobustLock::kTimedOut) {
     status_ = RegionError::kLockTimeout;
   } else {
     status_ = RegionError::kLockBroken;
