@@ -24,21 +24,9 @@
 #include <cstring>
 #include <vector>
 
+#include "runtime_checks.h"
+
 namespace {
-
-int g_failures = 0;
-
-void Check(bool ok, const char* what) {
-  std::printf("%s: %s\n", ok ? "ok" : "FAIL", what);
-  if (!ok) ++g_failures;
-}
-
-bool Ok(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return true;
-  std::printf("FAIL: %s: %s\n", what, cudaGetErrorName(e));
-  ++g_failures;
-  return false;
-}
 
 bool Blas(cublasStatus_t s, const char* what) {
   std::printf("%s: %s (%s)\n", s == CUBLAS_STATUS_SUCCESS ? "ok" : "FAIL", what,

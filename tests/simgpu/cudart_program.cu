@@ -28,24 +28,9 @@
 #include <thread>
 #include <vector>
 
+#include "runtime_checks.h"
+
 namespace {
-
-int g_failures = 0;
-
-void Check(bool ok, const char* what) {
-  std::printf("%s: %s\n", ok ? "ok" : "FAIL", what);
-  if (!ok) ++g_failures;
-}
-
-// A runtime call that must succeed; reports the error name otherwise.
-bool Ok(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::printf("FAIL: %s: %s (%s)\n", what, cudaGetErrorName(e), cudaGetErrorString(e));
-    ++g_failures;
-    return false;
-  }
-  return true;
-}
 
 void Expect(cudaError_t got, cudaError_t want, const char* what) {
   if (got == want) {
