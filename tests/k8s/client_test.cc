@@ -10,9 +10,12 @@
 #include "fake_api_server.h"
 #include "k8s/http_kube_client.h"
 #include "k8s/informer.h"
+#include "support/wait_for.h"
 
 namespace vgpu::k8s {
 namespace {
+
+using vgpu::testing::WaitFor;
 
 using namespace std::chrono_literals;
 using testing::FakeApiServer;
@@ -30,16 +33,6 @@ std::unique_ptr<HttpKubeClient> Connect(const KubeConfig& c, ClientOptions o = F
   auto client = HttpKubeClient::Create(c, o);
   EXPECT_TRUE(client.has_value()) << client.error().ToString();
   return client ? std::move(*client) : nullptr;
-}
-
-template <typename Pred>
-bool WaitFor(Pred pred, std::chrono::milliseconds limit = 5s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return pred();
 }
 
 TEST(KubeClient, TlsAndTokenAuthentication) {

@@ -10,21 +10,14 @@
 #include <thread>
 
 #include "harness.h"
+#include "support/wait_for.h"
 
 namespace vgpu::k8s::testing {
 namespace {
 
-using namespace std::chrono_literals;
+using vgpu::testing::WaitFor;
 
-template <typename Pred>
-bool WaitFor(Pred pred, std::chrono::milliseconds limit = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return pred();
-}
+using namespace std::chrono_literals;
 
 // Checks, from what the API server holds, that no GPU carries more than its compute, memory or
 // units. `capacity` maps GPU UUID to memory MiB. Returns the number of bound GPU pods.

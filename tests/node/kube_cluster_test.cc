@@ -19,9 +19,12 @@
 #include "kubelet_emulator.h"
 #include "node/daemon.h"
 #include "node/test_pods.h"
+#include "support/wait_for.h"
 
 namespace vgpu::node {
 namespace {
+
+using vgpu::testing::WaitFor;
 
 namespace fs = std::filesystem;
 using k8s::testing::FakeApiServer;
@@ -124,16 +127,6 @@ TEST(KubeClusterTest, DaemonAllocatesAPodFromTheApiServer) {
   fs::remove_all(root);
 }
 
-template <typename F>
-bool WaitFor(F done, int ms) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > end) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
-}
-
 TEST(KubeClusterTest, TheDaemonWatchesTheNodesPods) {
   FakeApiServer server;
   server.PutNode(MakeNode("gpu-node-1"));
@@ -149,8 +142,9 @@ TEST(KubeClusterTest, TheDaemonWatchesTheNodesPods) {
   Daemon daemon(o, std::move(backend), cluster.get());
   ASSERT_TRUE(daemon.Start().ok());
   ASSERT_TRUE(kubelet.WaitForRegistrations(1, 10'000));
-  ASSERT_TRUE(WaitFor([&] { return cluster->WatchingPods(); }, 5000));
-  ASSERT_TRUE(WaitFor([&] { return server.active_watches() > 0; }, 5000));
+  ASSERT_TRUE(WaitFor([&] { return cluster->WatchingPods(); }, std::chrono::milliseconds(5000)));
+  ASSERT_TRUE(
+      WaitFor([&] { return server.active_watches() > 0; }, std::chrono::milliseconds(5000)));
   const uint64_t lists = daemon.pods()->lists();
 
   // Placed by HAMi's scheduler and bound after the daemon listed: the second container of the
@@ -165,7 +159,8 @@ TEST(KubeClusterTest, TheDaemonWatchesTheNodesPods) {
   server.PutPod(hami);
   server.PutPod(PodOn("elsewhere", "gpu-node-2",
                       testing::PodWith("elsewhere", "gpu-node-2", {{gpu, 512, 50}})));
-  ASSERT_TRUE(WaitFor([&] { return daemon.store()->size() == 1; }, 5000));
+  ASSERT_TRUE(
+      WaitFor([&] { return daemon.store()->size() == 1; }, std::chrono::milliseconds(5000)));
   EXPECT_EQ(daemon.store()->PodUids(), std::set<std::string>{"uid-hami"});
 
   ASSERT_TRUE(kubelet.WaitForDevices([](const auto& d) { return d.size() == 8; }, 5000));
@@ -186,9 +181,11 @@ TEST(KubeClusterTest, TheDaemonWatchesTheNodesPods) {
   server.DropActiveWatches();
   server.PutPod(
       PodOn("second", "gpu-node-1", testing::PodWith("second", "gpu-node-1", {{gpu, 1024, 10}})));
-  ASSERT_TRUE(WaitFor([&] { return daemon.store()->size() == 2; }, 5000));
+  ASSERT_TRUE(
+      WaitFor([&] { return daemon.store()->size() == 2; }, std::chrono::milliseconds(5000)));
   server.DeletePod("default", "second");
-  ASSERT_TRUE(WaitFor([&] { return daemon.store()->size() == 1; }, 5000));
+  ASSERT_TRUE(
+      WaitFor([&] { return daemon.store()->size() == 1; }, std::chrono::milliseconds(5000)));
   EXPECT_GE(cluster->watch_stats().resumed, 1u);
   EXPECT_EQ(daemon.pods()->lists(), lists);
   // Housekeeping lists once when the watch failed since it last looked (the drop may count as
@@ -200,7 +197,8 @@ TEST(KubeClusterTest, TheDaemonWatchesTheNodesPods) {
   daemon.HousekeepNow();
   EXPECT_EQ(daemon.pods()->lists(), after_drop);
   daemon.Stop();
-  EXPECT_TRUE(WaitFor([&] { return server.active_watches() == 0; }, 5000));
+  EXPECT_TRUE(
+      WaitFor([&] { return server.active_watches() == 0; }, std::chrono::milliseconds(5000)));
   kubelet.Stop(false);
   fs::remove_all(root);
 }
