@@ -5,7 +5,8 @@
 // default) and HAMi's order; reports each rule's acceptance rate and our margin, that of the
 // lower of our two variants (src/mig/placement_bench.h).
 //
-//   vgpu bench mig [--model H100-80GB,H200] [--seeds 20] [--arrivals 5000] [--load 1.3] [--json]
+//   vgpu bench mig [--model H100-80GB,H200] [--seeds 1000-1019] [--arrivals 5000] [--load 1.3]
+//   [--json]
 //
 // Exit status 0, or 1 when either variant of ours accepts fewer requests than another rule on
 // some mix.
@@ -20,12 +21,14 @@
 #include "cli/commands.h"
 #include "cli/mig_commands.h"
 #include "mig/placement_bench.h"
+#include "sim/options.h"
 
 namespace vgpu::cli {
 
 int RunBenchMig(int argc, char** argv) {
   std::vector<std::string> models = {"H100-80GB", "H200"};
-  int seeds = 20, arrivals = 5000;
+  std::string seeds = "1000-1019";
+  int arrivals = 5000;
   double load = 1.3;
   bool json = false;
   CLI::App app(
@@ -38,8 +41,9 @@ int RunBenchMig(int argc, char** argv) {
       "vgpu bench mig");
   app.add_option("--model", models, "GPU models, comma separated (default H100-80GB,H200)")
       ->delimiter(',');
-  app.add_option("--seeds", seeds, "sequences per model and mix (default 20)")
-      ->check(CLI::Range(1, 10000));
+  app.add_option("--seeds", seeds,
+                 "the seeds of the sequences per model and mix: A, A-B or a list of both joined "
+                 "by ',' (default 1000-1019)");
   app.add_option("--arrivals", arrivals, "requests per sequence (default 5000)")
       ->check(CLI::Range(1, 10000000));
   app.add_option("--load", load,
@@ -47,6 +51,12 @@ int RunBenchMig(int argc, char** argv) {
       ->check(CLI::Range(0.01, 100.0));
   app.add_flag("--json", json, "print JSON");
   if (auto code = ParseArgs(app, argc, argv)) return *code;
+  Result<std::vector<uint64_t>> seed_list = sim::ParseSeedList(seeds);
+  if (!seed_list) {
+    std::fprintf(stderr, "vgpu bench mig: %s\n",
+                 seed_list.error().WithContext("--seeds").message().c_str());
+    return kExitBadInput;
+  }
   std::vector<const mig::ModelTable*> tables;
   for (const std::string& m : models) {
     Result<const mig::ModelTable*> t = mig::LookupModel(m);
@@ -70,16 +80,16 @@ int RunBenchMig(int argc, char** argv) {
   std::vector<std::string> behind;  // "MODEL/MIX (ours N, first-fit N, HAMi N of N)"
   int rows_total = 0;
   if (!json) {
-    std::printf("%d sequences x %d arrivals per model and mix, load %.2f\n", seeds, arrivals, load);
+    std::printf("%zu sequences x %d arrivals per model and mix, load %.2f\n", seed_list->size(),
+                arrivals, load);
     std::printf("%-10s %-12s %8s %9s %10s %8s %12s %10s\n", "MODEL", "MIX", "OURS", "NODE-MIX",
                 "FIRST-FIT", "HAMI", "VS-FIRSTFIT", "VS-HAMI");
   }
   for (const mig::ModelTable* t : tables) {
     for (const mig::BenchMix& mix : mig::StandardMixes(*t)) {
       mig::BenchOutcome sum[kVariants];
-      for (int s = 0; s < seeds; ++s) {
-        const mig::BenchSequence seq =
-            mig::MakeSequence(*t, mix, 1000 + static_cast<uint64_t>(s), arrivals, load);
+      for (uint64_t seed : *seed_list) {
+        const mig::BenchSequence seq = mig::MakeSequence(*t, mix, seed, arrivals, load);
         for (int r = 0; r < kVariants; ++r) {
           const mig::BenchOutcome o = mig::Replay(*t, seq, kRules[r], kSources[r]);
           sum[r].arrivals += o.arrivals;
@@ -119,7 +129,7 @@ int RunBenchMig(int argc, char** argv) {
     }
   }
   if (json) {
-    std::printf("%s\n", nlohmann::ordered_json({{"seeds", seeds},
+    std::printf("%s\n", nlohmann::ordered_json({{"seeds", seed_list->size()},
                                                 {"arrivals", arrivals},
                                                 {"load", load},
                                                 {"ours_best", ours_best},

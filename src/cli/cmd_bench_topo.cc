@@ -18,6 +18,7 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
+#include "sim/options.h"
 #include "topo/bench.h"
 #include "topo/besteffort.h"
 #include "topo/choose.h"
@@ -31,20 +32,6 @@ int64_t NowNs() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
-bool ParseSeeds(const std::string& text, uint64_t* first, uint64_t* last) {
-  size_t dash = text.find('-');
-  try {
-    size_t used = 0;
-    *first = std::stoull(text.substr(0, dash), &used);
-    if (used != (dash == std::string::npos ? text.size() : dash)) return false;
-    *last = dash == std::string::npos ? *first : std::stoull(text.substr(dash + 1), &used);
-    if (dash != std::string::npos && used != text.size() - dash - 1) return false;
-  } catch (...) {
-    return false;
-  }
-  return *first <= *last && *last - *first < 1000;
 }
 
 // One ChooseSet decision per pattern on the empty node (docs/topology.md §3).
@@ -84,7 +71,7 @@ int RunBenchTopo(int argc, char** argv) {
                  "pcie16-switch: vgpu topo --list-presets)");
   app.add_option("--jobs", jobs, "arrivals per sequence (default 400)")
       ->check(CLI::Range(1, 100000));
-  app.add_option("--seeds", seeds, "seed range A-B (default 1-5)");
+  app.add_option("--seeds", seeds, "seeds: A, A-B or a list of both joined by ',' (default 1-5)");
   app.add_option("--mean-duration", mean_duration, "mean job duration in arrivals (default 3)")
       ->check(CLI::Range(0.5, 1000.0));
   app.add_flag("--csv", csv, "CSV output");
@@ -93,11 +80,8 @@ int RunBenchTopo(int argc, char** argv) {
                "time one set-and-rank-order decision per communication pattern on each empty "
                "node (up to 8 GPUs) instead of the job sequences");
   if (auto code = ParseArgs(app, argc, argv)) return *code;
-  uint64_t first = 0, last = 0;
-  if (!ParseSeeds(seeds, &first, &last)) {
-    return ReportStatus("bench topo", Status::InvalidArgument("--seeds \"" + seeds +
-                                                              "\": expected A or A-B, A <= B"));
-  }
+  Result<std::vector<uint64_t>> seed_list = sim::ParseSeedList(seeds);
+  if (!seed_list) return ReportStatus("bench topo", seed_list.error().WithContext("--seeds"));
   std::vector<topo::Topology> topologies;
   std::stringstream list(presets);
   for (std::string name; std::getline(list, name, ',');) {
@@ -131,7 +115,7 @@ int RunBenchTopo(int argc, char** argv) {
       topo::BenchResult sum;
       std::vector<double> p99s;
       int runs = 0;
-      for (uint64_t seed = first; seed <= last; ++seed) {
+      for (uint64_t seed : *seed_list) {
         auto sequence = topo::MakeJobSequence(t.size(), jobs, mean_duration, seed);
         topo::BenchResult r = topo::RunBench(t, sequence, policy, NowNs);
         sum.placed += r.placed;
