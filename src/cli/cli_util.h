@@ -34,6 +34,9 @@ void AllowEmptyValues(CLI::App& app, std::initializer_list<std::string_view> nam
 // 2 for kInvalidArgument / kOutOfRange / kNotFound (bad input), 1 otherwise, 0 for OK.
 int ReportStatus(std::string_view command, const Status& status);
 
+// The error of a bad flag value: InvalidArgument "FLAG: WHY" (exit code 2 through ReportStatus).
+Status BadFlag(std::string_view flag, std::string_view why);
+
 // Directory of the running executable (resolved /proc/self/exe), e.g. /usr/bin.
 std::string ExecutableDir();
 

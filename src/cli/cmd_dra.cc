@@ -51,10 +51,6 @@ struct DraFlags {
   int log_level = 3;
 };
 
-Status Bad(const std::string& flag, const std::string& why) {
-  return Status::InvalidArgument(flag + ": " + why);
-}
-
 // --slice-layout: null for "auto" (the API server's version decides).
 Result<std::optional<dra::SliceLayout>> ParseSliceLayout(const std::string& text) {
   if (text == "auto") return std::optional<dra::SliceLayout>();
@@ -62,7 +58,7 @@ Result<std::optional<dra::SliceLayout>> ParseSliceLayout(const std::string& text
        {dra::SliceLayout::kCountersApart, dra::SliceLayout::kCountersWithDevices}) {
     if (text == dra::SliceLayoutName(l)) return std::optional<dra::SliceLayout>(l);
   }
-  return Bad("--slice-layout", "\"" + text + "\" is not auto, 1.34 or 1.35");
+  return BadFlag("--slice-layout", "\"" + text + "\" is not auto, 1.34 or 1.35");
 }
 
 dra::DriverOptions DriverOptionsOf(const DraFlags& f, const std::string& node) {
@@ -128,9 +124,9 @@ Status Run(const DraFlags& f) {
   StopSignals stop;
   VGPU_RETURN_IF_ERROR(SetUpDaemonLog(f.log_level, "vgpu dra"));
   VGPU_RETURN_IF_ERROR(CheckDaemonGpuFlags(f.gpu));
-  if (f.sample_interval_ms < 100) return Bad("--sample-interval-ms", "must be >= 100");
+  if (f.sample_interval_ms < 100) return BadFlag("--sample-interval-ms", "must be >= 100");
   const std::string node = f.node_name.empty() ? DefaultNodeName() : f.node_name;
-  if (node.empty()) return Bad("--node-name", "not given, and no $NODE_NAME or host name");
+  if (node.empty()) return BadFlag("--node-name", "not given, and no $NODE_NAME or host name");
   auto layout = ParseSliceLayout(f.slice_layout);
   if (!layout) return layout.error();
   const std::string health_listen = f.health_listen == "off" ? "" : f.health_listen;
@@ -138,21 +134,22 @@ Status Run(const DraFlags& f) {
     std::string host;
     int port = 0;
     if (Status s = node::ParseListenAddress(health_listen, &host, &port); !s.ok()) {
-      return Bad("--health-listen", s.message());
+      return BadFlag("--health-listen", s.message());
     }
   }
 
   node::GpuModeConfig modes;
   if (!f.gpu_modes.empty()) {
     auto loaded = node::LoadGpuModeConfig(f.gpu_modes);
-    if (!loaded) return Bad("--gpu-modes", loaded.error().message());
+    if (!loaded) return BadFlag("--gpu-modes", loaded.error().message());
     modes = std::move(*loaded);
   }
   if (f.dry_run) return DryRun(f, node, modes, *layout);
 
   auto config = k8s::LoadDefaultConfig(f.kubeconfig);
   if (!config)
-    return f.kubeconfig.empty() ? config.error() : Bad("--kubeconfig", config.error().message());
+    return f.kubeconfig.empty() ? config.error()
+                                : BadFlag("--kubeconfig", config.error().message());
   k8s::ClientOptions client_options;
   client_options.user_agent = "vgpu-dra";
   auto client = k8s::HttpKubeClient::Create(*config, client_options);
@@ -166,7 +163,7 @@ Status Run(const DraFlags& f) {
   std::vector<int> present;
   for (const device::DeviceInfo& d : *gpus) present.push_back(d.index);
   if (Status s = node::CheckGpuModeDevices(modes, present); !s.ok()) {
-    return Bad("--gpu-modes", s.message());
+    return BadFlag("--gpu-modes", s.message());
   }
 
   dra::SlicePublisher publisher(client->get(), node, f.driver, *layout);

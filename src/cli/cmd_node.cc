@@ -68,38 +68,35 @@ struct NodeFlags {
   std::string mps_dir = "/run/vgpu/mps";
 };
 
-Status Bad(const std::string& flag, const std::string& why) {
-  return Status::InvalidArgument(flag + ": " + why);
-}
-
 // "<domain>/<name>": a DNS subdomain and a name of letters, digits, '-', '_', '.'.
 Status CheckResourceName(const std::string& name) {
   size_t slash = name.find('/');
   if (slash == std::string::npos || slash == 0 || slash + 1 == name.size() ||
       name.find('/', slash + 1) != std::string::npos) {
-    return Bad("--resource-name", "\"" + name + "\" is not <domain>/<name> (e.g. nvidia.com/gpu)");
+    return BadFlag("--resource-name",
+                   "\"" + name + "\" is not <domain>/<name> (e.g. nvidia.com/gpu)");
   }
   for (size_t i = 0; i < name.size(); ++i) {
     char c = name[i];
     bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
               c == '/' || (i > slash && ((c >= 'A' && c <= 'Z') || c == '_'));
     if (!ok) {
-      return Bad("--resource-name", "\"" + name + "\" has the character '" + std::string(1, c) +
-                                        "' at position " + std::to_string(i + 1));
+      return BadFlag("--resource-name", "\"" + name + "\" has the character '" + std::string(1, c) +
+                                            "' at position " + std::to_string(i + 1));
     }
   }
-  if (name.size() > 253) return Bad("--resource-name", "longer than 253 characters");
+  if (name.size() > 253) return BadFlag("--resource-name", "longer than 253 characters");
   return Status::Ok();
 }
 
 Result<int> DurationMs(const std::string& flag, const std::string& text, int64_t min_ms,
                        int64_t max_ms) {
   auto ns = ParseDuration(text, flag);
-  if (!ns) return Bad(flag, ns.error().message());
+  if (!ns) return BadFlag(flag, ns.error().message());
   int64_t ms = *ns / 1'000'000;
   if (ms < min_ms || ms > max_ms) {
-    return Bad(flag, "\"" + text + "\" is outside " + std::to_string(min_ms) + " ms .. " +
-                         std::to_string(max_ms / 1000) + " s");
+    return BadFlag(flag, "\"" + text + "\" is outside " + std::to_string(min_ms) + " ms .. " +
+                             std::to_string(max_ms / 1000) + " s");
   }
   return static_cast<int>(ms);
 }
@@ -107,46 +104,47 @@ Result<int> DurationMs(const std::string& flag, const std::string& text, int64_t
 Result<node::DaemonOptions> BuildOptions(const NodeFlags& f) {
   node::DaemonOptions o;
   o.node_name = f.node_name.empty() ? DefaultNodeName() : f.node_name;
-  if (o.node_name.empty()) return Bad("--node-name", "not given, and $NODE_NAME is not set");
+  if (o.node_name.empty()) return BadFlag("--node-name", "not given, and $NODE_NAME is not set");
   if (f.units_per_gpu < 1 || f.units_per_gpu > node::kMaxUnitsPerGpu) {
-    return Bad("--units-per-gpu", "must be 1.." + std::to_string(node::kMaxUnitsPerGpu) + ", got " +
-                                      std::to_string(f.units_per_gpu));
+    return BadFlag("--units-per-gpu", "must be 1.." + std::to_string(node::kMaxUnitsPerGpu) +
+                                          ", got " + std::to_string(f.units_per_gpu));
   }
   o.units_per_gpu = f.units_per_gpu;
   VGPU_RETURN_IF_ERROR(CheckResourceName(f.resource_name));
   if (f.kubelet_dir.empty() || f.kubelet_dir.front() != '/') {
-    return Bad("--kubelet-dir", "must be an absolute path, got \"" + f.kubelet_dir + "\"");
+    return BadFlag("--kubelet-dir", "must be an absolute path, got \"" + f.kubelet_dir + "\"");
   }
   if (f.kubelet_dir.size() + f.endpoint.size() > 100) {
-    return Bad("--kubelet-dir", "the socket path would exceed the 107 characters of a unix socket");
+    return BadFlag("--kubelet-dir",
+                   "the socket path would exceed the 107 characters of a unix socket");
   }
   if (f.endpoint.empty() || f.endpoint.find('/') != std::string::npos ||
       f.endpoint == "kubelet.sock") {
-    return Bad("--endpoint",
-               "must be a plain file name other than kubelet.sock, got \"" + f.endpoint + "\"");
+    return BadFlag("--endpoint",
+                   "must be a plain file name other than kubelet.sock, got \"" + f.endpoint + "\"");
   }
   o.plugin.kubelet_dir = f.kubelet_dir;
   o.plugin.endpoint = f.endpoint;
   o.plugin.resource_name = f.resource_name;
   if (f.slice_dir.empty() || f.slice_dir.front() != '/') {
-    return Bad("--slice-dir", "must be an absolute path, got \"" + f.slice_dir + "\"");
+    return BadFlag("--slice-dir", "must be an absolute path, got \"" + f.slice_dir + "\"");
   }
   o.slices.root = f.slice_dir;
   if (f.libvgpu.empty() || f.libvgpu.front() != '/') {
-    return Bad("--libvgpu", "must be an absolute path, got \"" + f.libvgpu + "\"");
+    return BadFlag("--libvgpu", "must be an absolute path, got \"" + f.libvgpu + "\"");
   }
   o.slices.host_libvgpu = f.libvgpu;
   o.slices.preload = !f.no_preload;
   // The simulated GPU's contexts take no device memory: a slice's limit is all its own.
   if (f.gpu.sim) o.slices.context_overhead = 0;
   if (f.arbiter_dir.empty() || f.arbiter_dir.front() != '/') {
-    return Bad("--arbiter-dir", "must be an absolute path, got \"" + f.arbiter_dir + "\"");
+    return BadFlag("--arbiter-dir", "must be an absolute path, got \"" + f.arbiter_dir + "\"");
   }
-  if (f.arbiter_dir.size() > 400) return Bad("--arbiter-dir", "longer than 400 characters");
+  if (f.arbiter_dir.size() > 400) return BadFlag("--arbiter-dir", "longer than 400 characters");
   o.slices.arbiter_dir = f.arbiter_dir;
   if (f.compute_arbitration != "all" && f.compute_arbitration != "limited") {
-    return Bad("--compute-arbitration",
-               "must be 'all' or 'limited', got \"" + f.compute_arbitration + "\"");
+    return BadFlag("--compute-arbitration",
+                   "must be 'all' or 'limited', got \"" + f.compute_arbitration + "\"");
   }
   o.slices.arbitrate_all = f.compute_arbitration == "all";
   o.metrics_listen = f.metrics_listen == "off" ? "" : f.metrics_listen;
@@ -154,14 +152,14 @@ Result<node::DaemonOptions> BuildOptions(const NodeFlags& f) {
     std::string host;
     int port = 0;
     Status s = node::ParseListenAddress(o.metrics_listen, &host, &port);
-    if (!s.ok()) return Bad("--metrics-listen", s.message());
+    if (!s.ok()) return BadFlag("--metrics-listen", s.message());
   }
   o.hami_aliases = f.hami_aliases;
   o.dcgm_aliases = f.dcgm_aliases;
   if (f.pod_resources_socket != "off") {
     if (f.pod_resources_socket.empty() || f.pod_resources_socket.front() != '/') {
-      return Bad("--pod-resources-socket",
-                 "must be an absolute path or 'off', got \"" + f.pod_resources_socket + "\"");
+      return BadFlag("--pod-resources-socket",
+                     "must be an absolute path or 'off', got \"" + f.pod_resources_socket + "\"");
     }
     o.pod_resources_socket = f.pod_resources_socket;
   }
@@ -176,46 +174,46 @@ Result<node::DaemonOptions> BuildOptions(const NodeFlags& f) {
     o.health.kernel_deadline_ms = *deadline;
   }
   auto ignored = node::ParseXidList(f.ignore_xids);
-  if (!ignored) return Bad("--health-ignore-xids", ignored.error().message());
+  if (!ignored) return BadFlag("--health-ignore-xids", ignored.error().message());
   o.health.ignored_xids = *ignored;
   auto sticky = node::ParseXidList(f.sticky_xids);
-  if (!sticky) return Bad("--health-sticky-xids", sticky.error().message());
+  if (!sticky) return BadFlag("--health-sticky-xids", sticky.error().message());
   o.health.sticky_xids = *sticky;
   auto levels = node::faults::ParseTenantLevelRules(f.tenant_levels);
-  if (!levels) return Bad("--tenant-levels", levels.error().message());
+  if (!levels) return BadFlag("--tenant-levels", levels.error().message());
   o.tenant_levels = *levels;
   if (!f.rules.empty()) {
     auto rules = analyze::LoadRules(f.rules);  // checked here: a bad file is bad input (exit 2)
-    if (!rules) return Bad("--rules", rules.error().message());
+    if (!rules) return BadFlag("--rules", rules.error().message());
     o.rules_file = f.rules;
   } else if (f.rules_dry_run) {
-    return Bad("--rules-dry-run", "needs --rules FILE");
+    return BadFlag("--rules-dry-run", "needs --rules FILE");
   }
   o.rules_dry_run = f.rules_dry_run;
-  if (f.analyze_step_given && !f.analyze) return Bad("--analyze-step", "needs --analyze");
+  if (f.analyze_step_given && !f.analyze) return BadFlag("--analyze-step", "needs --analyze");
   if (f.analyze) {
     auto step = DurationMs("--analyze-step", f.analyze_step, 100, 3600 * 1000);
     if (!step) return step.error();
     if (!f.rules.empty()) {
       auto rules = analyze::LoadRules(f.rules);
       if (rules && rules->interval_ns / 1'000'000 > *step) {
-        return Bad("--analyze-step",
-                   "\"" + f.analyze_step + "\" is shorter than the evaluation_interval of " +
-                       f.rules + " (" + std::to_string(rules->interval_ns / 1'000'000) +
-                       " ms), whose rounds feed the analyses");
+        return BadFlag("--analyze-step",
+                       "\"" + f.analyze_step + "\" is shorter than the evaluation_interval of " +
+                           f.rules + " (" + std::to_string(rules->interval_ns / 1'000'000) +
+                           " ms), whose rounds feed the analyses");
       }
     }
     o.analyze = true;
     o.analyze_step_ms = *step;
   }
   auto thrash = node::ParseThrashRules(f.thrash);
-  if (!thrash) return Bad("--spill-thrash", thrash.error().message());
+  if (!thrash) return BadFlag("--spill-thrash", thrash.error().message());
   o.thrash = *thrash;
   auto headroom = ParseByteSize(f.spill_headroom, "--spill-headroom");
-  if (!headroom) return Bad("--spill-headroom", headroom.error().message());
+  if (!headroom) return BadFlag("--spill-headroom", headroom.error().message());
   o.spill.headroom = *headroom;
   if (!(f.spill_ratio >= 1.0 && f.spill_ratio <= 10.0)) {
-    return Bad("--spill-ratio", std::to_string(f.spill_ratio) + ": must be between 1 and 10");
+    return BadFlag("--spill-ratio", std::to_string(f.spill_ratio) + ": must be between 1 and 10");
   }
   o.spill.max_ratio = f.spill_ratio;
   auto sample = DurationMs("--sample-interval", f.sample_interval, 100, 3600 * 1000);
@@ -226,9 +224,9 @@ Result<node::DaemonOptions> BuildOptions(const NodeFlags& f) {
   o.pod_refresh_ms = *refresh;
   o.watch_pods = !f.no_pod_watch;
   Status strategy = node::ParseDeviceListStrategy(f.device_list_strategy, &o.device_list);
-  if (!strategy.ok()) return Bad("--device-list-strategy", strategy.message());
+  if (!strategy.ok()) return BadFlag("--device-list-strategy", strategy.message());
   Status kind = node::CheckCdiKind(f.cdi_kind);
-  if (!kind.ok()) return Bad("--cdi-kind", kind.message());
+  if (!kind.ok()) return BadFlag("--cdi-kind", kind.message());
   o.device_list.cdi_kind = f.cdi_kind;
   o.device_list.pass_device_specs = f.pass_device_specs;
   if (!f.gpu_modes.empty()) {
@@ -237,11 +235,11 @@ Result<node::DaemonOptions> BuildOptions(const NodeFlags& f) {
     o.gpu_modes = std::move(*modes);
   }
   if (!f.mig_journal.empty() && f.mig_journal[0] != '/') {
-    return Bad("--mig-journal", "must be an absolute path, got \"" + f.mig_journal + "\"");
+    return BadFlag("--mig-journal", "must be an absolute path, got \"" + f.mig_journal + "\"");
   }
   o.mig_journal = f.mig_journal;
   if (!f.mps_dir.empty() && f.mps_dir[0] != '/') {
-    return Bad("--mps-dir", "must be an absolute path, got \"" + f.mps_dir + "\"");
+    return BadFlag("--mps-dir", "must be an absolute path, got \"" + f.mps_dir + "\"");
   }
   o.mps.control_binary = f.mps_control;
   o.mps.root = f.mps_dir;
@@ -256,9 +254,9 @@ Result<std::unique_ptr<node::ClusterClient>> OpenCluster(const NodeFlags& f) {
     if (!f.pods_file.empty()) {
       std::error_code ec;
       if (!fs::is_regular_file(f.pods_file, ec)) {
-        return Bad("--pods-file",
-                   (fs::exists(f.pods_file, ec) ? "not a regular file: " : "no such file: ") +
-                       f.pods_file);
+        return BadFlag("--pods-file",
+                       (fs::exists(f.pods_file, ec) ? "not a regular file: " : "no such file: ") +
+                           f.pods_file);
       }
     } else {
       VGPU_LOG_WARN(
@@ -272,7 +270,7 @@ Result<std::unique_ptr<node::ClusterClient>> OpenCluster(const NodeFlags& f) {
     const Status& e = cluster.error();
     if (!f.kubeconfig.empty() &&
         (e.code() == StatusCode::kInvalidArgument || e.code() == StatusCode::kNotFound)) {
-      return Bad("--kubeconfig", e.message());
+      return BadFlag("--kubeconfig", e.message());
     }
     return e;
   }
