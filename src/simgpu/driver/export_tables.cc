@@ -142,8 +142,7 @@ void CallbackBuffer(void** ptr, size_t* size) {
   LogCall(kToolsRuntimeCallbackHooks, kSlot, CUDA_SUCCESS, U(ptr), U(size));
 }
 
-// --- TOOLS_TLS and TOOLS_CONTEXT
-// ------------------------------------------------------------------
+// --- TOOLS_TLS and TOOLS_CONTEXT ------------------------------------------------------------
 
 // TOOLS_TLS slot 2: the calling thread's current context into *out (null when it has none).
 // cuBLAS asks before each GEMM and passes the answer to TOOLS_CONTEXT slot 4.
