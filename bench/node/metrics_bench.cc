@@ -68,7 +68,7 @@ class Node {
     ok_ = slices_->Init().ok();
     const shm::ProcIdentity self = shm::CurrentProcIdentity();
     for (int n = 0; n < slices && ok_; ++n) {
-      SliceSpec spec;
+      ContainerSlice spec;
       spec.pod_ns = "bench";
       spec.pod_name = "pod-" + std::to_string(n);
       spec.pod_uid = "uid-" + std::to_string(n);

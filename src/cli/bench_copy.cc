@@ -117,7 +117,7 @@ int Run(const CopyOptions& o, CopyReport* report, const std::string& work) {
   };
   for (size_t i = 0; i < report->tenants.size(); ++i) {
     const CopyTenant& t = report->tenants[i];
-    SliceSpec spec;
+    slice::SliceSpec spec;
     spec.copy_h2d = t.cap[0];
     spec.copy_d2h = t.cap[1];
     spec.copy_borrow = t.borrow;
@@ -226,7 +226,7 @@ int RunCopyBench(int argc, char** argv) {
       std::string h = o.link.substr(0, comma);
       std::string d = comma == std::string::npos ? h : o.link.substr(comma + 1);
       for (int i = 0; i < 2; ++i) {
-        Result<uint64_t> r = ParseCopyCap(i == 0 ? h : d, "--link");
+        Result<uint64_t> r = slice::ParseCopyCap(i == 0 ? h : d, "--link");
         if (!r.has_value()) return ReportStatus("bench copy", r.error());
         if (*r == 0) return bad("--link: \"" + o.link + "\": give a bandwidth, e.g. 10GB/s");
         report.link[i] = *r;

@@ -42,7 +42,7 @@ Result<CopyTenant> ParseCopyTenant(const std::string& text) {
     const std::string& key = kv.field;
     const std::string& value = kv.value;
     if (key == "h2d" || key == "d2h") {
-      Result<uint64_t> cap = ParseCopyCap(value, where + key);
+      Result<uint64_t> cap = slice::ParseCopyCap(value, where + key);
       if (!cap.has_value()) return cap.error();
       t.cap[key == "h2d" ? 0 : 1] = *cap;
     } else if (key == "dir") {

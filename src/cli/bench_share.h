@@ -15,8 +15,8 @@ namespace vgpu::cli {
 
 struct BenchTenant {
   std::string name;
-  SliceFlags flags;
-  SliceSpec spec;
+  slice::SliceFlags flags;
+  slice::SliceSpec spec;
   uint64_t kernel_ns = 0;  // 0: the bench's --kernel
   uint64_t gap_ns = 0;
   uint64_t start_ns = 0;  // offset from the common start

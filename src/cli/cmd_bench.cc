@@ -304,7 +304,7 @@ int RunShare(int argc, char** argv) {
     if (!t.has_value()) return ReportStatus("bench share", t.error());
     if (!o.time_slice.empty() && t->flags.time_slice.empty()) {
       t->flags.time_slice = o.time_slice;
-      Result<SliceSpec> spec = ParseSliceSpec(t->flags, "--time-slice ");
+      Result<slice::SliceSpec> spec = slice::ParseSliceSpec(t->flags, "--time-slice ");
       if (!spec.has_value()) return ReportStatus("bench share", spec.error());
       t->spec = *spec;
     }

@@ -1,5 +1,5 @@
 // vgpu gc: removes the stale slices of `vgpu run`'s registry (<state>/slices, see
-// shm/slice_registry.h): slices whose `vgpu run` is gone (killed with SIGKILL, or a machine
+// slice/registry.h): slices whose `vgpu run` is gone (killed with SIGKILL, or a machine
 // crash) and that no process uses any more.
 //
 //   vgpu gc [--dry-run] [--state-dir DIR]
@@ -33,7 +33,7 @@
 #include "shm/arbiter_file.h"
 #include "shm/arbiter_policy.h"
 #include "shm/proc_identity.h"
-#include "shm/slice_registry.h"
+#include "slice/registry.h"
 
 namespace vgpu::cli {
 namespace {
@@ -58,9 +58,9 @@ std::string PidList(const std::vector<pid_t>& pids) {
 bool Examine(const fs::path& dir, StaleSlice* out) {
   out->dir = dir.string();
   out->name = dir.filename().string();
-  shm::SliceMeta meta = shm::ReadSliceMeta(out->dir);
+  slice::SliceMeta meta = slice::ReadSliceMeta(out->dir);
   if (meta.creator_pid > 0) {
-    if (shm::CreatorLiveness(meta) != shm::Liveness::kDead) return false;
+    if (slice::CreatorLiveness(meta) != shm::Liveness::kDead) return false;
     out->owner = "owner pid " + std::to_string(meta.creator_pid) + " is gone";
   } else {
     struct stat st {};
@@ -112,7 +112,7 @@ void SweepArbiters(const fs::path& dir) {
 
 int RunGc(int argc, char** argv) {
   bool dry_run = false;
-  std::string state_dir = shm::DefaultStateDir();
+  std::string state_dir = slice::DefaultStateDir();
   CLI::App app(
       "Removes stale slices of vgpu run: slices whose vgpu run is gone and that no process uses "
       "any more (no live process with memory in the slice, none with its region mapped). A "

@@ -22,8 +22,8 @@
 #include "common/units.h"
 #include "shm/arbiter.h"
 #include "shm/priority.h"
-#include "shm/slice_registry.h"
-#include "shm/slice_resize.h"
+#include "slice/registry.h"
+#include "slice/resize.h"
 
 namespace vgpu::cli {
 namespace {
@@ -66,7 +66,8 @@ Result<std::string> FindRegion(const std::string& slice, const std::string& stat
 }  // namespace
 
 int RunResize(int argc, char** argv) {
-  std::string slice, region, memory, cores, priority, state_dir = shm::DefaultStateDir(), slice_dir;
+  std::string slice, region, memory, cores, priority, state_dir = slice::DefaultStateDir(),
+                                                      slice_dir;
   int device = -1;
   bool json = false;
   CLI::App app(
@@ -79,7 +80,7 @@ int RunResize(int argc, char** argv) {
   auto* region_opt = app.add_option("--region", region, "the slice's accounting region file");
   slice_opt->excludes(region_opt);
   app.add_option("--memory", memory, "new memory limit per device (4GiB, 4096m, unlimited)");
-  app.add_option("--cores", cores, std::string("new maximum compute share: ") + kCoresRange);
+  app.add_option("--cores", cores, std::string("new maximum compute share: ") + slice::kCoresRange);
   app.add_option("--priority", priority,
                  "new priority at the compute gate: realtime, high, normal, low or idle");
   app.add_option("--device", device, "change only this CUDA device index of the slice")
@@ -94,7 +95,7 @@ int RunResize(int argc, char** argv) {
   if (slice.empty() && region.empty()) {
     return ReportStatus("resize", Status::InvalidArgument("give --slice NAME or --region PATH"));
   }
-  shm::SliceResize change;
+  slice::SliceResize change;
   change.device = device;
   if (!memory.empty()) {
     if (memory == "unlimited") {
@@ -110,7 +111,7 @@ int RunResize(int argc, char** argv) {
     }
   }
   if (!cores.empty()) {
-    Result<int> c = ParseCores(cores, "--cores");
+    Result<int> c = slice::ParseCores(cores, "--cores");
     if (!c.has_value()) return ReportStatus("resize", c.error());
     change.cores = *c;
   }
@@ -132,7 +133,7 @@ int RunResize(int argc, char** argv) {
     if (!found.has_value()) return ReportStatus("resize", found.error());
     region = *found;
   }
-  Result<shm::SliceResizeResult> r = shm::ResizeSlice(region, change);
+  Result<slice::SliceResizeResult> r = slice::ResizeSlice(region, change);
   if (!r.has_value()) {
     if (json) {
       std::printf("{\"ok\":false,\"region\":\"%s\",\"error\":\"%s\"}\n", JsonEscape(region).c_str(),

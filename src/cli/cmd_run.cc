@@ -7,7 +7,7 @@
 //            [--name NAME] [--kill-after DURATION] -- CMD ARGS...
 //
 // Creates a private slice directory in the registry (<state>/slices/<name>, see
-// shm/slice_registry.h and slice_setup.h) holding a read-only limits file and the slice's
+// slice/registry.h and slice_setup.h) holding a read-only limits file and the slice's
 // accounting region, preloads libvgpu.so (found next to the executable: <exe>/../lib/libvgpu.so),
 // runs CMD in a process group of its own (run_supervisor.h), and removes the slice once no
 // process of it is left. With --sim the simulated GPU's libraries (<exe>/../lib/simgpu) come
@@ -44,7 +44,7 @@
 namespace vgpu::cli {
 
 int RunRun(int argc, char** argv) {
-  SliceFlags flags;
+  slice::SliceFlags flags;
   bool sim = false;
   std::string name_flag;
   std::string kill_after = "10s";
@@ -65,7 +65,8 @@ int RunRun(int argc, char** argv) {
   app.add_option("--memory", flags.memory,
                  "device memory per GPU: 8GiB = 8Gi = 8G = 8g = 8 GiB and 4096m = 4 GiB (binary, "
                  "as HAMi-core); 8GB = 8x10^9 bytes (SI)");
-  app.add_option("--cores", flags.cores, std::string("maximum compute share: ") + kCoresRange);
+  app.add_option("--cores", flags.cores,
+                 std::string("maximum compute share: ") + slice::kCoresRange);
   app.add_option("--guarantee", flags.guarantee,
                  "guaranteed share, percent (0-100, at most --cores); implies --elastic");
   app.add_flag("--elastic", flags.elastic,
@@ -113,7 +114,7 @@ int RunRun(int argc, char** argv) {
   if (auto code = ParseArgs(app, static_cast<int>(own.size()), own.data())) return *code;
   command.insert(command.end(), tail.begin(), tail.end());
   if (Status s = UseSimConfig(sim, sim_config); !s.ok()) return ReportStatus("run", s);
-  Result<SliceSpec> spec = ParseSliceSpec(flags);
+  Result<slice::SliceSpec> spec = slice::ParseSliceSpec(flags);
   if (!spec.has_value()) return ReportStatus("run", spec.error());
   Result<int64_t> grace = ParseDuration(kill_after, "--kill-after");
   if (!grace.has_value()) return ReportStatus("run", grace.error());
@@ -155,8 +156,8 @@ int RunRun(int argc, char** argv) {
   if (const std::string hint = NoDriverHint(sim); !hint.empty()) {
     std::fprintf(stderr, "vgpu run: warning: the command will find no GPU%s\n", hint.c_str());
   }
-  if (spec->memory_mode == kMemoryModeSpill) {
-    SpillPolicy policy;
+  if (spec->memory_mode == MemoryMode::kSpill) {
+    slice::SpillPolicy policy;
     policy.max_ratio = spill_ratio;
     policy.headroom = *headroom;
     Status admitted = AdmitRunSpill(

@@ -1,6 +1,6 @@
 // vgpu top: a live view of the GPUs and of the slices on this machine, like nvidia-smi for
 // slices. GPUs come from the DeviceBackend over NVML (libnvidia-ml.so.1, or the simulated one
-// with --sim); slices from the registry of `vgpu run` (shm/slice_registry.h) and from the node
+// with --sim); slices from the registry of `vgpu run` (slice/registry.h) and from the node
 // daemon's slice directory (the containers of Kubernetes pods; top_sources.h), with their
 // accounting regions.
 //
@@ -40,7 +40,7 @@
 #include "node/faults/tenant_levels.h"
 #include "shm/proc_identity.h"
 #include "shm/region_resize.h"
-#include "shm/slice_registry.h"
+#include "slice/registry.h"
 
 namespace vgpu::cli {
 namespace {
@@ -174,12 +174,12 @@ std::vector<int> SliceDevices(const shm::Region& r) {
   return devs;
 }
 
-std::string SliceState(const shm::SliceEntry& s) {
+std::string SliceState(const slice::SliceEntry& s) {
   if (!s.error.empty()) return "unreadable";
   return s.creator_alive || s.creator_pid == 0 ? "active" : "stale";
 }
 
-bool Stale(const shm::SliceEntry& s) { return SliceState(s) == "stale"; }
+bool Stale(const slice::SliceEntry& s) { return SliceState(s) == "stale"; }
 
 // "ns/pod/container" for a pod's slice, the registry name for vgpu run's.
 std::string SliceTitle(const TopSlice& s) {
@@ -282,7 +282,7 @@ std::string Json(const std::vector<GpuInfo>& gpus, const std::string& note,
   j += ",\"slices\":[";
   for (size_t i = 0; i < slices.size(); ++i) {
     const TopSlice& t = slices[i];
-    const shm::SliceEntry& s = t.entry;
+    const slice::SliceEntry& s = t.entry;
     j += (i ? "," : "");
     j += "{\"name\":" + JsonString(s.name) + ",\"path\":" + JsonString(s.dir) +
          ",\"command\":" + JsonString(s.command) +
@@ -396,7 +396,7 @@ std::string Text(const std::vector<GpuInfo>& gpus, const std::string& note,
     return FitWidth(t);
   }
   for (const TopSlice& top : slices) {
-    const shm::SliceEntry& s = top.entry;
+    const slice::SliceEntry& s = top.entry;
     // "SLICE NAME  [STATE]  COMMAND" (a pod: "pod UID"): the state always shows; a long name
     // is cut to leave it and 16 columns of the rest.
     const std::string state = "  [" + SliceState(s) + "]  ";
@@ -464,7 +464,7 @@ void Stop(int) { g_stop = 1; }
 int RunTop(int argc, char** argv) {
   bool once = false, json = false, sim = false;
   double interval = 1.0;
-  std::string state_dir = shm::DefaultStateDir();
+  std::string state_dir = slice::DefaultStateDir();
   std::string slice_dir;
   CLI::App app(
       "Shows the GPUs and the slices on this machine (vgpu run's and the Kubernetes pods' of the "

@@ -23,7 +23,7 @@ Status CheckDeviceList(const std::vector<std::string>& devices,
         return Status::InvalidArgument("--device: " + d + ": no GPU has this UUID; " + have);
       continue;
     }
-    // An index: ParseSliceSpec admits digits only; a long one is out of range too.
+    // An index: ParseSliceSpec (slice/spec.h) admits digits only; a long one is out of range too.
     if (d.size() > 6 || std::stoul(d) >= gpus.size()) {
       return Status::InvalidArgument("--device: " + d + ": no such GPU index; " + have);
     }

@@ -14,7 +14,7 @@
 
 namespace vgpu::cli {
 
-// Pure check of `devices` (indices or UUIDs, as ParseSliceSpec gives them) against `gpus`.
+// Pure check of `devices` (indices or UUIDs, as slice::ParseSliceSpec gives them) against `gpus`.
 Status CheckDeviceList(const std::vector<std::string>& devices,
                        const std::vector<device::DeviceInfo>& gpus);
 

@@ -105,7 +105,7 @@ Result<std::optional<OuterSlice>> FindOuterSlice() {
   outer.copy_borrow = config.copy_borrow;
   outer.compute = config.compute_limited;
   if (outer.compute) {
-    SliceSpec& c = outer.compute_spec;
+    slice::SliceSpec& c = outer.compute_spec;
     for (uint32_t d = 0; d < config.device_count && d < shm::kMaxDevices; ++d) {
       int cores = config.sm_limit[d] == 0 ? 100 : static_cast<int>(config.sm_limit[d]);
       if (c.cores == 0 || cores < c.cores) c.cores = cores;
@@ -124,8 +124,8 @@ Result<std::optional<OuterSlice>> FindOuterSlice() {
   return std::optional<OuterSlice>(outer);
 }
 
-Result<SliceSpec> BoundByOuter(const OuterSlice& outer, SliceSpec spec, const SliceFlags& flags,
-                               std::string* note) {
+Result<slice::SliceSpec> BoundByOuter(const OuterSlice& outer, slice::SliceSpec spec,
+                                      const slice::SliceFlags& flags, std::string* note) {
   if (spec.memory == shm::kNoLimit || spec.memory > outer.memory) {
     if (spec.memory != shm::kNoLimit) {
       *note = "--memory " + flags.memory + " is more than the slice " + outer.name +
@@ -167,7 +167,7 @@ Result<SliceSpec> BoundByOuter(const OuterSlice& outer, SliceSpec spec, const Sl
           "processes and takes no compute settings of its own");
     }
   }
-  const SliceSpec& c = outer.compute_spec;
+  const slice::SliceSpec& c = outer.compute_spec;
   spec.cores = c.cores;
   spec.guarantee = c.guarantee;
   spec.elastic = c.elastic;

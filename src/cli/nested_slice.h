@@ -32,7 +32,7 @@ struct OuterSlice {
   std::string name;         // for messages: the directory of that region
   uint64_t memory = shm::kNoLimit;  // the smallest per-device limit of an outer process
   bool compute = false;             // the outer slice has compute settings
-  SliceSpec compute_spec;           // those settings, as slice flags would give them
+  slice::SliceSpec compute_spec;    // those settings, as slice flags would give them
   std::string arbiter_dir;          // the arbiters the outer slice's processes join
   uint64_t copy_h2d = 0;            // copy caps of an outer process, bytes/s; 0: none
   uint64_t copy_d2h = 0;
@@ -47,8 +47,8 @@ Result<std::optional<OuterSlice>> FindOuterSlice();
 
 // `spec` bounded by `outer` (see above). `flags` tells which compute flags were given.
 // `note` receives a line for stderr when the memory asked for was lowered.
-Result<SliceSpec> BoundByOuter(const OuterSlice& outer, SliceSpec spec, const SliceFlags& flags,
-                               std::string* note);
+Result<slice::SliceSpec> BoundByOuter(const OuterSlice& outer, slice::SliceSpec spec,
+                                      const slice::SliceFlags& flags, std::string* note);
 
 // Links the new slice's region to the outer one (after SliceDir::Create, before the command
 // starts).

@@ -3,12 +3,13 @@
 #include <cstdlib>
 
 #include "device/nvml_backend.h"
+#include "slice/host_memory.h"
 
 namespace vgpu::cli {
 namespace {
 
 // The GPUs the slice uses: --device entries (indices or UUIDs), else GPU 0.
-std::vector<const device::DeviceInfo*> SliceGpus(const SliceSpec& spec,
+std::vector<const device::DeviceInfo*> SliceGpus(const slice::SliceSpec& spec,
                                                  const std::vector<device::DeviceInfo>& gpus) {
   std::vector<const device::DeviceInfo*> out;
   if (spec.devices.empty()) {
@@ -31,17 +32,17 @@ bool OnGpu(const shm::Region& r, int d, const device::DeviceInfo& gpu) {
 
 }  // namespace
 
-Status AdmitSpillOnGpus(const SliceSpec& spec, const std::vector<device::DeviceInfo>& gpus,
-                        const std::vector<shm::SliceEntry>& slices, uint64_t host_available,
-                        const SpillPolicy& policy) {
+Status AdmitSpillOnGpus(const slice::SliceSpec& spec, const std::vector<device::DeviceInfo>& gpus,
+                        const std::vector<slice::SliceEntry>& slices, uint64_t host_available,
+                        const slice::SpillPolicy& policy) {
   uint64_t already = 0;
-  for (const shm::SliceEntry& e : slices) {
+  for (const slice::SliceEntry& e : slices) {
     if (e.error.empty() && e.creator_alive) already += e.region.header.spill.spilled_bytes;
   }
-  std::vector<SpillGpu> asked;
+  std::vector<slice::SpillGpu> asked;
   for (const device::DeviceInfo* gpu : SliceGpus(spec, gpus)) {
-    SpillGpu g{"GPU " + std::to_string(gpu->index), gpu->memory_total_bytes, 0, spec.memory};
-    for (const shm::SliceEntry& e : slices) {
+    slice::SpillGpu g{"GPU " + std::to_string(gpu->index), gpu->memory_total_bytes, 0, spec.memory};
+    for (const slice::SliceEntry& e : slices) {
       if (!e.error.empty() || !e.creator_alive) continue;
       const shm::RegionConfig& c = e.region.header.config;
       for (int d = 0; d < static_cast<int>(c.device_count) && d < shm::kMaxDevices; ++d) {
@@ -56,13 +57,13 @@ Status AdmitSpillOnGpus(const SliceSpec& spec, const std::vector<device::DeviceI
     return Status::FailedPrecondition(
         "spill refused: the slice's GPUs could not be found to check the spill against");
   }
-  SpillDecision d = vgpu::AdmitSpillOnGpus(asked, already, host_available, policy);
+  slice::SpillDecision d = slice::AdmitSpillOnGpus(asked, already, host_available, policy);
   if (d.admitted) return Status::Ok();
   return Status::FailedPrecondition("spill refused on " + d.reason);
 }
 
-Status AdmitRunSpill(const SliceSpec& spec, const std::string& nvml_path,
-                     const SpillPolicy& policy) {
+Status AdmitRunSpill(const slice::SliceSpec& spec, const std::string& nvml_path,
+                     const slice::SpillPolicy& policy) {
   device::NvmlBackendOptions options;
   options.library_path = nvml_path;
   options.cuda_library_path.clear();
@@ -78,8 +79,8 @@ Status AdmitRunSpill(const SliceSpec& spec, const std::string& nvml_path,
   }
   const char* meminfo = std::getenv("VGPU_MEMINFO");
   uint64_t host =
-      ReadMemAvailable(meminfo != nullptr && *meminfo != '\0' ? meminfo : "/proc/meminfo");
-  return AdmitSpillOnGpus(spec, *gpus, shm::ReadSlices(shm::DefaultStateDir()), host, policy);
+      slice::ReadMemAvailable(meminfo != nullptr && *meminfo != '\0' ? meminfo : "/proc/meminfo");
+  return AdmitSpillOnGpus(spec, *gpus, slice::ReadSlices(slice::DefaultStateDir()), host, policy);
 }
 
 }  // namespace vgpu::cli

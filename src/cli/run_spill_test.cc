@@ -20,8 +20,8 @@ std::vector<device::DeviceInfo> Gpus() {
   return {a, b};
 }
 
-shm::SliceEntry Live(uint64_t limit, const char* uuid, uint64_t spilled, bool alive = true) {
-  shm::SliceEntry e;
+slice::SliceEntry Live(uint64_t limit, const char* uuid, uint64_t spilled, bool alive = true) {
+  slice::SliceEntry e;
   e.creator_alive = alive;
   e.region.header.config.device_count = 1;
   e.region.header.config.memory_limit[0] = limit;
@@ -30,19 +30,19 @@ shm::SliceEntry Live(uint64_t limit, const char* uuid, uint64_t spilled, bool al
   return e;
 }
 
-SliceSpec Spill(uint64_t memory, std::vector<std::string> devices = {}) {
-  SliceSpec s;
+slice::SliceSpec Spill(uint64_t memory, std::vector<std::string> devices = {}) {
+  slice::SliceSpec s;
   s.memory = memory;
-  s.memory_mode = kMemoryModeSpill;
+  s.memory_mode = MemoryMode::kSpill;
   s.devices = std::move(devices);
   return s;
 }
 
 TEST(RunSpill, CountsWhatLiveSlicesPromiseAndSpill) {
-  SpillPolicy p{8 * kGiB, 1.5};
+  slice::SpillPolicy p{8 * kGiB, 1.5};
   // 60 GiB promised on GPU-a + 40 asked = 100 on 80: a spill of 20 GiB; 64 - 8 - 10 = 46 left.
-  std::vector<shm::SliceEntry> slices = {Live(60 * kGiB, "GPU-a", 10 * kGiB),
-                                         Live(70 * kGiB, "GPU-b", 0)};
+  std::vector<slice::SliceEntry> slices = {Live(60 * kGiB, "GPU-a", 10 * kGiB),
+                                           Live(70 * kGiB, "GPU-b", 0)};
   EXPECT_TRUE(AdmitSpillOnGpus(Spill(40 * kGiB), Gpus(), slices, 64 * kGiB, p).ok());
   // Host memory for 20 GiB is not there: 30 - 8 - 10 = 12.
   Status s = AdmitSpillOnGpus(Spill(40 * kGiB), Gpus(), slices, 30 * kGiB, p);
@@ -58,9 +58,9 @@ TEST(RunSpill, CountsWhatLiveSlicesPromiseAndSpill) {
 }
 
 TEST(RunSpill, DeadSlicesAndOtherGpusDoNotCount) {
-  SpillPolicy p{8 * kGiB, 1.5};
-  std::vector<shm::SliceEntry> slices = {Live(80 * kGiB, "GPU-a", 50 * kGiB, false),
-                                         Live(80 * kGiB, "GPU-b", 0)};
+  slice::SpillPolicy p{8 * kGiB, 1.5};
+  std::vector<slice::SliceEntry> slices = {Live(80 * kGiB, "GPU-a", 50 * kGiB, false),
+                                           Live(80 * kGiB, "GPU-b", 0)};
   // GPU-a alone: 40 GiB fits, no spill at all, whatever the host has.
   EXPECT_TRUE(AdmitSpillOnGpus(Spill(40 * kGiB, {"0"}), Gpus(), slices, 0, p).ok());
   EXPECT_FALSE(AdmitSpillOnGpus(Spill(40 * kGiB, {"GPU-x"}), Gpus(), slices, 0, p).ok())

@@ -37,7 +37,7 @@ std::string Quote(const std::string& s) {
 }
 
 std::string Policy(const BenchTenant& t) {
-  const SliceSpec& s = t.spec;
+  const slice::SliceSpec& s = t.spec;
   std::string p = "max " + std::to_string(s.cores == 0 ? 100 : s.cores);
   if (s.elastic) {
     p += " guar " + std::to_string(s.guarantee < 0 ? 0 : s.guarantee) + " elastic";
@@ -132,7 +132,7 @@ Result<BenchTenant> ParseTenant(const std::string& text) {
     return Status::InvalidArgument(where + "depth and sync: give one (a sync tenant has its " +
                                    "sync kernels in flight)");
   }
-  Result<SliceSpec> spec = ParseSliceSpec(t.flags, where);
+  Result<slice::SliceSpec> spec = slice::ParseSliceSpec(t.flags, where);
   if (!spec.has_value()) return spec.error();
   t.spec = *spec;
   return t;
@@ -192,7 +192,7 @@ std::string ReportJson(const BenchReport& r) {
   for (size_t i = 0; i < r.tenants.size(); ++i) {
     const BenchTenant& b = r.tenants[i];
     const TenantResult& x = r.results[i];
-    const SliceSpec& s = b.spec;
+    const slice::SliceSpec& s = b.spec;
     j += i ? "," : "";
     j += "{\"name\":" + Quote(b.name) + ",\"max\":" + std::to_string(s.cores == 0 ? 100 : s.cores) +
          ",\"guarantee\":" +

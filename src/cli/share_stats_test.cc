@@ -77,13 +77,13 @@ TEST(ShareStats, WindowsQuantilesAndConvergence) {
 }
 
 TEST(SliceSpec, FlagsAreValidatedWithTheirNames) {
-  SliceFlags f;
+  slice::SliceFlags f;
   f.cores = "40";
   f.guarantee = "30";
   f.weight = "3";
   f.priority = "low";
   f.time_slice = "2ms";
-  Result<SliceSpec> s = ParseSliceSpec(f);
+  Result<slice::SliceSpec> s = slice::ParseSliceSpec(f);
   ASSERT_TRUE(s.has_value()) << s.error().message();
   EXPECT_EQ(s->cores, 40);
   EXPECT_EQ(s->guarantee, 30);
@@ -98,44 +98,48 @@ TEST(SliceSpec, FlagsAreValidatedWithTheirNames) {
   EXPECT_NE(text.find("priority=low\n"), std::string::npos);
   EXPECT_NE(text.find("arbiter_dir=/s/arbiter\n"), std::string::npos);
   f.guarantee = "50";
-  EXPECT_NE(ParseSliceSpec(f).error().message().find("--guarantee: \"50\""), std::string::npos);
-  f = SliceFlags{};
-  f.priority = "urgent";
-  EXPECT_NE(ParseSliceSpec(f, "tenant a: ").error().message().find("tenant a: --priority"),
+  EXPECT_NE(slice::ParseSliceSpec(f).error().message().find("--guarantee: \"50\""),
             std::string::npos);
-  f = SliceFlags{};
+  f = slice::SliceFlags{};
+  f.priority = "urgent";
+  EXPECT_NE(slice::ParseSliceSpec(f, "tenant a: ").error().message().find("tenant a: --priority"),
+            std::string::npos);
+  f = slice::SliceFlags{};
   f.weight = "0";
-  EXPECT_FALSE(ParseSliceSpec(f).has_value());
-  f = SliceFlags{};
+  EXPECT_FALSE(slice::ParseSliceSpec(f).has_value());
+  f = slice::SliceFlags{};
   f.time_slice = "10s";
-  EXPECT_FALSE(ParseSliceSpec(f).has_value());
-  f = SliceFlags{};
+  EXPECT_FALSE(slice::ParseSliceSpec(f).has_value());
+  f = slice::SliceFlags{};
   f.latency_slack = "1500us";
-  s = ParseSliceSpec(f);
+  s = slice::ParseSliceSpec(f);
   ASSERT_TRUE(s.has_value()) << s.error().message();
   EXPECT_NE(LimitsText(*s, "/d", true, "/s", "x").find("latency_slack=1500000ns\n"),
             std::string::npos);
   f.latency_slack = "2s";
-  EXPECT_NE(ParseSliceSpec(f).error().message().find("--latency-slack: \"2s\""), std::string::npos);
+  EXPECT_NE(slice::ParseSliceSpec(f).error().message().find("--latency-slack: \"2s\""),
+            std::string::npos);
 }
 
 TEST(SliceSpec, MemoryModeIsWrittenAlwaysAndCheckedOnInput) {
-  SliceFlags f;
-  Result<SliceSpec> plain = ParseSliceSpec(f);
+  slice::SliceFlags f;
+  Result<slice::SliceSpec> plain = slice::ParseSliceSpec(f);
   ASSERT_TRUE(plain.has_value());
   EXPECT_NE(LimitsText(*plain, "/d", true, "/s", "x").find("memory_mode=strict\n"),
             std::string::npos);
   f.memory = "4GiB";
   f.memory_mode = "spill";
-  Result<SliceSpec> spill = ParseSliceSpec(f);
+  Result<slice::SliceSpec> spill = slice::ParseSliceSpec(f);
   ASSERT_TRUE(spill.has_value());
   EXPECT_NE(LimitsText(*spill, "/d", true, "/s", "x").find("memory_mode=spill\n"),
             std::string::npos);
   f.memory_mode = "swap";
-  EXPECT_NE(ParseSliceSpec(f).error().message().find("--memory-mode: \"swap\""), std::string::npos);
+  EXPECT_NE(slice::ParseSliceSpec(f).error().message().find("--memory-mode: \"swap\""),
+            std::string::npos);
   f.memory.clear();
   f.memory_mode = "spill";
-  EXPECT_NE(ParseSliceSpec(f).error().message().find("needs a memory limit"), std::string::npos);
+  EXPECT_NE(slice::ParseSliceSpec(f).error().message().find("needs a memory limit"),
+            std::string::npos);
 }
 
 // Every key that --help lists (kTenantKeys) is accepted, with the spellings it gives.

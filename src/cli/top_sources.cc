@@ -75,7 +75,7 @@ std::string NodeSliceDir(const std::string* flag) {
 std::vector<TopSlice> CollectSlices(const std::string& state_dir,
                                     const std::string& node_slice_dir) {
   std::vector<TopSlice> out;
-  for (shm::SliceEntry& e : shm::ReadSlices(state_dir)) {
+  for (slice::SliceEntry& e : slice::ReadSlices(state_dir)) {
     TopSlice s;
     s.kind = "run";
     s.region_path = e.dir + "/region";

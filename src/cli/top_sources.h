@@ -1,6 +1,6 @@
 // What `vgpu top` shows, gathered: the GPUs (through the DeviceBackend of src/device, the same
 // NVML code the node daemon uses) and the slices of this machine, from two places:
-//   - the registry of `vgpu run` (<state dir>/slices, shm/slice_registry.h), kind "run";
+//   - the registry of `vgpu run` (<state dir>/slices, slice/registry.h), kind "run";
 //   - the slices of the node daemon (its --slice-dir, default /var/lib/vgpu/slices; node/slice.h),
 //     one per container of a Kubernetes pod, kind "pod".
 // Everything is read-only.
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "device/device_backend.h"
-#include "shm/slice_registry.h"
+#include "slice/registry.h"
 
 namespace vgpu::cli {
 
@@ -42,7 +42,7 @@ class TopGpus {
 };
 
 struct TopSlice {
-  shm::SliceEntry entry;           // name, directory, region snapshot (or the error reading it)
+  slice::SliceEntry entry;         // name, directory, region snapshot (or the error reading it)
   std::string kind;                // "run" (vgpu run) or "pod" (the node daemon)
   std::string region_path;         // its accounting region; names the slice in the arbiters
   std::string arbiter_dir;         // the arbiters its processes join

@@ -12,6 +12,7 @@
 // written; the markers protect against what happens to the file afterwards.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 
 namespace vgpu {
@@ -22,5 +23,26 @@ inline constexpr std::string_view kLimitsFileHeader = "# vgpu-limits 1";
 inline constexpr std::string_view kLimitsFileHeaderPrefix = "# vgpu-limits";
 // The last line of a file written by vgpu; nothing may follow it.
 inline constexpr std::string_view kLimitsFileEnd = "# end vgpu-limits";
+
+// The memory modes (key memory_mode, docs/oversubscription.md), numbered as libvgpu.so stores
+// them; their names are the values the limits file, `vgpu run --memory-mode` and the
+// vgpu.io/compute annotation's memory-mode key take.
+enum class MemoryMode : uint32_t { kStrict = 0, kOvercommit = 1, kSpill = 2 };
+inline constexpr std::string_view kMemoryModeNames[] = {"strict", "overcommit", "spill"};
+
+inline constexpr std::string_view MemoryModeName(MemoryMode mode) {
+  return kMemoryModeNames[static_cast<uint32_t>(mode)];
+}
+
+// The mode named exactly `name`; false (and `mode` untouched) for any other text.
+inline constexpr bool ParseMemoryMode(std::string_view name, MemoryMode* mode) {
+  for (uint32_t i = 0; i < 3; ++i) {
+    if (name == kMemoryModeNames[i]) {
+      *mode = static_cast<MemoryMode>(i);
+      return true;
+    }
+  }
+  return false;
+}
 
 }  // namespace vgpu

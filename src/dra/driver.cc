@@ -245,7 +245,7 @@ Result<Driver::Built> Driver::BuildClaim(const ClaimRef& ref, bool dry_run) {
   auto alloc = ParseClaim(*object, ref, options_.driver);
   if (!alloc) return alloc.error();
 
-  node::SliceSpec spec;
+  node::ContainerSlice spec;
   spec.pod_ns = ref.ns;
   spec.pod_name = ref.name;
   spec.pod_uid = ref.uid;

@@ -6,7 +6,7 @@ namespace vgpu::dra {
 
 using nlohmann::json;
 
-Result<node::ComputeSettings> ParseGpuConfig(const json& parameters, const std::string& where) {
+Result<slice::ComputeSettings> ParseGpuConfig(const json& parameters, const std::string& where) {
   if (!parameters.is_object()) return Status::InvalidArgument(where + ": must be an object");
   auto text_of = [&](const char* field) -> Result<std::string> {
     const json& v = parameters[field];
@@ -14,13 +14,12 @@ Result<node::ComputeSettings> ParseGpuConfig(const json& parameters, const std::
     if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
     return Status::InvalidArgument(where + "." + field + ": must be a string or an integer");
   };
-  // JSON field -> key of node::ParseComputeSettings.
-  static const std::map<std::string, std::string> kFields = {{"priority", "priority"},
-                                                             {"guarantee", "guarantee"},
-                                                             {"mode", "mode"},
-                                                             {"weight", "weight"},
-                                                             {"timeSlice", "time-slice"}};
-  node::ComputeSettings settings;
+  // JSON field -> key of slice::ParseComputeSettings.
+  static const std::map<std::string, std::string> kFields = {
+      {"priority", "priority"}, {"guarantee", "guarantee"},   {"mode", "mode"},
+      {"weight", "weight"},     {"timeSlice", "time-slice"},  {"copyH2D", "copy-h2d"},
+      {"copyD2H", "copy-d2h"},  {"copyBorrow", "copy-borrow"}};
+  slice::ComputeSettings settings;
   for (const auto& [field, value] : parameters.items()) {
     if (field == "apiVersion") {
       if (value != kConfigApiVersion) {
@@ -40,14 +39,14 @@ Result<node::ComputeSettings> ParseGpuConfig(const json& parameters, const std::
     if (it == kFields.end()) {
       return Status::InvalidArgument(where + "." + field +
                                      ": unknown field (priority, guarantee, mode, weight, "
-                                     "timeSlice)");
+                                     "timeSlice, copyH2D, copyD2H, copyBorrow)");
     }
     auto v = text_of(field.c_str());
     if (!v) return v.error();
     if (v->find_first_of(",;=") != std::string::npos) {
       return Status::InvalidArgument(where + "." + field + ": invalid value \"" + *v + "\"");
     }
-    auto one = node::ParseComputeSettings(it->second + "=" + *v, where + "." + field);
+    auto one = slice::ParseComputeSettings(it->second + "=" + *v, where + "." + field);
     if (!one) return one.error();
     settings.OverrideWith(*one);
   }

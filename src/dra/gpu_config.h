@@ -12,8 +12,11 @@
 //         mode: elastic           # capped | elastic
 //         weight: 2               # 1..10000
 //         timeSlice: 2ms          # 500us..1s
+//         copyH2D: 10GB/s         # copy caps, 1MB/s..10TB/s or unlimited (docs/copy-qos.md)
+//         copyD2H: 5GB/s
+//         copyBorrow: "on"        # on | off: copies may use idle host-link bandwidth
 //
-// The fields map one to one onto the node daemon's compute settings (node/compute_settings.h,
+// The fields map one to one onto the node daemon's compute settings (slice/compute_settings.h,
 // docs/compute.md). Unknown fields, another apiVersion or kind, and values out of range are
 // errors naming `where` and the field. Pure logic.
 #pragma once
@@ -22,7 +25,7 @@
 #include <string>
 
 #include "common/result.h"
-#include "node/compute_settings.h"
+#include "slice/compute_settings.h"
 
 namespace vgpu::dra {
 
@@ -30,7 +33,7 @@ inline constexpr const char* kConfigApiVersion = "vgpu.io/v1alpha1";
 inline constexpr const char* kConfigKind = "GpuConfig";
 
 // `where` names the config in messages, e.g. "claim default/a: config[0].opaque.parameters".
-Result<node::ComputeSettings> ParseGpuConfig(const nlohmann::json& parameters,
-                                             const std::string& where);
+Result<slice::ComputeSettings> ParseGpuConfig(const nlohmann::json& parameters,
+                                              const std::string& where);
 
 }  // namespace vgpu::dra

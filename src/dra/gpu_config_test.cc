@@ -16,6 +16,9 @@ TEST(GpuConfig, ReadsEveryField) {
   p["mode"] = "elastic";
   p["weight"] = 2;
   p["timeSlice"] = "2ms";
+  p["copyH2D"] = "10GB/s";
+  p["copyD2H"] = "unlimited";
+  p["copyBorrow"] = "on";
   auto c = ParseGpuConfig(p, "claim a/b: config[0]");
   ASSERT_TRUE(c.has_value()) << c.error().ToString();
   EXPECT_EQ(c->level, shm::kPriorityHigh);
@@ -23,6 +26,9 @@ TEST(GpuConfig, ReadsEveryField) {
   EXPECT_EQ(c->mode, "elastic");
   EXPECT_EQ(c->weight, 2);
   EXPECT_EQ(c->time_slice_ns, 2'000'000u);
+  EXPECT_EQ(c->copy_h2d, 10'000'000'000u);
+  EXPECT_EQ(c->copy_d2h, 0u);
+  EXPECT_EQ(c->copy_borrow, true);
 }
 
 TEST(GpuConfig, ErrorsNameTheField) {
@@ -30,9 +36,10 @@ TEST(GpuConfig, ErrorsNameTheField) {
     const char* field;
     json value;
   };
-  for (const Case& c : {Case{"guarantee", 101}, Case{"priority", "urgent"}, Case{"timeSlice", "5s"},
-                        Case{"weight", 0}, Case{"mode", "greedy"}, Case{"colour", "red"},
-                        Case{"guarantee", json::array()}}) {
+  for (const Case& c :
+       {Case{"guarantee", 101}, Case{"priority", "urgent"}, Case{"timeSlice", "5s"},
+        Case{"weight", 0}, Case{"mode", "greedy"}, Case{"colour", "red"},
+        Case{"guarantee", json::array()}, Case{"copyH2D", "1KB/s"}, Case{"copyBorrow", "maybe"}}) {
     json p = Base();
     p[c.field] = c.value;
     auto r = ParseGpuConfig(p, "claim a/b: config[0]");

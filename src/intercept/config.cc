@@ -202,12 +202,9 @@ bool ApplyConfigKey(string_view key, string_view value, bool file_keys, const ch
   if (ApplyCopyKey(key, value, file_keys, where, s, errors)) return true;
   if (key == "VGPU_MEMORY_MODE" || (file_keys && key == "memory_mode")) {
     Setting v{Setting::kInvalid, 0};
-    if (value == "strict") {
-      v = {Setting::kValue, kMemoryStrict};
-    } else if (value == "overcommit") {
-      v = {Setting::kValue, kMemoryOvercommit};
-    } else if (value == "spill") {
-      v = {Setting::kValue, kMemorySpill};
+    MemoryMode mode = MemoryMode::kStrict;
+    if (ParseMemoryMode(value, &mode)) {
+      v = {Setting::kValue, static_cast<uint32_t>(mode)};
     } else {
       errors->Add("%s: \"%.*s\" is not a memory mode (strict, overcommit or spill)", where,
                   static_cast<int>(value.size()), value.data());

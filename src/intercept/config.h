@@ -47,6 +47,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "common/limits_format.h"
 #include "shm/arbiter.h"
 #include "shm/region.h"
 
@@ -59,14 +60,18 @@ inline constexpr const char* kSystemLimitsFile = "/etc/vgpu/limits";
 inline constexpr size_t kPathMax = 512;
 inline constexpr size_t kMaxLimitsFileSize = 64 * 1024;
 
+// How a slice's allocations meet the GPU's physical memory (common/limits_format.h's MemoryMode,
+// docs/oversubscription.md), as the config stores it. In libvgpu strict and overcommit behave
+// alike (the driver's out-of-memory error at physical exhaustion); they differ in what the node
+// may promise. Spill serves an allocation within the limit that the GPU cannot hold from managed
+// memory preferring the host (low-priority slices).
+inline constexpr uint32_t kMemoryStrict = static_cast<uint32_t>(MemoryMode::kStrict);
+inline constexpr uint32_t kMemoryOvercommit = static_cast<uint32_t>(MemoryMode::kOvercommit);
+inline constexpr uint32_t kMemorySpill = static_cast<uint32_t>(MemoryMode::kSpill);
+
 // Errors (and warnings) found while parsing, kept for one report on stderr (and for tests).
 // Every message is printable ASCII: bytes from files and the environment are escaped
 // (common/printable.h) and long messages cut.
-// How a slice's allocations meet the GPU's physical memory (docs/oversubscription.md). In
-// libvgpu strict and overcommit behave alike (the driver's out-of-memory error at physical
-// exhaustion); they differ in what the node may promise. Spill serves an allocation within the
-// limit that the GPU cannot hold from managed memory preferring the host (low-priority slices).
-enum MemoryMode : uint32_t { kMemoryStrict = 0, kMemoryOvercommit = 1, kMemorySpill = 2 };
 
 struct ConfigErrors {
   static constexpr int kMax = 16;

@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "node/slice_control.h"
 #include "node/unit_id.h"
+#include "slice/host_memory.h"
 
 namespace vgpu::node {
 namespace {
@@ -18,8 +19,8 @@ int64_t WallClockUnix() { return static_cast<int64_t>(std::time(nullptr)); }
 
 }  // namespace
 
-SliceSpec SpecOf(const AssignmentEntry& e) {
-  SliceSpec spec;
+ContainerSlice SpecOf(const AssignmentEntry& e) {
+  ContainerSlice spec;
   spec.pod_ns = e.pod_ns;
   spec.pod_name = e.pod_name;
   spec.pod_uid = e.pod_uid;
@@ -56,10 +57,10 @@ Status Allocator::CheckUnits(const std::vector<std::string>& unit_ids) const {
   return Status::Ok();
 }
 
-Status Allocator::AdmitSpill(const SliceSpec& spec,
+Status Allocator::AdmitSpill(const ContainerSlice& spec,
                              const std::map<std::string, uint64_t>& capacity) const {
   uint64_t already = 0;
-  std::vector<SpillGpu> gpus;
+  std::vector<slice::SpillGpu> gpus;
   for (const SliceDevice& d : spec.devices) {
     auto cap = capacity.find(d.uuid);
     gpus.push_back({d.uuid, cap == capacity.end() ? 0 : cap->second, 0, d.memory_bytes});
@@ -67,14 +68,14 @@ Status Allocator::AdmitSpill(const SliceSpec& spec,
   for (const SliceRecord& r : slices_->List()) {
     if (r.spec.pod_uid == spec.pod_uid && r.spec.container == spec.container) continue;  // itself
     for (const SliceDevice& d : r.spec.devices) {
-      for (SpillGpu& g : gpus) {
+      for (slice::SpillGpu& g : gpus) {
         if (g.name == d.uuid) g.promised_by_others += d.memory_bytes;
       }
     }
     if (auto view = ReadSliceControl(r.region_path)) already += view->spilled_bytes;
   }
-  SpillDecision d =
-      AdmitSpillOnGpus(gpus, already, ReadMemAvailable(meminfo_.c_str()), spill_policy_);
+  slice::SpillDecision d = slice::AdmitSpillOnGpus(
+      gpus, already, slice::ReadMemAvailable(meminfo_.c_str()), spill_policy_);
   if (d.admitted) return Status::Ok();
   return Status::FailedPrecondition("memory mode spill refused on " + d.reason);
 }
@@ -83,7 +84,7 @@ Result<ContainerAllocation> Allocator::AllocateOnce(const std::vector<std::strin
   auto entry = store_->Resolve(unit_ids);
   if (!entry) return entry.error();
   const AssignmentEntry& e = **entry;
-  SliceSpec spec = SpecOf(e);
+  ContainerSlice spec = SpecOf(e);
   std::map<std::string, uint64_t> capacity_of;  // by device UUID, for the spill admission
   for (const std::string& id : unit_ids) {
     auto ref = ParseUnitId(id);
@@ -125,7 +126,7 @@ Result<ContainerAllocation> Allocator::AllocateOnce(const std::vector<std::strin
   return Finish(std::move(spec), e, capacity_of);
 }
 
-Result<ContainerAllocation> Allocator::Finish(SliceSpec spec, const AssignmentEntry& e,
+Result<ContainerAllocation> Allocator::Finish(ContainerSlice spec, const AssignmentEntry& e,
                                               const std::map<std::string, uint64_t>& capacity_of) {
   // CUDA index order inside the container: the node's GPU order, or with rank_order the
   // assignment's order, the rank order the scheduler chose for the pod's communication pattern

@@ -22,7 +22,6 @@
 
 #include "common/clock.h"
 #include "common/result.h"
-#include "common/spill_admission.h"
 #include "node/assignment_store.h"
 #include "node/device_list.h"
 #include "node/metrics_text.h"
@@ -32,11 +31,12 @@
 #include "node/pod_resources.h"
 #include "node/pod_sync.h"
 #include "node/slice.h"
+#include "slice/spill_admission.h"
 
 namespace vgpu::node {
 
 // The slice of container `e` before its devices: pod, container, priority, compute settings.
-SliceSpec SpecOf(const AssignmentEntry& e);
+ContainerSlice SpecOf(const AssignmentEntry& e);
 
 class Allocator {
  public:
@@ -69,11 +69,11 @@ class Allocator {
   // How containers are handed their GPUs (default: NVIDIA_VISIBLE_DEVICES only). Set before
   // the first Allocate.
   void SetDeviceList(DeviceListOptions options) { device_list_ = std::move(options); }
-  // Spill admission (common/spill_admission.h, docs/oversubscription.md) of a container whose
+  // Spill admission (slice/spill_admission.h, docs/oversubscription.md) of a container whose
   // memory mode is spill: on each of its GPUs, what the node's other slices promise there and
   // spill now (their regions), the host's MemAvailable read from `meminfo`. A refusal fails the
   // Allocate with the reason (kFailedPrecondition). Set before the first Allocate.
-  void SetSpillAdmission(SpillPolicy policy, std::string meminfo) {
+  void SetSpillAdmission(slice::SpillPolicy policy, std::string meminfo) {
     spill_policy_ = policy;
     meminfo_ = std::move(meminfo);
   }
@@ -103,7 +103,8 @@ class Allocator {
 
  private:
   Status CheckUnits(const std::vector<std::string>& unit_ids) const;
-  Status AdmitSpill(const SliceSpec& spec, const std::map<std::string, uint64_t>& capacity) const;
+  Status AdmitSpill(const ContainerSlice& spec,
+                    const std::map<std::string, uint64_t>& capacity) const;
   Result<ContainerAllocation> AllocateOnce(const std::vector<std::string>& unit_ids);
   Result<ContainerAllocation> AllocateMigOnce(const std::vector<std::string>& mig_uuids);
   // Runs `once`, and again after a refresh of the pod list when it found no assignment;
@@ -112,7 +113,7 @@ class Allocator {
                                       const std::function<Result<ContainerAllocation>()>& once);
   // The slice of `spec` for container `e`, and what kubelet gives the container for it.
   // `capacity_of` (memory of each device by UUID) is what the spill admission checks against.
-  Result<ContainerAllocation> Finish(SliceSpec spec, const AssignmentEntry& e,
+  Result<ContainerAllocation> Finish(ContainerSlice spec, const AssignmentEntry& e,
                                      const std::map<std::string, uint64_t>& capacity_of);
   // The complete instance with this MIG UUID on a GPU in mode mig.
   struct StaticMig {
@@ -130,7 +131,7 @@ class Allocator {
   SliceManager* slices_;
   int64_t (*now_unix_)();
   DeviceListOptions device_list_;
-  SpillPolicy spill_policy_;
+  slice::SpillPolicy spill_policy_;
   std::string meminfo_ = "/proc/meminfo";
   MigManager* mig_ = nullptr;
   std::function<void()> mig_changed_;

@@ -40,7 +40,7 @@ Result<ContainerAllocation> Allocator::AllocateMigOnce(const std::vector<std::st
   auto entry = store_->ResolveMig(refs);
   if (!entry) return entry.error();
   const AssignmentEntry& e = **entry;
-  SliceSpec spec = SpecOf(e);
+  ContainerSlice spec = SpecOf(e);
   std::map<std::string, uint64_t> capacity_of;  // by MIG UUID, for the spill admission
   // Each instance takes the limits of the assigned device it pairs with: the same instance,
   // else (kubelet chose another one) one of the same profile.

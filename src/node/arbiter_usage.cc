@@ -5,7 +5,7 @@
 #include <cstring>
 #include <memory>
 
-#include "node/compute_settings.h"
+#include "slice/compute_settings.h"
 
 #include "shm/arbiter.h"
 #include "shm/arbiter_file.h"

@@ -39,7 +39,7 @@
 #include "common/result.h"
 #include "k8s/pod_assignment.h"
 #include "node/cluster.h"
-#include "node/compute_settings.h"
+#include "slice/compute_settings.h"
 
 namespace vgpu::node {
 
@@ -66,7 +66,7 @@ struct ContainerAssignment {
   int priority = -1;  // -1: not given
   std::vector<AssignedDevice> devices;
   // From the pod's vgpu.io/compute annotations (compute_settings.h), not from the assignment.
-  ComputeSettings compute;
+  slice::ComputeSettings compute;
   bool rank_order = false;  // `devices` are the container's CUDA order (k8s/pod_assignment.h)
   // UUIDs of `devices`, sorted.
   std::vector<std::string> GpuUuids() const;

@@ -54,7 +54,7 @@ std::vector<std::pair<std::string, std::string>> AssignmentStore::Update(
     if (!parsed->has_value()) continue;
     Status compute_ok = Status::Ok();
     for (ContainerAssignment& c : (*parsed)->containers) {
-      auto compute = ComputeSettingsOf(pod.annotations, c.name);
+      auto compute = slice::ComputeSettingsOf(pod.annotations, c.name);
       if (!compute) {
         compute_ok = compute.error();
         break;

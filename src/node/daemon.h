@@ -72,7 +72,7 @@ struct DaemonOptions {
   ThrashRules thrash;
   // Admission of containers in memory mode spill (node/allocator.h; the host's memory is read
   // from <proc_root>/meminfo).
-  SpillPolicy spill;
+  slice::SpillPolicy spill;
   std::string metrics_listen = ":9394";
   bool hami_aliases = false;
   bool dcgm_aliases = false;  // dcgm-exporter's names too (node/metrics_telemetry.h)

@@ -7,14 +7,14 @@
 namespace vgpu::node {
 namespace {
 
-bool Elastic(const SliceSpec& spec) {
+bool Elastic(const ContainerSlice& spec) {
   if (!spec.compute.mode.empty()) return spec.compute.mode == "elastic";
   return spec.compute.guarantee >= 0;
 }
 
 }  // namespace
 
-int EffectiveGuarantee(const SliceSpec& spec, size_t cuda_index) {
+int EffectiveGuarantee(const ContainerSlice& spec, size_t cuda_index) {
   if (cuda_index >= spec.devices.size()) return 0;
   int cores = spec.devices[cuda_index].cores;
   const int max = cores <= 0 || cores >= 100 ? 100 : cores;
@@ -25,7 +25,7 @@ int EffectiveGuarantee(const SliceSpec& spec, size_t cuda_index) {
 void AddSliceComputeMetrics(MetricsBuilder& m, const Labels& l, const SliceRecord& slice,
                             size_t cuda_index, const ArbiterUsage* arbiter,
                             std::optional<double> region_idle_seconds) {
-  const SliceSpec& spec = slice.spec;
+  const ContainerSlice& spec = slice.spec;
   m.Add(metric::vgpu_slice_compute_guarantee_ratio, l,
         EffectiveGuarantee(spec, cuda_index) / 100.0);
   Labels info = l;

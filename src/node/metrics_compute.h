@@ -15,7 +15,7 @@ namespace vgpu::node {
 
 // The guarantee libvgpu.so applies to device `cuda_index` of `spec`, percent: a capped slice's
 // guarantee is its max (none when the max is 100), an elastic one's is at most its max.
-int EffectiveGuarantee(const SliceSpec& spec, size_t cuda_index);
+int EffectiveGuarantee(const ContainerSlice& spec, size_t cuda_index);
 
 // Series of one slice on one GPU (labels `l`: the slice labels of metrics.cc). `arbiter` is the
 // GPU's arbiter (nullptr when the slice's arbiter directory is not the node's).

@@ -64,7 +64,7 @@ TEST(SliceTelemetryMetrics, MigSliceLabelsAndARegionMadeAgain) {
   layout.arbiter_dir = root + "/arbiter";
   SliceManager slices(layout);
   ASSERT_TRUE(slices.Init().ok());
-  SliceSpec spec;
+  ContainerSlice spec;
   spec.pod_ns = "ml";
   spec.pod_name = "p";
   spec.pod_uid = "u";

@@ -10,7 +10,7 @@
 #include "shm/arbiter.h"
 #include "shm/region_file.h"
 #include "shm/region_resize.h"
-#include "shm/slice_resize.h"
+#include "slice/resize.h"
 
 namespace vgpu::node {
 namespace {
@@ -134,9 +134,9 @@ NodeActionRecord NodeActions::Apply(const Action& a, bool fire) {
                          std::to_string(want) + "%";
       Status s = Status::Ok();
       if (!dry_run_) {
-        shm::SliceResize change;
+        slice::SliceResize change;
         change.cores = want;
-        auto res = shm::ResizeSlice(r->region_path, change);
+        auto res = slice::ResizeSlice(r->region_path, change);
         if (!res) s = res.error();
         if (s.ok()) {
           Event("Normal", fire ? "VgpuShareChanged" : "VgpuShareRestored",
@@ -170,9 +170,9 @@ NodeActionRecord NodeActions::Apply(const Action& a, bool fire) {
                          shm::PriorityName(want);
       Status s = Status::Ok();
       if (!dry_run_ && want != priority) {
-        shm::SliceResize change;
+        slice::SliceResize change;
         change.priority = want;
-        auto res = shm::ResizeSlice(r->region_path, change);
+        auto res = slice::ResizeSlice(r->region_path, change);
         if (!res) s = res.error();
         if (s.ok()) Event("Normal", "VgpuPriorityChanged", what + " (" + Describe(a) + ")");
       }

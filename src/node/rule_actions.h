@@ -5,7 +5,7 @@
 //   alert                   a Warning Event on the node ("VgpuRuleAlert"); resolved: a Normal
 //                           Event ("VgpuRuleResolved")
 //   lower_share/raise_share the slice's compute share on every GPU, by `amount` points (within
-//                           1..100), through live resize (shm/slice_resize.h); resolved: the share
+//                           1..100), through live resize (slice/resize.h); resolved: the share
 //                           it had before the rule fired
 //   raise_priority          the slice's priority one level up (idle -> low -> normal -> high; not
 //                           to realtime) through live resize; resolved: the level it had

@@ -49,7 +49,7 @@ class RuleEngineTest : public ::testing::Test {
     slices_ = std::make_unique<SliceManager>(layout_);
     ASSERT_TRUE(slices_->Init().ok());
     for (const char* n : {"web", "batch", "trainer", "notebook"}) {
-      SliceSpec s;
+      ContainerSlice s;
       s.pod_ns = "ns";
       s.pod_name = n;
       s.pod_uid = std::string("uid-") + n;

@@ -10,13 +10,11 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "common/atomic_file.h"
-#include "common/limits_format.h"
 #include "common/log.h"
-#include "common/printable.h"
 #include "node/slice_region.h"
+#include "slice/limits_file.h"
 
 namespace vgpu::node {
 namespace {
@@ -34,7 +32,7 @@ bool SafeName(const std::string& s) {
   return true;
 }
 
-json ComputeToJson(const ComputeSettings& c) {
+json ComputeToJson(const slice::ComputeSettings& c) {
   json j = json::object();
   if (c.guarantee >= 0) j["guarantee"] = c.guarantee;
   if (c.weight > 0) j["weight"] = c.weight;
@@ -42,26 +40,32 @@ json ComputeToJson(const ComputeSettings& c) {
   if (c.level >= 0) j["priority"] = shm::PriorityName(c.level);
   if (c.time_slice_ns > 0) j["timeSliceNs"] = c.time_slice_ns;
   if (!c.memory_mode.empty()) j["memoryMode"] = c.memory_mode;
+  if (c.copy_h2d.has_value()) j["copyH2d"] = *c.copy_h2d;
+  if (c.copy_d2h.has_value()) j["copyD2h"] = *c.copy_d2h;
+  if (c.copy_borrow.has_value()) j["copyBorrow"] = *c.copy_borrow;
   return j;
 }
 
-ComputeSettings ComputeFromJson(const json& j) {
-  ComputeSettings c;
+slice::ComputeSettings ComputeFromJson(const json& j) {
+  slice::ComputeSettings c;
   if (!j.is_object()) return c;
   c.guarantee = j.value("guarantee", -1);
   c.weight = j.value("weight", 0);
   c.mode = j.value("mode", "");
   if (j.contains("priority") && j["priority"].is_string()) {
-    auto parsed = ParseComputeSettings("priority=" + j["priority"].get<std::string>(), "");
+    auto parsed = slice::ParseComputeSettings("priority=" + j["priority"].get<std::string>(), "");
     if (parsed) c.level = parsed->level;
   }
   c.time_slice_ns = j.value("timeSliceNs", uint64_t{0});
   c.memory_mode = j.value("memoryMode", std::string());
+  if (j.contains("copyH2d") && j["copyH2d"].is_number_unsigned()) c.copy_h2d = j["copyH2d"];
+  if (j.contains("copyD2h") && j["copyD2h"].is_number_unsigned()) c.copy_d2h = j["copyD2h"];
+  if (j.contains("copyBorrow") && j["copyBorrow"].is_boolean()) c.copy_borrow = j["copyBorrow"];
   return c;
 }
 
 json RecordToJson(const SliceRecord& r) {
-  const SliceSpec& s = r.spec;
+  const ContainerSlice& s = r.spec;
   const int64_t created = r.created_unix;
   json j;
   j["version"] = 1;
@@ -88,7 +92,7 @@ json RecordToJson(const SliceRecord& r) {
 
 // Reads slice.json of the slice directory `dir`; false when it is not a slice.
 bool RecordFromJson(const json& j, const std::string& dir, SliceRecord* r) {
-  SliceSpec* s = &r->spec;
+  ContainerSlice* s = &r->spec;
   int64_t* created = &r->created_unix;
   if (!j.is_object() || j.value("version", 0) != 1) return false;
   // Slices written before the region moved out of shared/ say nothing of their paths.
@@ -124,13 +128,13 @@ std::string MemoryEnv(uint64_t bytes) {
 
 }  // namespace
 
-int SliceSpec::Level() const {
+int ContainerSlice::Level() const {
   if (compute.level >= 0) return compute.level;
-  int hami = LevelOfHamiPriority(priority);
+  int hami = slice::LevelOfHamiPriority(priority);
   return hami >= 0 ? hami : shm::kPriorityNormal;
 }
 
-bool SliceSpec::HasComputeSettings() const {
+bool ContainerSlice::HasComputeSettings() const {
   // What makes libvgpu.so gate the slice's launches (docs/compute.md): a time slice alone, or
   // the normal priority, does not.
   if (compute.guarantee >= 0 || compute.weight > 0 || !compute.mode.empty()) return true;
@@ -141,7 +145,7 @@ bool SliceSpec::HasComputeSettings() const {
   return false;
 }
 
-std::string RegionDirName(const SliceSpec& spec) {
+std::string RegionDirName(const ContainerSlice& spec) {
   std::string name = spec.pod_ns + "_" + spec.pod_name + "_" + spec.container;
   // Pod names may be 253 characters long; a file name may not exceed 255. The display name in
   // the arbiter keeps 63 characters anyway.
@@ -155,46 +159,37 @@ std::string RegionDirName(const SliceSpec& spec) {
 }
 
 std::string LimitsFileText(const SliceRecord& slice, const SliceLayout& layout) {
-  const SliceSpec& spec = slice.spec;
-  std::ostringstream out;
-  // The header first and the end marker last (common/limits_format.h): a cut-short copy is
-  // rejected by libvgpu.so.
-  out << kLimitsFileHeader << "\n";
-  char who[512];
-  EscapeForDisplay(spec.pod_ns + "/" + spec.pod_name + " container " + spec.container, who,
-                   sizeof(who), 400);
-  out << "# vgpu slice limits for pod " << who << "\n";
-  out << "# written by vgpu node at Allocate; read-only in the container\n";
-  for (size_t i = 0; i < spec.devices.size(); ++i) {
-    const SliceDevice& d = spec.devices[i];
-    out << "uuid." << i << "=" << d.uuid << "\n";
-    out << "memory." << i << "=" << d.memory_bytes << "\n";
-    out << "cores." << i << "=" << d.cores << "\n";
+  const ContainerSlice& spec = slice.spec;
+  slice::LimitsFile l;
+  l.comments.push_back("vgpu slice limits for pod " + spec.pod_ns + "/" + spec.pod_name +
+                       " container " + spec.container);
+  l.comments.push_back("written by vgpu node at Allocate; read-only in the container");
+  for (const SliceDevice& d : spec.devices) l.devices.push_back({d.uuid, d.memory_bytes, d.cores});
+  const slice::ComputeSettings& c = spec.compute;
+  l.guarantee = c.guarantee;
+  l.weight = c.weight;
+  if (c.weight <= 0 && layout.arbitrate_all && !spec.HasComputeSettings()) {
+    l.comments.push_back(
+        "no compute settings: weight=1 makes the slice take part in its GPUs' "
+        "arbitration");
+    l.weight = 1;
   }
-  const ComputeSettings& c = spec.compute;
-  if (c.guarantee >= 0) out << "guarantee=" << c.guarantee << "\n";
-  if (c.weight > 0) {
-    out << "weight=" << c.weight << "\n";
-  } else if (layout.arbitrate_all && !spec.HasComputeSettings()) {
-    out << "# no compute settings: weight=1 makes the slice take part in its GPUs' arbitration\n";
-    out << "weight=1\n";
-  }
-  if (!c.mode.empty()) out << "mode=" << c.mode << "\n";
-  if (c.level >= 0 || spec.priority >= 0)
-    out << "priority=" << shm::PriorityName(spec.Level()) << "\n";
-  if (c.time_slice_ns > 0) out << "time_slice=" << FormatTimeSlice(c.time_slice_ns) << "\n";
-  if (!slice.arbiter_dir.empty()) out << "arbiter_dir=" << slice.arbiter_dir << "\n";
-  if (layout.context_overhead >= 0) out << "context_overhead=" << layout.context_overhead << "\n";
-  out << "region=" << slice.region_path << "\n";
-  // Always written: the container's environment may lower the mode, never raise it.
-  out << "memory_mode=" << (c.memory_mode.empty() ? "strict" : c.memory_mode) << "\n";
-  out << kLimitsFileEnd << "\n";
-  return out.str();
+  l.mode = c.mode;
+  if (c.level >= 0 || spec.priority >= 0) l.priority = spec.Level();
+  l.time_slice_ns = c.time_slice_ns;
+  l.copy_h2d = c.copy_h2d.value_or(0);
+  l.copy_d2h = c.copy_d2h.value_or(0);
+  l.copy_borrow = c.copy_borrow.value_or(false);
+  l.arbiter_dir = slice.arbiter_dir;
+  l.context_overhead = layout.context_overhead;
+  l.region = slice.region_path;
+  if (!c.memory_mode.empty()) ParseMemoryMode(c.memory_mode, &l.memory_mode);
+  return slice::LimitsFileText(l);
 }
 
 ContainerAllocation BuildAllocation(const SliceRecord& slice, const SliceLayout& layout) {
   ContainerAllocation a;
-  const SliceSpec& spec = slice.spec;
+  const ContainerSlice& spec = slice.spec;
   std::string visible;
   for (size_t i = 0; i < spec.devices.size(); ++i) {
     const SliceDevice& d = spec.devices[i];
@@ -267,7 +262,7 @@ Status SliceManager::Init() {
   return Status::Ok();
 }
 
-Result<SliceRecord> SliceManager::Plan(const SliceSpec& spec, int64_t now_unix) const {
+Result<SliceRecord> SliceManager::Plan(const ContainerSlice& spec, int64_t now_unix) const {
   if (!SafeName(spec.pod_uid)) {
     return Status::InvalidArgument("pod UID \"" + spec.pod_uid + "\" cannot name a directory");
   }
@@ -288,7 +283,7 @@ Result<SliceRecord> SliceManager::Plan(const SliceSpec& spec, int64_t now_unix) 
   return r;
 }
 
-Result<SliceRecord> SliceManager::Create(const SliceSpec& spec, int64_t now_unix) {
+Result<SliceRecord> SliceManager::Create(const ContainerSlice& spec, int64_t now_unix) {
   auto planned = Plan(spec, now_unix);
   if (!planned) return planned.error();
   SliceRecord& r = *planned;

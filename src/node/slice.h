@@ -18,12 +18,11 @@
 // is named after the pod so that the arbiter's display name (the directory's name) tells the
 // slice; the pod UID in the path above it keeps the key unique across pods of the same name.
 //
-// The limits file uses libvgpu.so's key=value format (memory.<i>, cores.<i>, uuid.<i>,
-// guarantee, weight, mode, priority, time_slice, arbiter_dir, region; docs/intercept.md and
-// docs/compute.md); <i> is the CUDA index inside the container, i.e. the position in
-// NVIDIA_VISIBLE_DEVICES. Files are written to a temporary name and renamed, so a reader never
-// sees half a file. Create() is idempotent: a repeated Allocate for the same container rewrites
-// the same content.
+// The limits file is written by slice::LimitsFileText (slice/limits_file.h: memory.<i>,
+// cores.<i>, uuid.<i> and the compute keys; docs/intercept.md and docs/compute.md); <i> is the CUDA
+// index inside the container, i.e. the position in NVIDIA_VISIBLE_DEVICES. Files are written to a
+// temporary name and renamed, so a reader never sees half a file. Create() is idempotent: a
+// repeated Allocate for the same container rewrites the same content.
 //
 // Thread safety: Create/Remove of different slices run concurrently without a shared lock
 // (each touches only its own directory); CollectGarbage may run concurrently with Create (a
@@ -38,7 +37,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "node/compute_settings.h"
+#include "slice/compute_settings.h"
 
 namespace vgpu::node {
 
@@ -72,13 +71,16 @@ struct SliceDevice {
   int mig_ci = -1;
 };
 
-struct SliceSpec {
+// A container's slice as its pod and the assignment give it: the pod, the compute settings and
+// the devices with their limits (a command's slice is slice::SliceSpec; both are written by
+// slice::LimitsFileText).
+struct ContainerSlice {
   std::string pod_ns;
   std::string pod_name;
   std::string pod_uid;
   std::string container;
   int priority = -1;                 // nvidia.com/priority: 0 high, 1 low, -1 not given
-  ComputeSettings compute;           // vgpu.io/compute annotations
+  slice::ComputeSettings compute;    // vgpu.io/compute annotations
   std::vector<SliceDevice> devices;  // in CUDA index order inside the container
 
   // The priority level libvgpu.so runs the slice at (compute.level, else the HAMi number's).
@@ -90,7 +92,7 @@ struct SliceSpec {
 };
 
 struct SliceRecord {
-  SliceSpec spec;
+  ContainerSlice spec;
   std::string name;         // "<pod uid>_<container>"
   std::string dir;          // host path of the slice directory
   std::string limits_path;  // host path of the limits file
@@ -124,7 +126,7 @@ std::string LimitsFileText(const SliceRecord& slice, const SliceLayout& layout);
 
 // The name of the directory that holds a slice's region: "<ns>_<pod>_<container>", cut to a
 // length that fits a file name.
-std::string RegionDirName(const SliceSpec& spec);
+std::string RegionDirName(const ContainerSlice& spec);
 
 // Environment, mounts and annotations for a container that owns `slice`: libvgpu.so preloaded,
 // the limits file read-only, the region's directory and the arbiter directory read-write (at
@@ -142,9 +144,9 @@ class SliceManager {
 
   // Creates (or rewrites) the slice of one container. kInvalidArgument for a pod UID or
   // container name that cannot be a directory name.
-  Result<SliceRecord> Create(const SliceSpec& spec, int64_t now_unix);
+  Result<SliceRecord> Create(const ContainerSlice& spec, int64_t now_unix);
   // The record Create() would make (names, paths, limits), touching nothing: the same errors.
-  Result<SliceRecord> Plan(const SliceSpec& spec, int64_t now_unix) const;
+  Result<SliceRecord> Plan(const ContainerSlice& spec, int64_t now_unix) const;
 
   // The slices on disk (directories whose slice.json reads back). A slice.json that did not
   // change since the last call (same inode, size and modification time) is not parsed again.

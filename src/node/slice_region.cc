@@ -14,7 +14,7 @@
 
 namespace vgpu::node {
 
-Status CreateSliceRegion(const std::string& path, const SliceSpec& spec) {
+Status CreateSliceRegion(const std::string& path, const ContainerSlice& spec) {
   shm::RegionConfig config{};
   config.device_count = static_cast<uint32_t>(spec.devices.size());
   config.priority = spec.Level();

@@ -17,7 +17,7 @@
 
 namespace vgpu::node {
 
-Status CreateSliceRegion(const std::string& path, const SliceSpec& spec);
+Status CreateSliceRegion(const std::string& path, const ContainerSlice& spec);
 
 // The slice's exact counters from its region (shm/region.h ProcCounters and TenantControl),
 // summed over its processes, living and gone. docs/telemetry.md says what each one means.

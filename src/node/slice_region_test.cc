@@ -20,7 +20,7 @@ TEST(SliceRegionTest, CreatedWithTheSliceLimits) {
   const std::string dir = "/tmp/vgpu-region-test-" + std::to_string(getpid());
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/region";
-  SliceSpec spec;
+  ContainerSlice spec;
   spec.pod_uid = "u";
   spec.container = "c";
   spec.priority = 0;

@@ -31,8 +31,8 @@ class SliceTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(root_); }
 
-  SliceSpec Spec(const std::string& uid) {
-    SliceSpec s;
+  ContainerSlice Spec(const std::string& uid) {
+    ContainerSlice s;
     s.pod_ns = "ns";
     s.pod_name = "pod-" + uid;
     s.pod_uid = uid;
@@ -127,7 +127,7 @@ TEST_F(SliceTest, AllocationGivesTheContainerItsSlice) {
 TEST_F(SliceTest, ComputeSettingsReachTheLimitsFileAndTheEnvironment) {
   SliceManager m(layout_);
   ASSERT_TRUE(m.Init().ok());
-  SliceSpec s = Spec("u4");
+  ContainerSlice s = Spec("u4");
   s.priority = 1;
   s.compute.guarantee = 20;
   s.compute.weight = 3;
@@ -135,11 +135,15 @@ TEST_F(SliceTest, ComputeSettingsReachTheLimitsFileAndTheEnvironment) {
   s.compute.level = shm::kPriorityRealtime;
   s.compute.time_slice_ns = 2'000'000;
   s.compute.memory_mode = "spill";
+  s.compute.copy_h2d = 10'000'000'000;
+  s.compute.copy_d2h = 2'000'000'000;
+  s.compute.copy_borrow = true;
   auto r = m.Create(s, 1);
   ASSERT_TRUE(r.has_value()) << r.error().ToString();
   const std::string limits = ReadFile(r->limits_path);
   for (const char* line : {"guarantee=20\n", "weight=3\n", "mode=elastic\n", "priority=realtime\n",
-                           "time_slice=2ms\n", "memory_mode=spill\n"}) {
+                           "time_slice=2ms\n", "memory_mode=spill\n", "copy_h2d=10000000000\n",
+                           "copy_d2h=2000000000\n", "copy_borrow=on\n"}) {
     EXPECT_NE(limits.find(line), std::string::npos) << line << " in\n" << limits;
   }
   ContainerAllocation a = BuildAllocation(*r, layout_);
@@ -155,12 +159,15 @@ TEST_F(SliceTest, ComputeSettingsReachTheLimitsFileAndTheEnvironment) {
   EXPECT_EQ(listed[0].spec.compute.level, shm::kPriorityRealtime);
   EXPECT_EQ(listed[0].spec.compute.time_slice_ns, 2'000'000u);
   EXPECT_EQ(listed[0].spec.compute.memory_mode, "spill");
+  EXPECT_EQ(listed[0].spec.compute.copy_h2d, 10'000'000'000u);
+  EXPECT_EQ(listed[0].spec.compute.copy_d2h, 2'000'000'000u);
+  EXPECT_EQ(listed[0].spec.compute.copy_borrow, true);
 }
 
 TEST_F(SliceTest, ASliceWithoutComputeSettingsJoinsTheArbiterUnlessToldNot) {
   SliceManager m(layout_);
   ASSERT_TRUE(m.Init().ok());
-  SliceSpec s = Spec("u5");
+  ContainerSlice s = Spec("u5");
   s.priority = -1;
   for (SliceDevice& d : s.devices) d.cores = 100;
   auto r = m.Create(s, 1);
@@ -205,7 +212,7 @@ TEST_F(SliceTest, SlicesOfAnOlderDaemonKeepTheirRegionPath) {
 }
 
 TEST_F(SliceTest, RegionDirectoryNamesAreSafeAndShort) {
-  SliceSpec s = Spec("u6");
+  ContainerSlice s = Spec("u6");
   s.pod_name = std::string(200, 'p');
   EXPECT_EQ(RegionDirName(s).size(), 120u);
   s.pod_name = "a b";
@@ -215,7 +222,7 @@ TEST_F(SliceTest, RegionDirectoryNamesAreSafeAndShort) {
 TEST_F(SliceTest, RefusesUnsafeNames) {
   SliceManager m(layout_);
   ASSERT_TRUE(m.Init().ok());
-  SliceSpec s = Spec("../etc");
+  ContainerSlice s = Spec("../etc");
   EXPECT_EQ(m.Create(s, 1).error().code(), StatusCode::kInvalidArgument);
   s = Spec("u3");
   s.container = "a/b";

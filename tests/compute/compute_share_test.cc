@@ -296,7 +296,7 @@ TEST(ComputeShare, VgpuRunComputeFlagsAreValidated) {
                           "-- sh -c 'cat $VGPU_LIMITS_FILE'");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   for (const char* line : {"cores=60\n", "guarantee=20\n", "mode=elastic\n", "weight=3\n",
-                           "priority=high\n", "time_slice=2000000ns\n", "arbiter_dir="}) {
+                           "priority=high\n", "time_slice=2ms\n", "arbiter_dir="}) {
     EXPECT_NE(r.out.find(line), std::string::npos) << line << " in " << r.out;
   }
 }

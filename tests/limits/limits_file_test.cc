@@ -123,7 +123,7 @@ class LimitsFileTest : public ::testing::Test {
     layout.context_overhead = 0;
     node::SliceManager manager(layout);
     EXPECT_TRUE(manager.Init().ok());
-    node::SliceSpec spec;
+    node::ContainerSlice spec;
     spec.pod_ns = "ns";
     spec.pod_name = "pod";
     spec.pod_uid = "uid-1";
@@ -138,10 +138,10 @@ class LimitsFileTest : public ::testing::Test {
   // The limits file `vgpu run --sim --memory ... --cores 30` writes, for a command line with
   // control characters in it.
   std::string RunWrittenFile(uint64_t memory) {
-    cli::SliceFlags flags;
+    slice::SliceFlags flags;
     flags.memory = std::to_string(memory);
     flags.cores = "30";
-    auto spec = cli::ParseSliceSpec(flags);
+    auto spec = slice::ParseSliceSpec(flags);
     EXPECT_TRUE(spec.has_value());
     setenv("VGPU_STATE_DIR", (dir_ + "/state").c_str(), 1);
     auto slice = cli::SliceDir::Create("prog", *spec, true, "prog \x1b[31mred\x07\t\xff");

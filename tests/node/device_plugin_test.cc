@@ -692,7 +692,7 @@ TEST_F(SpillAdmissionTest, ASpillTheHostCannotCoverIsRefusedWithTheReason) {
   ASSERT_TRUE(AllocateFor("holder", &r).ok());
   // 60 + 30 GiB on an 80 GiB GPU: a spill of 10 GiB; the host has 10 - 4 = 6 GiB for it.
   PodInfo low = testing::PodWith("low", "gpu-node-1", {{uuids_[0], 30 * 1024, 50}}, 200);
-  low.annotations[kComputeAnnotation] = "memory-mode=spill,priority=low";
+  low.annotations[slice::kComputeAnnotation] = "memory-mode=spill,priority=low";
   cluster_.UpsertPod(low);
   v1beta1::ContainerAllocateResponse refused;
   grpc::Status st = AllocateFor("low", &refused);
@@ -705,7 +705,7 @@ TEST_F(SpillAdmissionTest, ASpillTheHostCannotCoverIsRefusedWithTheReason) {
   cluster_.RemovePod("uid-low");
   // 15 GiB beside the holder fits the GPU: nothing to spill, admitted, the file says spill.
   PodInfo fits = testing::PodWith("fits", "gpu-node-1", {{uuids_[0], 15 * 1024, 30}}, 300);
-  fits.annotations[kComputeAnnotation] = "memory-mode=spill,priority=low";
+  fits.annotations[slice::kComputeAnnotation] = "memory-mode=spill,priority=low";
   cluster_.UpsertPod(fits);
   v1beta1::ContainerAllocateResponse ok;
   ASSERT_TRUE(AllocateFor("fits", &ok).ok());

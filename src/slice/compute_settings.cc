@@ -1,15 +1,14 @@
-#include "node/compute_settings.h"
+#include "slice/compute_settings.h"
 
+#include "common/limits_format.h"
 #include "common/units.h"
+#include "shm/arbiter.h"
+#include "slice/spec.h"
 
-namespace vgpu::node {
+namespace vgpu::slice {
 namespace {
 
 using units_internal::EqualsIgnoreCase;
-
-constexpr uint64_t kMinTimeSliceNs = 500ULL * 1000;
-constexpr uint64_t kMaxTimeSliceNs = 1000ULL * 1000 * 1000;
-constexpr int kMaxWeight = 10000;
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n')) {
@@ -36,6 +35,9 @@ void ComputeSettings::OverrideWith(const ComputeSettings& other) {
   if (other.level >= 0) level = other.level;
   if (other.time_slice_ns > 0) time_slice_ns = other.time_slice_ns;
   if (!other.memory_mode.empty()) memory_mode = other.memory_mode;
+  if (other.copy_h2d.has_value()) copy_h2d = other.copy_h2d;
+  if (other.copy_d2h.has_value()) copy_d2h = other.copy_d2h;
+  if (other.copy_borrow.has_value()) copy_borrow = other.copy_borrow;
 }
 
 Result<ComputeSettings> ParseComputeSettings(std::string_view text, const std::string& where) {
@@ -58,8 +60,8 @@ Result<ComputeSettings> ParseComputeSettings(std::string_view text, const std::s
       out.guarantee = p.value;
     } else if (key == "weight") {
       Parsed<uint64_t> p = ParseUnsignedRaw(value);
-      if (!p.ok() || p.value < 1 || p.value > kMaxWeight) {
-        return Bad(where, key, value, "is not a weight 1.." + std::to_string(kMaxWeight));
+      if (!p.ok() || p.value < 1 || p.value > shm::kMaxWeight) {
+        return Bad(where, key, value, "is not a weight 1.." + std::to_string(shm::kMaxWeight));
       }
       out.weight = static_cast<int>(p.value);
     } else if (key == "mode") {
@@ -79,20 +81,33 @@ Result<ComputeSettings> ParseComputeSettings(std::string_view text, const std::s
       out.level = level;
     } else if (key == "time-slice" || key == "time_slice") {
       Parsed<int64_t> p = ParseDurationRaw(value);
-      if (!p.ok() || static_cast<uint64_t>(p.value) < kMinTimeSliceNs ||
-          static_cast<uint64_t>(p.value) > kMaxTimeSliceNs) {
+      if (!p.ok() || static_cast<uint64_t>(p.value) < shm::kMinTimeSliceNs ||
+          static_cast<uint64_t>(p.value) > shm::kMaxTimeSliceNs) {
         return Bad(where, key, value, "is not a time slice between 500us and 1s (e.g. 5ms)");
       }
       out.time_slice_ns = static_cast<uint64_t>(p.value);
     } else if (key == "memory-mode" || key == "memory_mode") {
-      if (value != "strict" && value != "overcommit" && value != "spill") {
+      MemoryMode mode;
+      if (!ParseMemoryMode(value, &mode)) {
         return Bad(where, key, value, "is not a memory mode (strict, overcommit or spill)");
       }
       out.memory_mode = std::string(value);
+    } else if (key == "copy-h2d" || key == "copy_h2d" || key == "copy-d2h" || key == "copy_d2h") {
+      Result<uint64_t> cap = ParseCopyCap(std::string(value), where + ": " + std::string(key));
+      if (!cap.has_value()) return cap.error();
+      (key.substr(5) == "h2d" ? out.copy_h2d : out.copy_d2h) = *cap;
+    } else if (key == "copy-borrow" || key == "copy_borrow") {
+      if (EqualsIgnoreCase(value, "on")) {
+        out.copy_borrow = true;
+      } else if (EqualsIgnoreCase(value, "off")) {
+        out.copy_borrow = false;
+      } else {
+        return Bad(where, key, value, "is not on or off");
+      }
     } else {
-      return Status::InvalidArgument(
-          where + ": unknown key \"" + std::string(key) +
-          "\" (known: guarantee, weight, mode, priority, time-slice, memory-mode)");
+      return Status::InvalidArgument(where + ": unknown key \"" + std::string(key) +
+                                     "\" (known: guarantee, weight, mode, priority, time-slice, "
+                                     "memory-mode, copy-h2d, copy-d2h, copy-borrow)");
     }
   }
   return out;
@@ -124,4 +139,4 @@ std::string FormatTimeSlice(uint64_t ns) {
   return std::to_string(ns) + "ns";
 }
 
-}  // namespace vgpu::node
+}  // namespace vgpu::slice

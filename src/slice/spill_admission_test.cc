@@ -1,4 +1,4 @@
-#include "common/spill_admission.h"
+#include "slice/spill_admission.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <string>
 
-namespace vgpu {
+#include "slice/host_memory.h"
+
+namespace vgpu::slice {
 namespace {
 
 constexpr uint64_t kGiB = 1ULL << 30;
@@ -80,4 +82,4 @@ TEST(SpillAdmission, OnGpusTheSpillIsWhatThePromiseLeavesOverAndAddsUp) {
 }
 
 }  // namespace
-}  // namespace vgpu
+}  // namespace vgpu::slice

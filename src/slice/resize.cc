@@ -1,4 +1,4 @@
-#include "shm/slice_resize.h"
+#include "slice/resize.h"
 
 #include <errno.h>
 
@@ -7,10 +7,10 @@
 #include "shm/region_file.h"
 #include "shm/region_ops.h"
 
-namespace vgpu::shm {
+namespace vgpu::slice {
 namespace {
 
-std::string Bytes(uint64_t b) { return b == kNoLimit ? "unlimited" : FormatBytes(b); }
+std::string Bytes(uint64_t b) { return b == shm::kNoLimit ? "unlimited" : FormatBytes(b); }
 std::string Cores(uint32_t c) { return c == 0 ? "all" : std::to_string(c) + "%"; }
 
 }  // namespace
@@ -20,7 +20,7 @@ Result<SliceResizeResult> ResizeSlice(const std::string& region_path, const Slic
     return Status::InvalidArgument("nothing to change: give --memory, --cores or --priority");
   }
   if (change.priority &&
-      (*change.priority < kPriorityRealtime || *change.priority > kPriorityIdle)) {
+      (*change.priority < shm::kPriorityRealtime || *change.priority > shm::kPriorityIdle)) {
     return Status::InvalidArgument("--priority: " + std::to_string(*change.priority) +
                                    ": must be a level 0-4");
   }
@@ -31,57 +31,59 @@ Result<SliceResizeResult> ResizeSlice(const std::string& region_path, const Slic
   if (change.memory && *change.memory == 0) {
     return Status::InvalidArgument("--memory: must be above 0");
   }
-  Mapping mapping;
-  RegionError e = Mapping::OpenExisting(region_path.c_str(), true, &mapping);
-  if (e == RegionError::kIo && mapping.saved_errno() == ENOENT) {
+  shm::Mapping mapping;
+  shm::RegionError e = shm::Mapping::OpenExisting(region_path.c_str(), true, &mapping);
+  if (e == shm::RegionError::kIo && mapping.saved_errno() == ENOENT) {
     return Status::NotFound("no slice region " + region_path);
   }
-  if (e != RegionError::kOk) {
-    return Status::IoError("slice region " + region_path + ": " + RegionErrorText(e));
+  if (e != shm::RegionError::kOk) {
+    return Status::IoError("slice region " + region_path + ": " + shm::RegionErrorText(e));
   }
-  Region* region = mapping.region();
+  shm::Region* region = mapping.region();
   const int devices = static_cast<int>(region->header.config.device_count);
   if (change.device >= devices) {
     return Status::InvalidArgument("--device: " + std::to_string(change.device) +
                                    ": the slice has " + std::to_string(devices) + " device(s)");
   }
-  ResizeRequest request;
+  shm::ResizeRequest request;
   std::string summary;
   for (int d = 0; d < devices; ++d) {
     if (change.device >= 0 && d != change.device) continue;
     std::string part;
     if (change.memory) {
       request.memory_limit[d] = *change.memory;
-      part += "memory " + Bytes(MemoryLimitInForce(region, d)) + " -> " + Bytes(*change.memory);
+      part +=
+          "memory " + Bytes(shm::MemoryLimitInForce(region, d)) + " -> " + Bytes(*change.memory);
     }
     if (change.cores) {
       request.sm_limit[d] = static_cast<uint32_t>(*change.cores);
       uint32_t now = *change.cores >= 100 ? 0 : static_cast<uint32_t>(*change.cores);
-      part += std::string(part.empty() ? "" : ", ") + "cores " + Cores(SmLimitInForce(region, d)) +
-              " -> " + Cores(now);
+      part += std::string(part.empty() ? "" : ", ") + "cores " +
+              Cores(shm::SmLimitInForce(region, d)) + " -> " + Cores(now);
     }
     summary += (summary.empty() ? "" : "; ") + part + " (device " + std::to_string(d) + ")";
   }
   if (change.priority) {
     request.priority = *change.priority;
     summary += std::string(summary.empty() ? "" : "; ") + "priority " +
-               PriorityName(PriorityInForce(region)) + " -> " + PriorityName(*change.priority);
+               shm::PriorityName(shm::PriorityInForce(region)) + " -> " +
+               shm::PriorityName(*change.priority);
   }
-  ResizeRefusal why;
-  e = ResizeRegion(region, request, CurrentProcIdentity(), &why);
-  if (e == RegionError::kOverLimit) {
+  shm::ResizeRefusal why;
+  e = shm::ResizeRegion(region, request, shm::CurrentProcIdentity(), &why);
+  if (e == shm::RegionError::kOverLimit) {
     return Status::FailedPrecondition(
         "refused: device " + std::to_string(why.device) + " has " + FormatBytes(why.used) +
         " in use, more than the asked memory limit " + FormatBytes(why.asked) +
         " (a limit can shrink only down to what is in use); nothing was changed");
   }
-  if (e != RegionError::kOk) {
-    return Status::IoError("slice region " + region_path + ": " + RegionErrorText(e));
+  if (e != shm::RegionError::kOk) {
+    return Status::IoError("slice region " + region_path + ": " + shm::RegionErrorText(e));
   }
   SliceResizeResult result;
   result.summary = summary;
-  result.seq = ResizeSeq(region);
+  result.seq = shm::ResizeSeq(region);
   return result;
 }
 
-}  // namespace vgpu::shm
+}  // namespace vgpu::slice

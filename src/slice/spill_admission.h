@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace vgpu {
+namespace vgpu::slice {
 
 struct SpillAsk {
   uint64_t spill_bytes = 0;      // what this slice may place on the host
@@ -59,7 +59,4 @@ struct SpillPolicy {
 SpillDecision AdmitSpillOnGpus(const std::vector<SpillGpu>& gpus, uint64_t already_spilled,
                                uint64_t host_available, const SpillPolicy& policy);
 
-// MemAvailable of /proc/meminfo in bytes, or 0 when it cannot be read.
-uint64_t ReadMemAvailable(const char* meminfo_path = "/proc/meminfo");
-
-}  // namespace vgpu
+}  // namespace vgpu::slice

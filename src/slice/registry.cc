@@ -1,4 +1,4 @@
-#include "shm/slice_registry.h"
+#include "slice/registry.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 
 #include "shm/region_file.h"
 
-namespace vgpu::shm {
+namespace vgpu::slice {
 
 namespace fs = std::filesystem;
 
@@ -45,7 +45,7 @@ std::string DefaultStateDir() {
 Status WriteSliceMeta(const std::string& dir, const SliceMeta& meta) {
   SliceMeta m = meta;
   if (m.creator_pid == getpid() && m.creator_start_time == 0) {
-    ProcIdentity self = CurrentProcIdentity();
+    shm::ProcIdentity self = shm::CurrentProcIdentity();
     m.creator_start_time = self.start_time;
     m.creator_pid_ns = self.pid_ns;
   }
@@ -78,13 +78,13 @@ SliceMeta ReadSliceMeta(const std::string& dir) {
   return meta;
 }
 
-Liveness CreatorLiveness(const SliceMeta& meta) {
-  if (meta.creator_pid <= 0) return Liveness::kDead;
-  ProcSlot slot{};
+shm::Liveness CreatorLiveness(const SliceMeta& meta) {
+  if (meta.creator_pid <= 0) return shm::Liveness::kDead;
+  shm::ProcSlot slot{};
   slot.pid = meta.creator_pid;
   slot.start_time = meta.creator_start_time;
   slot.pid_ns = meta.creator_pid_ns;
-  return CheckLiveness(slot, CurrentProcIdentity().pid_ns);
+  return shm::CheckLiveness(slot, shm::CurrentProcIdentity().pid_ns);
 }
 
 std::vector<SliceEntry> ReadSlices(const std::string& state_dir) {
@@ -104,14 +104,14 @@ std::vector<SliceEntry> ReadSlices(const std::string& state_dir) {
     SliceMeta meta = ReadSliceMeta(s.dir);
     s.command = meta.command;
     s.creator_pid = meta.creator_pid;
-    s.creator_alive = CreatorLiveness(meta) != Liveness::kDead;
-    Mapping mapping;
-    RegionError e = Mapping::OpenExisting((s.dir + "/region").c_str(), false, &mapping);
-    if (e == RegionError::kOk) {
-      std::memcpy(&s.region, mapping.region(), sizeof(Region));
+    s.creator_alive = CreatorLiveness(meta) != shm::Liveness::kDead;
+    shm::Mapping mapping;
+    shm::RegionError e = shm::Mapping::OpenExisting((s.dir + "/region").c_str(), false, &mapping);
+    if (e == shm::RegionError::kOk) {
+      std::memcpy(&s.region, mapping.region(), sizeof(shm::Region));
     } else {
-      s.error = RegionErrorText(e);
-      if (e == RegionError::kIo)
+      s.error = shm::RegionErrorText(e);
+      if (e == shm::RegionError::kIo)
         s.error += std::string(": ") + std::strerror(mapping.saved_errno());
     }
     slices.push_back(std::move(s));
@@ -119,4 +119,4 @@ std::vector<SliceEntry> ReadSlices(const std::string& state_dir) {
   return slices;
 }
 
-}  // namespace vgpu::shm
+}  // namespace vgpu::slice

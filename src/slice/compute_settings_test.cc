@@ -1,8 +1,8 @@
-#include "node/compute_settings.h"
+#include "slice/compute_settings.h"
 
 #include <gtest/gtest.h>
 
-namespace vgpu::node {
+namespace vgpu::slice {
 namespace {
 
 TEST(ComputeSettingsTest, ParsesEveryKey) {
@@ -41,6 +41,9 @@ TEST(ComputeSettingsTest, BadValuesNameTheAnnotationTheKeyAndTheValue) {
       {"cores=30", "vgpu.io/compute: unknown key \"cores\""},
       {"memory-mode=swap", "vgpu.io/compute: memory-mode: \"swap\" is not a memory mode"},
       {"elastic", "vgpu.io/compute: expected key=value, got \"elastic\""},
+      {"copy-h2d=5KB/s", "vgpu.io/compute: copy-h2d: \"5KB/s\": must be between 1MB/s and 10TB/s"},
+      {"copy-d2h=fast", "vgpu.io/compute: copy-d2h: \"fast\""},
+      {"copy-borrow=yes", "vgpu.io/compute: copy-borrow: \"yes\" is not on or off"},
   };
   for (const auto& c : cases) {
     auto r = ParseComputeSettings(c.text, "vgpu.io/compute");
@@ -70,6 +73,27 @@ TEST(ComputeSettingsTest, TheContainersAnnotationOverridesThePods) {
   EXPECT_NE(bad.error().message().find("vgpu.io/compute.serve: weight"), std::string::npos);
 }
 
+TEST(ComputeSettingsTest, CopyCapsAreCarriedAndOverriddenButAreNotComputeSettings) {
+  auto c = ParseComputeSettings("copy-h2d=10GB/s, copy_d2h=unlimited, copy-borrow=ON", "a");
+  ASSERT_TRUE(c.has_value()) << c.error().ToString();
+  EXPECT_EQ(c->copy_h2d, 10'000'000'000u);
+  EXPECT_EQ(c->copy_d2h, 0u) << "unlimited is no cap";
+  EXPECT_EQ(c->copy_borrow, true);
+  EXPECT_FALSE(c->Any());
+  std::map<std::string, std::string> annotations = {
+      {"vgpu.io/compute", "copy-h2d=10GB/s,copy-d2h=2GB/s"},
+      {"vgpu.io/compute.serve", "copy-h2d=1GB/s,copy-borrow=off"},
+  };
+  auto serve = ComputeSettingsOf(annotations, "serve");
+  ASSERT_TRUE(serve.has_value());
+  EXPECT_EQ(serve->copy_h2d, 1'000'000'000u);
+  EXPECT_EQ(serve->copy_d2h, 2'000'000'000u);
+  EXPECT_EQ(serve->copy_borrow, false);
+  auto other = ComputeSettingsOf(annotations, "sidecar");
+  ASSERT_TRUE(other.has_value());
+  EXPECT_FALSE(other->copy_borrow.has_value());
+}
+
 TEST(ComputeSettingsTest, HamiPrioritiesAndNames) {
   EXPECT_EQ(LevelOfHamiPriority(0), shm::kPriorityHigh);
   EXPECT_EQ(LevelOfHamiPriority(1), shm::kPriorityNormal);
@@ -81,4 +105,4 @@ TEST(ComputeSettingsTest, HamiPrioritiesAndNames) {
 }
 
 }  // namespace
-}  // namespace vgpu::node
+}  // namespace vgpu::slice

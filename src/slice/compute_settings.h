@@ -16,19 +16,23 @@
 //   time-slice=DUR   500us..1s (time_slice is accepted too)
 //   memory-mode=M    strict | overcommit | spill (docs/oversubscription.md); not a compute
 //                    setting (Any() ignores it), carried here with the container's settings
+//   copy-h2d=RATE    1MB/s..10TB/s or unlimited: the cap on host-to-device copies, and
+//   copy-d2h=RATE    device-to-host (docs/copy-qos.md); copy-borrow=on|off lets copies use idle
+//                    host-link bandwidth beyond the caps. Not compute settings either.
 // Unknown keys and bad values are errors naming the annotation, the key and the value: a pod
 // whose compute settings cannot be read is not allocated (like a bad assignment).
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "common/result.h"
 #include "shm/priority.h"
 
-namespace vgpu::node {
+namespace vgpu::slice {
 
 inline constexpr const char* kComputeAnnotation = "vgpu.io/compute";
 
@@ -39,6 +43,11 @@ struct ComputeSettings {
   int level = -1;              // shm::PriorityLevel; -1: not given
   uint64_t time_slice_ns = 0;  // 0: not given
   std::string memory_mode;     // "strict", "overcommit", "spill", "": not given (strict)
+  // Copy caps (docs/copy-qos.md), not compute settings either (Any() ignores them): bytes/s per
+  // direction, 0 for "unlimited"; borrowing of idle host-link bandwidth.
+  std::optional<uint64_t> copy_h2d;
+  std::optional<uint64_t> copy_d2h;
+  std::optional<bool> copy_borrow;
 
   bool Any() const {
     return guarantee >= 0 || weight > 0 || !mode.empty() || level >= 0 || time_slice_ns > 0;
@@ -61,4 +70,4 @@ int LevelOfHamiPriority(int priority);
 // A duration in the limits file's spelling: "5ms", "250us" or "1500ns".
 std::string FormatTimeSlice(uint64_t ns);
 
-}  // namespace vgpu::node
+}  // namespace vgpu::slice

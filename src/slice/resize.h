@@ -11,11 +11,11 @@
 #include "common/status.h"
 #include "shm/region_resize.h"
 
-namespace vgpu::shm {
+namespace vgpu::slice {
 
 // One change for every configured device of the slice (or one device).
 struct SliceResize {
-  std::optional<uint64_t> memory;  // bytes; kNoLimit = unlimited
+  std::optional<uint64_t> memory;  // bytes; shm::kNoLimit = unlimited
   std::optional<int> cores;        // 1..100
   std::optional<int> priority;     // PriorityLevel 0 realtime .. 4 idle (shm/arbiter.h)
   int device = -1;                 // -1: every configured device
@@ -33,4 +33,4 @@ struct SliceResizeResult {
 //   kNotFound / kIoError / kDataLoss-like kInternal  the region cannot be opened or is corrupt
 Result<SliceResizeResult> ResizeSlice(const std::string& region_path, const SliceResize& change);
 
-}  // namespace vgpu::shm
+}  // namespace vgpu::slice

@@ -17,7 +17,7 @@
 #include "shm/proc_identity.h"
 #include "shm/region.h"
 
-namespace vgpu::shm {
+namespace vgpu::slice {
 
 std::string DefaultStateDir();
 
@@ -30,7 +30,7 @@ struct SliceEntry {
   bool creator_alive = false;  // judged by pid, start time and pid namespace (pid reuse safe);
                                // true when it cannot be told (another pid namespace)
   std::string error;           // why the region could not be read ("" if it could)
-  Region region{};             // a snapshot of the region (valid when error is empty)
+  shm::Region region{};        // a snapshot of the region (valid when error is empty)
 };
 
 // Reads every slice under `state_dir`. Slices whose region cannot be read are returned with
@@ -51,6 +51,6 @@ SliceMeta ReadSliceMeta(const std::string& dir);
 
 // Whether the creator recorded in `meta` is alive (kAlive, kDead, or kUnknown when it cannot be
 // told from here: another pid namespace).
-Liveness CreatorLiveness(const SliceMeta& meta);
+shm::Liveness CreatorLiveness(const SliceMeta& meta);
 
-}  // namespace vgpu::shm
+}  // namespace vgpu::slice

@@ -1,11 +1,10 @@
-#include "common/spill_admission.h"
+#include "slice/spill_admission.h"
 
-#include <cinttypes>
 #include <cstdio>
 
 #include "common/units.h"
 
-namespace vgpu {
+namespace vgpu::slice {
 
 SpillDecision AdmitSpill(const SpillAsk& ask, const SpillBudget& b) {
   SpillDecision d;
@@ -66,16 +65,4 @@ SpillDecision AdmitSpillOnGpus(const std::vector<SpillGpu>& gpus, uint64_t alrea
   return d;
 }
 
-uint64_t ReadMemAvailable(const char* meminfo_path) {
-  FILE* f = std::fopen(meminfo_path, "r");
-  if (f == nullptr) return 0;
-  char line[256];
-  uint64_t kib = 0;
-  while (std::fgets(line, sizeof line, f) != nullptr) {
-    if (std::sscanf(line, "MemAvailable: %" SCNu64 " kB", &kib) == 1) break;
-  }
-  std::fclose(f);
-  return kib * 1024;
-}
-
-}  // namespace vgpu
+}  // namespace vgpu::slice
