@@ -84,6 +84,9 @@ class NvmlBackend final : public DeviceBackend {
   void SetUpEvents();
   // The handle of GPU `index` (after Discover), or null.
   void* Handle(int index) const;
+  // The handle of GPU `index` for a MIG call: FailedPrecondition when this NVML has no MIG entry
+  // points, NotFound for no such GPU (nvml_backend_mig.cc).
+  Result<void*> MigHandle(int index) const;
   std::string NvmlError(int code) const;
   void* LibraryHandle() const;
 

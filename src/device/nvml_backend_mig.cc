@@ -32,12 +32,12 @@ unsigned FullCiProfile(unsigned gi_slices) {
 
 }  // namespace
 
-#define VGPU_MIG_DEVICE_OR_RETURN(index)                                    \
-  if (!mig_->Complete()) {                                                  \
-    return Status::FailedPrecondition("this NVML has no MIG entry points"); \
-  }                                                                         \
-  auto dev = static_cast<nvmlDevice_t>(Handle(index));                      \
-  if (dev == nullptr) return Status::NotFound("no GPU " + std::to_string(index))
+Result<void*> NvmlBackend::MigHandle(int index) const {
+  if (!mig_->Complete()) return Status::FailedPrecondition("this NVML has no MIG entry points");
+  void* handle = Handle(index);
+  if (handle == nullptr) return Status::NotFound("no GPU " + std::to_string(index));
+  return handle;
+}
 
 namespace {
 
@@ -66,7 +66,9 @@ Status FromNvml(nvmlReturn_t r, const std::string& what, const std::string& erro
 }  // namespace
 
 Result<MigModeState> NvmlBackend::GetMigMode(int index) {
-  VGPU_MIG_DEVICE_OR_RETURN(index);
+  Result<void*> handle = MigHandle(index);
+  if (!handle) return handle.error();
+  auto dev = static_cast<nvmlDevice_t>(*handle);
   unsigned current = 0, pending = 0;
   nvmlReturn_t r = mig_->GetMigMode(dev, &current, &pending);
   if (r != NVML_SUCCESS) return FromNvml(r, "nvmlDeviceGetMigMode", NvmlError(r));
@@ -74,7 +76,9 @@ Result<MigModeState> NvmlBackend::GetMigMode(int index) {
 }
 
 Status NvmlBackend::SetMigMode(int index, bool enabled) {
-  VGPU_MIG_DEVICE_OR_RETURN(index);
+  Result<void*> handle = MigHandle(index);
+  if (!handle) return handle.error();
+  auto dev = static_cast<nvmlDevice_t>(*handle);
   nvmlReturn_t activation = NVML_SUCCESS;
   nvmlReturn_t r = mig_->SetMigMode(dev, enabled ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE,
                                     &activation);
@@ -88,7 +92,9 @@ Status NvmlBackend::SetMigMode(int index, bool enabled) {
 }
 
 Result<std::vector<MigProfileInfo>> NvmlBackend::MigProfiles(int index) {
-  VGPU_MIG_DEVICE_OR_RETURN(index);
+  Result<void*> handle = MigHandle(index);
+  if (!handle) return handle.error();
+  auto dev = static_cast<nvmlDevice_t>(*handle);
   std::vector<MigProfileInfo> out;
   for (unsigned p = 0; p < NVML_GPU_INSTANCE_PROFILE_COUNT; ++p) {
     nvmlGpuInstanceProfileInfo_v2_t info{};
@@ -223,7 +229,9 @@ Result<MigInstance> NvmlBackend::CreateMigInstance(int index, int profile_id, in
 }
 
 Status NvmlBackend::DestroyMigInstance(int index, int gi_id) {
-  VGPU_MIG_DEVICE_OR_RETURN(index);
+  Result<void*> handle = MigHandle(index);
+  if (!handle) return handle.error();
+  auto dev = static_cast<nvmlDevice_t>(*handle);
   nvmlGpuInstance_t gi = nullptr;
   nvmlReturn_t r = mig_->GetGpuInstanceById(dev, static_cast<unsigned>(gi_id), &gi);
   if (r != NVML_SUCCESS) {

@@ -15,15 +15,19 @@ using namespace vgpu::simgpu::nvml;
 
 namespace {
 
-#define SIMGPU_DEVICE_OR_RETURN(device, out)                                        \
-  unsigned index = 0;                                                               \
-  if (nvmlReturn_t rc = CheckDevice(device, &index); rc != NVML_SUCCESS) return rc; \
-  if ((out) == nullptr) return NVML_ERROR_INVALID_ARGUMENT
+// CheckDevice, and an output pointer that must not be null.
+nvmlReturn_t CheckDeviceAndOut(nvmlDevice_t device, const void* out, unsigned* index) {
+  if (nvmlReturn_t rc = CheckDevice(device, index); rc != NVML_SUCCESS) return rc;
+  return out == nullptr ? NVML_ERROR_INVALID_ARGUMENT : NVML_SUCCESS;
+}
 
 }  // namespace
 
 SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) {
-  SIMGPU_DEVICE_OR_RETURN(device, pci);
+  unsigned index = 0;
+  if (nvmlReturn_t rc = CheckDeviceAndOut(device, pci, &index); rc != NVML_SUCCESS) {
+    return rc;
+  }
   const DeviceSpec& s = Spec(index);
   std::memset(pci, 0, sizeof(*pci));
   std::snprintf(pci->busIdLegacy, sizeof(pci->busIdLegacy), "%04x:%02x:%02x.0", s.pci_domain,
@@ -41,14 +45,20 @@ SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPc
 SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device,
                                                       nvmlTemperatureSensors_t sensorType,
                                                       unsigned int* temp) {
-  SIMGPU_DEVICE_OR_RETURN(device, temp);
+  unsigned index = 0;
+  if (nvmlReturn_t rc = CheckDeviceAndOut(device, temp, &index); rc != NVML_SUCCESS) {
+    return rc;
+  }
   if (sensorType != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
   *temp = 30 + Utilization(index, -1) * 45 / 100;
   return NVML_SUCCESS;
 }
 
 SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* power) {
-  SIMGPU_DEVICE_OR_RETURN(device, power);
+  unsigned index = 0;
+  if (nvmlReturn_t rc = CheckDeviceAndOut(device, power, &index); rc != NVML_SUCCESS) {
+    return rc;
+  }
   unsigned limit_mw = static_cast<unsigned>(Spec(index).power_w) * 1000;
   *power = limit_mw / 10 + limit_mw / 100 * 80 * Utilization(index, -1) / 100;
   return NVML_SUCCESS;
@@ -56,7 +66,10 @@ SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsign
 
 SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t device,
                                                                unsigned int* limit) {
-  SIMGPU_DEVICE_OR_RETURN(device, limit);
+  unsigned index = 0;
+  if (nvmlReturn_t rc = CheckDeviceAndOut(device, limit, &index); rc != NVML_SUCCESS) {
+    return rc;
+  }
   *limit = static_cast<unsigned>(Spec(index).power_w) * 1000;
   return NVML_SUCCESS;
 }
@@ -70,7 +83,10 @@ SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice
 }
 
 static nvmlReturn_t Clock(nvmlDevice_t device, nvmlClockType_t type, unsigned* clock) {
-  SIMGPU_DEVICE_OR_RETURN(device, clock);
+  unsigned index = 0;
+  if (nvmlReturn_t rc = CheckDeviceAndOut(device, clock, &index); rc != NVML_SUCCESS) {
+    return rc;
+  }
   const DeviceSpec& s = Spec(index);
   switch (type) {
     case NVML_CLOCK_GRAPHICS:
@@ -99,7 +115,10 @@ SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvml
 
 SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int* major,
                                                                 int* minor) {
-  SIMGPU_DEVICE_OR_RETURN(device, major);
+  unsigned index = 0;
+  if (nvmlReturn_t rc = CheckDeviceAndOut(device, major, &index); rc != NVML_SUCCESS) {
+    return rc;
+  }
   if (minor == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   *major = Spec(index).cc_major;
   *minor = Spec(index).cc_minor;
@@ -108,7 +127,10 @@ SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t dev
 
 SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device,
                                                        nvmlDeviceArchitecture_t* arch) {
-  SIMGPU_DEVICE_OR_RETURN(device, arch);
+  unsigned index = 0;
+  if (nvmlReturn_t rc = CheckDeviceAndOut(device, arch, &index); rc != NVML_SUCCESS) {
+    return rc;
+  }
   int cc = Spec(index).cc_major * 10 + Spec(index).cc_minor;
   *arch = cc >= 90   ? NVML_DEVICE_ARCH_HOPPER
           : cc >= 89 ? NVML_DEVICE_ARCH_ADA
@@ -117,21 +139,30 @@ SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device,
 }
 
 SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int* minor) {
-  SIMGPU_DEVICE_OR_RETURN(device, minor);
+  unsigned index = 0;
+  if (nvmlReturn_t rc = CheckDeviceAndOut(device, minor, &index); rc != NVML_SUCCESS) {
+    return rc;
+  }
   *minor = index;
   return NVML_SUCCESS;
 }
 
 SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetMemoryBusWidth(nvmlDevice_t device,
                                                          unsigned int* busWidth) {
-  SIMGPU_DEVICE_OR_RETURN(device, busWidth);
+  unsigned index = 0;
+  if (nvmlReturn_t rc = CheckDeviceAndOut(device, busWidth, &index); rc != NVML_SUCCESS) {
+    return rc;
+  }
   *busWidth = static_cast<unsigned>(Spec(index).bus_width_bits);
   return NVML_SUCCESS;
 }
 
 SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetBAR1MemoryInfo(nvmlDevice_t device,
                                                          nvmlBAR1Memory_t* bar1Memory) {
-  SIMGPU_DEVICE_OR_RETURN(device, bar1Memory);
+  unsigned index = 0;
+  if (nvmlReturn_t rc = CheckDeviceAndOut(device, bar1Memory, &index); rc != NVML_SUCCESS) {
+    return rc;
+  }
   unsigned long long total = 1;
   while (total < Spec(index).memory_bytes) total <<= 1;
   bar1Memory->bar1Total = total;
@@ -142,21 +173,30 @@ SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetBAR1MemoryInfo(nvmlDevice_t device,
 
 SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetPerformanceState(nvmlDevice_t device,
                                                            nvmlPstates_t* pState) {
-  SIMGPU_DEVICE_OR_RETURN(device, pState);
+  unsigned index = 0;
+  if (nvmlReturn_t rc = CheckDeviceAndOut(device, pState, &index); rc != NVML_SUCCESS) {
+    return rc;
+  }
   *pState = NVML_PSTATE_0;
   return NVML_SUCCESS;
 }
 
 SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device,
                                                           nvmlEnableState_t* mode) {
-  SIMGPU_DEVICE_OR_RETURN(device, mode);
+  unsigned index = 0;
+  if (nvmlReturn_t rc = CheckDeviceAndOut(device, mode, &index); rc != NVML_SUCCESS) {
+    return rc;
+  }
   *mode = NVML_FEATURE_ENABLED;
   return NVML_SUCCESS;
 }
 
 SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t device, nvmlEnableState_t* current,
                                                   nvmlEnableState_t* pending) {
-  SIMGPU_DEVICE_OR_RETURN(device, current);
+  unsigned index = 0;
+  if (nvmlReturn_t rc = CheckDeviceAndOut(device, current, &index); rc != NVML_SUCCESS) {
+    return rc;
+  }
   if (pending == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   *current = NVML_FEATURE_ENABLED;
   *pending = NVML_FEATURE_ENABLED;
@@ -165,7 +205,10 @@ SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t device, nvmlEnabl
 
 SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetDisplayMode(nvmlDevice_t device,
                                                       nvmlEnableState_t* display) {
-  SIMGPU_DEVICE_OR_RETURN(device, display);
+  unsigned index = 0;
+  if (nvmlReturn_t rc = CheckDeviceAndOut(device, display, &index); rc != NVML_SUCCESS) {
+    return rc;
+  }
   *display = NVML_FEATURE_DISABLED;
   return NVML_SUCCESS;
 }
@@ -176,7 +219,10 @@ SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetDisplayActive(nvmlDevice_t device,
 
 // No graphics or MPS clients on a simulated GPU.
 static nvmlReturn_t NoProcesses(nvmlDevice_t device, unsigned* count) {
-  SIMGPU_DEVICE_OR_RETURN(device, count);
+  unsigned index = 0;
+  if (nvmlReturn_t rc = CheckDeviceAndOut(device, count, &index); rc != NVML_SUCCESS) {
+    return rc;
+  }
   *count = 0;
   return NVML_SUCCESS;
 }
@@ -280,7 +326,10 @@ SIMGPU_NVML_API nvmlReturn_t vgpuSimgpuRunningKernel(unsigned int index, unsigne
 // repeats it; the first call of a process reports 0).
 SIMGPU_NVML_API nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, unsigned int counter,
                                                          unsigned int* value) {
-  SIMGPU_DEVICE_OR_RETURN(device, value);
+  unsigned index = 0;
+  if (nvmlReturn_t rc = CheckDeviceAndOut(device, value, &index); rc != NVML_SUCCESS) {
+    return rc;
+  }
   if (counter > 1) return NVML_ERROR_INVALID_ARGUMENT;
   struct Last {
     uint64_t ns = 0, bytes = 0;
