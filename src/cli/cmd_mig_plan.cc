@@ -76,30 +76,30 @@ int RunMigProfiles(int argc, char** argv) {
     for (const mig::Profile& p : m->profiles) profiles.push_back(ProfileJson(p));
     char pci[16];
     Json ids = Json::array();
-    for (uint32_t id : m->pci_device_ids) {
+    for (uint32_t id : m->gpu->pci_device_ids) {
       std::snprintf(pci, sizeof pci, "0x%08X", id);
       ids.push_back(pci);
     }
-    Json out = {
-        {"model", m->key},
-        {"name", m->display},
-        {"nvml_names", std::vector<std::string>(m->nvml_names.begin(), m->nvml_names.end())},
-        {"pci_device_ids", ids},
-        {"sm_count", m->sm_count},
-        {"memory_mib", m->memory_mib},
-        {"memory_slices", m->memory_slices},
-        {"compute_slices", m->compute_slices},
-        {"max_instances", m->max_instances},
-        {"placements_confirmed", m->placements_confirmed},
-        {"source", m->source},
-        {"profiles", profiles}};
+    Json out = {{"model", m->key},
+                {"name", m->gpu->display},
+                {"nvml_names",
+                 std::vector<std::string>(m->gpu->nvml_names.begin(), m->gpu->nvml_names.end())},
+                {"pci_device_ids", ids},
+                {"sm_count", m->gpu->sm_count},
+                {"memory_mib", m->gpu->memory_mib},
+                {"memory_slices", m->memory_slices},
+                {"compute_slices", m->compute_slices},
+                {"max_instances", m->max_instances},
+                {"placements_confirmed", m->placements_confirmed},
+                {"source", m->source},
+                {"profiles", profiles}};
     std::printf("%s\n", out.dump(2).c_str());
     return kExitOk;
   }
   std::printf("%.*s (%.*s): %d SMs, %lld MiB, %d memory slices, %d compute slices\n",
-              static_cast<int>(m->key.size()), m->key.data(), static_cast<int>(m->display.size()),
-              m->display.data(), m->sm_count, static_cast<long long>(m->memory_mib),
-              m->memory_slices, m->compute_slices);
+              static_cast<int>(m->key.size()), m->key.data(),
+              static_cast<int>(m->gpu->display.size()), m->gpu->display.data(), m->gpu->sm_count,
+              static_cast<long long>(m->gpu->memory_mib), m->memory_slices, m->compute_slices);
   std::printf("memory sizes: the smallest published nvidia-smi mig -lgip figures (docs/mig.md)\n");
   if (!m->placements_confirmed) {
     std::printf("placements: the chip family's, not yet read from this model (unconfirmed)\n");

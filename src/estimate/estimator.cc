@@ -711,7 +711,8 @@ Placement Place(const Estimate& e) {
   }
   p.compute_percent =
       std::clamp(int(std::ceil(p.request / p.gpu->memory * 100 / 5 - 1e-9)) * 5, 5, 100);
-  if (const mig::ModelTable* table = mig::ModelByKey(p.gpu->name)) {
+  if (const mig::ModelTable* table =
+          p.gpu->mig_table.empty() ? nullptr : mig::ModelByKey(p.gpu->mig_table)) {
     const std::vector<int> fitting = table->Fitting(int64_t(std::ceil(p.request / kMiB)));
     if (!fitting.empty()) {
       const mig::Profile& q = table->profiles[fitting.front()];

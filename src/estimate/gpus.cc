@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "estimate/formulas.h"
+#include "hw/gpu_models.h"
 #include "mig/profiles.h"
 
 namespace vgpu::estimate {
@@ -17,16 +18,17 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
-// Total memory as nvidia-smi / cudaMemGetInfo report it (MiB), SMs from NVIDIA's data sheets.
+// hw's models marked for the estimator (the figures and their sources: hw/gpu_models_table.h).
 const std::vector<GpuModel>& Table() {
-  static const std::vector<GpuModel> kGpus = {
-      {"t4", 15360 * kMiB, 40},         {"a10g", 23028 * kMiB, 80},
-      {"l4", 23034 * kMiB, 58},         {"rtx-4090", 24564 * kMiB, 128},
-      {"v100-32gb", 32768 * kMiB, 80},  {"a100-40gb", 40960 * kMiB, 108},
-      {"l40s", 46068 * kMiB, 142},      {"a6000", 49140 * kMiB, 84},
-      {"a100-80gb", 81920 * kMiB, 108}, {"h100-80gb", 81559 * kMiB, 132},
-      {"h200", 143771 * kMiB, 132},
-  };
+  static const std::vector<GpuModel> kGpus = [] {
+    std::vector<GpuModel> out;
+    for (const hw::GpuModel& g : hw::AllGpuModels()) {
+      if (!g.estimate) continue;
+      out.push_back({std::string(g.key), static_cast<double>(g.EstimateMemoryMib()) * kMiB,
+                     g.sm_count, std::string(g.mig_table)});
+    }
+    return out;
+  }();
   return kGpus;
 }
 
@@ -52,7 +54,7 @@ double LargestGpuMemory() {
 // slices; the "+me" variants, same memory, after their plain profile).
 std::vector<MigProfile> MigProfilesFor(const GpuModel& gpu) {
   std::vector<MigProfile> out;
-  const mig::ModelTable* table = mig::ModelByKey(gpu.name);
+  const mig::ModelTable* table = gpu.mig_table.empty() ? nullptr : mig::ModelByKey(gpu.mig_table);
   if (table == nullptr) return out;
   std::vector<const mig::Profile*> profiles;
   for (const mig::Profile& p : table->profiles) profiles.push_back(&p);

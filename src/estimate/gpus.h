@@ -1,5 +1,7 @@
-// The GPU models `vgpu estimate` knows (memory as the driver reports it, SM count) and the MIG
-// profiles of those that have MIG. MigProfilesFor() is the one place the MIG table is read.
+// The GPU models `vgpu estimate` knows: those of src/hw's table marked for it
+// (hw::GpuModel::estimate), in its order, with the memory the estimator checks a fit against
+// (hw::GpuModel::EstimateMemoryMib) and their SM count; and the MIG profiles of those that have a
+// MIG table (hw::GpuModel::mig_table).
 #pragma once
 
 #include <optional>
@@ -11,9 +13,10 @@
 namespace vgpu::estimate {
 
 struct GpuModel {
-  std::string name;   // "h100-80gb"
+  std::string name;   // "h100-80gb": hw's key
   double memory = 0;  // bytes, the total cudaMemGetInfo reports
   int sms = 0;
+  std::string mig_table;  // its MIG table's key (mig::ModelByKey), empty without one
 };
 
 struct MigProfile {

@@ -34,9 +34,14 @@ bool HasId(std::span<const uint32_t> ids, uint32_t id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();
 }
 
-bool MemoryFits(const ModelTable& m, int64_t memory_mib) {
-  const double d = static_cast<double>(memory_mib - m.memory_mib);
-  return memory_mib > 0 && std::abs(d) <= kMemoryTolerance * static_cast<double>(m.memory_mib);
+// One of the model's NVML names, or its simulated GPU's name.
+bool NamesModel(const hw::GpuModel& g, std::string_view name) {
+  return HasName(g.nvml_names, name) || (g.sim != nullptr && SameName(g.sim->name, name));
+}
+
+bool MemoryFits(const hw::GpuModel& g, int64_t memory_mib) {
+  const double d = static_cast<double>(memory_mib - g.memory_mib);
+  return memory_mib > 0 && std::abs(d) <= kMemoryTolerance * static_cast<double>(g.memory_mib);
 }
 
 std::string Describe(const GpuIdentity& g) {
@@ -54,11 +59,12 @@ std::string Describe(const GpuIdentity& g) {
 // model key means otherwise).
 const UntabledModel* FindUntabled(std::string_view name, uint32_t pci, bool full_names) {
   for (const UntabledModel& u : UntabledModels()) {
+    const hw::GpuModel& g = *u.gpu;
     const bool named = full_names
-                           ? std::any_of(u.names.begin(), u.names.end(),
+                           ? std::any_of(g.nvml_names.begin(), g.nvml_names.end(),
                                          [&](std::string_view n) { return EqualFold(n, name); })
-                           : HasName(u.names, name);
-    if (named || (pci != 0 && HasId(u.pci_device_ids, pci)) || EqualFold(u.display, name)) {
+                           : HasName(g.nvml_names, name);
+    if (named || (pci != 0 && HasId(g.pci_device_ids, pci)) || EqualFold(g.display, name)) {
       return &u;
     }
   }
@@ -66,8 +72,8 @@ const UntabledModel* FindUntabled(std::string_view name, uint32_t pci, bool full
 }
 
 std::string NoTable(const UntabledModel& u) {
-  return "vgpu has no MIG table for the " + std::string(u.display) + ": " + std::string(u.why) +
-         "; it gets no MIG offers";
+  return "vgpu has no MIG table for the " + std::string(u.gpu->display) + ": " +
+         std::string(u.why) + "; it gets no MIG offers";
 }
 
 }  // namespace
@@ -136,7 +142,7 @@ ModelMatch IdentifyModel(const GpuIdentity& gpu) {
   ModelMatch out;
   const ModelTable* named = nullptr;
   for (const ModelTable& m : AllModels()) {
-    if (HasName(m.nvml_names, gpu.name) || HasName(m.simulated_names, gpu.name)) named = &m;
+    if (NamesModel(*m.gpu, gpu.name)) named = &m;
   }
   if (named == nullptr) {
     const UntabledModel* u = FindUntabled(gpu.name, gpu.pci_device_id, false);
@@ -144,16 +150,16 @@ ModelMatch IdentifyModel(const GpuIdentity& gpu) {
               (u ? NoTable(*u) : "not a MIG model vgpu has a table for (" + ModelKeys() + ")");
     return out;
   }
-  if (!MemoryFits(*named, gpu.memory_mib)) {
+  if (!MemoryFits(*named->gpu, gpu.memory_mib)) {
     out.why = Describe(gpu) + ": the " + std::string(named->key) + " table is for " +
-              std::to_string(named->memory_mib) + " MiB (within 3%); " +
+              std::to_string(named->gpu->memory_mib) + " MiB (within 3%); " +
               (gpu.memory_mib > 0 ? "another memory size is another model, without a table"
                                   : "the memory size is unknown") +
               ": no MIG offers";
     return out;
   }
-  if (gpu.pci_device_id != 0 && !named->pci_device_ids.empty() &&
-      !HasId(named->pci_device_ids, gpu.pci_device_id)) {
+  if (gpu.pci_device_id != 0 && !named->gpu->pci_device_ids.empty() &&
+      !HasId(named->gpu->pci_device_ids, gpu.pci_device_id)) {
     out.why = Describe(gpu) + ": not a PCI device id of the " + std::string(named->key) +
               " table: no MIG offers";
     return out;
@@ -178,7 +184,7 @@ std::string ModelKeys() {
 Result<const ModelTable*> LookupModel(std::string_view key_or_name) {
   if (const ModelTable* m = ModelByKey(key_or_name)) return m;
   for (const ModelTable& m : AllModels()) {
-    if (HasName(m.nvml_names, key_or_name) || HasName(m.simulated_names, key_or_name)) return &m;
+    if (NamesModel(*m.gpu, key_or_name)) return &m;
   }
   if (const UntabledModel* u = FindUntabled(key_or_name, 0, true)) {
     return Status::NotFound("'" + std::string(key_or_name) + "': " + NoTable(*u));
@@ -212,7 +218,6 @@ OwnedTable::OwnedTable(std::vector<ReportedProfile> reported) {
     max_instances = std::max(max_instances, r.max_count);
   }
   table_.key = "reported";
-  table_.display = "the GPU's reported MIG profiles";
   table_.memory_slices = memory_slices;
   table_.compute_slices = compute_slices;
   table_.max_instances = max_instances;

@@ -13,8 +13,10 @@
 //   promised more memory than its instance has. A model whose sizes are not all documented has no
 //   table (UntabledModels says why) and so no MIG offers: never a neighbour's table.
 // - Identification is exact (IdentifyModel): the NVML name (or the simulated GPU's name) equal to
-//   one of the table's, and the GPU's total memory within kMemoryTolerance of the table's; a PCI
-//   device id, when known, must be one of the table's. Anything else gets no table and a reason.
+//   one of the table's model's, and the GPU's total memory within kMemoryTolerance of the model's;
+//   a PCI device id, when known, must be one of the model's. Anything else gets no table and a
+//   reason. The model's names, PCI ids, memory and SMs are src/hw's table of GPU models
+//   (hw/gpu_models.h); a table refers to its model (ModelTable::gpu), whose mig_table is its key.
 // - The tables serve planning, the extender, DRA offers, the simulated GPU and tests. On a GPU,
 //   what NVML reports (DeviceBackend::MigProfiles) wins over these figures.
 // - Profiles are listed in NVML profile-index order (1_SLICE, 1_SLICE_REV1 (+me), 1_SLICE_REV2,
@@ -31,6 +33,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "hw/gpu_models.h"
 
 namespace vgpu::mig {
 
@@ -74,13 +77,10 @@ struct Profile {
 };
 
 struct ModelTable {
-  std::string_view key;                          // "H200", "H100-80GB", "H100-PCIe", "A30", ...
-  std::string_view display;                      // "NVIDIA H200 141GB (SXM5)"
-  std::span<const std::string_view> nvml_names;  // exact names NVML reports for it
-  std::span<const std::string_view> simulated_names;  // the simulated GPU's names of it
-  std::span<const uint32_t> pci_device_ids;           // nvmlPciInfo_t.pciDeviceId, 0x233510DE
-  int sm_count = 0;                                   // SMs of the whole GPU
-  int64_t memory_mib = 0;                             // NVML's total memory of the GPU
+  std::string_view key;  // "H200", "H100-80GB", "H100-PCIe", "A30", ... (gpu->mig_table)
+  // The GPU model (src/hw): display name, NVML names, the simulated GPU's preset name, PCI device
+  // ids, SMs and total memory. nullptr for an OwnedTable (a GPU's reported profiles).
+  const hw::GpuModel* gpu = nullptr;
   int memory_slices = kMemorySlices;
   int compute_slices = kComputeSlices;
   int max_instances = kMaxInstances;
@@ -112,9 +112,7 @@ std::span<const ModelTable> AllModels();
 
 // A MIG-capable model vgpu has no table for, and why (the documented figures it lacks).
 struct UntabledModel {
-  std::string_view display;                  // "NVIDIA B200"
-  std::span<const std::string_view> names;   // NVML names, where known
-  std::span<const uint32_t> pci_device_ids;  // where known
+  const hw::GpuModel* gpu = nullptr;  // display ("NVIDIA B200"), NVML names, PCI ids (some)
   std::string_view why;
 };
 std::span<const UntabledModel> UntabledModels();

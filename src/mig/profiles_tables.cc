@@ -13,6 +13,8 @@
 
 #include <array>
 
+#include "hw/gpu_models_table.h"
+
 namespace vgpu::mig {
 namespace {
 
@@ -137,134 +139,57 @@ constexpr Profile kGH200_96[] = {
     {"7g.96gb", 0, k7Slice, 8, 7, 132, 95232, 1, kStarts0, {8, 7, 0, 7, 1}, false},
 };
 
-// NVML names, the simulated GPU's names (src/simgpu/config.cc DefaultName for its presets' memory)
-// and PCI device ids (NVIDIA/mig-parted config-default.yaml device filters, pci.ids).
-constexpr std::string_view kA30Names[] = {"NVIDIA A30"};
-constexpr uint32_t kA30Pci[] = {0x20B710DE};
-constexpr std::string_view kA100_40Names[] = {"NVIDIA A100-SXM4-40GB", "NVIDIA A100-PCIE-40GB"};
-constexpr uint32_t kA100_40Pci[] = {0x20B010DE, 0x20B110DE, 0x20F110DE};
-constexpr std::string_view kA100_80Names[] = {"NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB PCIe"};
-constexpr std::string_view kA100_80Sim[] = {"vgpu simulated A100 (80 GiB)"};
-constexpr uint32_t kA100_80Pci[] = {0x20B210DE, 0x20B510DE};
-constexpr std::string_view kH100_80Names[] = {"NVIDIA H100 80GB HBM3"};
-constexpr std::string_view kH100_80Sim[] = {"vgpu simulated H100 (80 GiB)"};
-constexpr uint32_t kH100_80Pci[] = {0x233010DE};
-constexpr std::string_view kH100_PCIeNames[] = {"NVIDIA H100 PCIe"};
-constexpr uint32_t kH100_PCIePci[] = {0x233110DE};
-constexpr std::string_view kH100_NVLNames[] = {"NVIDIA H100 NVL"};
-constexpr uint32_t kH100_NVLPci[] = {0x232110DE};
-constexpr std::string_view kH200Names[] = {"NVIDIA H200"};
-constexpr std::string_view kH200Sim[] = {"vgpu simulated H200 (140 GiB)"};
-constexpr uint32_t kH200Pci[] = {0x233510DE};
-constexpr std::string_view kGH200_96Names[] = {"NVIDIA GH200 480GB"};
-constexpr uint32_t kGH200_96Pci[] = {0x234210DE};
-
 constexpr std::string_view kSrcLgip = "nvidia-smi mig -lgip output (docs/mig.md, Sources)";
 
-// Fields: key, display, names, simulated names, PCI ids, SMs, memory, memory slices, compute
-// slices, most instances, profiles, placements confirmed, source.
-const std::array<ModelTable, 8> kModels = {{
-    {"A30", "NVIDIA A30 24GB", kA30Names, {}, kA30Pci, 56, 24576, 4, 4, 4, kA30, true, kSrcLgip},
-    {"A100-40GB",
-     "NVIDIA A100 40GB (SXM4, PCIe)",
-     kA100_40Names,
-     {},
-     kA100_40Pci,
-     108,
-     40536,
-     8,
-     7,
-     7,
-     kA100_40,
-     true,
-     kSrcLgip},
-    {"A100-80GB", "NVIDIA A100 80GB (SXM4, PCIe)", kA100_80Names, kA100_80Sim, kA100_80Pci, 108,
-     81920, 8, 7, 7, kA100_80, false, kSrcLgip},
-    {"H100-80GB", "NVIDIA H100 80GB HBM3 (SXM5)", kH100_80Names, kH100_80Sim, kH100_80Pci, 132,
-     81559, 8, 7, 7, kH100_80, true, kSrcLgip},
-    {"H100-PCIe",
-     "NVIDIA H100 PCIe 80GB",
-     kH100_PCIeNames,
-     {},
-     kH100_PCIePci,
-     114,
-     81559,
-     8,
-     7,
-     7,
-     kH100_PCIe,
-     false,
-     kSrcLgip},
-    {"H100-NVL",
-     "NVIDIA H100 NVL 94GB",
-     kH100_NVLNames,
-     {},
-     kH100_NVLPci,
-     132,
-     95830,
-     8,
-     7,
-     7,
-     kH100_NVL,
-     true,
-     kSrcLgip},
-    {"H200", "NVIDIA H200 141GB (SXM5)", kH200Names, kH200Sim, kH200Pci, 132, 143771, 8, 7, 7,
-     kH200, false, kSrcLgip},
-    {"GH200-96GB",
-     "NVIDIA GH200 480GB (96GB HBM3)",
-     kGH200_96Names,
-     {},
-     kGH200_96Pci,
-     132,
-     97871,
-     8,
-     7,
-     7,
-     kGH200_96,
-     false,
-     kSrcLgip},
+// A table of the model `gpu_key` of src/hw's table (its names, PCI ids, SMs and memory), under that
+// model's mig_table key. A key hw lacks does not compile (kModels is constexpr).
+constexpr ModelTable Table(std::string_view gpu_key, int memory_slices, int compute_slices,
+                           int max_instances, std::span<const Profile> profiles,
+                           bool placements_confirmed) {
+  const hw::GpuModel& gpu = *hw::ModelOfKey(gpu_key);
+  return {gpu.mig_table, &gpu,     memory_slices,        compute_slices,
+          max_instances, profiles, placements_confirmed, kSrcLgip};
+}
+
+// Fields: hw model key, memory slices, compute slices, most instances, profiles, placements
+// confirmed.
+constexpr std::array<ModelTable, 8> kModels = {{
+    Table("a30", 4, 4, 4, kA30, true),
+    Table("a100-40gb", 8, 7, 7, kA100_40, true),
+    Table("a100-80gb", 8, 7, 7, kA100_80, false),
+    Table("h100-80gb", 8, 7, 7, kH100_80, true),
+    Table("h100-pcie", 8, 7, 7, kH100_PCIe, false),
+    Table("h100-nvl", 8, 7, 7, kH100_NVL, true),
+    Table("h200", 8, 7, 7, kH200, false),
+    Table("gh200-96gb", 8, 7, 7, kGH200_96, false),
 }};
 
-// MIG-capable per the MIG user guide's "Supported GPUs", without a complete documented -lgip.
-constexpr std::string_view kH200NvlNames[] = {"NVIDIA H200 NVL"};
-constexpr std::string_view kGH200_144Names[] = {"NVIDIA GH200 144G HBM3e"};
-constexpr uint32_t kGH200_144Pci[] = {0x234810DE};
-constexpr std::string_view kB200Names[] = {"NVIDIA B200"};
-constexpr uint32_t kB200Pci[] = {0x290110DE};
-constexpr std::string_view kGB200Names[] = {"NVIDIA GB200"};
-constexpr uint32_t kGB200Pci[] = {0x294110DE};
-constexpr uint32_t kB300Pci[] = {0x318210DE};
-constexpr uint32_t kGB300Pci[] = {0x31C210DE};
-constexpr std::string_view kH100Sxm94Names[] = {"NVIDIA H100"};
-constexpr std::string_view kH20Names[] = {"NVIDIA H20"};
-constexpr uint32_t kH20Pci[] = {0x232910DE};
-constexpr std::string_view kRtxProNames[] = {"NVIDIA RTX PRO 6000 Blackwell Server Edition"};
-constexpr uint32_t kRtxProPci[] = {0x2BB510DE};
+constexpr UntabledModel Untabled(std::string_view gpu_key, std::string_view why) {
+  return {&*hw::ModelOfKey(gpu_key), why};
+}
 
-const std::array<UntabledModel, 9> kUntabled = {{
-    {"NVIDIA H200 NVL",
-     kH200NvlNames,
-     {},
-     "no published nvidia-smi mig -lgip output of an H200 NVL gives its profile sizes"},
-    {"NVIDIA GH200 144G HBM3e", kGH200_144Names, kGH200_144Pci,
-     "its published -lgip output (NVIDIA/mig-parted#139) shows the 1g and 2g sizes only; the 3g, "
-     "4g and 7g sizes are not documented"},
-    {"NVIDIA B200", kB200Names, kB200Pci,
-     "its published -lgip outputs (NVIDIA/mig-parted#166, #187) show the 1g and 2g sizes only, and "
-     "two drivers disagree on them (22.00 and 20.50 GiB)"},
-    {"NVIDIA GB200", kGB200Names, kGB200Pci,
-     "its published -lgip outputs (NVIDIA/gpu-operator#1303, mig-parted#227) show the 1g and 2g "
-     "sizes only, with different profile names per board"},
-    {"NVIDIA B300", {}, kB300Pci, "no published -lgip output gives its profile sizes"},
-    {"NVIDIA GB300", {}, kGB300Pci, "no published -lgip output gives its profile sizes"},
-    {"NVIDIA H100 SXM5 94GB",
-     kH100Sxm94Names,
-     {},
-     "no published -lgip output of the 94GB SXM5 card gives its profile sizes (its NVML name, "
-     "\"NVIDIA H100\", is not the 80GB card's)"},
-    {"NVIDIA H20", kH20Names, kH20Pci, "no published -lgip output gives its profile sizes"},
-    {"NVIDIA RTX PRO 6000 Blackwell", kRtxProNames, kRtxProPci,
-     "its MIG geometry (4 slices, +gfx and -me profiles) is not modelled"},
+// MIG-capable per the MIG user guide's "Supported GPUs", without a complete documented -lgip
+// (their names and PCI ids: src/hw's table).
+constexpr std::array<UntabledModel, 9> kUntabled = {{
+    Untabled("h200-nvl",
+             "no published nvidia-smi mig -lgip output of an H200 NVL gives its profile sizes"),
+    Untabled("gh200-144gb",
+             "its published -lgip output (NVIDIA/mig-parted#139) shows the 1g and 2g sizes only; "
+             "the 3g, 4g and 7g sizes are not documented"),
+    Untabled("b200",
+             "its published -lgip outputs (NVIDIA/mig-parted#166, #187) show the 1g and 2g sizes "
+             "only, and two drivers disagree on them (22.00 and 20.50 GiB)"),
+    Untabled("gb200",
+             "its published -lgip outputs (NVIDIA/gpu-operator#1303, mig-parted#227) show the 1g "
+             "and 2g sizes only, with different profile names per board"),
+    Untabled("b300", "no published -lgip output gives its profile sizes"),
+    Untabled("gb300", "no published -lgip output gives its profile sizes"),
+    Untabled("h100-sxm5-94gb",
+             "no published -lgip output of the 94GB SXM5 card gives its profile sizes (its NVML "
+             "name, \"NVIDIA H100\", is not the 80GB card's)"),
+    Untabled("h20", "no published -lgip output gives its profile sizes"),
+    Untabled("rtx-pro-6000-blackwell",
+             "its MIG geometry (4 slices, +gfx and -me profiles) is not modelled"),
 }};
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 namespace vgpu::mig {
@@ -14,10 +15,14 @@ TEST(MigProfiles, EveryTableIsWellFormed) {
     SCOPED_TRACE(std::string(m.key));
     EXPECT_TRUE(keys.insert(m.key).second);
     EXPECT_FALSE(m.source.empty());
-    EXPECT_FALSE(m.nvml_names.empty());
-    EXPECT_FALSE(m.pci_device_ids.empty());
-    for (std::string_view n : m.nvml_names) EXPECT_TRUE(all_names.insert(n).second) << n;
-    for (std::string_view n : m.simulated_names) EXPECT_TRUE(all_names.insert(n).second) << n;
+    ASSERT_NE(m.gpu, nullptr);
+    EXPECT_EQ(m.key, m.gpu->mig_table);
+    EXPECT_FALSE(m.gpu->nvml_names.empty());
+    EXPECT_FALSE(m.gpu->pci_device_ids.empty());
+    for (std::string_view n : m.gpu->nvml_names) EXPECT_TRUE(all_names.insert(n).second) << n;
+    if (m.gpu->sim) {
+      EXPECT_TRUE(all_names.insert(m.gpu->sim->name).second) << m.gpu->sim->name;
+    }
     EXPECT_LE(m.memory_slices, kMemorySlices);
     EXPECT_LE(m.compute_slices, kComputeSlices);
     EXPECT_LE(m.max_instances, kMaxInstances);
@@ -33,9 +38,9 @@ TEST(MigProfiles, EveryTableIsWellFormed) {
       EXPECT_GE(p.compute_slices, 1);
       EXPECT_LE(p.compute_slices, m.compute_slices);
       EXPECT_GT(p.sm_count, 0);
-      EXPECT_LE(p.sm_count, m.sm_count);
+      EXPECT_LE(p.sm_count, m.gpu->sm_count);
       EXPECT_GT(p.memory_mib, 0);
-      EXPECT_LT(p.memory_mib, m.memory_mib);
+      EXPECT_LT(p.memory_mib, m.gpu->memory_mib);
       EXPECT_EQ(p.memory_mib % 64, 0) << "nvidia-smi's two decimals name a 1/16 GiB multiple";
       EXPECT_GE(p.max_count, 1);
       EXPECT_LE(p.max_count, m.max_instances);
@@ -156,7 +161,7 @@ TEST(MigProfiles, IdentificationIsExact) {
             "1g.12gb");
   // The PCIe card's table (114 SMs), not the SXM5 card's.
   EXPECT_EQ(key("NVIDIA H100 PCIe", 81559), "H100-PCIe");
-  EXPECT_EQ(ModelByKey("H100-PCIe")->sm_count, 114);
+  EXPECT_EQ(ModelByKey("H100-PCIe")->gpu->sm_count, 114);
   EXPECT_EQ(key("NVIDIA H100 80GB HBM3", 81559, 0x233010DE), "H100-80GB");
   EXPECT_EQ(key("NVIDIA H100 NVL", 95830), "H100-NVL");
   EXPECT_EQ(key("NVIDIA H200", 143771), "H200");
@@ -206,6 +211,40 @@ TEST(MigProfiles, LookupByKeyOrExactName) {
   EXPECT_NE(h100.error().message().find("known: A30, A100-40GB, A100-80GB, H100-80GB, H100-PCIe"),
             std::string::npos)
       << h100.error().message();
+}
+
+// src/hw's table of GPU models and these tables agree: every model with a mig_table has exactly
+// that table, over that model; every MIG-capable model without one is an untabled model; and the
+// other models are neither.
+TEST(MigProfiles, EveryMigCapableModelOfHwHasItsTableOrItsReason) {
+  size_t tabled = 0, untabled = 0;
+  for (const hw::GpuModel& g : hw::AllGpuModels()) {
+    SCOPED_TRACE(std::string(g.key));
+    const bool listed_untabled = std::any_of(UntabledModels().begin(), UntabledModels().end(),
+                                             [&](const UntabledModel& u) { return u.gpu == &g; });
+    if (!g.mig_table.empty()) {
+      const ModelTable* t = ModelByKey(g.mig_table);
+      ASSERT_NE(t, nullptr);
+      EXPECT_EQ(t->gpu, &g);
+      EXPECT_EQ(t->key, g.mig_table);
+      EXPECT_FALSE(listed_untabled);
+      ++tabled;
+    } else if (g.mig_capable) {
+      EXPECT_TRUE(listed_untabled) << "a MIG-capable model without a table needs its reason";
+      ++untabled;
+    } else {
+      EXPECT_FALSE(listed_untabled);
+      EXPECT_EQ(ModelByKey(g.key), nullptr);
+    }
+  }
+  EXPECT_EQ(tabled, AllModels().size());
+  EXPECT_EQ(untabled, UntabledModels().size());
+  for (const UntabledModel& u : UntabledModels()) {
+    ASSERT_NE(u.gpu, nullptr);
+    EXPECT_TRUE(u.gpu->mig_capable);
+    EXPECT_TRUE(u.gpu->mig_table.empty());
+    EXPECT_FALSE(u.why.empty());
+  }
 }
 
 TEST(MigProfiles, OwnedTableKeepsTheReportedGeometry) {

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/units.h"
+#include "hw/gpu_models_table.h"
 #include "simgpu/mig_state.h"
 #include "topo/presets.h"
 #include "topo/topo_matrix.h"
@@ -16,49 +17,28 @@ namespace {
 // Typical PCI bus numbers of the eight GPUs of an HGX board; further devices count on from 0xe0.
 constexpr uint32_t kPciBuses[] = {0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xba, 0xdb};
 
-struct Preset {
-  std::string_view model;
-  std::string_view label;
-  uint64_t memory_bytes;
-  int sms, cc_major, cc_minor, clock_mhz, memory_clock_mhz, bus_width, power_w;
-  uint64_t l2_bytes;
-  uint32_t pci_device_id;
-  uint64_t link_bytes_per_s;  // host link, each direction
-};
-
 constexpr uint64_t kMiB = 1ULL << 20;
 constexpr uint64_t kMaxLinkBytesPerS = 10'000'000'000'000ULL;
 constexpr uint64_t kMinLinkBytesPerS = 1'000'000ULL;
-constexpr Preset kPresets[] = {
-    {"h100", "H100", 80ULL << 30, 132, 9, 0, 1980, 2619, 5120, 700, 50 * kMiB, 0x233010de,
-     55'000'000'000},
-    {"h200", "H200", 143771ULL * kMiB, 132, 9, 0, 1980, 3201, 6144, 700, 50 * kMiB, 0x233510de,
-     55'000'000'000},
-    {"a100", "A100", 80ULL << 30, 108, 8, 0, 1410, 1593, 5120, 400, 40 * kMiB, 0x20b210de,
-     25'000'000'000},
-};
 
-const Preset& FindPreset(std::string_view model) {
-  for (const Preset& p : kPresets) {
-    if (p.model == model) return p;
-  }
-  return kPresets[0];
+// The presets are src/hw's models with a simulated GPU's preset (hw::SimPreset); h100, the
+// default, stands in for an unknown model.
+constexpr const hw::GpuModel* kDefaultPreset = hw::ModelOfKey("h100-80gb");
+static_assert(kDefaultPreset->sim->model == "h100");  // a null pointer would not compile
+
+const hw::GpuModel& FindPreset(std::string_view model) {
+  const hw::GpuModel* m = hw::FindSimPreset(model);
+  return m != nullptr ? *m : *kDefaultPreset;
 }
 
-bool KnownModel(std::string_view model) {
-  for (const Preset& p : kPresets) {
-    if (p.model == model) return true;
-  }
-  return false;
-}
+bool KnownModel(std::string_view model) { return hw::FindSimPreset(model) != nullptr; }
 
 std::string DefaultName(const DeviceSpec& d) {
-  const Preset& p = FindPreset(d.model);
+  const std::string_view label = FindPreset(d.model).sim->label;
   char buf[96];
   uint64_t gib = (d.memory_bytes + (1ULL << 29)) >> 30;  // rounded to the nearest GiB
-  std::snprintf(buf, sizeof(buf), "vgpu simulated %.*s (%llu GiB)",
-                static_cast<int>(p.label.size()), p.label.data(),
-                static_cast<unsigned long long>(gib));
+  std::snprintf(buf, sizeof(buf), "vgpu simulated %.*s (%llu GiB)", static_cast<int>(label.size()),
+                label.data(), static_cast<unsigned long long>(gib));
   return buf;
 }
 
@@ -309,26 +289,26 @@ bool ParseUuid(std::string_view text, std::array<uint8_t, 16>* bytes) {
 }
 
 DeviceSpec DefaultDevice(int index, std::string_view model) {
-  const Preset& p = FindPreset(model);
+  const hw::GpuModel& p = FindPreset(model);
   DeviceSpec d;
-  d.model = p.model;
-  d.memory_bytes = p.memory_bytes;
-  d.sm_count = p.sms;
+  d.model = p.sim->model;
+  d.memory_bytes = static_cast<uint64_t>(p.SimMemoryMib()) * kMiB;
+  d.sm_count = p.sm_count;
   d.cc_major = p.cc_major;
   d.cc_minor = p.cc_minor;
   d.clock_mhz = p.clock_mhz;
   d.memory_clock_mhz = p.memory_clock_mhz;
-  d.bus_width_bits = p.bus_width;
-  d.l2_bytes = p.l2_bytes;
+  d.bus_width_bits = p.bus_width_bits;
+  d.l2_bytes = static_cast<uint64_t>(p.l2_mib) * kMiB;
   d.power_w = p.power_w;
-  d.pci_device_id = p.pci_device_id;
+  d.pci_device_id = p.SimPciDeviceId();
   d.pci_domain = 0;
   d.pci_bus = index < 8 ? kPciBuses[index] : 0xe0 + static_cast<uint32_t>(index - 8);
   d.pci_device = 0;
   d.kernel_ns = 10'000;
   d.context_bytes = 0;
-  d.h2d_bytes_per_s = p.link_bytes_per_s;
-  d.d2h_bytes_per_s = p.link_bytes_per_s;
+  d.h2d_bytes_per_s = p.sim->host_link_bytes_per_s;
+  d.d2h_bytes_per_s = p.sim->host_link_bytes_per_s;
   d.link_coupling_pct = 70;
   d.fault_latency_ns = 20'000;
   d.name = DefaultName(d);

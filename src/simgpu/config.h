@@ -7,7 +7,8 @@
 //
 // Config file: one device per line, `key=value` pairs separated by spaces; '#' starts a comment;
 // blank lines are ignored; values with spaces are double-quoted ("a \"b\"" escapes quotes).
-//   model=h100|h200|a100     presets for every other key (default h100); apply before the rest
+//   model=h100|h200|a100     presets for every other key (default h100); apply before the rest;
+//                             they are src/hw's models with a SimPreset (hw/gpu_models_table.h)
 //   name="..."                product name; default "vgpu simulated <MODEL> (<N> GiB)"
 //   memory=80GiB              device memory (sizes as in common/units.h)
 //   sms=132                   multiprocessor count
@@ -91,8 +92,8 @@ struct Config {
   uint64_t Hash() const;
 };
 
-// The preset for `model` ("h100", "h200", "a100") as device number `index`, with the default
-// name, UUID and PCI address filled in. Unknown models fall back to h100.
+// The preset for `model` ("h100", "h200", "a100": hw::FindSimPreset) as device number `index`,
+// with the default name, UUID and PCI address filled in. Unknown models fall back to h100.
 DeviceSpec DefaultDevice(int index, std::string_view model = "h100");
 
 // Parses config text; `file_name` is used in error messages ("file:line:column: ...").

@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include "hw/gpu_models.h"
+#include "mig/profiles.h"
+#include "simgpu/mig_state.h"
+
 namespace vgpu::simgpu {
 namespace {
 
@@ -20,6 +24,58 @@ TEST(SimgpuConfig, DefaultDeviceIsAnH100Like80GiBGpuThatSaysItIsSimulated) {
   EXPECT_EQ(DefaultDevice(0).uuid, d.uuid);
   EXPECT_NE(DefaultDevice(1).uuid, d.uuid);
   EXPECT_EQ(d.pci_bus, 0x18u);
+}
+
+// The presets are hw's models with a SimPreset, their figures hw's; each is accepted by model=
+// and named in the message for an unknown model.
+TEST(SimgpuConfig, PresetsAreHwsModels) {
+  const std::string unknown = ParseConfigText("model=v100\n", "f").error().message();
+  int presets = 0;
+  for (const hw::GpuModel& m : hw::AllGpuModels()) {
+    if (m.sim == nullptr) continue;
+    SCOPED_TRACE(std::string(m.key));
+    ++presets;
+    const DeviceSpec d = DefaultDevice(0, m.sim->model);
+    EXPECT_EQ(d.model, m.sim->model);
+    EXPECT_EQ(d.name, m.sim->name);
+    EXPECT_EQ(d.memory_bytes, static_cast<uint64_t>(m.SimMemoryMib()) << 20);
+    EXPECT_EQ(d.sm_count, m.sm_count);
+    EXPECT_EQ(d.cc_major, m.cc_major);
+    EXPECT_EQ(d.cc_minor, m.cc_minor);
+    EXPECT_EQ(d.clock_mhz, m.clock_mhz);
+    EXPECT_EQ(d.memory_clock_mhz, m.memory_clock_mhz);
+    EXPECT_EQ(d.bus_width_bits, m.bus_width_bits);
+    EXPECT_EQ(d.l2_bytes, static_cast<uint64_t>(m.l2_mib) << 20);
+    EXPECT_EQ(d.power_w, m.power_w);
+    EXPECT_EQ(d.pci_device_id, m.pci_device_ids.front());
+    EXPECT_EQ(d.h2d_bytes_per_s, m.sim->host_link_bytes_per_s);
+    EXPECT_EQ(d.d2h_bytes_per_s, m.sim->host_link_bytes_per_s);
+    // At its own memory a preset is its model's MIG table's GPU (docs/simgpu.md, MIG).
+    const mig::ModelTable* table = MigTableFor(d);
+    ASSERT_NE(table, nullptr);
+    EXPECT_EQ(table->gpu, &m);
+    EXPECT_TRUE(ParseConfigText("model=" + std::string(m.sim->model) + "\n", "f").has_value());
+    EXPECT_NE(unknown.find(" " + std::string(m.sim->model)), std::string::npos) << unknown;
+  }
+  EXPECT_EQ(presets, 3);
+  // The figures each preset had before they moved to hw.
+  EXPECT_EQ(DefaultDevice(0, "h100").memory_bytes, 80ULL << 30);  // not the H100's 81559 MiB
+  EXPECT_EQ(DefaultDevice(0, "h100").pci_device_id, 0x233010deu);
+  EXPECT_EQ(DefaultDevice(0, "h200").memory_bytes, 143771ULL << 20);
+  EXPECT_EQ(DefaultDevice(0, "h200").memory_clock_mhz, 3201);
+  EXPECT_EQ(DefaultDevice(0, "h200").bus_width_bits, 6144);
+  const DeviceSpec a100 = DefaultDevice(0, "a100");
+  EXPECT_EQ(a100.name, "vgpu simulated A100 (80 GiB)");
+  EXPECT_EQ(a100.memory_bytes, 80ULL << 30);
+  EXPECT_EQ(a100.sm_count, 108);
+  EXPECT_EQ(a100.cc_major, 8);
+  EXPECT_EQ(a100.clock_mhz, 1410);
+  EXPECT_EQ(a100.memory_clock_mhz, 1593);
+  EXPECT_EQ(a100.l2_bytes, 40ULL << 20);
+  EXPECT_EQ(a100.power_w, 400);
+  EXPECT_EQ(a100.pci_device_id, 0x20b210deu);
+  EXPECT_EQ(a100.h2d_bytes_per_s, 25'000'000'000u);
+  EXPECT_EQ(DefaultDevice(0, "v100").model, "h100");  // an unknown model falls back to h100
 }
 
 TEST(SimgpuConfig, UuidRoundTrip) {

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/nvml_topology_api.h"
+#include "hw/gpu_models.h"
 #include "simgpu/nvml/nvml_internal.h"
 
 using namespace vgpu::simgpu;
@@ -156,7 +157,8 @@ unsigned PcieGeneration(unsigned index) {
   const DeviceSpec& s = Spec(index);
   if (s.pcie_generation > 0) return static_cast<unsigned>(s.pcie_generation);
   if (const vgpu::topo::Topology* t = Topo()) return static_cast<unsigned>(t->pcie_generation);
-  return s.model == "a100" ? 4u : 5u;
+  const vgpu::hw::GpuModel* m = vgpu::hw::FindSimPreset(s.model);
+  return m != nullptr && m->pcie_generation > 0 ? static_cast<unsigned>(m->pcie_generation) : 5u;
 }
 
 unsigned PcieWidth(unsigned index) {
