@@ -21,8 +21,8 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-Status Bad(const std::string& where, std::string_view key, std::string_view value,
-           const std::string& why) {
+Status BadSetting(const std::string& where, std::string_view key, std::string_view value,
+                  const std::string& why) {
   return Status::InvalidArgument(where + ": " + std::string(key) + ": \"" + std::string(value) +
                                  "\" " + why);
 }
@@ -54,12 +54,12 @@ Result<ComputeSettings> ParseComputeSettings(std::string_view text, const std::s
     std::string_view value = Trim(item.substr(eq + 1));
     if (key == "guarantee") {
       Parsed<int> p = ParsePercentRaw(value);
-      if (!p.ok()) return Bad(where, key, value, "is not a percentage 0..100");
+      if (!p.ok()) return BadSetting(where, key, value, "is not a percentage 0..100");
       out.guarantee = p.value;
     } else if (key == "weight") {
       Parsed<uint64_t> p = ParseUnsignedRaw(value);
       if (!p.ok() || p.value < 1 || p.value > kMaxWeight) {
-        return Bad(where, key, value, "is not a weight 1.." + std::to_string(kMaxWeight));
+        return BadSetting(where, key, value, "is not a weight 1.." + std::to_string(kMaxWeight));
       }
       out.weight = static_cast<int>(p.value);
     } else if (key == "mode") {
@@ -68,25 +68,26 @@ Result<ComputeSettings> ParseComputeSettings(std::string_view text, const std::s
       } else if (EqualsIgnoreCase(value, "elastic")) {
         out.mode = "elastic";
       } else {
-        return Bad(where, key, value, "is not a mode (capped or elastic)");
+        return BadSetting(where, key, value, "is not a mode (capped or elastic)");
       }
     } else if (key == "priority") {
       int32_t level = -1;
       if (!shm::ParsePriority(value, &level)) {
-        return Bad(where, key, value,
-                   "is not a priority (realtime, high, normal, low, idle; or 0 high, 1 normal)");
+        return BadSetting(
+            where, key, value,
+            "is not a priority (realtime, high, normal, low, idle; or 0 high, 1 normal)");
       }
       out.level = level;
     } else if (key == "time-slice" || key == "time_slice") {
       Parsed<int64_t> p = ParseDurationRaw(value);
       if (!p.ok() || static_cast<uint64_t>(p.value) < kMinTimeSliceNs ||
           static_cast<uint64_t>(p.value) > kMaxTimeSliceNs) {
-        return Bad(where, key, value, "is not a time slice between 500us and 1s (e.g. 5ms)");
+        return BadSetting(where, key, value, "is not a time slice between 500us and 1s (e.g. 5ms)");
       }
       out.time_slice_ns = static_cast<uint64_t>(p.value);
     } else if (key == "memory-mode" || key == "memory_mode") {
       if (value != "strict" && value != "overcommit" && value != "spill") {
-        return Bad(where, key, value, "is not a memory mode (strict, overcommit or spill)");
+        return BadSetting(where, key, value, "is not a memory mode (strict, overcommit or spill)");
       }
       out.memory_mode = std::string(value);
     } else {
