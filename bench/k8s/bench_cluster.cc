@@ -2,9 +2,9 @@
 
 #include <cstdio>
 
+#include "common/json_string.h"
 #include "common/rng.h"
 #include "harness.h"
-#include "k8s/json_scan.h"
 
 namespace vgpu::k8s::bench {
 

@@ -31,7 +31,7 @@ Result<Child> SpawnChild(std::vector<std::string> args, std::vector<std::string>
 // The whole content of a file ("" when it cannot be read).
 std::string ReadAll(const std::string& path);
 
-// CLOCK_MONOTONIC in nanoseconds.
+// CLOCK_MONOTONIC in nanoseconds (common/clock.h's MonotonicClock).
 uint64_t MonotonicNs();
 
 }  // namespace vgpu::cli

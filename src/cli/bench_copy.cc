@@ -95,7 +95,7 @@ struct CopyOptions {
   std::vector<std::string> tenant_texts;
 };
 
-int Run(const CopyOptions& o, CopyReport* report, const std::string& work) {
+int RunCopyScenario(const CopyOptions& o, CopyReport* report, const std::string& work) {
   Result<Libraries> libs = FindLibraries(o.sim, "vgpu bench copy");
   if (!libs.has_value()) return ReportStatus("bench copy", libs.error());
   std::vector<std::string> extra_env = {"LIBCUDA_LOG_LEVEL=1", "VGPU_SIMGPU_LOG_LEVEL=1"};
@@ -249,7 +249,7 @@ int RunCopyBench(int argc, char** argv) {
     return ReportStatus("bench copy", Status::IoError("cannot create a work directory"));
   }
   std::string work = tmpl;
-  int code = Run(o, &report, work);
+  int code = RunCopyScenario(o, &report, work);
   std::error_code ec;
   fs::remove_all(work, ec);
   return code;

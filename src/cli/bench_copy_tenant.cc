@@ -184,4 +184,6 @@ int RunCopyTenant(int argc, char** argv) {
   return kExitOk;
 }
 
+#undef COPY_CHECK  // the sources of a unity batch follow
+
 }  // namespace vgpu::cli

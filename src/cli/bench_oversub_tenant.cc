@@ -19,6 +19,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "cli/bench_child.h"
 #include "cli/cli_util.h"
 
 namespace vgpu::cli {
@@ -42,7 +43,7 @@ struct TouchDriver {
                              unsigned, void*, void**, void**);
 };
 
-bool Load(TouchDriver* d) {
+bool LoadTouchDriver(TouchDriver* d) {
   void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
   if (h == nullptr) {
     std::fprintf(stderr, "vgpu bench oversub-tenant: cannot load libcuda.so.1: %s\n", dlerror());
@@ -69,9 +70,10 @@ bool Load(TouchDriver* d) {
   return ok;
 }
 
-uint64_t NowNs(clockid_t clock) {
+// The wall clock (CLOCK_REALTIME, what --start-at-ns counts) in nanoseconds.
+uint64_t RealtimeNs() {
   timespec ts{};
-  clock_gettime(clock, &ts);
+  clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(ts.tv_nsec);
 }
 
@@ -115,7 +117,7 @@ int RunOversubTenant(int argc, char** argv) {
     return kExitBadInput;
   }
   TouchDriver d{};
-  if (!Load(&d)) return kExitFailure;
+  if (!LoadTouchDriver(&d)) return kExitFailure;
   int dev = 0;
   void* ctx = nullptr;
   void* module = nullptr;
@@ -138,7 +140,7 @@ int RunOversubTenant(int argc, char** argv) {
     chunks.push_back(p);
   }
   if (start_at != 0) {
-    uint64_t now = NowNs(CLOCK_REALTIME);
+    uint64_t now = RealtimeNs();
     if (start_at > now) {
       uint64_t wait = start_at - now;
       timespec ts{static_cast<time_t>(wait / 1'000'000'000ULL),
@@ -146,10 +148,10 @@ int RunOversubTenant(int argc, char** argv) {
       nanosleep(&ts, nullptr);
     }
   }
-  uint64_t t0 = NowNs(CLOCK_MONOTONIC);
+  uint64_t t0 = MonotonicNs();
   uint64_t end = t0 + static_cast<uint64_t>(seconds * 1e9);
   uint64_t rounds = 0;
-  while (NowNs(CLOCK_MONOTONIC) < end) {
+  while (MonotonicNs() < end) {
     for (size_t i = 0; i < chunks.size(); ++i) {
       CUdeviceptr p = chunks[i];
       uint64_t n = i + 1 < chunks.size() ? chunk : bytes - chunk * i;
@@ -159,11 +161,13 @@ int RunOversubTenant(int argc, char** argv) {
     if (++rounds % depth == 0) TOUCH_CHECK(d.cuCtxSynchronize());
   }
   TOUCH_CHECK(d.cuCtxSynchronize());
-  double took = static_cast<double>(NowNs(CLOCK_MONOTONIC) - t0) / 1e9;
+  double took = static_cast<double>(MonotonicNs() - t0) / 1e9;
   std::printf("rounds=%" PRIu64 " device_bytes=%" PRIu64 " managed_bytes=%" PRIu64
               " seconds=%.3f rate=%.2f\n",
               rounds, device, managed, took, static_cast<double>(rounds) / took);
   return kExitOk;
 }
+
+#undef TOUCH_CHECK  // the sources of a unity batch follow
 
 }  // namespace vgpu::cli

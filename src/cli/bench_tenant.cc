@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/bench_child.h"
 #include "cli/bench_tenant.h"
 #include "cli/cli_util.h"
 
@@ -107,19 +108,13 @@ LOOP:
 }
 )";
 
-uint64_t Now() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 void SleepUntil(uint64_t t) {
   timespec ts{static_cast<time_t>(t / 1000000000ULL), static_cast<long>(t % 1000000000ULL)};
   while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) != 0) {
   }
 }
 
-bool Load(Driver* d, std::string* error) {
+bool LoadDriver(Driver* d, std::string* error) {
   void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
   if (h == nullptr) {
     *error = std::string("cannot load libcuda.so.1: ") + dlerror();
@@ -162,7 +157,7 @@ bool Load(Driver* d, std::string* error) {
   return ok;
 }
 
-#define CHECK(call)                                                           \
+#define TENANT_CHECK(call)                                                    \
   do {                                                                        \
     CUresult rc_ = (call);                                                    \
     if (rc_ != 0) {                                                           \
@@ -183,20 +178,20 @@ int Calibrate(const Driver& d, CUmodule mod, CUfunction f, CUstream stream) {
     return kExitFailure;
   }
   uint64_t assumed = 1000;
-  CHECK(d.cuMemcpyHtoD(global, &assumed, sizeof assumed));
+  TENANT_CHECK(d.cuMemcpyHtoD(global, &assumed, sizeof assumed));
   CUevent a, b;
-  CHECK(d.cuEventCreate(&a, 0));
-  CHECK(d.cuEventCreate(&b, 0));
+  TENANT_CHECK(d.cuEventCreate(&a, 0));
+  TENANT_CHECK(d.cuEventCreate(&b, 0));
   uint64_t ns = 20000000;  // 2e7 cycles at the assumed rate
   void* params[] = {&ns};
   float best = 0;
   for (int i = 0; i < 5; ++i) {
-    CHECK(d.cuEventRecord(a, stream));
-    CHECK(d.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, stream, params, nullptr));
-    CHECK(d.cuEventRecord(b, stream));
-    CHECK(d.cuEventSynchronize(b));
+    TENANT_CHECK(d.cuEventRecord(a, stream));
+    TENANT_CHECK(d.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, stream, params, nullptr));
+    TENANT_CHECK(d.cuEventRecord(b, stream));
+    TENANT_CHECK(d.cuEventSynchronize(b));
     float ms = 0;
-    CHECK(d.cuEventElapsedTime(&ms, a, b));
+    TENANT_CHECK(d.cuEventElapsedTime(&ms, a, b));
     if (i > 0 && (best == 0 || ms < best)) best = ms;  // the first run warms up
   }
   if (best <= 0) {
@@ -217,16 +212,16 @@ int RunBenchTenant(const TenantOptions& o) {
   prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   Driver d{};
   std::string error;
-  if (!Load(&d, &error)) {
+  if (!LoadDriver(&d, &error)) {
     std::fprintf(stderr, "vgpu bench tenant: %s\n", error.c_str());
     return kExitFailure;
   }
   CUdevice dev;
   CUcontext ctx;
-  CHECK(d.cuInit(0));
-  CHECK(d.cuDeviceGet(&dev, 0));
-  CHECK(d.cuDevicePrimaryCtxRetain(&ctx, dev));
-  CHECK(d.cuCtxSetCurrent(ctx));
+  TENANT_CHECK(d.cuInit(0));
+  TENANT_CHECK(d.cuDeviceGet(&dev, 0));
+  TENANT_CHECK(d.cuDevicePrimaryCtxRetain(&ctx, dev));
+  TENANT_CHECK(d.cuCtxSetCurrent(ctx));
   std::string image = kSpinPtx;
   if (!o.module.empty()) {
     std::ifstream in(o.module, std::ios::binary);
@@ -238,20 +233,20 @@ int RunBenchTenant(const TenantOptions& o) {
   }
   CUmodule mod;
   CUfunction f;
-  CHECK(d.cuModuleLoadData(&mod, image.c_str()));
-  CHECK(d.cuModuleGetFunction(&f, mod, "sim_sleep_ns"));
+  TENANT_CHECK(d.cuModuleLoadData(&mod, image.c_str()));
+  TENANT_CHECK(d.cuModuleGetFunction(&f, mod, "sim_sleep_ns"));
   if (o.cycles_per_us > 0 && d.cuModuleGetGlobal != nullptr && d.cuMemcpyHtoD != nullptr) {
     CUdeviceptr global = 0;
     size_t size = 0;
     if (d.cuModuleGetGlobal(&global, &size, mod, "vgpu_cycles_per_us") == 0 &&
         size == sizeof(uint64_t)) {
       uint64_t v = o.cycles_per_us;
-      CHECK(d.cuMemcpyHtoD(global, &v, sizeof v));
+      TENANT_CHECK(d.cuMemcpyHtoD(global, &v, sizeof v));
     }
   }
   CUstream stream, ref_stream;
-  CHECK(d.cuStreamCreate(&stream, 1));
-  CHECK(d.cuStreamCreate(&ref_stream, 1));
+  TENANT_CHECK(d.cuStreamCreate(&stream, 1));
+  TENANT_CHECK(d.cuStreamCreate(&ref_stream, 1));
   if (o.calibrate) return Calibrate(d, mod, f, stream);
   const bool ptsz = o.launch == "ptsz";
   CUstream launch_stream = ptsz ? nullptr : stream;
@@ -264,10 +259,10 @@ int RunBenchTenant(const TenantOptions& o) {
       return kExitFailure;
     }
     CUgraph graph;
-    CHECK(d.cuStreamBeginCapture(stream, 0));
-    CHECK(d.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, stream, params, nullptr));
-    CHECK(d.cuStreamEndCapture(stream, &graph));
-    CHECK(d.cuGraphInstantiateWithFlags(&exec, graph, 0));
+    TENANT_CHECK(d.cuStreamBeginCapture(stream, 0));
+    TENANT_CHECK(d.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, stream, params, nullptr));
+    TENANT_CHECK(d.cuStreamEndCapture(stream, &graph));
+    TENANT_CHECK(d.cuGraphInstantiateWithFlags(&exec, graph, 0));
   }
   auto launch = [&]() -> CUresult {
     if (o.launch == "ptsz") {
@@ -293,17 +288,17 @@ int RunBenchTenant(const TenantOptions& o) {
   };
   // The reference: an event on an idle stream, whose host time is known to a few microseconds.
   CUevent ref;
-  CHECK(d.cuEventCreate(&ref, 0));
+  TENANT_CHECK(d.cuEventCreate(&ref, 0));
   uint64_t ref_host = 0;
   auto take_ref = [&]() -> CUresult {
-    uint64_t before = Now();
+    uint64_t before = MonotonicNs();
     CUresult rc = d.cuEventRecord(ref, ref_stream);
-    uint64_t after = Now();
+    uint64_t after = MonotonicNs();
     if (rc == 0) rc = d.cuEventSynchronize(ref);
     ref_host = (before + after) / 2;
     return rc;
   };
-  CHECK(take_ref());
+  TENANT_CHECK(take_ref());
   std::vector<CUevent> pool;
   struct Pending {
     uint64_t call;
@@ -324,7 +319,7 @@ int RunBenchTenant(const TenantOptions& o) {
     return 0;
   };
 
-  uint64_t t0 = Now();
+  uint64_t t0 = MonotonicNs();
   if (!o.start_now) {
     std::printf("ready\n");
     std::fflush(stdout);
@@ -335,11 +330,11 @@ int RunBenchTenant(const TenantOptions& o) {
   }
   uint64_t begin = t0 + o.offset_ns, end_at = t0 + o.stop_ns;
   SleepUntil(begin);
-  uint64_t last_ref = Now();
-  while (Now() < end_at) {
-    if (pending.empty() && Now() - last_ref > 2000000000ULL) {
-      CHECK(take_ref());  // keeps event times within float precision of the reference
-      last_ref = Now();
+  uint64_t last_ref = MonotonicNs();
+  while (MonotonicNs() < end_at) {
+    if (pending.empty() && MonotonicNs() - last_ref > 2000000000ULL) {
+      TENANT_CHECK(take_ref());  // keeps event times within float precision of the reference
+      last_ref = MonotonicNs();
     }
     auto launch_one = [&]() -> CUresult {
       CUevent ev;
@@ -349,31 +344,31 @@ int RunBenchTenant(const TenantOptions& o) {
         ev = pool.back();
         pool.pop_back();
       }
-      uint64_t call = Now();
+      uint64_t call = MonotonicNs();
       if (CUresult rc = launch(); rc != 0) return rc;
       if (CUresult rc = record(ev); rc != 0) return rc;
       pending.push_back({call, ev});
       return 0;
     };
     if (o.sync > 0) {
-      for (int k = 0; k < o.sync; ++k) CHECK(launch_one());
-      CHECK(synchronize());
+      for (int k = 0; k < o.sync; ++k) TENANT_CHECK(launch_one());
+      TENANT_CHECK(synchronize());
       while (!pending.empty()) {
-        CHECK(collect(pending.front()));
+        TENANT_CHECK(collect(pending.front()));
         pending.pop_front();
       }
-      if (o.gap_ns > 0) SleepUntil(Now() + o.gap_ns);
+      if (o.gap_ns > 0) SleepUntil(MonotonicNs() + o.gap_ns);
       continue;
     }
-    CHECK(launch_one());
+    TENANT_CHECK(launch_one());
     if (o.gap_ns > 0 || static_cast<int>(pending.size()) >= o.depth) {
-      CHECK(collect(pending.front()));
+      TENANT_CHECK(collect(pending.front()));
       pending.pop_front();
     }
-    if (o.gap_ns > 0) SleepUntil(Now() + o.gap_ns);
+    if (o.gap_ns > 0) SleepUntil(MonotonicNs() + o.gap_ns);
   }
   while (!pending.empty()) {
-    CHECK(collect(pending.front()));
+    TENANT_CHECK(collect(pending.front()));
     pending.pop_front();
   }
   FILE* file = std::fopen(o.out.c_str(), "w");
@@ -394,5 +389,7 @@ int RunBenchTenant(const TenantOptions& o) {
   }
   return kExitOk;
 }
+
+#undef TENANT_CHECK  // the sources of a unity batch follow
 
 }  // namespace vgpu::cli

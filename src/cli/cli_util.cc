@@ -60,9 +60,7 @@ std::optional<int> ParseArgs(CLI::App& app, int argc, char** argv) {
   return std::nullopt;
 }
 
-Status BadFlag(std::string_view flag, std::string_view why) {
-  return Status::InvalidArgument(std::string(flag) + ": " + std::string(why));
-}
+Status BadFlag(std::string_view flag, std::string_view why) { return InvalidAt(flag, why); }
 
 int ReportStatus(std::string_view command, const Status& status) {
   if (status.ok()) return kExitOk;

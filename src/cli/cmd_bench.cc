@@ -42,12 +42,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-uint64_t Now() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 struct Options {
   bool sim = false;
   bool json = false;
@@ -161,7 +155,7 @@ Result<RunOutput> RunTenants(const std::vector<BenchTenant>& tenants, const Opti
     children.push_back(*c);
   }
   // Wait until every tenant has initialised CUDA.
-  uint64_t deadline = Now() + 120ULL * 1000000000ULL;
+  uint64_t deadline = MonotonicNs() + 120ULL * 1000000000ULL;
   for (Child& c : children) {
     while (!Saw(c, "ready")) {
       int status;
@@ -171,7 +165,7 @@ Result<RunOutput> RunTenants(const std::vector<BenchTenant>& tenants, const Opti
         kill_all();
         return Status::Internal("a tenant failed to start: " + err);
       }
-      if (Now() > deadline) {
+      if (MonotonicNs() > deadline) {
         kill_all();
         return Status::Internal("tenants did not start within 120 s");
       }
@@ -179,7 +173,7 @@ Result<RunOutput> RunTenants(const std::vector<BenchTenant>& tenants, const Opti
     }
   }
   RunOutput out;
-  out.t0 = Now() + 20ULL * 1000000;
+  out.t0 = MonotonicNs() + 20ULL * 1000000;
   std::string start = std::to_string(out.t0) + "\n";
   for (Child& c : children) {
     if (write(c.in, start.data(), start.size()) != static_cast<ssize_t>(start.size())) {
@@ -196,7 +190,7 @@ Result<RunOutput> RunTenants(const std::vector<BenchTenant>& tenants, const Opti
   deadline = out.t0 + stop_ns + 60ULL * 1000000000ULL;
   for (;;) {
     usleep(100 * 1000);
-    if (sampler) sampler->Sample(Now());
+    if (sampler) sampler->Sample(MonotonicNs());
     bool all_done = true;
     for (Child& c : children) {
       if (c.pid > 0 && !Saw(c, "done")) {
@@ -211,12 +205,12 @@ Result<RunOutput> RunTenants(const std::vector<BenchTenant>& tenants, const Opti
       }
     }
     if (all_done) break;
-    if (Now() > deadline) {
+    if (MonotonicNs() > deadline) {
       kill_all();
       return Status::Internal("tenants did not finish in time");
     }
   }
-  if (sampler) sampler->Sample(Now());
+  if (sampler) sampler->Sample(MonotonicNs());
   for (Child& c : children) close(c.in);
   for (Child& c : children) {
     int status = 0;

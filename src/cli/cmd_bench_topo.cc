@@ -28,7 +28,7 @@ namespace vgpu::cli {
 namespace {
 
 // Decision time is the deciding thread's CPU time, so other load on the machine does not count.
-int64_t NowNs() {
+int64_t ThreadCpuNs() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
@@ -45,9 +45,9 @@ void TimePatterns(const topo::Topology& t, bool csv) {
     auto pattern = topo::ParseCommPattern(text, k);
     if (!pattern || k > n || n > 8) continue;
     topo::Evaluator ev(t);
-    const int64_t start = NowNs();
+    const int64_t start = ThreadCpuNs();
     topo::SetChoice c = topo::ChooseSet(ev, (topo::GpuMask{1} << n) - 1, k, *pattern);
-    const double us = static_cast<double>(NowNs() - start) / 1000.0;
+    const double us = static_cast<double>(ThreadCpuNs() - start) / 1000.0;
     std::printf(csv ? "%s,%s,%d,%.1f,%.6f\n" : "%-15s %-10s %3d GPUs %10.1f us  (%.6f s/step)\n",
                 t.name.c_str(), text.c_str(), k, us, c.comm_seconds);
   }
@@ -117,7 +117,7 @@ int RunBenchTopo(int argc, char** argv) {
       int runs = 0;
       for (uint64_t seed : *seed_list) {
         auto sequence = topo::MakeJobSequence(t.size(), jobs, mean_duration, seed);
-        topo::BenchResult r = topo::RunBench(t, sequence, policy, NowNs);
+        topo::BenchResult r = topo::RunBench(t, sequence, policy, ThreadCpuNs);
         sum.placed += r.placed;
         sum.multi_placed += r.multi_placed;
         sum.mean_bus_gbps += r.mean_bus_gbps * r.multi_placed;
@@ -147,11 +147,11 @@ int RunBenchTopo(int argc, char** argv) {
       std::vector<int> all;
       for (int g = 0; g < t.size(); ++g) all.push_back(g);
       for (int size : {2, 4}) {
-        int64_t start = NowNs();
+        int64_t start = ThreadCpuNs();
         topo::BestEffortAllocate(t, all, {}, size);
         std::printf(csv ? "%s,besteffort-one-decision-size-%d,,,,,,,,%.1f\n"
                         : "%-15s besteffort: one decision, size %d on all GPUs: %.1f us\n",
-                    t.name.c_str(), size, static_cast<double>(NowNs() - start) / 1000.0);
+                    t.name.c_str(), size, static_cast<double>(ThreadCpuNs() - start) / 1000.0);
       }
     }
   }

@@ -28,7 +28,6 @@ namespace vgpu::cli {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr std::string_view kCommand = "dra";
 
 struct DraFlags {
   DaemonGpuFlags gpu;
@@ -119,7 +118,7 @@ std::string DraMetrics(const dra::Driver& driver, const dra::SlicePublisher& pub
   return out;
 }
 
-Status Run(const DraFlags& f) {
+Status RunDraPlugin(const DraFlags& f) {
   // Taken at the end; blocked before anything starts a thread.
   StopSignals stop;
   VGPU_RETURN_IF_ERROR(SetUpDaemonLog(f.log_level, "vgpu dra"));
@@ -264,7 +263,7 @@ int RunDra(int argc, char** argv) {
   AddLogLevelFlag(app, &f.log_level);
   AllowEmptyValues(app, {"--nvidia-cdi-kind"});
   if (auto code = ParseArgs(app, argc, argv)) return *code;
-  return ReportStatus(kCommand, Run(f));
+  return ReportStatus("dra", RunDraPlugin(f));
 }
 
 }  // namespace vgpu::cli

@@ -30,6 +30,7 @@
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "cli/slice_members.h"
+#include "common/clock.h"
 #include "shm/arbiter_file.h"
 #include "shm/arbiter_policy.h"
 #include "shm/proc_identity.h"
@@ -92,10 +93,7 @@ void SweepArbiters(const fs::path& dir) {
     if (e.path().extension() == ".arbiter") paths.push_back(e.path());
   }
   std::sort(paths.begin(), paths.end());
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  const uint64_t now =
-      static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
+  const uint64_t now = static_cast<uint64_t>(MonotonicClock::Instance().NowNanos());
   for (const fs::path& path : paths) {
     shm::ArbiterMapping m;
     if (shm::ArbiterMapping::OpenExisting(path.c_str(), true, &m) != shm::RegionError::kOk) {

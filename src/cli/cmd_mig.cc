@@ -17,7 +17,7 @@ std::vector<MigSubcommand>& Registry() {
   return subs;
 }
 
-void PrintUsage(FILE* out) {
+void PrintMigUsage(FILE* out) {
   std::fprintf(out, "Usage: vgpu mig SUBCOMMAND [options]   (vgpu mig SUBCOMMAND --help)\n\n");
   for (const MigSubcommand& s : MigSubcommands()) {
     std::fprintf(out, "  %-10.*s %.*s\n", static_cast<int>(s.name.size()), s.name.data(),
@@ -65,7 +65,7 @@ int RunMig(int argc, char** argv) {
   }
   const bool help =
       argc >= 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0);
-  PrintUsage(help ? stdout : stderr);
+  PrintMigUsage(help ? stdout : stderr);
   if (help) return kExitOk;
   if (argc < 2) {
     std::fprintf(stderr, "vgpu mig: no subcommand given\n");

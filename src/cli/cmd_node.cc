@@ -21,7 +21,6 @@ namespace vgpu::cli {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr std::string_view kCommand = "node";
 
 struct NodeFlags {
   DaemonGpuFlags gpu;
@@ -277,7 +276,7 @@ Result<std::unique_ptr<node::ClusterClient>> OpenCluster(const NodeFlags& f) {
   return std::unique_ptr<node::ClusterClient>(std::move(*cluster));
 }
 
-Status Run(const NodeFlags& f) {
+Status RunNodeDaemon(const NodeFlags& f) {
   // Taken at the end; blocked before anything starts a thread.
   StopSignals stop;
   VGPU_RETURN_IF_ERROR(SetUpDaemonLog(f.log_level, "vgpu node"));
@@ -436,7 +435,7 @@ int RunNode(int argc, char** argv) {
                "nothing");
   if (auto code = ParseArgs(app, argc, argv)) return *code;
   f.analyze_step_given = app.count("--analyze-step") > 0;
-  return ReportStatus(kCommand, Run(f));
+  return ReportStatus("node", RunNodeDaemon(f));
 }
 
 }  // namespace vgpu::cli

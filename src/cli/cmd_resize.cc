@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "cli/slice_setup.h"
 #include "cli/top_sources.h"
+#include "common/json_string.h"
 #include "common/units.h"
 #include "shm/arbiter.h"
 #include "shm/priority.h"
@@ -27,16 +28,6 @@
 
 namespace vgpu::cli {
 namespace {
-
-std::string JsonEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) continue;
-    out += c;
-  }
-  return out;
-}
 
 // The region of slice `slice`: the slice of that exact name, else the one `vgpu run --name
 // NAME` made (its directory is NAME-XXXXXX) when there is exactly one.
@@ -136,15 +127,15 @@ int RunResize(int argc, char** argv) {
   Result<slice::SliceResizeResult> r = slice::ResizeSlice(region, change);
   if (!r.has_value()) {
     if (json) {
-      std::printf("{\"ok\":false,\"region\":\"%s\",\"error\":\"%s\"}\n", JsonEscape(region).c_str(),
-                  JsonEscape(r.error().message()).c_str());
+      std::printf("{\"ok\":false,\"region\":%s,\"error\":%s}\n", JsonString(region).c_str(),
+                  JsonString(r.error().message()).c_str());
     }
     return ReportStatus("resize", r.error());
   }
   if (json) {
-    std::printf("{\"ok\":true,\"region\":\"%s\",\"seq\":%llu,\"change\":\"%s\"}\n",
-                JsonEscape(region).c_str(), static_cast<unsigned long long>(r->seq),
-                JsonEscape(r->summary).c_str());
+    std::printf("{\"ok\":true,\"region\":%s,\"seq\":%llu,\"change\":%s}\n",
+                JsonString(region).c_str(), static_cast<unsigned long long>(r->seq),
+                JsonString(r->summary).c_str());
   } else {
     std::printf("resized %s: %s\n", slice.empty() ? region.c_str() : slice.c_str(),
                 r->summary.c_str());

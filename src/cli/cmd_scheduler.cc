@@ -26,8 +26,6 @@
 namespace vgpu::cli {
 namespace {
 
-constexpr std::string_view kCommand = "scheduler";
-
 struct SchedulerFlags {
   std::string listen = "127.0.0.1:8888";
   std::string metrics_listen = "0.0.0.0:9395";
@@ -202,7 +200,7 @@ bool WaitForSignal(const sigset_t& set, std::chrono::milliseconds d) {
   return sigtimedwait(&set, nullptr, &ts) > 0;
 }
 
-Status Run(const SchedulerFlags& f) {
+Status RunSchedulerServer(const SchedulerFlags& f) {
   VGPU_RETURN_IF_ERROR(CheckPrefix(f.resource_prefix));
   VGPU_RETURN_IF_ERROR(CheckWebhookFlags(f));
   if (f.default_memory_percent < 0 || f.default_memory_percent > 100) {
@@ -497,7 +495,7 @@ int RunScheduler(int argc, char** argv) {
   AllowEmptyValues(
       app, {"--metrics-listen", "--webhook-listen", "--webhook-secret", "--webhook-config-name"});
   if (auto code = ParseArgs(app, argc, argv)) return *code;
-  return ReportStatus(kCommand, Run(f));
+  return ReportStatus("scheduler", RunSchedulerServer(f));
 }
 
 }  // namespace vgpu::cli

@@ -23,7 +23,6 @@ namespace vgpu::cli {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr std::string_view kCommand = "sim";
 constexpr const char* kPublishedFile = "fgd_published_unallocated_pct.csv";
 
 struct SimFlags {
@@ -35,7 +34,7 @@ struct SimFlags {
   std::vector<std::string> options;
 };
 
-std::string PolicyHelp() {
+std::string SimHelpFooter() {
   std::string out = "Policies:\n";
   const sched::PolicyRegistry& r = sched::BuiltinPolicies();
   for (const std::string& n : r.Names()) {
@@ -56,7 +55,7 @@ std::string PolicyHelp() {
   return out;
 }
 
-Status Run(const SimFlags& f) {
+Status RunSnapshotMode(const SimFlags& f) {
   VGPU_RETURN_IF_ERROR(InputFile("--nodes", f.nodes));
   VGPU_RETURN_IF_ERROR(InputFile("--pods", f.pods));
   VGPU_RETURN_IF_ERROR(OutputFile("--csv", f.csv));
@@ -184,6 +183,7 @@ Status Run(const SimFlags& f) {
 }  // namespace
 
 int RunSim(int argc, char** argv) {
+  constexpr std::string_view kCommand = "sim";
   CLI::App app(
       "Replays a GPU cluster trace. Default (--mode snapshot): the FGD paper's snapshot protocol: "
       "pods shuffled per seed, resampled until --inflate x the GPU capacity has arrived, placed "
@@ -228,7 +228,7 @@ int RunSim(int argc, char** argv) {
       ->capture_default_str();
   ReplayFlags replay;
   const std::vector<std::string> replay_only = AddReplayFlags(app, &replay);
-  app.footer(PolicyHelp());
+  app.footer(SimHelpFooter());
   if (auto code = ParseArgs(app, argc, argv)) return *code;
   if (mode == "replay") {
     for (const char* flag : {"--inflate", "--published"}) {
@@ -258,7 +258,7 @@ int RunSim(int argc, char** argv) {
                           Status::InvalidArgument(flag + " applies only to --mode replay"));
     }
   }
-  return ReportStatus(kCommand, Run(f));
+  return ReportStatus(kCommand, RunSnapshotMode(f));
 }
 
 }  // namespace vgpu::cli

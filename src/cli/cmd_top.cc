@@ -36,6 +36,7 @@
 #include "cli/top_compute.h"
 #include "cli/top_keys.h"
 #include "cli/top_sources.h"
+#include "common/json_string.h"
 #include "common/units.h"
 #include "node/faults/tenant_levels.h"
 #include "shm/proc_identity.h"
@@ -186,50 +187,15 @@ std::string SliceTitle(const TopSlice& s) {
   return s.kind == "pod" ? s.ns + "/" + s.pod + "/" + s.container : s.entry.name;
 }
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
-
-std::string Num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", v);
-  return buf;
-}
-
 std::string ComputeJson(const ComputeSliceView* c) {
   if (c == nullptr) return "null";
   return "{\"max\":" + std::to_string(c->config.max_pct) +
          ",\"guarantee\":" + std::to_string(c->config.guarantee_pct) + ",\"mode\":\"" +
          (c->config.mode == shm::kModeElastic ? "elastic" : "capped") +
          "\",\"weight\":" + std::to_string(c->config.weight) + ",\"priority\":\"" +
-         shm::PriorityName(c->config.level) +
-         "\",\"time_slice_ms\":" + Num(static_cast<double>(c->config.time_slice_ns) / 1e6) +
-         ",\"achieved_pct\":" + Num(c->achieved_pct) +
+         shm::PriorityName(c->config.level) + "\",\"time_slice_ms\":" +
+         FormatFixed(static_cast<double>(c->config.time_slice_ns) / 1e6, 2) +
+         ",\"achieved_pct\":" + FormatFixed(c->achieved_pct, 2) +
          ",\"used_ns\":" + std::to_string(c->used_ns) +
          ",\"kernels\":" + std::to_string(c->kernels) +
          ",\"held_ns\":" + std::to_string(c->held_ns) + ",\"turns\":" + std::to_string(c->turns) +
@@ -248,8 +214,8 @@ const ComputeSliceView* SliceCompute(const std::vector<ArbiterView>& arbiters, c
   return c;
 }
 
-std::string Json(const std::vector<GpuInfo>& gpus, const std::string& note,
-                 const std::vector<TopSlice>& slices, const std::vector<ArbiterView>& arbiters) {
+std::string TopJson(const std::vector<GpuInfo>& gpus, const std::string& note,
+                    const std::vector<TopSlice>& slices, const std::vector<ArbiterView>& arbiters) {
   std::string j = "{\"gpus\":[";
   for (size_t i = 0; i < gpus.size(); ++i) {
     const GpuInfo& g = gpus[i];
@@ -521,7 +487,7 @@ int RunTop(int argc, char** argv) {
     for (const std::string& dir : dirs) {
       for (ArbiterView& a : ReadArbiters(dir)) arbiters.push_back(std::move(a));
     }
-    std::string view = json ? Json(gpus, note, slices, arbiters)
+    std::string view = json ? TopJson(gpus, note, slices, arbiters)
                             : Text(gpus, note, slices, state_dir, node_slice_dir, arbiters);
     if (!once && tty && !json) std::fputs("\033[H\033[2J", stdout);
     if (keys) view += std::string("\n") + TopKeyHelp(keys->reads_keys());

@@ -17,6 +17,7 @@
 #include <fstream>
 
 #include "cli/slice_members.h"
+#include "common/clock.h"
 #include "shm/proc_identity.h"
 
 namespace vgpu::cli {
@@ -25,12 +26,6 @@ namespace {
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 // While the slice is being ended: how often it is looked at again.
 constexpr int64_t kPollNs = 20LL * 1000 * 1000;
-
-int64_t NowNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
-}
 
 bool Alive(pid_t pid) { return kill(pid, 0) == 0 || errno == EPERM; }
 
@@ -207,7 +202,7 @@ SuperviseResult RunSupervised(const SuperviseOptions& o) {
       no_children = r < 0 && errno == ECHILD;
       break;
     }
-    const int64_t now = NowNs();
+    const int64_t now = MonotonicClock::Instance().NowNanos();
     if (main_done) {
       bool group = Alive(-pgid);
       bool holders = !RegionHolders(o.region_path, getpid()).empty();
@@ -254,7 +249,7 @@ SuperviseResult RunSupervised(const SuperviseOptions& o) {
     }
     if (sig <= 0 || sig == SIGCHLD || sig == SIGTTOU) continue;
     kill(-pgid, sig);
-    if (deadline < 0) deadline = NowNs() + o.kill_after_ns;
+    if (deadline < 0) deadline = MonotonicClock::Instance().NowNanos() + o.kill_after_ns;
   }
   // Signals stay blocked: one arriving now must not end vgpu run before the slice is removed.
   if (n == sizeof exec_error) {

@@ -5,35 +5,21 @@
 
 #include "cli/bench_share.h"
 #include "common/field_list.h"
+#include "common/json_string.h"
 #include "common/units.h"
 #include "shm/arbiter.h"
 
 namespace vgpu::cli {
 namespace {
 
-std::string Num(double v, int decimals = 2) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
+std::string Ms(uint64_t ns) { return FormatFixed(static_cast<double>(ns) / 1e6, 3); }
 
-std::string Ms(uint64_t ns) { return Num(static_cast<double>(ns) / 1e6, 3); }
-
-std::string OptNum(const std::optional<double>& v) { return v ? Num(*v) : "null"; }
+std::string OptNum(const std::optional<double>& v) { return v ? FormatFixed(*v, 2) : "null"; }
 
 std::string Series(const std::vector<double>& v) {
   std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + Num(v[i]);
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + FormatFixed(v[i], 2);
   return s + "]";
-}
-
-std::string Quote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) out += c;
-  }
-  return out + "\"";
 }
 
 std::string Policy(const BenchTenant& t) {
@@ -162,19 +148,22 @@ std::string ReportText(const BenchReport& r) {
     if (b.spec.latency_slack_ns > 0) {
       policy += " slack " + Ms(static_cast<uint64_t>(b.spec.latency_slack_ns)) + "ms";
     }
-    if (b.start_ns > 0) policy += " @" + Num(static_cast<double>(b.start_ns) / 1e9, 1) + "s";
-    if (b.stop_ns > 0) policy += " stop " + Num(static_cast<double>(b.stop_ns) / 1e9, 1) + "s";
+    if (b.start_ns > 0)
+      policy += " @" + FormatFixed(static_cast<double>(b.start_ns) / 1e9, 1) + "s";
+    if (b.stop_ns > 0)
+      policy += " stop " + FormatFixed(static_cast<double>(b.stop_ns) / 1e9, 1) + "s";
     std::string alone = x.alone_throughput && *x.alone_throughput > 0
-                            ? Num(100.0 * x.throughput / *x.alone_throughput, 1) + "%"
+                            ? FormatFixed(100.0 * x.throughput / *x.alone_throughput, 1) + "%"
                             : "-";
     std::snprintf(line, sizeof line, "%-10s %-34s %7s %8s %8s %7s %8s %9s %9s %10s %s\n",
-                  b.name.c_str(), policy.c_str(), x.target ? Num(*x.target, 1).c_str() : "-",
-                  Num(x.share, 2).c_str(),
-                  x.share_timeline ? Num(*x.share_timeline, 2).c_str() : "-",
-                  x.target ? ("±" + Num(x.worst_window_pp, 2)).c_str() : "-",
+                  b.name.c_str(), policy.c_str(),
+                  x.target ? FormatFixed(*x.target, 1).c_str() : "-",
+                  FormatFixed(x.share, 2).c_str(),
+                  x.share_timeline ? FormatFixed(*x.share_timeline, 2).c_str() : "-",
+                  x.target ? ("±" + FormatFixed(x.worst_window_pp, 2)).c_str() : "-",
                   x.converge_s >= 0 ? (std::to_string(x.converge_s) + " s").c_str() : "-",
                   (Ms(x.wait_p50_ns) + "ms").c_str(), (Ms(x.wait_p99_ns) + "ms").c_str(),
-                  Num(x.throughput, 1).c_str(), alone.c_str());
+                  FormatFixed(x.throughput, 1).c_str(), alone.c_str());
     t += line;
   }
   t += "target: expected share with all tenants running; achieved: share once all run (events); "
@@ -185,8 +174,9 @@ std::string ReportText(const BenchReport& r) {
 }
 
 std::string ReportJson(const BenchReport& r) {
-  std::string j = "{\"gpu\":" + Quote(r.sim ? "simulated" : "real") +
-                  ",\"seconds\":" + Num(r.seconds, 3) + ",\"window_s\":" + Num(r.window_s, 3) +
+  std::string j = "{\"gpu\":" + JsonString(r.sim ? "simulated" : "real") +
+                  ",\"seconds\":" + FormatFixed(r.seconds, 3) +
+                  ",\"window_s\":" + FormatFixed(r.window_s, 3) +
                   ",\"kernel_ms\":" + Ms(r.kernel_ns) +
                   ",\"time_slice_ms\":" + Ms(r.time_slice_ns) + ",\"tenants\":[";
   for (size_t i = 0; i < r.tenants.size(); ++i) {
@@ -194,34 +184,38 @@ std::string ReportJson(const BenchReport& r) {
     const TenantResult& x = r.results[i];
     const slice::SliceSpec& s = b.spec;
     j += i ? "," : "";
-    j += "{\"name\":" + Quote(b.name) + ",\"max\":" + std::to_string(s.cores == 0 ? 100 : s.cores) +
-         ",\"guarantee\":" +
+    j += "{\"name\":" + JsonString(b.name) +
+         ",\"max\":" + std::to_string(s.cores == 0 ? 100 : s.cores) + ",\"guarantee\":" +
          std::to_string(s.elastic ? (s.guarantee < 0 ? 0 : s.guarantee)
                                   : (s.cores == 0 ? 0 : s.cores)) +
          ",\"weight\":" + std::to_string(s.weight > 0 ? s.weight : 1) +
-         ",\"priority\":" + Quote(shm::PriorityName(s.priority)) +
-         ",\"mode\":" + Quote(s.elastic ? "elastic" : "capped") + ",\"launch\":" + Quote(b.launch) +
-         ",\"kernel_ms\":" + Ms(b.kernel_ns) + ",\"gap_ms\":" + Ms(b.gap_ns) +
-         ",\"start_s\":" + Num(static_cast<double>(b.start_ns) / 1e9, 3) +
-         ",\"stop_s\":" + (b.stop_ns ? Num(static_cast<double>(b.stop_ns) / 1e9, 3) : "null") +
+         ",\"priority\":" + JsonString(shm::PriorityName(s.priority)) +
+         ",\"mode\":" + JsonString(s.elastic ? "elastic" : "capped") +
+         ",\"launch\":" + JsonString(b.launch) + ",\"kernel_ms\":" + Ms(b.kernel_ns) +
+         ",\"gap_ms\":" + Ms(b.gap_ns) +
+         ",\"start_s\":" + FormatFixed(static_cast<double>(b.start_ns) / 1e9, 3) + ",\"stop_s\":" +
+         (b.stop_ns ? FormatFixed(static_cast<double>(b.stop_ns) / 1e9, 3) : "null") +
          ",\"idle_after_stop_ms\":" +
          (x.idle_after_stop_ns ? Ms(*x.idle_after_stop_ns) : std::string("null")) +
          ",\"depth\":" + std::to_string(b.depth) + ",\"sync\":" + std::to_string(b.sync) +
          ",\"latency_slack_ms\":" +
          Ms(s.latency_slack_ns > 0 ? static_cast<uint64_t>(s.latency_slack_ns) : 0) +
          ",\"target\":" + OptNum(x.target) + ",\"demand\":" + OptNum(x.demand) +
-         ",\"share\":" + Num(x.share, 3) + ",\"share_timeline\":" + OptNum(x.share_timeline) +
+         ",\"share\":" + FormatFixed(x.share, 3) +
+         ",\"share_timeline\":" + OptNum(x.share_timeline) +
          ",\"per_second\":" + Series(x.per_second) + ",\"windows\":" + Series(x.windows) +
-         ",\"worst_window_pp\":" + (x.target ? Num(x.worst_window_pp, 3) : "null") +
+         ",\"worst_window_pp\":" + (x.target ? FormatFixed(x.worst_window_pp, 3) : "null") +
          ",\"converge_s\":" + (x.converge_s >= 0 ? std::to_string(x.converge_s) : "null") +
          ",\"kernels\":" + std::to_string(x.records.size()) +
-         ",\"throughput\":" + Num(x.throughput, 3) + ",\"wait_p50_ms\":" + Ms(x.wait_p50_ns) +
-         ",\"wait_p99_ms\":" + Ms(x.wait_p99_ns) + ",\"wait_max_ms\":" + Ms(x.wait_max_ns) +
+         ",\"throughput\":" + FormatFixed(x.throughput, 3) +
+         ",\"wait_p50_ms\":" + Ms(x.wait_p50_ns) + ",\"wait_p99_ms\":" + Ms(x.wait_p99_ns) +
+         ",\"wait_max_ms\":" + Ms(x.wait_max_ns) +
          ",\"alone_throughput\":" + OptNum(x.alone_throughput) +
          ",\"alone_wait_p99_ms\":" + (x.alone_wait_p99_ns ? Ms(*x.alone_wait_p99_ns) : "null") +
          ",\"throughput_ratio\":" +
-         (x.alone_throughput && *x.alone_throughput > 0 ? Num(x.throughput / *x.alone_throughput, 4)
-                                                        : "null") +
+         (x.alone_throughput && *x.alone_throughput > 0
+              ? FormatFixed(x.throughput / *x.alone_throughput, 4)
+              : "null") +
          "}";
   }
   return j + "]}\n";

@@ -1,13 +1,12 @@
 #include "cli/top_compute.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 
+#include "common/clock.h"
 #include "shm/arbiter_file.h"
 #include "shm/arbiter_policy.h"
 
@@ -22,10 +21,7 @@ std::vector<ArbiterView> ReadArbiters(const std::string& dir) {
     if (e.path().extension() == ".arbiter") paths.push_back(e.path().string());
   }
   std::sort(paths.begin(), paths.end());
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  uint64_t now =
-      static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
+  uint64_t now = static_cast<uint64_t>(MonotonicClock::Instance().NowNanos());
   for (const std::string& path : paths) {
     ArbiterView v;
     v.path = path;

@@ -119,6 +119,15 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
+// InvalidArgument "WHERE: WHAT", the shape of a bad-input message: WHERE names the input (a flag,
+// a field's path, FILE:LINE), WHAT says what is wrong with it.
+inline Status InvalidAt(std::string_view where, std::string_view what) {
+  std::string m(where);
+  m += ": ";
+  m += what;
+  return Status::InvalidArgument(std::move(m));
+}
+
 }  // namespace vgpu
 
 // Evaluates `expr` (a Status); if it is not OK, returns it from the calling function.

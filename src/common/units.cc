@@ -72,4 +72,10 @@ std::string FormatBytes(uint64_t bytes) {
   return buf;
 }
 
+std::string FormatFixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
 }  // namespace vgpu

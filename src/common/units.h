@@ -270,4 +270,8 @@ Result<uint64_t> ParseRate(std::string_view text, std::string_view what = "rate"
 // Formats a byte count for people: "512 B", "4.00 KiB", "80.00 GiB".
 std::string FormatBytes(uint64_t bytes);
 
+// `v` with `decimals` digits after the point, as printf's "%.*f" writes it: "3.14" for
+// (3.14159, 2), "7" for (7.2, 0), "-0.50" for (-0.5, 2).
+std::string FormatFixed(double v, int decimals);
+
 }  // namespace vgpu

@@ -129,6 +129,13 @@ TEST(FormatBytes, HumanReadable) {
   EXPECT_EQ(FormatBytes(80ULL << 30), "80.00 GiB");
 }
 
+TEST(FormatFixed, DigitsAfterThePoint) {
+  EXPECT_EQ(FormatFixed(3.14159, 2), "3.14");
+  EXPECT_EQ(FormatFixed(7.2, 0), "7");
+  EXPECT_EQ(FormatFixed(-0.5, 2), "-0.50");
+  EXPECT_EQ(FormatFixed(12.0, 3), "12.000");
+}
+
 // Property: every byte count formatted as plain digits, and as whole MiB with "m", parses back.
 TEST(ParseByteSize, RoundTripsPlainAndMiB) {
   uint64_t x = 0x9e3779b97f4a7c15ULL;

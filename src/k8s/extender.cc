@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "common/json_string.h"
 #include "common/log.h"
 #include "k8s/json_scan.h"
 

@@ -4,6 +4,7 @@
 
 #include <unordered_set>
 
+#include "common/json_string.h"
 #include "k8s/json_scan.h"
 
 namespace vgpu::k8s {

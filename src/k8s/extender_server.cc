@@ -11,7 +11,7 @@
 namespace vgpu::k8s {
 namespace {
 
-constexpr size_t kMaxBody = size_t{64} << 20;
+constexpr size_t kMaxExtenderBody = size_t{64} << 20;
 
 void Configure(httplib::Server& s, int threads, int keep_alive_seconds, int* listen_fd) {
   s.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
@@ -24,7 +24,7 @@ void Configure(httplib::Server& s, int threads, int keep_alive_seconds, int* lis
   });
   s.set_keep_alive_max_count(100000);
   s.set_keep_alive_timeout(keep_alive_seconds);
-  s.set_payload_max_length(kMaxBody);
+  s.set_payload_max_length(kMaxExtenderBody);
   s.set_tcp_nodelay(true);
 }
 

@@ -8,22 +8,18 @@
 namespace vgpu::k8s {
 namespace {
 
-Status Bad(const std::string& where, const std::string& what) {
-  return Status::InvalidArgument(where + ": " + what);
-}
-
 Result<int64_t> IntField(const Json& o, const std::string& where, const char* key, int64_t min,
                          int64_t max, std::optional<int64_t> fallback) {
   auto it = o.find(key);
   if (it == o.end() || it->is_null()) {
     if (fallback) return *fallback;
-    return Bad(where + "." + key, "missing");
+    return InvalidAt(where + "." + key, "missing");
   }
-  if (!it->is_number_integer()) return Bad(where + "." + key, "must be an integer");
+  if (!it->is_number_integer()) return InvalidAt(where + "." + key, "must be an integer");
   const int64_t v = it->get<int64_t>();
   if (v < min || v > max) {
-    return Bad(where + "." + key, std::to_string(v) + " is outside " + std::to_string(min) + ".." +
-                                      std::to_string(max));
+    return InvalidAt(where + "." + key, std::to_string(v) + " is outside " + std::to_string(min) +
+                                            ".." + std::to_string(max));
   }
   return v;
 }
@@ -31,23 +27,23 @@ Result<int64_t> IntField(const Json& o, const std::string& where, const char* ke
 Result<std::string> StringField(const Json& o, const std::string& where, const char* key) {
   auto it = o.find(key);
   if (it == o.end() || !it->is_string() || it->get<std::string>().empty()) {
-    return Bad(where + "." + key, "must be a non-empty string");
+    return InvalidAt(where + "." + key, "must be a non-empty string");
   }
   return it->get<std::string>();
 }
 
 // Sorts by index and checks uniqueness of indices and UUIDs.
 Status Finish(NodeInventory& inv, const std::string& prefix) {
-  if (inv.gpus.size() > 64) return Bad(prefix, "more than 64 GPUs");
+  if (inv.gpus.size() > 64) return InvalidAt(prefix, "more than 64 GPUs");
   std::sort(inv.gpus.begin(), inv.gpus.end(),
             [](const InventoryGpu& a, const InventoryGpu& b) { return a.index < b.index; });
   std::set<std::string> uuids;
   for (size_t i = 0; i < inv.gpus.size(); ++i) {
     if (i > 0 && inv.gpus[i].index == inv.gpus[i - 1].index) {
-      return Bad(prefix, "GPU index " + std::to_string(inv.gpus[i].index) + " appears twice");
+      return InvalidAt(prefix, "GPU index " + std::to_string(inv.gpus[i].index) + " appears twice");
     }
     if (!uuids.insert(inv.gpus[i].uuid).second) {
-      return Bad(prefix, "GPU " + inv.gpus[i].uuid + " appears twice");
+      return InvalidAt(prefix, "GPU " + inv.gpus[i].uuid + " appears twice");
     }
   }
   return Status::Ok();
@@ -62,16 +58,16 @@ std::string StripNvidiaPrefix(std::string type) {
 Status ParseMigInstances(const Json& g, const std::string& where, InventoryGpu* gpu) {
   auto m = g.find("mig");
   if (m == g.end() || m->is_null()) return Status::Ok();
-  if (!m->is_array()) return Bad(where + ".mig", "must be a list");
+  if (!m->is_array()) return InvalidAt(where + ".mig", "must be a list");
   if (!m->empty() && gpu->mode != GpuMode::kMig && gpu->mode != GpuMode::kMigDynamic) {
-    return Bad(where + ".mig", "MIG instances on a GPU whose mode is \"" +
-                                   std::string(GpuModeName(gpu->mode)) + "\"");
+    return InvalidAt(where + ".mig", "MIG instances on a GPU whose mode is \"" +
+                                         std::string(GpuModeName(gpu->mode)) + "\"");
   }
   std::set<std::string> uuids;
   for (size_t k = 0; k < m->size(); ++k) {
     const Json& e = (*m)[k];
     const std::string w = where + ".mig[" + std::to_string(k) + "]";
-    if (!e.is_object()) return Bad(w, "must be an object");
+    if (!e.is_object()) return InvalidAt(w, "must be an object");
     InventoryMigInstance inst;
     auto profile = StringField(e, w, "profile");
     if (!profile) return profile.error();
@@ -82,7 +78,8 @@ Status ParseMigInstances(const Json& g, const std::string& where, InventoryGpu* 
     auto uuid = StringField(e, w, "uuid");
     if (!uuid) return uuid.error();
     inst.uuid = *uuid;
-    if (!uuids.insert(inst.uuid).second) return Bad(w + ".uuid", inst.uuid + " appears twice");
+    if (!uuids.insert(inst.uuid).second)
+      return InvalidAt(w + ".uuid", inst.uuid + " appears twice");
     auto id = IntField(e, w, "profile_id", 0, 1 << 20, -1);
     if (!id) return id.error();
     inst.profile_id = static_cast<int>(*id);
@@ -98,10 +95,10 @@ Status ParseMigInstances(const Json& g, const std::string& where, InventoryGpu* 
     for (size_t k = 0; k < gpu->mig.size(); ++k) {
       const mig::Profile& p = table->profiles[layout->instances[k].profile];
       if (gpu->mig[k].profile_id >= 0 && gpu->mig[k].profile_id != p.profile_id) {
-        return Bad(where + ".mig", "profile " + gpu->mig[k].profile + " has NVML id " +
-                                       std::to_string(p.profile_id) + " on " +
-                                       std::string(table->key) + ", not " +
-                                       std::to_string(gpu->mig[k].profile_id));
+        return InvalidAt(where + ".mig", "profile " + gpu->mig[k].profile + " has NVML id " +
+                                             std::to_string(p.profile_id) + " on " +
+                                             std::string(table->key) + ", not " +
+                                             std::to_string(gpu->mig[k].profile_id));
       }
     }
   }
@@ -197,7 +194,7 @@ Result<NodeInventory> ParseInventory(std::string_view text) {
   for (size_t i = 0; i < gpus->size(); ++i) {
     const Json& g = (*gpus)[i];
     const std::string where = "gpus[" + std::to_string(i) + "]";
-    if (!g.is_object()) return Bad(where, "must be an object");
+    if (!g.is_object()) return InvalidAt(where, "must be an object");
     InventoryGpu gpu;
     auto uuid = StringField(g, where, "uuid");
     if (!uuid) return uuid.error();
@@ -209,7 +206,7 @@ Result<NodeInventory> ParseInventory(std::string_view text) {
     if (!model) return model.error();
     gpu.model = *model;
     auto mem = IntField(g, where, "memory_mib", 1, int64_t{1} << 40, std::nullopt);
-    if (!mem) return Bad(where + ".memory_mib", "must be a positive integer");
+    if (!mem) return InvalidAt(where + ".memory_mib", "must be a positive integer");
     gpu.memory_mib = *mem;
     auto units = IntField(g, where, "units", 1, 1000, 10);
     if (!units) return units.error();
@@ -219,14 +216,14 @@ Result<NodeInventory> ParseInventory(std::string_view text) {
     gpu.numa = static_cast<int>(*numa);
     if (auto h = g.find("health"); h != g.end()) {
       if (!h->is_string() || (*h != "healthy" && *h != "unhealthy")) {
-        return Bad(where + ".health", "must be \"healthy\" or \"unhealthy\"");
+        return InvalidAt(where + ".health", "must be \"healthy\" or \"unhealthy\"");
       }
       gpu.healthy = *h == "healthy";
     }
     if (auto p = g.find("nvlink_peers"); p != g.end() && !p->is_null()) {
-      if (!p->is_array()) return Bad(where + ".nvlink_peers", "must be a list of UUIDs");
+      if (!p->is_array()) return InvalidAt(where + ".nvlink_peers", "must be a list of UUIDs");
       for (const Json& peer : *p) {
-        if (!peer.is_string()) return Bad(where + ".nvlink_peers", "must be a list of UUIDs");
+        if (!peer.is_string()) return InvalidAt(where + ".nvlink_peers", "must be a list of UUIDs");
         gpu.nvlink_peers.push_back(peer.get<std::string>());
       }
     }
@@ -234,23 +231,25 @@ Result<NodeInventory> ParseInventory(std::string_view text) {
       std::optional<GpuMode> mode;
       if (md->is_string()) mode = ParseGpuMode(md->get<std::string>());
       if (!mode) {
-        return Bad(where + ".mode",
-                   "must be \"shared\", \"whole\", \"mig\", \"mig-dynamic\" or \"mps\"");
+        return InvalidAt(where + ".mode",
+                         "must be \"shared\", \"whole\", \"mig\", \"mig-dynamic\" or \"mps\"");
       }
       gpu.mode = *mode;
     }
     VGPU_RETURN_IF_ERROR(ParseMigInstances(g, where, &gpu));
     if (auto l = g.find("links"); l != g.end() && !l->is_null()) {
-      if (!l->is_array()) return Bad(where + ".links", "must be a list of topo -m tokens");
+      if (!l->is_array()) return InvalidAt(where + ".links", "must be a list of topo -m tokens");
       for (const Json& token : *l) {
-        if (!token.is_string()) return Bad(where + ".links", "must be a list of topo -m tokens");
+        if (!token.is_string())
+          return InvalidAt(where + ".links", "must be a list of topo -m tokens");
         inv.links[gpu.index].push_back(token.get<std::string>());
       }
     }
     inv.gpus.push_back(std::move(gpu));
   }
   if (auto p = j.find("pcie"); p != j.end() && !p->is_null()) {
-    if (!p->is_object()) return Bad("pcie", "must be an object {\"generation\": G, \"width\": W}");
+    if (!p->is_object())
+      return InvalidAt("pcie", "must be an object {\"generation\": G, \"width\": W}");
     auto generation = IntField(*p, "pcie", "generation", 1, 16, std::nullopt);
     if (!generation) return generation.error();
     auto width = IntField(*p, "pcie", "width", 1, 64, 16);
@@ -273,7 +272,7 @@ Result<NodeInventory> ParseHamiRegister(std::string_view text) {
     for (size_t i = 0; i < j.size(); ++i) {
       const Json& d = j[i];
       const std::string where = "[" + std::to_string(i) + "]";
-      if (!d.is_object()) return Bad(where, "must be an object");
+      if (!d.is_object()) return InvalidAt(where, "must be an object");
       InventoryGpu gpu;
       auto id = StringField(d, where, "id");
       if (!id) return id.error();
@@ -285,7 +284,7 @@ Result<NodeInventory> ParseHamiRegister(std::string_view text) {
       auto type = StringField(d, where, "type");
       gpu.model = type ? StripNvidiaPrefix(*type) : "unknown";
       auto mem = IntField(d, where, "devmem", 1, int64_t{1} << 40, std::nullopt);
-      if (!mem) return Bad(where + ".devmem", "must be a positive integer");
+      if (!mem) return InvalidAt(where + ".devmem", "must be a positive integer");
       gpu.memory_mib = *mem;
       auto count = IntField(d, where, "count", 1, 1000, 10);
       if (!count) return count.error();
@@ -317,7 +316,7 @@ Result<NodeInventory> ParseHamiRegister(std::string_view text) {
       }
       const std::string where = "entry " + std::to_string(i);
       if (f.size() < 7)
-        return Bad(where, "has " + std::to_string(f.size()) + " fields, want 7 or 9");
+        return InvalidAt(where, "has " + std::to_string(f.size()) + " fields, want 7 or 9");
       InventoryGpu gpu;
       gpu.uuid = f[0];
       try {
@@ -326,11 +325,11 @@ Result<NodeInventory> ParseHamiRegister(std::string_view text) {
         gpu.numa = std::stoi(f[5]);
         gpu.index = f.size() >= 8 ? std::stoi(f[7]) : static_cast<int>(i);
       } catch (const std::exception&) {
-        return Bad(where, "has a non-numeric count, memory, NUMA or index field");
+        return InvalidAt(where, "has a non-numeric count, memory, NUMA or index field");
       }
       if (gpu.uuid.empty() || gpu.memory_mib <= 0 || gpu.units <= 0 || gpu.index < 0 ||
           gpu.index > 63) {
-        return Bad(where, "has an empty UUID or a count, memory or index out of range");
+        return InvalidAt(where, "has an empty UUID or a count, memory or index out of range");
       }
       gpu.model = StripNvidiaPrefix(f[4]);
       gpu.healthy = f[6] == "true";

@@ -1,7 +1,8 @@
 // A fast path for the large, flat parts of extender requests and responses: splitting a JSON
-// object into its top-level members without building a DOM, reading an array of strings, and
-// writing escaped strings. A filter request for 1,000 nodes is mostly node names; reading them
-// this way instead of through a JSON DOM halves the request's cost.
+// object into its top-level members without building a DOM and reading an array of strings (the
+// escaped strings of the answers: common/json_string.h). A filter request for 1,000 nodes is
+// mostly node names; reading them this way instead of through a JSON DOM halves the request's
+// cost.
 //
 // Contract: the scanner checks structure (quotes, brackets, separators) but not the grammar of
 // values it skips; callers parse the spans they use with a full parser and fall back to one when
@@ -36,8 +37,5 @@ bool ScanStringArray(std::string_view text, std::vector<std::string>* out);
 // The same, as views into `text`: false also when a string has an escape (the caller then uses
 // ScanStringArray). Allocates nothing but `out`'s storage.
 bool ScanStringArrayViews(std::string_view text, std::vector<std::string_view>* out);
-
-// Appends `s` as a JSON string literal (quoted, escaped).
-void AppendJsonString(std::string* out, std::string_view s);
 
 }  // namespace vgpu::k8s

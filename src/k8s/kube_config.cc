@@ -20,7 +20,8 @@ std::string Where(const std::string& path, const YAML::Node& node) {
 }
 
 // A string field of a map node, "" when absent. Non-scalar values are an error.
-Result<std::string> StringField(const std::string& path, const YAML::Node& map, const char* key) {
+Result<std::string> YamlStringField(const std::string& path, const YAML::Node& map,
+                                    const char* key) {
   const YAML::Node v = map[key];
   if (!v || v.IsNull()) return std::string();
   if (!v.IsScalar()) {
@@ -68,7 +69,7 @@ Result<YAML::Node> FindNamed(const std::string& path, const YAML::Node& root, co
 Result<std::string> DataOrFile(const std::string& path, const YAML::Node& map,
                                const std::string& key) {
   const std::string data_key = key + "-data";
-  auto data = StringField(path, map, data_key.c_str());
+  auto data = YamlStringField(path, map, data_key.c_str());
   if (!data) return data.error();
   if (!data->empty()) {
     auto decoded = Base64Decode(*data);
@@ -78,7 +79,7 @@ Result<std::string> DataOrFile(const std::string& path, const YAML::Node& map,
     }
     return *decoded;
   }
-  auto file = StringField(path, map, key.c_str());
+  auto file = YamlStringField(path, map, key.c_str());
   if (!file) return file.error();
   if (file->empty()) return std::string();
   fs::path p(*file);
@@ -141,7 +142,7 @@ Result<KubeConfig> LoadKubeconfig(const std::string& path, const std::string& co
   try {
     std::string ctx_name = context;
     if (ctx_name.empty()) {
-      auto current = StringField(path, root, "current-context");
+      auto current = YamlStringField(path, root, "current-context");
       if (!current) return current.error();
       ctx_name = *current;
     }
@@ -150,11 +151,11 @@ Result<KubeConfig> LoadKubeconfig(const std::string& path, const std::string& co
     }
     auto ctx = FindNamed(path, root, "contexts", ctx_name, "context");
     if (!ctx) return ctx.error();
-    auto cluster_name = StringField(path, *ctx, "cluster");
+    auto cluster_name = YamlStringField(path, *ctx, "cluster");
     if (!cluster_name) return cluster_name.error();
-    auto user_name = StringField(path, *ctx, "user");
+    auto user_name = YamlStringField(path, *ctx, "user");
     if (!user_name) return user_name.error();
-    auto ns = StringField(path, *ctx, "namespace");
+    auto ns = YamlStringField(path, *ctx, "namespace");
     if (!ns) return ns.error();
 
     KubeConfig c;
@@ -162,7 +163,7 @@ Result<KubeConfig> LoadKubeconfig(const std::string& path, const std::string& co
     c.source = path + " (context " + ctx_name + ")";
     auto cluster = FindNamed(path, root, "clusters", *cluster_name, "cluster");
     if (!cluster) return cluster.error();
-    auto server = StringField(path, *cluster, "server");
+    auto server = YamlStringField(path, *cluster, "server");
     if (!server) return server.error();
     if (server->empty()) {
       return Status::InvalidArgument(Where(path, *cluster) + ": cluster '" + *cluster_name +
@@ -205,10 +206,10 @@ Result<KubeConfig> LoadKubeconfig(const std::string& path, const std::string& co
       }
       c.client_cert_pem = *cert;
       c.client_key_pem = *key;
-      auto token = StringField(path, *user, "token");
+      auto token = YamlStringField(path, *user, "token");
       if (!token) return token.error();
       c.token = *token;
-      auto token_file = StringField(path, *user, "tokenFile");
+      auto token_file = YamlStringField(path, *user, "tokenFile");
       if (!token_file) return token_file.error();
       if (!token_file->empty()) {
         fs::path p(*token_file);

@@ -10,19 +10,15 @@
 namespace vgpu::k8s {
 namespace {
 
-Status Bad(const std::string& where, const std::string& what) {
-  return Status::InvalidArgument(where + ": " + what);
-}
-
 Result<int64_t> Int(const Json& o, const std::string& where, const char* key, int64_t min,
                     int64_t max) {
   auto it = o.find(key);
   if (it == o.end() || !it->is_number_integer())
-    return Bad(where + "." + key, "must be an integer");
+    return InvalidAt(where + "." + key, "must be an integer");
   const int64_t v = it->get<int64_t>();
   if (v < min || v > max) {
-    return Bad(where + "." + key, std::to_string(v) + " is outside " + std::to_string(min) + ".." +
-                                      std::to_string(max));
+    return InvalidAt(where + "." + key, std::to_string(v) + " is outside " + std::to_string(min) +
+                                            ".." + std::to_string(max));
   }
   return v;
 }
@@ -78,9 +74,10 @@ Result<PodAssignment> ParseAssignment(std::string_view text) {
     return Status::InvalidArgument("version " + std::to_string(*version) + " is not supported");
   }
   PodAssignment a;
-  if (!j.contains("node") || !j["node"].is_string()) return Bad("node", "must be a string");
+  if (!j.contains("node") || !j["node"].is_string()) return InvalidAt("node", "must be a string");
   a.node = j["node"].get<std::string>();
-  if (!j.contains("reserved") || !j["reserved"].is_object()) return Bad("reserved", "missing");
+  if (!j.contains("reserved") || !j["reserved"].is_object())
+    return InvalidAt("reserved", "missing");
   auto rm = Int(j["reserved"], "reserved", "milli", 0, 1000);
   if (!rm) return rm.error();
   auto rmem = Int(j["reserved"], "reserved", "memory_mib", 0, int64_t{1} << 40);
@@ -88,18 +85,19 @@ Result<PodAssignment> ParseAssignment(std::string_view text) {
   a.reserved_milli = static_cast<int32_t>(*rm);
   a.reserved_memory_mib = *rmem;
   if (!j.contains("containers") || !j["containers"].is_array()) {
-    return Bad("containers", "must be a list");
+    return InvalidAt("containers", "must be a list");
   }
   for (size_t ci = 0; ci < j["containers"].size(); ++ci) {
     const Json& c = j["containers"][ci];
     const std::string where = "containers[" + std::to_string(ci) + "]";
-    if (!c.is_object()) return Bad(where, "must be an object");
+    if (!c.is_object()) return InvalidAt(where, "must be an object");
     ContainerAssignment ca;
-    if (!c.contains("name") || !c["name"].is_string()) return Bad(where + ".name", "missing");
+    if (!c.contains("name") || !c["name"].is_string()) return InvalidAt(where + ".name", "missing");
     ca.name = c["name"].get<std::string>();
     ca.init = c.contains("init") && c["init"].is_boolean() && c["init"].get<bool>();
     if (c.contains("rank_order")) {
-      if (!c["rank_order"].is_boolean()) return Bad(where + ".rank_order", "must be true or false");
+      if (!c["rank_order"].is_boolean())
+        return InvalidAt(where + ".rank_order", "must be true or false");
       ca.rank_order = c["rank_order"].get<bool>();
     }
     if (c.contains("priority")) {
@@ -107,13 +105,14 @@ Result<PodAssignment> ParseAssignment(std::string_view text) {
       if (!p) return p.error();
       ca.priority = static_cast<int>(*p);
     }
-    if (!c.contains("gpus") || !c["gpus"].is_array()) return Bad(where + ".gpus", "must be a list");
+    if (!c.contains("gpus") || !c["gpus"].is_array())
+      return InvalidAt(where + ".gpus", "must be a list");
     for (size_t gi = 0; gi < c["gpus"].size(); ++gi) {
       const Json& g = c["gpus"][gi];
       const std::string gw = where + ".gpus[" + std::to_string(gi) + "]";
-      if (!g.is_object()) return Bad(gw, "must be an object");
+      if (!g.is_object()) return InvalidAt(gw, "must be an object");
       AssignedGpu ag;
-      if (!g.contains("uuid") || !g["uuid"].is_string()) return Bad(gw + ".uuid", "missing");
+      if (!g.contains("uuid") || !g["uuid"].is_string()) return InvalidAt(gw + ".uuid", "missing");
       ag.uuid = g["uuid"].get<std::string>();
       auto index = Int(g, gw, "index", 0, 63);
       if (!index) return index.error();
@@ -129,11 +128,11 @@ Result<PodAssignment> ParseAssignment(std::string_view text) {
       ag.cores = static_cast<int>(*cores);
       if (auto m = g.find("mig"); m != g.end() && !m->is_null()) {
         const std::string mw = gw + ".mig";
-        if (!m->is_object()) return Bad(mw, "must be an object");
+        if (!m->is_object()) return InvalidAt(mw, "must be an object");
         AssignedMig am;
         auto profile = m->find("profile");
         if (profile == m->end() || !profile->is_string() || profile->get<std::string>().empty()) {
-          return Bad(mw + ".profile", "must be a non-empty string");
+          return InvalidAt(mw + ".profile", "must be a non-empty string");
         }
         am.profile = profile->get<std::string>();
         auto start = Int(*m, mw, "start", 0, 7);
@@ -141,7 +140,7 @@ Result<PodAssignment> ParseAssignment(std::string_view text) {
         am.start = static_cast<int>(*start);
         if (auto u = m->find("uuid"); u != m->end() && !u->is_null()) {
           if (!u->is_string() || u->get<std::string>().empty()) {
-            return Bad(mw + ".uuid", "must be a non-empty string");
+            return InvalidAt(mw + ".uuid", "must be a non-empty string");
           }
           am.uuid = u->get<std::string>();
         }

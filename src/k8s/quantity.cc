@@ -6,7 +6,7 @@
 namespace vgpu::k8s {
 namespace {
 
-Status Bad(std::string_view text, const char* why) {
+Status BadQuantity(std::string_view text, const char* why) {
   return Status::InvalidArgument("'" + std::string(text) + "' " + why);
 }
 
@@ -20,7 +20,7 @@ struct Parts {
 
 Result<Parts> ParseParts(std::string_view text) {
   std::string_view s = text;
-  if (s.empty()) return Bad(text, "is not a quantity");
+  if (s.empty()) return BadQuantity(text, "is not a quantity");
   bool negative = false;
   if (s[0] == '+' || s[0] == '-') {
     negative = s[0] == '-';
@@ -39,11 +39,11 @@ Result<Parts> ParseParts(std::string_view text) {
       continue;
     }
     if (c < '0' || c > '9') break;
-    if (++digits > 30) return Bad(text, "has too many digits");
+    if (++digits > 30) return BadQuantity(text, "has too many digits");
     mantissa = mantissa * 10 + (c - '0');
     if (dot) ++frac_digits;
   }
-  if (digits == 0) return Bad(text, "is not a quantity");
+  if (digits == 0) return BadQuantity(text, "is not a quantity");
   std::string_view suffix = s.substr(i);
   int exp10 = -frac_digits;
   int exp2 = 0;
@@ -85,15 +85,15 @@ Result<Parts> ParseParts(std::string_view text) {
       eneg = e[0] == '-';
       e.remove_prefix(1);
     }
-    if (e.empty() || e.size() > 3) return Bad(text, "has a bad exponent");
+    if (e.empty() || e.size() > 3) return BadQuantity(text, "has a bad exponent");
     int v = 0;
     for (char c : e) {
-      if (c < '0' || c > '9') return Bad(text, "has a bad exponent");
+      if (c < '0' || c > '9') return BadQuantity(text, "has a bad exponent");
       v = v * 10 + (c - '0');
     }
     exp10 += eneg ? -v : v;
   } else {
-    return Bad(text, "has an unknown suffix");
+    return BadQuantity(text, "has an unknown suffix");
   }
   return Parts{negative, mantissa, exp10, exp2};
 }
@@ -106,18 +106,18 @@ Result<int64_t> ParseWholeQuantity(std::string_view text) {
   auto [negative, mantissa, exp10, exp2] = *parts;
   constexpr __int128 kMax = std::numeric_limits<int64_t>::max();
   for (; exp10 < 0; ++exp10) {
-    if (mantissa % 10 != 0) return Bad(text, "is not a whole number");
+    if (mantissa % 10 != 0) return BadQuantity(text, "is not a whole number");
     mantissa /= 10;
   }
   for (; exp10 > 0; --exp10) {
     mantissa *= 10;
-    if (mantissa > kMax) return Bad(text, "is too large");
+    if (mantissa > kMax) return BadQuantity(text, "is too large");
   }
   for (; exp2 > 0; --exp2) {
     mantissa *= 2;
-    if (mantissa > kMax) return Bad(text, "is too large");
+    if (mantissa > kMax) return BadQuantity(text, "is too large");
   }
-  if (mantissa > kMax) return Bad(text, "is too large");
+  if (mantissa > kMax) return BadQuantity(text, "is too large");
   return static_cast<int64_t>(negative ? -mantissa : mantissa);
 }
 
@@ -125,16 +125,16 @@ Result<int64_t> ParseCeilQuantity(std::string_view text, int scale10) {
   auto parts = ParseParts(text);
   if (!parts) return parts.error();
   auto [negative, mantissa, exp10, exp2] = *parts;
-  if (negative && mantissa != 0) return Bad(text, "is negative");
+  if (negative && mantissa != 0) return BadQuantity(text, "is negative");
   constexpr __int128 kMax = std::numeric_limits<int64_t>::max();
   exp10 += scale10;
   for (; exp2 > 0; --exp2) {
     mantissa *= 2;
-    if (mantissa > kMax) return Bad(text, "is too large");
+    if (mantissa > kMax) return BadQuantity(text, "is too large");
   }
   for (; exp10 > 0; --exp10) {
     mantissa *= 10;
-    if (mantissa > kMax) return Bad(text, "is too large");
+    if (mantissa > kMax) return BadQuantity(text, "is too large");
   }
   bool remainder = false;
   for (; exp10 < 0; ++exp10) {
@@ -142,7 +142,7 @@ Result<int64_t> ParseCeilQuantity(std::string_view text, int scale10) {
     mantissa /= 10;
   }
   if (remainder) ++mantissa;
-  if (mantissa > kMax) return Bad(text, "is too large");
+  if (mantissa > kMax) return BadQuantity(text, "is too large");
   return static_cast<int64_t>(mantissa);
 }
 

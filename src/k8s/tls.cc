@@ -8,11 +8,6 @@
 namespace vgpu::k8s {
 namespace {
 
-struct BioFree {
-  void operator()(BIO* b) const { BIO_free(b); }
-};
-using BioPtr = std::unique_ptr<BIO, BioFree>;
-
 BioPtr MemBio(std::string_view pem) {
   return BioPtr(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
 }

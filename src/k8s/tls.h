@@ -5,6 +5,7 @@
 // the OpenSSL reason (e.g. "no certificate found in CA data"). Thread-safe (OpenSSL 3).
 #pragma once
 
+#include <openssl/bio.h>
 #include <openssl/evp.h>
 #include <openssl/x509.h>
 
@@ -24,9 +25,13 @@ struct PkeyFree {
 struct StoreFree {
   void operator()(X509_STORE* p) const { X509_STORE_free(p); }
 };
+struct BioFree {
+  void operator()(BIO* b) const { BIO_free(b); }
+};
 using X509Ptr = std::unique_ptr<X509, X509Free>;
 using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
 using StorePtr = std::unique_ptr<X509_STORE, StoreFree>;
+using BioPtr = std::unique_ptr<BIO, BioFree>;
 
 // The first certificate of a PEM text.
 Result<X509Ptr> ParseCertificatePem(std::string_view pem);

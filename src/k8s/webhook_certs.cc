@@ -17,11 +17,6 @@
 namespace vgpu::k8s {
 namespace {
 
-struct BioFree {
-  void operator()(BIO* b) const { BIO_free(b); }
-};
-using BioPtr = std::unique_ptr<BIO, BioFree>;
-
 Status OpenSslFailure(const char* what) {
   const std::string why = TakeOpenSslError();
   return Status::Internal(std::string(what) + " failed" + (why.empty() ? "" : ": " + why));

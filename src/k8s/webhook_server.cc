@@ -18,7 +18,7 @@ struct WebhookServer::KeyPair {
 
 namespace {
 
-constexpr size_t kMaxBody = size_t{16} << 20;
+constexpr size_t kMaxReviewBody = size_t{16} << 20;
 
 // The path is also the route's pattern (a regular expression), so it is kept to plain characters.
 bool ValidPath(const std::string& p) {
@@ -110,7 +110,7 @@ Status WebhookServer::Start() {
     *fd = sock;
   });
   server_->set_keep_alive_timeout(options_.keep_alive_seconds);
-  server_->set_payload_max_length(kMaxBody);
+  server_->set_payload_max_length(kMaxReviewBody);
   server_->set_tcp_nodelay(true);
   server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");

@@ -21,7 +21,7 @@ std::string MetricName(OnlineMetric m) {
   return m == OnlineMetric::kUtil ? "utilization" : "memory";
 }
 
-std::string Describe(const OnlineAnomaly& a, int64_t now_ns) {
+std::string DescribeAnomaly(const OnlineAnomaly& a, int64_t now_ns) {
   char magnitude[64];
   if (a.anomaly.kind == analyze::AnomalyKind::kLeak) {
     std::snprintf(magnitude, sizeof magnitude, "%.2f GiB/h", a.anomaly.magnitude / (1 << 30));
@@ -89,7 +89,7 @@ void Daemon::AnalysisRound(
             ->NowNanos();
   }
   for (const OnlineAnomaly& a : found) {
-    const std::string what = Describe(a, now);
+    const std::string what = DescribeAnomaly(a, now);
     VGPU_LOG_WARN("anomaly: %s", what.c_str());
     Status s = cluster_->PostNodeEvent(options_.node_name, "Warning", "VgpuAnomaly", what);
     if (!s.ok()) VGPU_LOG_WARN("node event: %s", s.ToString().c_str());

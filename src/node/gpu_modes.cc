@@ -17,7 +17,7 @@ std::string Where(const std::string& file, const YAML::Node& node) {
   return file + ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
 }
 
-Status Bad(const std::string& file, const YAML::Node& node, const std::string& why) {
+Status BadEntry(const std::string& file, const YAML::Node& node, const std::string& why) {
   return Status::InvalidArgument(Where(file, node) + ": " + why);
 }
 
@@ -30,39 +30,41 @@ bool IsProfileName(const std::string& s) {
 
 Result<GpuModeEntry> ParseEntry(const YAML::Node& e, const std::string& file, int number) {
   std::string where = "gpus[" + std::to_string(number) + "]";
-  if (!e.IsMap()) return Bad(file, e, where + ": must be a map");
+  if (!e.IsMap()) return BadEntry(file, e, where + ": must be a map");
   GpuModeEntry entry;
   for (const auto& kv : e) {
     std::string key = kv.first.as<std::string>();
     if (key != "devices" && key != "model" && key != "mode" && key != "mig-devices") {
-      return Bad(file, kv.first,
-                 where + ": unknown key \"" + key + "\" (known: devices model mode mig-devices)");
+      return BadEntry(
+          file, kv.first,
+          where + ": unknown key \"" + key + "\" (known: devices model mode mig-devices)");
     }
   }
   const YAML::Node devices = e["devices"];
-  if (!devices) return Bad(file, e, where + ": devices is missing (\"all\" or a list of indices)");
+  if (!devices)
+    return BadEntry(file, e, where + ": devices is missing (\"all\" or a list of indices)");
   if (devices.IsScalar() && devices.as<std::string>() == "all") {
     // all
   } else if (devices.IsSequence()) {
     for (const YAML::Node& d : devices) {
       int index = -1;
       if (!d.IsScalar() || !YAML::convert<int>::decode(d, index) || index < 0 || index > 63) {
-        return Bad(file, d, where + ".devices: not a GPU index 0..63");
+        return BadEntry(file, d, where + ".devices: not a GPU index 0..63");
       }
       entry.devices.push_back(index);
       entry.devices_where.push_back(Where(file, d));
     }
-    if (entry.devices.empty()) return Bad(file, devices, where + ".devices: empty list");
+    if (entry.devices.empty()) return BadEntry(file, devices, where + ".devices: empty list");
   } else {
-    return Bad(file, devices, where + ".devices: must be \"all\" or a list of indices");
+    return BadEntry(file, devices, where + ".devices: must be \"all\" or a list of indices");
   }
   if (const YAML::Node model = e["model"]) {
-    if (!model.IsScalar()) return Bad(file, model, where + ".model: must be a model key");
+    if (!model.IsScalar()) return BadEntry(file, model, where + ".model: must be a model key");
     entry.model = model.as<std::string>();
     const mig::ModelTable* table = mig::ModelByKey(entry.model);
     if (table == nullptr) {
       Result<const mig::ModelTable*> named = mig::LookupModel(entry.model);
-      return Bad(
+      return BadEntry(
           file, model,
           where + ".model: \"" + entry.model + "\" is not a MIG table key (" +
               (named ? "use its key " + std::string((*named)->key) : "known: " + mig::ModelKeys()) +
@@ -72,36 +74,36 @@ Result<GpuModeEntry> ParseEntry(const YAML::Node& e, const std::string& file, in
   }
   const YAML::Node mode = e["mode"];
   if (!mode || !mode.IsScalar()) {
-    return Bad(file, mode ? mode : e,
-               where + ".mode: missing (shared, whole, mig, mig-dynamic or mps)");
+    return BadEntry(file, mode ? mode : e,
+                    where + ".mode: missing (shared, whole, mig, mig-dynamic or mps)");
   }
   std::optional<GpuMode> parsed = k8s::ParseGpuMode(mode.as<std::string>());
   if (!parsed) {
-    return Bad(file, mode,
-               where + ".mode: \"" + mode.as<std::string>() +
-                   "\" is not a mode (shared, whole, mig, mig-dynamic, mps)");
+    return BadEntry(file, mode,
+                    where + ".mode: \"" + mode.as<std::string>() +
+                        "\" is not a mode (shared, whole, mig, mig-dynamic, mps)");
   }
   entry.mode = *parsed;
   const YAML::Node mig = e["mig-devices"];
   if (mig && entry.mode != GpuMode::kMig) {
-    return Bad(file, mig, where + ".mig-devices: only for mode mig");
+    return BadEntry(file, mig, where + ".mig-devices: only for mode mig");
   }
   if (entry.mode == GpuMode::kMig) {
     if (!mig || !mig.IsMap() || mig.size() == 0) {
-      return Bad(file, mig ? mig : e,
-                 where + ".mig-devices: mode mig needs profile counts, e.g. {\"3g.71gb\": 2}");
+      return BadEntry(file, mig ? mig : e,
+                      where + ".mig-devices: mode mig needs profile counts, e.g. {\"3g.71gb\": 2}");
     }
     for (const auto& kv : mig) {
       std::string profile = kv.first.as<std::string>();
       int count = 0;
       if (!IsProfileName(profile)) {
-        return Bad(
+        return BadEntry(
             file, kv.first,
             where + ".mig-devices: \"" + profile + "\" is not a MIG profile name (like 3g.71gb)");
       }
       if (!kv.second.IsScalar() || !YAML::convert<int>::decode(kv.second, count) || count < 0 ||
           count > 7) {
-        return Bad(file, kv.second, where + ".mig-devices." + profile + ": not a count 0..7");
+        return BadEntry(file, kv.second, where + ".mig-devices." + profile + ": not a count 0..7");
       }
       if (count > 0) entry.mig_devices.emplace_back(profile, count);
     }
@@ -121,16 +123,17 @@ Result<GpuModeConfig> ParseGpuModeConfig(std::string_view yaml, const std::strin
   if (!root.IsMap()) return Status::InvalidArgument(file + ": must be a YAML map (version, gpus)");
   const YAML::Node version = root["version"];
   if (!version || !version.IsScalar() || version.as<std::string>() != "v1") {
-    return Bad(file, version ? version : root, "version: must be v1");
+    return BadEntry(file, version ? version : root, "version: must be v1");
   }
   for (const auto& kv : root) {
     std::string key = kv.first.as<std::string>();
     if (key != "version" && key != "gpus") {
-      return Bad(file, kv.first, "unknown key \"" + key + "\" (known: version gpus)");
+      return BadEntry(file, kv.first, "unknown key \"" + key + "\" (known: version gpus)");
     }
   }
   const YAML::Node gpus = root["gpus"];
-  if (!gpus || !gpus.IsSequence()) return Bad(file, gpus ? gpus : root, "gpus: must be a list");
+  if (!gpus || !gpus.IsSequence())
+    return BadEntry(file, gpus ? gpus : root, "gpus: must be a list");
   GpuModeConfig config;
   int number = 0;
   try {

@@ -11,17 +11,10 @@
 namespace vgpu::node {
 namespace {
 
-std::string Get(const Labels& l, const std::string& key) {
-  for (const auto& [k, v] : l) {
-    if (k == key) return v;
-  }
-  return "";
-}
-
 // A slice sample's identity, to look up its values in other families.
 std::string SliceKey(const Labels& l) {
-  return Get(l, "namespace") + "/" + Get(l, "pod") + "/" + Get(l, "container") + "/" +
-         Get(l, "uuid");
+  return LabelValue(l, "namespace") + "/" + LabelValue(l, "pod") + "/" +
+         LabelValue(l, "container") + "/" + LabelValue(l, "uuid");
 }
 
 // Values of family `name` by slice key (empty when the family is absent).
@@ -39,29 +32,30 @@ double Percent(double ratio) { return std::ceil(ratio * 100 - 1e-9); }
 // The host series of HAMi's vGPU monitor: node, device_index, device_uuid, device_type.
 Labels HostLabels(const Labels& l, bool with_node = true) {
   Labels out;
-  if (with_node) out.emplace_back("node", Get(l, "node"));
-  out.emplace_back("device_index", Get(l, "gpu"));
-  out.emplace_back("device_uuid", Get(l, "uuid"));
-  out.emplace_back("device_type", "NVIDIA-" + Get(l, "model"));
+  if (with_node) out.emplace_back("node", LabelValue(l, "node"));
+  out.emplace_back("device_index", LabelValue(l, "gpu"));
+  out.emplace_back("device_uuid", LabelValue(l, "uuid"));
+  out.emplace_back("device_type", "NVIDIA-" + LabelValue(l, "model"));
   return out;
 }
 
 // The per-GPU series of HAMi's scheduler: node, device_uuid, device_index, [extra], device_type.
 Labels SchedulerGpuLabels(const Labels& l, const Labels& extra = {}, bool with_type = true) {
-  Labels out = {
-      {"node", Get(l, "node")}, {"device_uuid", Get(l, "uuid")}, {"device_index", Get(l, "gpu")}};
+  Labels out = {{"node", LabelValue(l, "node")},
+                {"device_uuid", LabelValue(l, "uuid")},
+                {"device_index", LabelValue(l, "gpu")}};
   out.insert(out.end(), extra.begin(), extra.end());
-  if (with_type) out.emplace_back("device_type", "NVIDIA-" + Get(l, "model"));
+  if (with_type) out.emplace_back("device_type", "NVIDIA-" + LabelValue(l, "model"));
   return out;
 }
 
 // The per-container series of HAMi's vGPU monitor.
 Labels MonitorSliceLabels(const Labels& l) {
-  return {{"namespace", Get(l, "namespace")},
-          {"pod", Get(l, "pod")},
-          {"container", Get(l, "container")},
-          {"vdevice_index", Get(l, "cuda_index")},
-          {"device_uuid", Get(l, "uuid")}};
+  return {{"namespace", LabelValue(l, "namespace")},
+          {"pod", LabelValue(l, "pod")},
+          {"container", LabelValue(l, "container")},
+          {"vdevice_index", LabelValue(l, "cuda_index")},
+          {"device_uuid", LabelValue(l, "uuid")}};
 }
 
 void AddZone(Labels* l) { l->emplace_back("zone", "vGPU"); }
@@ -85,7 +79,7 @@ void AddHostSeries(MetricsBuilder& m) {
   m.Derive(metric::vgpu_gpu_ecc_errors_total, metric::hami_host_gpu_ecc_errors_total,
            [](const Labels& in, Labels* out, double*) {
              *out = HostLabels(in);
-             out->emplace_back("error_type", Get(in, "type"));
+             out->emplace_back("error_type", LabelValue(in, "type"));
              AddZone(out);
              return true;
            });
@@ -94,7 +88,7 @@ void AddHostSeries(MetricsBuilder& m) {
 void AddSchedulerGpuSeries(MetricsBuilder& m) {
   std::map<std::string, double> total;  // uuid -> device memory
   if (const MetricFamily* f = m.Find(metric::vgpu_gpu_memory_total_bytes)) {
-    for (const MetricSample& s : f->samples) total[Get(s.labels, "uuid")] = s.value;
+    for (const MetricSample& s : f->samples) total[LabelValue(s.labels, "uuid")] = s.value;
   }
   const Labels cores = {{"device_cores", "100"}};
   auto gpu = [&](const MetricDef& from, const MetricDef& to,
@@ -134,14 +128,14 @@ void AddSchedulerGpuSeries(MetricsBuilder& m) {
       });
   gpu(metric::vgpu_gpu_memory_allocated_bytes, metric::hami_node_gpu_overview,
       [&](const Labels& in, Labels* out, double*) {
-        const double mib = std::floor(total[Get(in, "uuid")] / (1024.0 * 1024.0));
+        const double mib = std::floor(total[LabelValue(in, "uuid")] / (1024.0 * 1024.0));
         *out = SchedulerGpuLabels(
             in, {{"device_cores", "100"}, {"device_memory_limit", FormatValue(mib)}});
         return true;
       });
   gpu(metric::vgpu_gpu_memory_allocated_bytes, metric::hami_node_gpu_memory_allocated_ratio,
       [&](const Labels& in, Labels* out, double* v) {
-        const double t = total[Get(in, "uuid")];
+        const double t = total[LabelValue(in, "uuid")];
         if (t <= 0) return false;
         *out = SchedulerGpuLabels(in, {}, false);
         *v /= t;
@@ -199,15 +193,15 @@ void AddSliceSeries(MetricsBuilder& m, const std::vector<PodInfo>& pods) {
   }
   auto scheduler = [&](const MetricDef& from, const MetricDef& to, double scale) {
     m.Derive(from, to, [&](const Labels& in, Labels* out, double* v) {
-      auto pod = index.find(Get(in, "namespace") + "/" + Get(in, "pod"));
+      auto pod = index.find(LabelValue(in, "namespace") + "/" + LabelValue(in, "pod"));
       if (pod == index.end()) return false;
-      auto c = pod->second.find(Get(in, "container"));
+      auto c = pod->second.find(LabelValue(in, "container"));
       if (c == pod->second.end()) return false;
-      *out = {{"namespace", Get(in, "namespace")},
-              {"node", Get(in, "node")},
-              {"pod", Get(in, "pod")},
+      *out = {{"namespace", LabelValue(in, "namespace")},
+              {"node", LabelValue(in, "node")},
+              {"pod", LabelValue(in, "pod")},
               {"container_index", std::to_string(c->second)},
-              {"device_uuid", Get(in, "uuid")}};
+              {"device_uuid", LabelValue(in, "uuid")}};
       AddZone(out);
       if (scale != 1) *v = Percent(*v);
       return true;

@@ -14,25 +14,18 @@ const char* const kCopyKindNames[4] = {"host_to_device", "device_to_host", "devi
 
 double Seconds(uint64_t ns) { return static_cast<double>(ns) / 1e9; }
 
-std::string Get(const Labels& l, const std::string& key) {
-  for (const auto& [k, v] : l) {
-    if (k == key) return v;
-  }
-  return "";
-}
-
 // dcgm-exporter's labels for a series with our labels `l`.
 Labels DcgmLabels(const Labels& l) {
   Labels out;
-  const std::string gpu = Get(l, "gpu");
+  const std::string gpu = LabelValue(l, "gpu");
   out.emplace_back("gpu", gpu);
-  out.emplace_back("UUID", Get(l, "uuid"));
+  out.emplace_back("UUID", LabelValue(l, "uuid"));
   out.emplace_back("device", "nvidia" + gpu);
-  const std::string model = Get(l, "model");
+  const std::string model = LabelValue(l, "model");
   if (!model.empty()) out.emplace_back("modelName", model);
-  out.emplace_back("Hostname", Get(l, "node"));
+  out.emplace_back("Hostname", LabelValue(l, "node"));
   for (const char* key : {"GPU_I_PROFILE", "GPU_I_ID", "namespace", "pod", "container"}) {
-    const std::string v = Get(l, key);
+    const std::string v = LabelValue(l, key);
     if (!v.empty()) out.emplace_back(key, v);
   }
   return out;
@@ -43,7 +36,7 @@ Labels DcgmLabels(const Labels& l) {
 void AliasInto(MetricsBuilder& m, const MetricDef& from, const MetricDef& to, double scale,
                const char* type) {
   m.Derive(from, to, [&](const Labels& in, Labels* out, double* v) {
-    if (type != nullptr && Get(in, "type") != type) return false;
+    if (type != nullptr && LabelValue(in, "type") != type) return false;
     *out = DcgmLabels(in);
     *v *= scale;
     return true;
@@ -147,7 +140,7 @@ void AddDcgmAliases(MetricsBuilder& m) {
   std::vector<std::pair<Labels, double>> free;
   for (const MetricSample& t : total->samples) {
     for (const MetricSample& u : used->samples) {
-      if (Get(u.labels, "uuid") != Get(t.labels, "uuid")) continue;
+      if (LabelValue(u.labels, "uuid") != LabelValue(t.labels, "uuid")) continue;
       free.emplace_back(DcgmLabels(t.labels), (t.value - u.value) / kMiB);
     }
   }

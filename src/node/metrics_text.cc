@@ -23,6 +23,13 @@ std::string FormatValue(double value) {
   return buf;
 }
 
+std::string LabelValue(const Labels& l, std::string_view key) {
+  for (const auto& [k, v] : l) {
+    if (k == key) return v;
+  }
+  return "";
+}
+
 std::string EscapeLabelValue(const std::string& value) {
   std::string out;
   out.reserve(value.size());

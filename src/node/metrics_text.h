@@ -15,12 +15,16 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace vgpu::node {
 
 using Labels = std::vector<std::pair<std::string, std::string>>;
+
+// The value of label `key` in `l`; "" when `l` has no such label.
+std::string LabelValue(const Labels& l, std::string_view key);
 
 // kUntyped: "# TYPE name untyped", for a name another exporter chose that promtool's lint
 // rules would reject as a gauge (a "_count" suffix).

@@ -8,7 +8,7 @@ namespace vgpu::node {
 namespace {
 
 // Spelling NVIDIA's device plugin uses in resource names ("1g.18gb.me") is accepted too.
-bool SameProfile(const std::string& a, const std::string& b) {
+bool SameProfileName(const std::string& a, const std::string& b) {
   auto norm = [](std::string s) {
     std::replace(s.begin(), s.end(), '+', '.');
     return s;
@@ -16,7 +16,7 @@ bool SameProfile(const std::string& a, const std::string& b) {
   return norm(a) == norm(b);
 }
 
-std::string Describe(const std::vector<std::pair<std::string, int>>& counts) {
+std::string DescribeCounts(const std::vector<std::pair<std::string, int>>& counts) {
   std::string out;
   for (const auto& [name, n] : counts) {
     if (!out.empty()) out += ", ";
@@ -32,7 +32,7 @@ std::vector<MigPlacement> KeptLayout(const std::vector<device::MigInstance>& hav
   int wanted = 0;
   for (const auto& [name, n] : counts) {
     int found = 0;
-    for (const device::MigInstance& m : have) found += SameProfile(m.profile, name) ? 1 : 0;
+    for (const device::MigInstance& m : have) found += SameProfileName(m.profile, name) ? 1 : 0;
     if (found != n) return {};
     wanted += n;
   }
@@ -67,7 +67,7 @@ Result<std::vector<MigPlacement>> PlanStaticLayout(
   for (const auto& [name, n] : counts) {
     int q = -1;
     for (size_t i = 0; i < profiles.size(); ++i) {
-      if (SameProfile(profiles[i].name, name)) q = static_cast<int>(i);
+      if (SameProfileName(profiles[i].name, name)) q = static_cast<int>(i);
     }
     if (q < 0) {
       std::string known;
@@ -86,8 +86,9 @@ Result<std::vector<MigPlacement>> PlanStaticLayout(
   // holds them all, the one that keeps the most room for what could come next.
   const mig::Plan plan = mig::PlanAdds(mig::Layout{&table, {}}, wanted);
   if (!plan.all_fit) {
-    return Status::InvalidArgument("no placement holds " + Describe(counts) + " on this GPU (" +
-                                   std::to_string(table.memory_slices) + " memory slices)");
+    return Status::InvalidArgument("no placement holds " + DescribeCounts(counts) +
+                                   " on this GPU (" + std::to_string(table.memory_slices) +
+                                   " memory slices)");
   }
   std::vector<MigPlacement> out;
   for (const mig::Instance& inst : plan.result.instances) {

@@ -32,7 +32,7 @@ bool ReadInForce(const std::string& region_path, int* share, int* priority) {
   return true;
 }
 
-std::string Describe(const Action& a) {
+std::string DescribeAction(const Action& a) {
   return "rule " + a.rule + " on " + a.target + (a.detail.empty() ? "" : ": " + a.detail);
 }
 
@@ -76,7 +76,7 @@ void NodeActions::Event(const std::string& type, const std::string& reason,
 
 void NodeActions::Record(NodeActionRecord r) {
   VGPU_LOG_INFO("%s %s (%s): %s",
-                r.fired ? "rule fired:" : "rule resolved:", Describe(r.action).c_str(),
+                r.fired ? "rule fired:" : "rule resolved:", DescribeAction(r.action).c_str(),
                 r.outcome.c_str(), r.what.c_str());
   std::lock_guard<std::mutex> lock(mu_);
   ++counts_[{r.action.rule, std::string(analyze::ActionName(r.action.type)), r.outcome}];
@@ -101,7 +101,7 @@ NodeActionRecord NodeActions::Apply(const Action& a, bool fire) {
   const auto key = std::make_pair(a.rule, a.target);
   switch (a.type) {
     case ActionType::kAlert: {
-      std::string what = (fire ? "alert: " : "alert resolved: ") + Describe(a);
+      std::string what = (fire ? "alert: " : "alert resolved: ") + DescribeAction(a);
       if (!dry_run_) {
         Event(fire ? "Warning" : "Normal", fire ? "VgpuRuleAlert" : "VgpuRuleResolved", what);
       }
@@ -140,7 +140,7 @@ NodeActionRecord NodeActions::Apply(const Action& a, bool fire) {
         if (!res) s = res.error();
         if (s.ok()) {
           Event("Normal", fire ? "VgpuShareChanged" : "VgpuShareRestored",
-                what + " (" + Describe(a) + ")");
+                what + " (" + DescribeAction(a) + ")");
         }
       }
       if (!fire && (s.ok() || dry_run_)) saved_.erase(key);
@@ -174,7 +174,7 @@ NodeActionRecord NodeActions::Apply(const Action& a, bool fire) {
         change.priority = want;
         auto res = slice::ResizeSlice(r->region_path, change);
         if (!res) s = res.error();
-        if (s.ok()) Event("Normal", "VgpuPriorityChanged", what + " (" + Describe(a) + ")");
+        if (s.ok()) Event("Normal", "VgpuPriorityChanged", what + " (" + DescribeAction(a) + ")");
       }
       if (!fire && (s.ok() || dry_run_)) saved_.erase(key);
       return done(s, what);
@@ -205,7 +205,7 @@ NodeActionRecord NodeActions::Apply(const Action& a, bool fire) {
         } else if (fire) {
           s = hooks_.quarantine->Pause(r->name, true);
           if (s.ok()) ++paused_[r->name];
-          if (s.ok()) Event("Warning", "VgpuRuleQuarantine", what + " (" + Describe(a) + ")");
+          if (s.ok()) Event("Warning", "VgpuRuleQuarantine", what + " (" + DescribeAction(a) + ")");
         } else if (paused_.count(r->name) && --paused_[r->name] == 0) {
           paused_.erase(r->name);
           s = hooks_.quarantine->Pause(r->name, false);
@@ -222,11 +222,11 @@ NodeActionRecord NodeActions::Apply(const Action& a, bool fire) {
       }
       Status s = Status::Ok();
       if (!dry_run_) {
-        s = hooks_.cordon_gpu ? hooks_.cordon_gpu(gpu, fire, Describe(a))
+        s = hooks_.cordon_gpu ? hooks_.cordon_gpu(gpu, fire, DescribeAction(a))
                               : Status::FailedPrecondition("no GPU cordon");
         if (s.ok()) {
           Event(fire ? "Warning" : "Normal", fire ? "VgpuGpuCordoned" : "VgpuGpuUncordoned",
-                what + " (" + Describe(a) + ")");
+                what + " (" + DescribeAction(a) + ")");
         }
       }
       return done(s, what);
