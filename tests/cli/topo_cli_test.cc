@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "run_command.h"
+#include "support/run_command.h"
 #include "topo/presets.h"
 #include "topo/topo_matrix.h"
 

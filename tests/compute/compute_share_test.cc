@@ -30,9 +30,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "bench_json.h"
-#include "run_command.h"
 #include "sanitizer_env.h"
+#include "support/bench_json.h"
+#include "support/run_command.h"
 
 namespace vgpu {
 namespace {

@@ -27,8 +27,8 @@
 #include "dra/cdi_spec.h"
 #include "dra/driver.h"
 #include "dra/resource_slices.h"
-#include "run_command.h"
 #include "slice_rules.h"
+#include "support/run_command.h"
 
 namespace vgpu::dra {
 namespace {

@@ -16,13 +16,13 @@
 #include <fstream>
 #include <thread>
 
-#include "background_process.h"
 #include "dra/cdi_spec.h"
 #include "dra_kubelet_emulator.h"
 #include "fake_api_server.h"
 #include "kubeconfig.h"
-#include "run_command.h"
 #include "slice_rules.h"
+#include "support/background_process.h"
+#include "support/run_command.h"
 
 namespace vgpu::dra {
 namespace {

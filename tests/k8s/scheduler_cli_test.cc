@@ -9,11 +9,11 @@
 #include <filesystem>
 #include <thread>
 
-#include "background_process.h"
 #include "harness.h"
 #include "k8s/encoding.h"
 #include "kubeconfig.h"
-#include "run_command.h"
+#include "support/background_process.h"
+#include "support/run_command.h"
 
 namespace vgpu::k8s::testing {
 namespace {

@@ -14,10 +14,10 @@
 #include <sstream>
 #include <thread>
 
-#include "background_process.h"
 #include "kubelet_emulator.h"
 #include "node/assignment.h"
-#include "run_command.h"
+#include "support/background_process.h"
+#include "support/run_command.h"
 
 namespace vgpu::node {
 namespace {

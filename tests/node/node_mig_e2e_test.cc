@@ -21,12 +21,12 @@
 #include <sstream>
 #include <thread>
 
-#include "background_process.h"
 #include "e2e_util.h"
 #include "kubelet_emulator.h"
 #include "mig/profiles.h"
 #include "node/assignment.h"
-#include "run_command.h"
+#include "support/background_process.h"
+#include "support/run_command.h"
 
 namespace vgpu::node {
 namespace {
