@@ -23,6 +23,7 @@
 #include "slice_rules.h"
 #include "support/background_process.h"
 #include "support/run_command.h"
+#include "support/temp_dir.h"
 
 namespace vgpu::dra {
 namespace {
@@ -43,7 +44,24 @@ using vgpu::testing::BackgroundProcess;
 using vgpu::testing::RunCommand;
 namespace drapb = vgpu::testing::drapb;
 
-TEST(DraCliTest, HelpAndBadFlags) {
+// Each test's scratch directory (root_), kept when the test failed (the daemon's log is there).
+// Under /tmp whatever $TMPDIR says: the daemon's and the kubelet emulator's unix sockets live in
+// it (a socket's path holds at most 107 bytes).
+class DraCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(tmp_.ok()) << tmp_.error();
+    root_ = tmp_.path();
+  }
+  void TearDown() override {
+    if (HasFailure()) tmp_.Keep();
+  }
+
+  vgpu::testing::TempDir tmp_{"vgpu-dra-cli", "/tmp"};
+  std::string root_;
+};
+
+TEST_F(DraCliTest, HelpAndBadFlags) {
   EXPECT_EQ(RunCommand(std::string(VGPU_BIN) + " dra --help").exit_code, 0);
   auto bad = RunCommand(std::string(VGPU_BIN) + " dra --sim --log-level 9");
   EXPECT_EQ(bad.exit_code, 2);
@@ -51,8 +69,7 @@ TEST(DraCliTest, HelpAndBadFlags) {
   auto no_sim = RunCommand(std::string(VGPU_BIN) + " dra --sim-devices 2");
   EXPECT_EQ(no_sim.exit_code, 2);
   EXPECT_NE(no_sim.err.find("--sim-devices: needs --sim"), std::string::npos) << no_sim.err;
-  char tmpl[] = "/tmp/dracli.XXXXXX";
-  const std::string dir = mkdtemp(tmpl);
+  const std::string dir = root_;
   std::ofstream(dir + "/modes.yaml") << "version: v1\ngpus:\n  - devices: all\n    mode: migs\n";
   auto modes = RunCommand(std::string(VGPU_BIN) + " dra --sim --gpu-modes " + dir + "/modes.yaml");
   EXPECT_EQ(modes.exit_code, 2);
@@ -66,15 +83,13 @@ TEST(DraCliTest, HelpAndBadFlags) {
   auto listen = RunCommand(std::string(VGPU_BIN) + " dra --sim --health-listen nowhere");
   EXPECT_EQ(listen.exit_code, 2);
   EXPECT_NE(listen.err.find("--health-listen: "), std::string::npos) << listen.err;
-  fs::remove_all(dir);
 }
 
 // What a node would publish, with no cluster: the slices (valid for the release asked), one CDI
 // spec per whole GPU with the driver's own paths, a note for the MIG devices made at Prepare;
 // nothing is written and no API server is asked.
-TEST(DraCliTest, DryRunPrintsSlicesAndCdiSpecsAndTouchesNothing) {
-  char tmpl[] = "/tmp/dracli.XXXXXX";
-  const std::string root = mkdtemp(tmpl);
+TEST_F(DraCliTest, DryRunPrintsSlicesAndCdiSpecsAndTouchesNothing) {
+  const std::string root = root_;
   std::ofstream(root + "/modes.yaml")
       << "version: v1\ngpus:\n  - devices: [1]\n    mode: mig-dynamic\n";
   for (const std::string layout : {"1.35", "1.34"}) {
@@ -113,13 +128,11 @@ TEST(DraCliTest, DryRunPrintsSlicesAndCdiSpecsAndTouchesNothing) {
     EXPECT_FALSE(fs::exists(root + "/cdi"));
     EXPECT_FALSE(fs::exists(root + "/state"));
   }
-  if (!::testing::Test::HasFailure()) fs::remove_all(root);
 }
 
 // The API server's address and the whole reason are in the message, not a prefix of them.
-TEST(DraCliTest, AnUnreachableApiServerIsNamedInFull) {
-  char tmpl[] = "/tmp/dracli.XXXXXX";
-  const std::string root = mkdtemp(tmpl);
+TEST_F(DraCliTest, AnUnreachableApiServerIsNamedInFull) {
+  const std::string root = root_;
   const int port = vgpu::testing::FreePort();
   ASSERT_GT(port, 0);
   const std::string server = "https://127.0.0.1:" + std::to_string(port);
@@ -150,12 +163,10 @@ TEST(DraCliTest, AnUnreachableApiServerIsNamedInFull) {
                       ": Connection refused (retried in 10000 ms)"),
             std::string::npos)
       << line;
-  if (!::testing::Test::HasFailure()) fs::remove_all(root);
 }
 
-TEST(DraCliTest, PublishesRegistersPreparesAndStops) {
-  char tmpl[] = "/tmp/dracli.XXXXXX";
-  const std::string root = mkdtemp(tmpl);
+TEST_F(DraCliTest, PublishesRegistersPreparesAndStops) {
+  const std::string root = root_;
   fs::create_directories(root + "/registry");
   // GPU 1 offers MIG devices (every placement) beside its software device.
   std::ofstream(root + "/modes.yaml")
@@ -225,7 +236,6 @@ TEST(DraCliTest, PublishesRegistersPreparesAndStops) {
   EXPECT_FALSE(fs::exists(root + "/registry/gpu.vgpu.io-reg.sock"));
   EXPECT_FALSE(fs::exists(root + "/plugin/dra.sock"));
   kubelet.Stop();
-  if (!::testing::Test::HasFailure()) fs::remove_all(root);
 }
 
 }  // namespace

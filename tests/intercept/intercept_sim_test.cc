@@ -24,6 +24,7 @@
 #include "shm/region_file.h"
 #include "shm/region_ops.h"
 #include "simgpu/shared_state.h"
+#include "support/temp_dir.h"
 
 namespace vgpu {
 namespace {
@@ -40,11 +41,10 @@ const std::string kPreload = testing::PreloadList(LIBVGPU_PATH);
 class SliceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/vgpu-intercept-sim-XXXXXX";
-    dir_ = mkdtemp(tmpl);
+    ASSERT_TRUE(tmp_.ok()) << tmp_.error();
+    dir_ = tmp_.path();
     std::ofstream(dir_ + "/devices.conf") << "model=h100 memory=8GiB\n";
   }
-  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
 
   // The environment of a process in slice `name` with a memory limit of `limit` bytes.
   std::vector<std::string> SliceEnv(const std::string& name, uint64_t limit,
@@ -70,6 +70,7 @@ class SliceTest : public ::testing::Test {
   }
 
   std::string dir_;
+  testing::TempDir tmp_{"vgpu-intercept-sim"};
 };
 
 std::map<std::string, std::string> Lines(const std::string& out) {

@@ -14,6 +14,7 @@
 #include "kubeconfig.h"
 #include "support/background_process.h"
 #include "support/run_command.h"
+#include "support/temp_dir.h"
 
 namespace vgpu::k8s::testing {
 namespace {
@@ -35,12 +36,12 @@ int HttpGet(int port, const std::string& path, std::string* body = nullptr) {
 class SchedulerCliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("vgpu_sched_cli_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
+    ASSERT_TRUE(tmp_.ok()) << tmp_.error();
+    dir_ = tmp_.path();
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  vgpu::testing::TempDir tmp_{
+      "vgpu-sched-cli-" +
+      std::string(::testing::UnitTest::GetInstance()->current_test_info()->name())};
   std::string dir_;
 };
 

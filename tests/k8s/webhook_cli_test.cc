@@ -18,6 +18,7 @@
 #include "kubeconfig.h"
 #include "support/background_process.h"
 #include "support/run_command.h"
+#include "support/temp_dir.h"
 
 namespace vgpu::k8s::testing {
 namespace {
@@ -66,13 +67,13 @@ httplib::Result PostReview(int port, const std::string& ca_pem, const std::strin
 class WebhookCliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("vgpu_webhook_cli_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
+    ASSERT_TRUE(tmp_.ok()) << tmp_.error();
+    dir_ = tmp_.path();
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string Log() const { return ReadWholeFile(dir_ + "/log").value_or(""); }
+  vgpu::testing::TempDir tmp_{
+      "vgpu-webhook-cli-" +
+      std::string(::testing::UnitTest::GetInstance()->current_test_info()->name())};
   std::string dir_;
 };
 
