@@ -14,7 +14,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
 #include "dra/cdi_spec.h"
 #include "dra_kubelet_emulator.h"
@@ -24,6 +23,7 @@
 #include "support/background_process.h"
 #include "support/run_command.h"
 #include "support/temp_dir.h"
+#include "support/wait_for.h"
 
 namespace vgpu::dra {
 namespace {
@@ -148,13 +148,11 @@ TEST_F(DraCliTest, AnUnreachableApiServerIsNamedInFull) {
   BackgroundProcess daemon(args,
                            {"VGPU_SIMGPU_STATE=" + root + "/simstate", "VGPU_SIMGPU_LOG_LEVEL=1"},
                            root + "/dra.log");
-  std::string log;
-  for (int i = 0; i < 300 && log.find("publishing ResourceSlices") == std::string::npos; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    log = daemon.Log();
-  }
+  vgpu::testing::WaitFor(
+      [&] { return daemon.Log().find("publishing ResourceSlices") != std::string::npos; },
+      std::chrono::milliseconds(15'000), std::chrono::milliseconds(50));
   EXPECT_EQ(daemon.Stop(SIGTERM, std::chrono::seconds(10)), 0) << daemon.Log();
-  log = daemon.Log();
+  const std::string log = daemon.Log();
   const size_t at = log.find("publishing ResourceSlices");
   ASSERT_NE(at, std::string::npos) << log;
   const std::string line = log.substr(at, log.find('\n', at) - at);
@@ -189,26 +187,32 @@ TEST_F(DraCliTest, PublishesRegistersPreparesAndStops) {
     return r ? std::pair<int, std::string>{r->status, r->body} : std::pair<int, std::string>{0, ""};
   };
   std::pair<int, std::string> ready;
-  for (int i = 0; i < 300 && ready.first == 0; ++i) {
-    ready = get("/readyz");
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  vgpu::testing::WaitFor(
+      [&] {
+        ready = get("/readyz");
+        return ready.first != 0;
+      },
+      std::chrono::milliseconds(6000), std::chrono::milliseconds(20));
   // Up, but not registered with kubelet yet: live, not ready.
   EXPECT_EQ(ready, (std::pair<int, std::string>{503, "not registered with kubelet\n"}));
   EXPECT_EQ(get("/healthz").first, 200);
   vgpu::testing::DraKubeletEmulator kubelet(root + "/registry");
   kubelet.Start();
   ASSERT_TRUE(kubelet.WaitForRegistrations(1, 30'000)) << daemon.Log();
-  for (int i = 0; i < 300 && ready.first != 200; ++i) {
-    ready = get("/readyz");
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  vgpu::testing::WaitFor(
+      [&] {
+        ready = get("/readyz");
+        return ready.first == 200;
+      },
+      std::chrono::milliseconds(6000), std::chrono::milliseconds(20));
   EXPECT_EQ(ready, (std::pair<int, std::string>{200, "ready\n"})) << daemon.Log();
   std::vector<json> slices;
-  for (int i = 0; i < 300 && slices.size() < 2; ++i) {
-    slices = api.ResourceSlices();
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  vgpu::testing::WaitFor(
+      [&] {
+        slices = api.ResourceSlices();
+        return slices.size() >= 2;
+      },
+      std::chrono::milliseconds(6000), std::chrono::milliseconds(20));
   ASSERT_EQ(slices.size(), 2u) << daemon.Log();
   EXPECT_EQ(testing::ValidateResourceSlices(slices), std::vector<std::string>{});
   // gpu-0, gpu-1 and the 25 MIG placements of the simulated H100 that is GPU 1.

@@ -26,7 +26,8 @@ std::string ReadFile(const std::string& path);
 // The words of `line` (no quoting: the paths in tests hold no spaces).
 std::vector<std::string> Words(const std::string& line);
 
-// Polls `pred` every 20 ms until it holds (true) or `timeout_ms` passes (false).
+// Polls `pred` every 20 ms until it holds (true) or `timeout_ms` passes (false): support's
+// vgpu::testing::WaitFor with the e2e tests' poll interval.
 bool WaitFor(const std::function<bool()>& pred, int timeout_ms);
 
 // "key value" lines of a worker's output.

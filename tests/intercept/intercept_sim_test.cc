@@ -25,6 +25,7 @@
 #include "shm/region_ops.h"
 #include "simgpu/shared_state.h"
 #include "support/temp_dir.h"
+#include "support/wait_for.h"
 
 namespace vgpu {
 namespace {
@@ -69,8 +70,8 @@ class SliceTest : public ::testing::Test {
     return args;
   }
 
-  std::string dir_;
   testing::TempDir tmp_{"vgpu-intercept-sim"};
+  std::string dir_;
 };
 
 std::map<std::string, std::string> Lines(const std::string& out) {
@@ -261,7 +262,8 @@ TEST_F(SliceTest, KilledProcessesNeverWedgeTheOthersAndTheirMemoryReturns) {
     double killed_at = NowMs();
     EXPECT_EQ(workers[victim]->Wait(), 128 + SIGKILL);
     // The others free the victim's slot when they poll (cuMemGetInfo) or need room.
-    while (SlotHeldBy(region, pid) && NowMs() - killed_at < 3000) usleep(2000);
+    vgpu::testing::WaitFor([&] { return !SlotHeldBy(region, pid); },
+                           std::chrono::milliseconds(3000), std::chrono::milliseconds(2));
     double returned_ms = NowMs() - killed_at;
     worst_return_ms = std::max(worst_return_ms, returned_ms);
     EXPECT_LT(returned_ms, 1000) << "kill " << kills << ": memory of pid " << pid
@@ -270,8 +272,8 @@ TEST_F(SliceTest, KilledProcessesNeverWedgeTheOthersAndTheirMemoryReturns) {
     for (int i = 0; i < kWorkers; ++i) {
       if (i == victim) continue;
       uint64_t before = CounterValue(counters[i]);
-      double t0 = NowMs();
-      while (CounterValue(counters[i]) == before && NowMs() - t0 < 3000) usleep(1000);
+      vgpu::testing::WaitFor([&] { return CounterValue(counters[i]) != before; },
+                             std::chrono::milliseconds(3000), std::chrono::milliseconds(1));
       EXPECT_GT(CounterValue(counters[i]), before) << "worker " << i << " is stuck";
     }
     start(victim);
