@@ -48,8 +48,8 @@ struct LimitsFile {
   bool copy_borrow = false;
 
   MemoryMode memory_mode = MemoryMode::kStrict;
-  std::string region;            // the slice's accounting region (absolute path)
-  std::string arbiter_dir;       // the per-GPU arbiters' directory; "": none
+  std::string region;             // the slice's accounting region (absolute path)
+  std::string arbiter_dir;        // the per-GPU arbiters' directory; "": none
   int64_t context_overhead = -1;  // bytes charged per CUDA context; -1: libvgpu.so's default
 };
 

@@ -77,9 +77,9 @@ TEST(LimitsFileRoundTrip, WholeSliceLimitsAndNothingOptional) {
   ExpectValue(s.memory_all, 1ULL << 30, "memory");
   ExpectValue(s.sm_all, 30, "cores");
   ExpectValue(s.memory_mode, intercept::kMemoryStrict, "memory_mode");
-  for (const Setting* unset : {&s.guarantee_all, &s.weight, &s.mode, &s.priority, &s.time_slice,
-                               &s.latency_slack, &s.copy_rate[0], &s.copy_rate[1],
-                               &s.copy_borrow, &s.context_overhead}) {
+  for (const Setting* unset :
+       {&s.guarantee_all, &s.weight, &s.mode, &s.priority, &s.time_slice, &s.latency_slack,
+        &s.copy_rate[0], &s.copy_rate[1], &s.copy_borrow, &s.context_overhead}) {
     EXPECT_EQ(unset->state, Setting::kUnset);
   }
   EXPECT_STREQ(s.arbiter_dir, "");
