@@ -21,11 +21,11 @@
 #include <string>
 #include <thread>
 
-#include "background_process.h"
 #include "common/log.h"
 #include "kubeconfig.h"
 #include "sim/snapshot.h"
 #include "sim/trace.h"
+#include "support/background_process.h"
 #include "trace_replay.h"
 
 namespace vgpu::k8s::testing {

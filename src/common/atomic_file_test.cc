@@ -10,16 +10,17 @@
 #include <sstream>
 #include <string>
 
+#include "support/temp_dir.h"
+
 namespace vgpu {
 namespace {
 
 class AtomicFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/vgpu-atomic-file-XXXXXX";
-    dir_ = mkdtemp(tmpl);
+    ASSERT_TRUE(tmp_.ok()) << tmp_.error();
+    dir_ = tmp_.path();
   }
-  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
   std::string Read(const std::string& path) const {
     std::ifstream in(path);
     std::stringstream s;
@@ -33,6 +34,7 @@ class AtomicFileTest : public ::testing::Test {
     closedir(d);
     return n;
   }
+  vgpu::testing::TempDir tmp_{"vgpu-atomic-file"};
   std::string dir_;
 };
 

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "device/injecting_backend.h"
+#include "support/temp_dir.h"
 
 namespace vgpu::device {
 namespace {
@@ -63,8 +64,9 @@ TEST(NvmlBackendOpenTest, NonNvmlLibraryIsRefused) {
 class SimNvmlTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ =
-        new fs::path(fs::temp_directory_path() / ("vgpu-device-test-" + std::to_string(getpid())));
+    tmp_ = new vgpu::testing::TempDir("vgpu-device-test");
+    ASSERT_TRUE(tmp_->ok()) << tmp_->error();
+    dir_ = new fs::path(tmp_->path());
     fs::create_directories(*dir_ / "sys/bus/pci/devices/0000:2a:00.0");
     std::ofstream(*dir_ / "sys/bus/pci/devices/0000:2a:00.0/numa_node") << "1\n";
     std::ofstream(*dir_ / "devices.conf") << "model=h100\nmodel=a100 memory=4GiB\n";
@@ -81,13 +83,14 @@ class SimNvmlTest : public ::testing::Test {
   }
   static void TearDownTestSuite() {
     delete backend_;
-    std::error_code ec;
-    fs::remove_all(*dir_, ec);
+    delete tmp_;
     delete dir_;
   }
+  static vgpu::testing::TempDir* tmp_;
   static fs::path* dir_;
   static NvmlBackend* backend_;
 };
+vgpu::testing::TempDir* SimNvmlTest::tmp_ = nullptr;
 fs::path* SimNvmlTest::dir_ = nullptr;
 NvmlBackend* SimNvmlTest::backend_ = nullptr;
 

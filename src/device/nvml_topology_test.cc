@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "device/nvml_backend.h"
+#include "support/temp_dir.h"
 #include "topo/bandwidth.h"
 #include "topo/presets.h"
 #include "topo/topo_matrix.h"
@@ -20,8 +21,9 @@ namespace {
 namespace fs = std::filesystem;
 
 Result<topo::Topology> ReadWith(const std::string& topology, const std::string& config_text) {
-  fs::path dir = fs::temp_directory_path() / ("vgpu-topo-test-" + std::to_string(getpid()));
-  fs::create_directories(dir);
+  vgpu::testing::TempDir tmp("vgpu-topo-test");
+  if (!tmp.ok()) return Status::Internal(tmp.error());
+  const fs::path dir = tmp.path();
   if (config_text.empty()) {
     unsetenv("VGPU_SIMGPU_CONFIG");
   } else {
@@ -44,8 +46,6 @@ Result<topo::Topology> ReadWith(const std::string& topology, const std::string& 
   if (!backend) return backend.error();
   Result<topo::Topology> t = (*backend)->ReadTopology();
   backend->reset();
-  std::error_code ec;
-  fs::remove_all(dir, ec);
   return t;
 }
 

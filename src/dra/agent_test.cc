@@ -1,9 +1,10 @@
 #include "dra/agent.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <filesystem>
+
+#include "support/temp_dir.h"
 
 namespace vgpu::dra {
 namespace {
@@ -11,8 +12,9 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(PcieRoot, IsTheFirstElementOfTheDevicesSysfsPath) {
-  char tmpl[] = "/tmp/sysfs.XXXXXX";
-  const std::string root = mkdtemp(tmpl);
+  vgpu::testing::TempDir tmp("vgpu-dra-sysfs");
+  ASSERT_TRUE(tmp.ok()) << tmp.error();
+  const std::string root = tmp.path();
   const std::string dev = root + "/devices/pci0000:17/0000:17:00.0/0000:18:00.0";
   fs::create_directories(dev);
   fs::create_directories(root + "/bus/pci/devices");
@@ -21,7 +23,6 @@ TEST(PcieRoot, IsTheFirstElementOfTheDevicesSysfsPath) {
   EXPECT_EQ(PcieRootOf(root, "0000:18:00.0"), "pci0000:17");
   EXPECT_EQ(PcieRootOf(root, "0000:19:00.0"), "");
   EXPECT_EQ(PcieRootOf(root, ""), "");
-  fs::remove_all(root);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "intercept/accountant.h"
 #include "shm/region_file.h"
 #include "shm/region_ops.h"
+#include "support/temp_dir.h"
 
 namespace vgpu::intercept {
 namespace {
@@ -118,10 +119,9 @@ TEST_F(AccountantChain, ReleasingTheProcessFreesItsSlotsAtEveryLevel) {
 class AccountantChainFiles : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/vgpu-chain-XXXXXX";
-    dir_ = mkdtemp(tmpl);
+    ASSERT_TRUE(tmp_.ok()) << tmp_.error();
+    dir_ = tmp_.path();
   }
-  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
   // Creates a region file with `limit` linked to `parent` ("" for none).
   std::string Create(const std::string& name, uint64_t limit, const std::string& parent,
                      uint32_t flags) {
@@ -134,6 +134,7 @@ class AccountantChainFiles : public ::testing::Test {
     }
     return path;
   }
+  vgpu::testing::TempDir tmp_{"vgpu-chain"};
   std::string dir_;
 };
 

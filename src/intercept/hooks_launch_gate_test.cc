@@ -20,6 +20,7 @@
 #include "shm/arbiter_file.h"
 #include "shm/arbiter_policy.h"
 #include "shm/region_ops.h"
+#include "support/temp_dir.h"
 
 namespace vgpu::intercept {
 namespace {
@@ -32,8 +33,8 @@ constexpr uint64_t kMs = 1000 * 1000;
 class LaunchGateTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/vgpu-gate-test-XXXXXX";
-    dir_ = mkdtemp(tmpl);
+    ASSERT_TRUE(tmp_.ok()) << tmp_.error();
+    dir_ = tmp_.path();
     GateResetInChild();
   }
   void TearDown() override {
@@ -43,7 +44,6 @@ class LaunchGateTest : public ::testing::Test {
     }
     GateAtExit();
     GateResetInChild();
-    std::system(("rm -rf " + dir_).c_str());
   }
 
   // Installs the fake driver with this process in a low-priority slice of the GPU's arbiter.
@@ -118,6 +118,7 @@ class LaunchGateTest : public ::testing::Test {
     EXPECT_EQ(GetGateStats().held, 1u);
   }
 
+  vgpu::testing::TempDir tmp_{"vgpu-gate-test"};
   std::string dir_;
   pid_t high_ = -1;
   CUfunction f_ = reinterpret_cast<CUfunction>(0x1000);

@@ -16,6 +16,7 @@
 #include "common/limits_format.h"
 #include "intercept/compute_config.h"
 #include "intercept/config.h"
+#include "support/temp_dir.h"
 
 namespace vgpu::intercept {
 namespace {
@@ -238,10 +239,9 @@ TEST(LimitsFile, ARejectedFileCannotBeLiftedByTheEnvironmentOrASecondFile) {
 class LimitsFileOnDisk : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/vgpu-limits-file-XXXXXX";
-    dir_ = mkdtemp(tmpl);
+    ASSERT_TRUE(tmp_.ok()) << tmp_.error();
+    dir_ = tmp_.path();
   }
-  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
   Result Load(const std::string& path, bool optional = false) {
     Result r;
     LoadLimitsFile(path.c_str(), optional, &r.file, &r.errors);
@@ -249,6 +249,7 @@ class LimitsFileOnDisk : public ::testing::Test {
     CombineSettings(r.file, env, 0, 1000, &r.config, &r.errors);
     return r;
   }
+  vgpu::testing::TempDir tmp_{"vgpu-limits-file"};
   std::string dir_;
 };
 

@@ -16,6 +16,7 @@
 #include "intercept/hooks.h"
 #include "intercept/runtime.h"
 #include "shm/region_file.h"
+#include "support/temp_dir.h"
 
 namespace vgpu::intercept {
 namespace {
@@ -31,8 +32,8 @@ uint64_t NowNs() {
 class TenantControlTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/vgpu-tenant-control-XXXXXX";
-    dir_ = mkdtemp(tmpl);
+    ASSERT_TRUE(tmp_.ok()) << tmp_.error();
+    dir_ = tmp_.path();
     shm::RegionConfig rc{};
     rc.device_count = 1;
     rc.priority = 2;
@@ -48,7 +49,6 @@ class TenantControlTest : public ::testing::Test {
     InstallForTest(testing::MakeFakeDriver(), testing::MakeFakeNvml(), config, mapping_.region(),
                    true);
   }
-  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
 
   shm::TenantControl& control() { return mapping_.region()->header.control; }
   double LaunchMs() {
@@ -57,6 +57,7 @@ class TenantControlTest : public ::testing::Test {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
 
+  vgpu::testing::TempDir tmp_{"vgpu-tenant-control"};
   std::string dir_;
   shm::Mapping mapping_;
   CUfunction f_ = reinterpret_cast<CUfunction>(0x1000);

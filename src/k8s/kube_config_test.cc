@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "k8s/encoding.h"
+#include "support/temp_dir.h"
 
 namespace vgpu::k8s {
 namespace {
@@ -15,17 +16,17 @@ namespace fs = std::filesystem;
 class KubeConfigTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("vgpu_kubeconfig_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
+    ASSERT_TRUE(tmp_.ok()) << tmp_.error();
+    dir_ = tmp_.path();
   }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string Write(const std::string& name, const std::string& text) {
     const fs::path p = dir_ / name;
     std::ofstream(p) << text;
     return p.string();
   }
+  vgpu::testing::TempDir tmp_{
+      "vgpu-kubeconfig-" +
+      std::string(::testing::UnitTest::GetInstance()->current_test_info()->name())};
   fs::path dir_;
 };
 

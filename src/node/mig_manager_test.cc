@@ -18,6 +18,7 @@
 
 #include "device/fake_backend.h"
 #include "device/nvml_backend.h"
+#include "support/temp_dir.h"
 
 namespace vgpu::node {
 namespace {
@@ -27,15 +28,11 @@ constexpr int k3g = 9, k1g = 19, k1gDouble = 15;  // H200 profile ids
 class SimulatedH200 {
  public:
   SimulatedH200() {
-    char dir[] = "/tmp/vgpu-mig-manager-XXXXXX";
-    dir_ = mkdtemp(dir);
+    if (!tmp_.ok()) ADD_FAILURE() << tmp_.error();
+    dir_ = tmp_.path();
     std::ofstream(dir_ + "/simgpu.conf") << "model=h200 mig=on\n";
     setenv("VGPU_SIMGPU_CONFIG", (dir_ + "/simgpu.conf").c_str(), 1);
     setenv("VGPU_SIMGPU_STATE", (dir_ + "/state").c_str(), 1);
-  }
-  ~SimulatedH200() {
-    std::string cmd = "rm -rf '" + dir_ + "'";
-    if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "cannot remove %s\n", dir_.c_str());
   }
   std::string journal() const { return dir_ + "/mig-claims"; }
 
@@ -50,6 +47,7 @@ class SimulatedH200 {
   }
 
  private:
+  vgpu::testing::TempDir tmp_{"vgpu-mig-manager"};
   std::string dir_;
 };
 

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "device/fake_backend.h"
+#include "support/temp_dir.h"
 
 namespace vgpu::node {
 namespace {
@@ -24,8 +25,8 @@ std::string ReadAll(const std::string& path) {
 class MpsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char dir[] = "/tmp/vgpu-mps-XXXXXX";
-    dir_ = mkdtemp(dir);
+    ASSERT_TRUE(tmp_.ok()) << tmp_.error();
+    dir_ = tmp_.path();
     control_ = dir_ + "/nvidia-cuda-mps-control";
     log_ = dir_ + "/calls";
     std::ofstream(control_)
@@ -40,10 +41,7 @@ class MpsTest : public ::testing::Test {
     chmod(control_.c_str(), 0755);
     fake_.AddDefaultDevices(2);
   }
-  void TearDown() override {
-    std::string cmd = "rm -rf '" + dir_ + "'";
-    ASSERT_EQ(std::system(cmd.c_str()), 0);
-  }
+  vgpu::testing::TempDir tmp_{"vgpu-mps"};
   std::string dir_, control_, log_;
   device::FakeBackend fake_;
 };

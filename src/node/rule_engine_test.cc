@@ -16,6 +16,7 @@
 #include "shm/region_file.h"
 #include "shm/region_ops.h"
 #include "shm/region_resize.h"
+#include "support/temp_dir.h"
 
 namespace vgpu::node {
 namespace {
@@ -41,8 +42,8 @@ class FakeQuarantine final : public faults::QuarantineActions {
 class RuleEngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() / ("vgpu-rules-test-" + std::to_string(getpid()));
-    fs::remove_all(root_);
+    ASSERT_TRUE(tmp_.ok()) << tmp_.error();
+    root_ = tmp_.path();
     layout_.root = (root_ / "slices").string();
     layout_.host_libvgpu = (root_ / "libvgpu.so").string();
     layout_.arbiter_dir = (root_ / "arbiter").string();
@@ -65,7 +66,6 @@ class RuleEngineTest : public ::testing::Test {
     ASSERT_TRUE(rules) << rules.error().message();
     rules_ = *rules;
   }
-  void TearDown() override { fs::remove_all(root_); }
 
   NodeActionHooks Hooks() {
     NodeActionHooks h;
@@ -115,6 +115,7 @@ class RuleEngineTest : public ::testing::Test {
     return -1;
   }
 
+  vgpu::testing::TempDir tmp_{"vgpu-rules-test"};
   fs::path root_;
   SliceLayout layout_;
   std::unique_ptr<SliceManager> slices_;

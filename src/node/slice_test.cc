@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "support/temp_dir.h"
+
 namespace vgpu::node {
 namespace {
 
@@ -23,13 +25,12 @@ std::string ReadFile(const std::string& path) {
 class SliceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() / ("vgpu-slice-test-" + std::to_string(getpid()));
-    fs::remove_all(root_);
+    ASSERT_TRUE(tmp_.ok()) << tmp_.error();
+    root_ = tmp_.path();
     layout_.root = (root_ / "slices").string();
     layout_.host_libvgpu = (root_ / "libvgpu.so").string();
     layout_.arbiter_dir = (root_ / "arbiter").string();
   }
-  void TearDown() override { fs::remove_all(root_); }
 
   ContainerSlice Spec(const std::string& uid) {
     ContainerSlice s;
@@ -42,6 +43,7 @@ class SliceTest : public ::testing::Test {
     return s;
   }
 
+  vgpu::testing::TempDir tmp_{"vgpu-slice-test"};
   fs::path root_;
   SliceLayout layout_;
 };

@@ -18,16 +18,12 @@
 #include "shm/arbiter_file.h"
 #include "shm/arbiter_policy.h"
 #include "shm/region_ops.h"
+#include "support/temp_dir.h"
 
 namespace vgpu::shm {
 namespace {
 
 constexpr uint64_t kMs = 1000 * 1000;
-
-std::string TempDir() {
-  char tmpl[] = "/tmp/vgpu-arbiter-test-XXXXXX";
-  return mkdtemp(tmpl);
-}
 
 ArbiterSliceConfig Config(uint32_t max, int32_t level = kPriorityNormal) {
   ArbiterSliceConfig c{};
@@ -41,7 +37,9 @@ ArbiterSliceConfig Config(uint32_t max, int32_t level = kPriorityNormal) {
 }
 
 TEST(Arbiter, CreateJoinAndReopen) {
-  std::string dir = TempDir() + "/nested/arbiter";
+  vgpu::testing::TempDir tmp("vgpu-arbiter-test");
+  ASSERT_TRUE(tmp.ok()) << tmp.error();
+  std::string dir = tmp.path() + "/nested/arbiter";
   char path[512];
   ASSERT_TRUE(ArbiterPath(dir.c_str(), "GPU-abc", path, sizeof(path)));
   EXPECT_EQ(std::string(path), dir + "/GPU-abc.arbiter");
@@ -78,7 +76,9 @@ TEST(Arbiter, CreateJoinAndReopen) {
 }
 
 TEST(Arbiter, ForeignFilesAreRefusedUntouched) {
-  std::string dir = TempDir();
+  vgpu::testing::TempDir tmp("vgpu-arbiter-test");
+  ASSERT_TRUE(tmp.ok()) << tmp.error();
+  std::string dir = tmp.path();
   std::string path = dir + "/GPU-x.arbiter";
   {
     ArbiterMapping a;
@@ -116,7 +116,9 @@ TEST(Arbiter, ConfigRanges) {
 // A child joins, owns the GPU with work queued, and is SIGKILLed: the parent's next admission
 // finds the turn expired (at most one time slice later), and the sweep frees the dead records.
 TEST(Arbiter, AKilledTenantNeverHoldsTheGpu) {
-  std::string dir = TempDir();
+  vgpu::testing::TempDir tmp("vgpu-arbiter-test");
+  ASSERT_TRUE(tmp.ok()) << tmp.error();
+  std::string dir = tmp.path();
   std::string path = dir + "/GPU-k.arbiter";
   ArbiterMapping a;
   ASSERT_EQ(ArbiterMapping::OpenOrCreate(path.c_str(), "GPU-k", &a), RegionError::kOk);
@@ -172,7 +174,9 @@ TEST(Arbiter, AKilledTenantNeverHoldsTheGpu) {
 }
 
 TEST(Arbiter, LockHolderKilledInsideTheLockIsRepaired) {
-  std::string dir = TempDir();
+  vgpu::testing::TempDir tmp("vgpu-arbiter-test");
+  ASSERT_TRUE(tmp.ok()) << tmp.error();
+  std::string dir = tmp.path();
   std::string path = dir + "/GPU-r.arbiter";
   ArbiterMapping a;
   ASSERT_EQ(ArbiterMapping::OpenOrCreate(path.c_str(), "GPU-r", &a), RegionError::kOk);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "shm/region_file.h"
+#include "support/wait_for.h"
 
 namespace vgpu::shm {
 namespace {
@@ -218,10 +219,8 @@ TEST(RegionOps, HolderKilledInsideTheCriticalSectionDoesNotWedgeTheLock) {
     _exit(0);
   }
   // Wait until the child is inside the critical section: device total moved, slot not yet.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (DeviceUsed(r.get(), 0) != 30 * kMiB && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  vgpu::testing::WaitFor([&] { return DeviceUsed(r.get(), 0) == 30 * kMiB; },
+                         std::chrono::seconds(5), std::chrono::milliseconds(1));
   ASSERT_EQ(DeviceUsed(r.get(), 0), 30 * kMiB);
   kill(child, SIGKILL);
   int status = 0;
@@ -265,12 +264,13 @@ TEST(RegionOps, RacingProcessesNeverExceedTheLimit) {
         // handed to the others, which is right but not what this test counts.
         volatile uint64_t* done = granted + kProcs;
         done[p] = 1;
-        for (int waited = 0; waited < 60000; ++waited) {
-          int finished = 0;
-          for (int q = 0; q < kProcs; ++q) finished += done[q] == 1;
-          if (finished == kProcs) break;
-          usleep(1000);
-        }
+        vgpu::testing::WaitFor(
+            [&] {
+              int finished = 0;
+              for (int q = 0; q < kProcs; ++q) finished += done[q] == 1;
+              return finished == kProcs;
+            },
+            std::chrono::seconds(60), std::chrono::milliseconds(1));
         _exit(0);
       }
       children.push_back(c);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "shm/region_file.h"
+#include "support/temp_dir.h"
 
 namespace vgpu::shm {
 namespace {
@@ -27,19 +28,6 @@ RegionConfig TestConfig(uint64_t limit) {
   c.sm_limit[0] = 30;
   return c;
 }
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/vgpu-shm-test-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::system(("rm -rf " + path_).c_str()); }
-  std::string File(const char* name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
 
 std::vector<char> ReadAll(const std::string& path) {
   std::vector<char> data;
@@ -60,8 +48,9 @@ void WriteAll(const std::string& path, const std::vector<char>& data) {
 }
 
 TEST(Region, CreateThenJoinKeepsTheCreatorsConfig) {
-  TempDir dir;
-  std::string path = dir.File("r");
+  vgpu::testing::TempDir dir("vgpu-shm-test");
+  ASSERT_TRUE(dir.ok()) << dir.error();
+  std::string path = dir.path() + "/r";
   Mapping a;
   ASSERT_EQ(Mapping::OpenOrCreate(path.c_str(), TestConfig(1 << 20), &a), RegionError::kOk);
   EXPECT_EQ(a.region()->header.magic, kRegionMagic);
@@ -82,15 +71,17 @@ TEST(Region, CreateThenJoinKeepsTheCreatorsConfig) {
 }
 
 TEST(Region, MissingFileIsAnIoErrorForReaders) {
-  TempDir dir;
+  vgpu::testing::TempDir dir("vgpu-shm-test");
+  ASSERT_TRUE(dir.ok()) << dir.error();
   Mapping m;
-  EXPECT_EQ(Mapping::OpenExisting(dir.File("nope").c_str(), false, &m), RegionError::kIo);
+  EXPECT_EQ(Mapping::OpenExisting((dir.path() + "/nope").c_str(), false, &m), RegionError::kIo);
   EXPECT_EQ(m.saved_errno(), ENOENT);
 }
 
 TEST(Region, ForeignMajorVersionIsRefused) {
-  TempDir dir;
-  std::string path = dir.File("r");
+  vgpu::testing::TempDir dir("vgpu-shm-test");
+  ASSERT_TRUE(dir.ok()) << dir.error();
+  std::string path = dir.path() + "/r";
   {
     Mapping m;
     ASSERT_EQ(Mapping::OpenOrCreate(path.c_str(), TestConfig(1 << 20), &m), RegionError::kOk);
@@ -107,8 +98,9 @@ TEST(Region, ForeignMajorVersionIsRefused) {
 }
 
 TEST(Region, ForeignVersionWithAnotherSizeIsStillReportedAsForeign) {
-  TempDir dir;
-  std::string path = dir.File("r");
+  vgpu::testing::TempDir dir("vgpu-shm-test");
+  ASSERT_TRUE(dir.ok()) << dir.error();
+  std::string path = dir.path() + "/r";
   std::vector<char> data(512, 0);
   uint64_t magic = kRegionMagic;
   uint32_t major = 7;
@@ -121,8 +113,9 @@ TEST(Region, ForeignVersionWithAnotherSizeIsStillReportedAsForeign) {
 }
 
 TEST(Region, NewerMinorVersionIsAccepted) {
-  TempDir dir;
-  std::string path = dir.File("r");
+  vgpu::testing::TempDir dir("vgpu-shm-test");
+  ASSERT_TRUE(dir.ok()) << dir.error();
+  std::string path = dir.path() + "/r";
   {
     Mapping m;
     ASSERT_EQ(Mapping::OpenOrCreate(path.c_str(), TestConfig(1 << 20), &m), RegionError::kOk);
@@ -133,8 +126,9 @@ TEST(Region, NewerMinorVersionIsAccepted) {
 }
 
 TEST(Region, ParentLinkRoundTripsAndIsChecked) {
-  TempDir dir;
-  std::string path = dir.File("r");
+  vgpu::testing::TempDir dir("vgpu-shm-test");
+  ASSERT_TRUE(dir.ok()) << dir.error();
+  std::string path = dir.path() + "/r";
   {
     Mapping m;
     ASSERT_EQ(Mapping::OpenOrCreate(path.c_str(), TestConfig(1 << 20), &m), RegionError::kOk);
@@ -154,8 +148,9 @@ TEST(Region, ParentLinkRoundTripsAndIsChecked) {
 }
 
 TEST(Region, OlderMinorWithoutParentLinkIsAccepted) {
-  TempDir dir;
-  std::string path = dir.File("r");
+  vgpu::testing::TempDir dir("vgpu-shm-test");
+  ASSERT_TRUE(dir.ok()) << dir.error();
+  std::string path = dir.path() + "/r";
   {
     Mapping m;
     ASSERT_EQ(Mapping::OpenOrCreate(path.c_str(), TestConfig(1 << 20), &m), RegionError::kOk);
@@ -167,8 +162,9 @@ TEST(Region, OlderMinorWithoutParentLinkIsAccepted) {
 }
 
 TEST(Region, CorruptionIsDetected) {
-  TempDir dir;
-  std::string path = dir.File("r");
+  vgpu::testing::TempDir dir("vgpu-shm-test");
+  ASSERT_TRUE(dir.ok()) << dir.error();
+  std::string path = dir.path() + "/r";
   {
     Mapping m;
     ASSERT_EQ(Mapping::OpenOrCreate(path.c_str(), TestConfig(1 << 20), &m), RegionError::kOk);
@@ -197,8 +193,9 @@ TEST(Region, CorruptionIsDetected) {
 }
 
 TEST(Region, TruncatedAndGarbageFilesAreRefused) {
-  TempDir dir;
-  std::string path = dir.File("r");
+  vgpu::testing::TempDir dir("vgpu-shm-test");
+  ASSERT_TRUE(dir.ok()) << dir.error();
+  std::string path = dir.path() + "/r";
   WriteAll(path, std::vector<char>(100, 'x'));
   Mapping m;
   EXPECT_EQ(Mapping::OpenExisting(path.c_str(), false, &m), RegionError::kBadMagic);
@@ -208,8 +205,9 @@ TEST(Region, TruncatedAndGarbageFilesAreRefused) {
 }
 
 TEST(Region, HalfInitialisedRegionIsReinitialisedByTheNextCreator) {
-  TempDir dir;
-  std::string path = dir.File("r");
+  vgpu::testing::TempDir dir("vgpu-shm-test");
+  ASSERT_TRUE(dir.ok()) << dir.error();
+  std::string path = dir.path() + "/r";
   {
     Mapping m;
     ASSERT_EQ(Mapping::OpenOrCreate(path.c_str(), TestConfig(1 << 20), &m), RegionError::kOk);
@@ -224,8 +222,9 @@ TEST(Region, HalfInitialisedRegionIsReinitialisedByTheNextCreator) {
 // Fuzz: random damage to a valid region never crashes the reader, and the reader accepts the
 // result only if every checked field is still valid.
 TEST(Region, RandomDamageNeverCrashesTheReader) {
-  TempDir dir;
-  std::string path = dir.File("r");
+  vgpu::testing::TempDir dir("vgpu-shm-test");
+  ASSERT_TRUE(dir.ok()) << dir.error();
+  std::string path = dir.path() + "/r";
   {
     Mapping m;
     ASSERT_EQ(Mapping::OpenOrCreate(path.c_str(), TestConfig(1 << 20), &m), RegionError::kOk);

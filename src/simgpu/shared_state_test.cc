@@ -9,23 +9,21 @@
 #include <cstring>
 #include <fstream>
 
+#include "support/temp_dir.h"
+
 namespace vgpu::simgpu {
 namespace {
 
 class SharedStateTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/simgpu-state-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_TRUE(tmp_.ok()) << tmp_.error();
+    dir_ = tmp_.path();
     path_ = dir_ + "/state";
     config_.devices.push_back(DefaultDevice(0));
     config_.devices[0].memory_bytes = 1 << 30;
   }
-  void TearDown() override {
-    unlink(path_.c_str());
-    rmdir(dir_.c_str());
-  }
+  vgpu::testing::TempDir tmp_{"simgpu-state-test"};
   std::string dir_;
   std::string path_;
   Config config_;

@@ -9,8 +9,8 @@
 #include <regex>
 #include <string>
 
-#include "run_command.h"
 #include "sanitizer_env.h"
+#include "support/run_command.h"
 
 namespace vgpu {
 namespace {

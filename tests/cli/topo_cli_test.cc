@@ -1,13 +1,12 @@
 // `vgpu topo`: the preset, --from a saved nvidia-smi topo -m output, --sim against the simulated
 // NVML, --json, and exit code 2 with file:line:column for malformed input.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include "run_command.h"
+#include "support/run_command.h"
+#include "support/temp_dir.h"
 #include "topo/presets.h"
 #include "topo/topo_matrix.h"
 
@@ -45,9 +44,9 @@ TEST(TopoCli, FromSavedOutputAndJson) {
 }
 
 TEST(TopoCli, BadInputExitsTwoNamingWhere) {
-  std::string dir =
-      std::filesystem::temp_directory_path() / ("vgpu-topo-cli-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  vgpu::testing::TempDir tmp("vgpu-topo-cli");
+  ASSERT_TRUE(tmp.ok()) << tmp.error();
+  const std::string dir = tmp.path();
   std::ofstream(dir + "/ragged.txt") << "\tGPU0\tGPU1\nGPU0\t X \tSYS\nGPU1\t X \n";
   std::ofstream(dir + "/asym.txt") << "\tGPU0\tGPU1\nGPU0\t X \tNV4\nGPU1\tSYS\t X \n";
   auto r = RunCommand(kVgpu + " topo --from " + dir + "/ragged.txt");
@@ -62,12 +61,12 @@ TEST(TopoCli, BadInputExitsTwoNamingWhere) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--preset \"dgx-9\": unknown"), std::string::npos) << r.err;
   EXPECT_EQ(RunCommand(kVgpu + " topo --preset dgx2 --from x").exit_code, 2);
-  std::filesystem::remove_all(dir);
 }
 
 TEST(TopoCli, SimulatedGpuAnswersFromItsTopology) {
-  std::string state =
-      std::filesystem::temp_directory_path() / ("vgpu-topo-cli-state-" + std::to_string(getpid()));
+  vgpu::testing::TempDir tmp("vgpu-topo-cli-sim");
+  ASSERT_TRUE(tmp.ok()) << tmp.error();
+  const std::string state = tmp.path() + "/simgpu.state";
   std::string env = "VGPU_SIMGPU_STATE=" + state + " VGPU_SIMGPU_LOG_LEVEL=1 ";
   auto r = RunCommand("env -u VGPU_SIMGPU_CONFIG -u VGPU_SIMGPU_DEVICES " + env +
                       "VGPU_SIMGPU_TOPOLOGY=pcie4-nvbridge " + kVgpu + " topo --sim");
@@ -83,7 +82,6 @@ TEST(TopoCli, SimulatedGpuAnswersFromItsTopology) {
                  "VGPU_SIMGPU_DEVICES=2 " + kVgpu + " topo --sim");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("VGPU_SIMGPU_TOPOLOGY"), std::string::npos) << r.err;
-  std::filesystem::remove_all(state);
 }
 
 }  // namespace

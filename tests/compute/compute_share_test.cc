@@ -30,9 +30,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "bench_json.h"
-#include "run_command.h"
 #include "sanitizer_env.h"
+#include "support/bench_json.h"
+#include "support/run_command.h"
+#include "support/temp_dir.h"
 
 namespace vgpu {
 namespace {
@@ -177,8 +178,9 @@ TEST(ComputeShare, BadTenantsAreRefusedWithTheirName) {
 
 // vgpu run's compute flags reach the gate: a tenant started by `vgpu run --cores 25` gets 25%.
 TEST(ComputeShare, VgpuRunCoresLimitsTheCommand) {
-  char tmpl[] = "/tmp/vgpu-compute-run-XXXXXX";
-  std::string dir = mkdtemp(tmpl);
+  testing::TempDir tmp("vgpu-compute-run");
+  ASSERT_TRUE(tmp.ok()) << tmp.error();
+  const std::string dir = tmp.path();
   std::string env = "VGPU_STATE_DIR=" + dir + "/state VGPU_SIMGPU_STATE=" + dir +
                     "/simgpu.state VGPU_SIMGPU_LOG_LEVEL=1 LIBCUDA_LOG_LEVEL=1 ";
   std::string out = dir + "/kernels";
@@ -199,7 +201,6 @@ TEST(ComputeShare, VgpuRunCoresLimitsTheCommand) {
   double share =
       100.0 * static_cast<double>(busy) / static_cast<double>(last - first - 500000000ULL);
   EXPECT_NEAR(share, 25.0, 3.0);
-  std::system(("rm -rf " + dir).c_str());
 }
 
 uint64_t MonotonicNs() {
@@ -221,8 +222,9 @@ double ShareIn(const std::vector<std::array<uint64_t, 3>>& kernels, uint64_t fro
 // Live resize: a tenant started with `vgpu run --cores 30` is resized to 60 while it runs
 // (`vgpu resize`, from another process); its share is 30 before, and 60 within a second after.
 TEST(ComputeShare, VgpuResizeChangesARunningTenantsShareWithinASecond) {
-  char tmpl[] = "/tmp/vgpu-compute-resize-XXXXXX";
-  std::string dir = mkdtemp(tmpl);
+  testing::TempDir tmp("vgpu-compute-resize");
+  ASSERT_TRUE(tmp.ok()) << tmp.error();
+  const std::string dir = tmp.path();
   std::string env = "VGPU_STATE_DIR=" + dir + "/state VGPU_SIMGPU_STATE=" + dir +
                     "/simgpu.state VGPU_SIMGPU_LOG_LEVEL=1 LIBCUDA_LOG_LEVEL=1 ";
   std::string out = dir + "/kernels";
@@ -273,7 +275,6 @@ TEST(ComputeShare, VgpuResizeChangesARunningTenantsShareWithinASecond) {
   RecordProperty("reached_ms", std::to_string(reached_ms));
   EXPECT_GE(reached_ms, 0.0);
   EXPECT_LE(reached_ms, 1000.0);
-  std::system(("rm -rf " + dir).c_str());
 }
 
 TEST(ComputeShare, VgpuRunComputeFlagsAreValidated) {
@@ -304,8 +305,9 @@ TEST(ComputeShare, VgpuRunComputeFlagsAreValidated) {
 // A killed tenant never holds the GPU: a high-priority tenant that saturates the GPU is SIGKILLed;
 // the low-priority tenant it held gets the whole GPU within a few milliseconds.
 TEST(ComputeShare, AKilledTenantReleasesTheGpu) {
-  char tmpl[] = "/tmp/vgpu-compute-kill-XXXXXX";
-  std::string dir = mkdtemp(tmpl);
+  testing::TempDir tmp("vgpu-compute-kill");
+  ASSERT_TRUE(tmp.ok()) << tmp.error();
+  const std::string dir = tmp.path();
   std::string v = VGPU_BIN;
   std::string tenant = " bench tenant --start-now --kernel-ns 1000000 --out ";
   std::string script = "export VGPU_STATE_DIR=" + dir + "/state VGPU_SIMGPU_STATE=" + dir +
@@ -336,13 +338,13 @@ TEST(ComputeShare, AKilledTenantReleasesTheGpu) {
   EXPECT_LT(before, 20000000u);           // held while the high tenant worked
   EXPECT_LT(first - killed, 200000000u);  // running again within 0.2 s of the kill
   EXPECT_GE(100.0 * static_cast<double>(busy) / static_cast<double>(last - first), 95.0);
-  std::system(("rm -rf " + dir).c_str());
 }
 
 // vgpu top shows each slice's configured and achieved share while tenants run.
 TEST(ComputeShare, TopShowsConfiguredAndAchievedShares) {
-  char tmpl[] = "/tmp/vgpu-compute-top-XXXXXX";
-  std::string dir = mkdtemp(tmpl);
+  testing::TempDir tmp("vgpu-compute-top");
+  ASSERT_TRUE(tmp.ok()) << tmp.error();
+  const std::string dir = tmp.path();
   std::string bench = Vgpu() + " bench share --sim --seconds 3 --state-dir " + dir +
                       " --tenant a:max=30 --tenant b:max=70 > /dev/null 2>&1 &";
   ASSERT_EQ(std::system(bench.c_str()), 0);
@@ -373,8 +375,7 @@ TEST(ComputeShare, TopShowsConfiguredAndAchievedShares) {
     if (!s["devices"].empty() && s["devices"][0]["compute"].is_object()) ++with_compute;
   }
   EXPECT_EQ(with_compute, 2);
-  sleep(3);
-  std::system(("rm -rf " + dir).c_str());
+  sleep(3);  // the bench ends before its state directory goes
 }
 
 }  // namespace

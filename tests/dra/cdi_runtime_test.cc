@@ -27,8 +27,9 @@
 #include "dra/cdi_spec.h"
 #include "dra/driver.h"
 #include "dra/resource_slices.h"
-#include "run_command.h"
 #include "slice_rules.h"
+#include "support/run_command.h"
+#include "support/temp_dir.h"
 
 namespace vgpu::dra {
 namespace {
@@ -103,8 +104,8 @@ class CdiRuntimeTest : public ::testing::Test {
     if (!fs::exists("/bin/busybox") || file.out.find("statically linked") == std::string::npos) {
       GTEST_SKIP() << "no static /bin/busybox for the test image (Debian: busybox-static)";
     }
-    char tmpl[] = "/tmp/cdirt.XXXXXX";
-    root_ = mkdtemp(tmpl);
+    ASSERT_TRUE(tmp_.ok()) << tmp_.error();
+    root_ = tmp_.path();
     fs::create_directories(root_ + "/cdi");
     // The image: busybox and its applets, nothing else.
     fs::create_directories(root_ + "/rootfs/bin");
@@ -128,8 +129,9 @@ class CdiRuntimeTest : public ::testing::Test {
                    << "): " << plain.out << plain.err;
     }
   }
+  // A failed test's directory stays for a look.
   void TearDown() override {
-    if (!root_.empty() && !HasFailure()) fs::remove_all(root_);
+    if (HasFailure()) tmp_.Keep();
   }
 
   // `command` in a private mount namespace (see the top of the file).
@@ -171,6 +173,9 @@ class CdiRuntimeTest : public ::testing::Test {
   }
 
   std::string podman_;
+  // Under /tmp whatever $TMPDIR says, the name short: podman's run root (--runroot) holds its
+  // unix sockets (a socket's path holds at most 107 bytes).
+  vgpu::testing::TempDir tmp_{"vgpu-cdirt", "/tmp"};
   std::string root_;
 };
 

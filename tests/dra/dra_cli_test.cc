@@ -14,15 +14,16 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
-#include "background_process.h"
 #include "dra/cdi_spec.h"
 #include "dra_kubelet_emulator.h"
 #include "fake_api_server.h"
 #include "kubeconfig.h"
-#include "run_command.h"
 #include "slice_rules.h"
+#include "support/background_process.h"
+#include "support/run_command.h"
+#include "support/temp_dir.h"
+#include "support/wait_for.h"
 
 namespace vgpu::dra {
 namespace {
@@ -43,7 +44,24 @@ using vgpu::testing::BackgroundProcess;
 using vgpu::testing::RunCommand;
 namespace drapb = vgpu::testing::drapb;
 
-TEST(DraCliTest, HelpAndBadFlags) {
+// Each test's scratch directory (root_), kept when the test failed (the daemon's log is there).
+// Under /tmp whatever $TMPDIR says: the daemon's and the kubelet emulator's unix sockets live in
+// it (a socket's path holds at most 107 bytes).
+class DraCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(tmp_.ok()) << tmp_.error();
+    root_ = tmp_.path();
+  }
+  void TearDown() override {
+    if (HasFailure()) tmp_.Keep();
+  }
+
+  vgpu::testing::TempDir tmp_{"vgpu-dra-cli", "/tmp"};
+  std::string root_;
+};
+
+TEST_F(DraCliTest, HelpAndBadFlags) {
   EXPECT_EQ(RunCommand(std::string(VGPU_BIN) + " dra --help").exit_code, 0);
   auto bad = RunCommand(std::string(VGPU_BIN) + " dra --sim --log-level 9");
   EXPECT_EQ(bad.exit_code, 2);
@@ -51,8 +69,7 @@ TEST(DraCliTest, HelpAndBadFlags) {
   auto no_sim = RunCommand(std::string(VGPU_BIN) + " dra --sim-devices 2");
   EXPECT_EQ(no_sim.exit_code, 2);
   EXPECT_NE(no_sim.err.find("--sim-devices: needs --sim"), std::string::npos) << no_sim.err;
-  char tmpl[] = "/tmp/dracli.XXXXXX";
-  const std::string dir = mkdtemp(tmpl);
+  const std::string dir = root_;
   std::ofstream(dir + "/modes.yaml") << "version: v1\ngpus:\n  - devices: all\n    mode: migs\n";
   auto modes = RunCommand(std::string(VGPU_BIN) + " dra --sim --gpu-modes " + dir + "/modes.yaml");
   EXPECT_EQ(modes.exit_code, 2);
@@ -66,15 +83,13 @@ TEST(DraCliTest, HelpAndBadFlags) {
   auto listen = RunCommand(std::string(VGPU_BIN) + " dra --sim --health-listen nowhere");
   EXPECT_EQ(listen.exit_code, 2);
   EXPECT_NE(listen.err.find("--health-listen: "), std::string::npos) << listen.err;
-  fs::remove_all(dir);
 }
 
 // What a node would publish, with no cluster: the slices (valid for the release asked), one CDI
 // spec per whole GPU with the driver's own paths, a note for the MIG devices made at Prepare;
 // nothing is written and no API server is asked.
-TEST(DraCliTest, DryRunPrintsSlicesAndCdiSpecsAndTouchesNothing) {
-  char tmpl[] = "/tmp/dracli.XXXXXX";
-  const std::string root = mkdtemp(tmpl);
+TEST_F(DraCliTest, DryRunPrintsSlicesAndCdiSpecsAndTouchesNothing) {
+  const std::string root = root_;
   std::ofstream(root + "/modes.yaml")
       << "version: v1\ngpus:\n  - devices: [1]\n    mode: mig-dynamic\n";
   for (const std::string layout : {"1.35", "1.34"}) {
@@ -113,13 +128,11 @@ TEST(DraCliTest, DryRunPrintsSlicesAndCdiSpecsAndTouchesNothing) {
     EXPECT_FALSE(fs::exists(root + "/cdi"));
     EXPECT_FALSE(fs::exists(root + "/state"));
   }
-  if (!::testing::Test::HasFailure()) fs::remove_all(root);
 }
 
 // The API server's address and the whole reason are in the message, not a prefix of them.
-TEST(DraCliTest, AnUnreachableApiServerIsNamedInFull) {
-  char tmpl[] = "/tmp/dracli.XXXXXX";
-  const std::string root = mkdtemp(tmpl);
+TEST_F(DraCliTest, AnUnreachableApiServerIsNamedInFull) {
+  const std::string root = root_;
   const int port = vgpu::testing::FreePort();
   ASSERT_GT(port, 0);
   const std::string server = "https://127.0.0.1:" + std::to_string(port);
@@ -135,13 +148,11 @@ TEST(DraCliTest, AnUnreachableApiServerIsNamedInFull) {
   BackgroundProcess daemon(args,
                            {"VGPU_SIMGPU_STATE=" + root + "/simstate", "VGPU_SIMGPU_LOG_LEVEL=1"},
                            root + "/dra.log");
-  std::string log;
-  for (int i = 0; i < 300 && log.find("publishing ResourceSlices") == std::string::npos; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    log = daemon.Log();
-  }
+  vgpu::testing::WaitFor(
+      [&] { return daemon.Log().find("publishing ResourceSlices") != std::string::npos; },
+      std::chrono::milliseconds(15'000), std::chrono::milliseconds(50));
   EXPECT_EQ(daemon.Stop(SIGTERM, std::chrono::seconds(10)), 0) << daemon.Log();
-  log = daemon.Log();
+  const std::string log = daemon.Log();
   const size_t at = log.find("publishing ResourceSlices");
   ASSERT_NE(at, std::string::npos) << log;
   const std::string line = log.substr(at, log.find('\n', at) - at);
@@ -150,12 +161,10 @@ TEST(DraCliTest, AnUnreachableApiServerIsNamedInFull) {
                       ": Connection refused (retried in 10000 ms)"),
             std::string::npos)
       << line;
-  if (!::testing::Test::HasFailure()) fs::remove_all(root);
 }
 
-TEST(DraCliTest, PublishesRegistersPreparesAndStops) {
-  char tmpl[] = "/tmp/dracli.XXXXXX";
-  const std::string root = mkdtemp(tmpl);
+TEST_F(DraCliTest, PublishesRegistersPreparesAndStops) {
+  const std::string root = root_;
   fs::create_directories(root + "/registry");
   // GPU 1 offers MIG devices (every placement) beside its software device.
   std::ofstream(root + "/modes.yaml")
@@ -178,26 +187,32 @@ TEST(DraCliTest, PublishesRegistersPreparesAndStops) {
     return r ? std::pair<int, std::string>{r->status, r->body} : std::pair<int, std::string>{0, ""};
   };
   std::pair<int, std::string> ready;
-  for (int i = 0; i < 300 && ready.first == 0; ++i) {
-    ready = get("/readyz");
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  vgpu::testing::WaitFor(
+      [&] {
+        ready = get("/readyz");
+        return ready.first != 0;
+      },
+      std::chrono::milliseconds(6000), std::chrono::milliseconds(20));
   // Up, but not registered with kubelet yet: live, not ready.
   EXPECT_EQ(ready, (std::pair<int, std::string>{503, "not registered with kubelet\n"}));
   EXPECT_EQ(get("/healthz").first, 200);
   vgpu::testing::DraKubeletEmulator kubelet(root + "/registry");
   kubelet.Start();
   ASSERT_TRUE(kubelet.WaitForRegistrations(1, 30'000)) << daemon.Log();
-  for (int i = 0; i < 300 && ready.first != 200; ++i) {
-    ready = get("/readyz");
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  vgpu::testing::WaitFor(
+      [&] {
+        ready = get("/readyz");
+        return ready.first == 200;
+      },
+      std::chrono::milliseconds(6000), std::chrono::milliseconds(20));
   EXPECT_EQ(ready, (std::pair<int, std::string>{200, "ready\n"})) << daemon.Log();
   std::vector<json> slices;
-  for (int i = 0; i < 300 && slices.size() < 2; ++i) {
-    slices = api.ResourceSlices();
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  vgpu::testing::WaitFor(
+      [&] {
+        slices = api.ResourceSlices();
+        return slices.size() >= 2;
+      },
+      std::chrono::milliseconds(6000), std::chrono::milliseconds(20));
   ASSERT_EQ(slices.size(), 2u) << daemon.Log();
   EXPECT_EQ(testing::ValidateResourceSlices(slices), std::vector<std::string>{});
   // gpu-0, gpu-1 and the 25 MIG placements of the simulated H100 that is GPU 1.
@@ -225,7 +240,6 @@ TEST(DraCliTest, PublishesRegistersPreparesAndStops) {
   EXPECT_FALSE(fs::exists(root + "/registry/gpu.vgpu.io-reg.sock"));
   EXPECT_FALSE(fs::exists(root + "/plugin/dra.sock"));
   kubelet.Stop();
-  if (!::testing::Test::HasFailure()) fs::remove_all(root);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "k8s/http_kube_client.h"
 #include "mig_minors.h"
 #include "slice_rules.h"
+#include "support/temp_dir.h"
 
 namespace vgpu::dra {
 namespace {
@@ -91,8 +92,8 @@ Edits ReadCdi(const std::string& cdi_dir, const std::string& uid) {
 class DraPluginTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/dra.XXXXXX";
-    root_ = mkdtemp(tmpl);
+    ASSERT_TRUE(tmp_.ok()) << tmp_.error();
+    root_ = tmp_.path();
     k8s::ClientOptions options;
     options.initial_backoff = std::chrono::milliseconds(10);
     auto client = k8s::HttpKubeClient::Create(api_.ClientConfig(), options);
@@ -108,7 +109,6 @@ class DraPluginTest : public ::testing::Test {
   void TearDown() override {
     kubelet_->Stop();
     StopDaemon();
-    fs::remove_all(root_);
   }
 
   DriverOptions Options() {
@@ -170,6 +170,9 @@ class DraPluginTest : public ::testing::Test {
     return out;
   }
 
+  // Under /tmp whatever $TMPDIR says: the plugin's and the registry's unix sockets live in it
+  // (a socket's path holds at most 107 bytes).
+  vgpu::testing::TempDir tmp_{"vgpu-dra-plugin", "/tmp"};
   std::string root_;
   std::string cdi_dir_;
   device::DeviceBackend* mig_backend_ = nullptr;  // EnableMig with offers_ when set

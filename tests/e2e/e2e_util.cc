@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "device/nvml_backend.h"
+#include "support/wait_for.h"
 
 namespace vgpu::e2e {
 
@@ -25,12 +26,8 @@ std::vector<std::string> Words(const std::string& line) {
 }
 
 bool WaitFor(const std::function<bool()>& pred, int timeout_ms) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
+  return vgpu::testing::WaitFor(pred, std::chrono::milliseconds(timeout_ms),
+                                std::chrono::milliseconds(20));
 }
 
 uint64_t MonotonicNs() {

@@ -1,7 +1,6 @@
 // Helpers shared by the end-to-end tests: files, the worker's "key value" output, shares measured
 // from kernel records, the simulated GPU's runtime environment and MIG instances, and local HTTP
-// calls. Background processes and free
-// ports come from tests/cli/background_process.h.
+// calls. Background processes and free ports come from tests/support/background_process.h.
 #pragma once
 
 #include <cstdint>
@@ -13,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "background_process.h"
 #include "device/device_backend.h"
+#include "support/background_process.h"
 
 namespace vgpu::e2e {
 
@@ -27,7 +26,8 @@ std::string ReadFile(const std::string& path);
 // The words of `line` (no quoting: the paths in tests hold no spaces).
 std::vector<std::string> Words(const std::string& line);
 
-// Polls `pred` every 20 ms until it holds (true) or `timeout_ms` passes (false).
+// Polls `pred` every 20 ms until it holds (true) or `timeout_ms` passes (false): support's
+// vgpu::testing::WaitFor with the e2e tests' poll interval.
 bool WaitFor(const std::function<bool()>& pred, int timeout_ms);
 
 // "key value" lines of a worker's output.

@@ -36,7 +36,6 @@
 #include <string>
 #include <thread>
 
-#include "background_process.h"
 #include "child_process.h"
 #include "container_runtime.h"
 #include "e2e_util.h"
@@ -50,6 +49,7 @@
 #include "kubelet_emulator.h"
 #include "node/assignment.h"
 #include "sanitizer_env.h"
+#include "support/background_process.h"
 
 namespace vgpu::e2e {
 namespace {

@@ -28,7 +28,6 @@
 #include <string>
 #include <thread>
 
-#include "background_process.h"
 #include "child_process.h"
 #include "e2e_util.h"
 #include "fake_api_server.h"
@@ -39,6 +38,7 @@
 #include "mig/layout.h"
 #include "mig/profiles.h"
 #include "node/assignment.h"
+#include "support/background_process.h"
 
 namespace vgpu::e2e {
 namespace {

@@ -29,7 +29,6 @@
 #include <string>
 #include <vector>
 
-#include "background_process.h"
 #include "child_process.h"
 #include "container_runtime.h"
 #include "e2e_util.h"
@@ -37,6 +36,7 @@
 #include "node/assignment.h"
 #include "node/unit_id.h"
 #include "sanitizer_env.h"
+#include "support/background_process.h"
 
 namespace vgpu::e2e {
 namespace {

@@ -31,14 +31,14 @@
 #include <sstream>
 #include <thread>
 
-#include "background_process.h"
 #include "child_process.h"
 #include "container_runtime.h"
 #include "e2e_util.h"
 #include "kubelet_emulator.h"
 #include "node/assignment.h"
-#include "run_command.h"
 #include "sanitizer_env.h"
+#include "support/background_process.h"
+#include "support/run_command.h"
 
 namespace vgpu::e2e {
 namespace {

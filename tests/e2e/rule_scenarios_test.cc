@@ -45,7 +45,6 @@
 #include <sstream>
 #include <thread>
 
-#include "background_process.h"
 #include "child_process.h"
 #include "container_runtime.h"
 #include "e2e_util.h"
@@ -54,6 +53,7 @@
 #include "sanitizer_env.h"
 #include "shm/region_file.h"
 #include "shm/region_resize.h"
+#include "support/background_process.h"
 
 namespace vgpu::e2e {
 namespace {

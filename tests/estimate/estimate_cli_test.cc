@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "estimate/spec.h"
-#include "run_command.h"
+#include "support/run_command.h"
 
 namespace {
 

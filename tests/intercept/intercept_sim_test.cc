@@ -24,6 +24,8 @@
 #include "shm/region_file.h"
 #include "shm/region_ops.h"
 #include "simgpu/shared_state.h"
+#include "support/temp_dir.h"
+#include "support/wait_for.h"
 
 namespace vgpu {
 namespace {
@@ -40,11 +42,10 @@ const std::string kPreload = testing::PreloadList(LIBVGPU_PATH);
 class SliceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/vgpu-intercept-sim-XXXXXX";
-    dir_ = mkdtemp(tmpl);
+    ASSERT_TRUE(tmp_.ok()) << tmp_.error();
+    dir_ = tmp_.path();
     std::ofstream(dir_ + "/devices.conf") << "model=h100 memory=8GiB\n";
   }
-  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
 
   // The environment of a process in slice `name` with a memory limit of `limit` bytes.
   std::vector<std::string> SliceEnv(const std::string& name, uint64_t limit,
@@ -69,6 +70,7 @@ class SliceTest : public ::testing::Test {
     return args;
   }
 
+  testing::TempDir tmp_{"vgpu-intercept-sim"};
   std::string dir_;
 };
 
@@ -260,7 +262,8 @@ TEST_F(SliceTest, KilledProcessesNeverWedgeTheOthersAndTheirMemoryReturns) {
     double killed_at = NowMs();
     EXPECT_EQ(workers[victim]->Wait(), 128 + SIGKILL);
     // The others free the victim's slot when they poll (cuMemGetInfo) or need room.
-    while (SlotHeldBy(region, pid) && NowMs() - killed_at < 3000) usleep(2000);
+    vgpu::testing::WaitFor([&] { return !SlotHeldBy(region, pid); },
+                           std::chrono::milliseconds(3000), std::chrono::milliseconds(2));
     double returned_ms = NowMs() - killed_at;
     worst_return_ms = std::max(worst_return_ms, returned_ms);
     EXPECT_LT(returned_ms, 1000) << "kill " << kills << ": memory of pid " << pid
@@ -269,8 +272,8 @@ TEST_F(SliceTest, KilledProcessesNeverWedgeTheOthersAndTheirMemoryReturns) {
     for (int i = 0; i < kWorkers; ++i) {
       if (i == victim) continue;
       uint64_t before = CounterValue(counters[i]);
-      double t0 = NowMs();
-      while (CounterValue(counters[i]) == before && NowMs() - t0 < 3000) usleep(1000);
+      vgpu::testing::WaitFor([&] { return CounterValue(counters[i]) != before; },
+                             std::chrono::milliseconds(3000), std::chrono::milliseconds(1));
       EXPECT_GT(CounterValue(counters[i]), before) << "worker " << i << " is stuck";
     }
     start(victim);

@@ -15,14 +15,15 @@
 
 #include "child_process.h"
 #include "sanitizer_env.h"
+#include "support/temp_dir.h"
 
 namespace vgpu::testing {
 
 class VgpuCliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/vgpu-cli-XXXXXX";
-    dir_ = mkdtemp(tmpl);
+    ASSERT_TRUE(tmp_.ok()) << tmp_.error();
+    dir_ = tmp_.path();
     std::ofstream(dir_ + "/devices.conf") << "model=h100 memory=8GiB\n";
     env_ = {"VGPU_STATE_DIR=" + dir_ + "/state", "VGPU_SIMGPU_CONFIG=" + dir_ + "/devices.conf",
             "VGPU_SIMGPU_STATE=" + dir_ + "/simgpu.state", "VGPU_SIMGPU_LOG_LEVEL=1",
@@ -31,7 +32,6 @@ class VgpuCliTest : public ::testing::Test {
     // keeps sanitizer runtimes ahead of libvgpu.so).
     if (*kSanitizerRuntime != '\0') env_.push_back("LD_PRELOAD=" + PreloadList(""));
   }
-  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
 
   // Runs `vgpu ARGS` to completion; returns stdout, sets the exit code. stderr goes to the log
   // file `err` (read with Err()).
@@ -60,6 +60,7 @@ class VgpuCliTest : public ::testing::Test {
     return n;
   }
 
+  TempDir tmp_{"vgpu-cli"};
   std::string dir_;
   std::vector<std::string> env_;
 };

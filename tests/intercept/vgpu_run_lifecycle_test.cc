@@ -19,6 +19,7 @@
 
 #include "child_process.h"
 #include "shm/proc_identity.h"
+#include "support/wait_for.h"
 #include "vgpu_cli_fixture.h"
 
 namespace vgpu {
@@ -33,9 +34,8 @@ bool Gone(pid_t pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
 
 // Waits up to `ms` for `pid` to vanish (a process reaped by someone else).
 bool GoneWithin(pid_t pid, int ms) {
-  double until = NowMs() + ms;
-  while (!Gone(pid) && NowMs() < until) usleep(10000);
-  return Gone(pid);
+  return vgpu::testing::WaitFor([&] { return Gone(pid); }, std::chrono::milliseconds(ms),
+                                std::chrono::milliseconds(10));
 }
 
 class RunLifecycleTest : public testing::VgpuCliTest {

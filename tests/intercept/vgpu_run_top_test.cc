@@ -11,6 +11,7 @@
 
 #include "child_process.h"
 #include "shm/region_file.h"
+#include "support/wait_for.h"
 #include "vgpu_cli_fixture.h"
 
 namespace vgpu {
@@ -239,7 +240,8 @@ TEST_F(RunTopTest, TopFitsEightyColumnsAndGcLeavesNoPhantomSlice) {
   EXPECT_NE(text.find("[stale]"), std::string::npos) << text;
   ExpectFitsEightyColumns(text);
   kill(worker, SIGKILL);
-  for (int i = 0; i < 500 && kill(worker, 0) == 0; ++i) usleep(10000);
+  vgpu::testing::WaitFor([&] { return kill(worker, 0) != 0; }, std::chrono::milliseconds(5000),
+                         std::chrono::milliseconds(10));
   std::string gc = Vgpu({"gc"}, &code);
   EXPECT_EQ(code, 0) << Err();
   EXPECT_NE(gc.find("removed " + name), std::string::npos) << gc;

@@ -8,6 +8,7 @@
 
 #include "harness.h"
 #include "k8s/tls.h"
+#include "support/temp_dir.h"
 
 namespace vgpu::k8s::testing {
 namespace {
@@ -266,8 +267,9 @@ TEST_F(ExtenderTest, MetricsPassPromtool) {
   EXPECT_NE(text.find("vgpu_scheduler_binds_total{result=\"bound\"} 1"), std::string::npos);
   EXPECT_NE(text.find("vgpu_gpu_compute_allocated_ratio{node=\"gpu-node-2\""), std::string::npos);
   if (!std::filesystem::exists("/usr/bin/promtool")) GTEST_SKIP() << "promtool not installed";
-  const std::string path = std::filesystem::temp_directory_path() /
-                           ("vgpu_metrics_" + std::to_string(::getpid()) + ".txt");
+  vgpu::testing::TempDir tmp("vgpu-extender-metrics");
+  ASSERT_TRUE(tmp.ok()) << tmp.error();
+  const std::string path = tmp.path() + "/metrics.txt";
   WriteFile(path, text);
   const std::string cmd = "promtool check metrics < " + path + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
@@ -276,15 +278,15 @@ TEST_F(ExtenderTest, MetricsPassPromtool) {
   char buf[512];
   while (fgets(buf, sizeof buf, p) != nullptr) out += buf;
   const int rc = pclose(p);
-  std::filesystem::remove(path);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_EQ(out, "") << out;  // no lint warnings either
 }
 
 TEST(ExtenderServerTest, ServesHttpsWithTheGivenCertificate) {
   const TestPki pki = GenerateTestPki();
-  const std::string dir =
-      std::filesystem::temp_directory_path() / ("vgpu_ext_tls_" + std::to_string(::getpid()));
+  vgpu::testing::TempDir tmp("vgpu-extender-tls");
+  ASSERT_TRUE(tmp.ok()) << tmp.error();
+  const std::string dir = tmp.path();
   WriteFile(dir + "/tls.crt", pki.server_cert_pem);
   WriteFile(dir + "/tls.key", pki.server_key_pem);
   WriteFile(dir + "/ca.crt", pki.ca_cert_pem);
@@ -313,7 +315,6 @@ TEST(ExtenderServerTest, ServesHttpsWithTheGivenCertificate) {
   ASSERT_TRUE(m);
   EXPECT_EQ(m->body, "m 1\n");
   server.Stop();
-  std::filesystem::remove_all(dir);
 
   ServerOptions bad = o;
   bad.tls_key = "/nonexistent.key";

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
+#include <cstdio>
 #include <sstream>
 
 namespace vgpu::k8s::testing {
@@ -102,17 +102,16 @@ Json MakeNode(const std::string& name, const Json& annotations, const Json& labe
 
 FakeApiServer::FakeApiServer(Options options) : options_(std::move(options)) {
   pki_ = GenerateTestPki();
-  dir_ = (std::filesystem::temp_directory_path() /
-          ("vgpu_fake_api_" + std::to_string(::getpid()) + "_" +
-           std::to_string(reinterpret_cast<uintptr_t>(this))))
-             .string();
-  WriteFile(dir_ + "/server.crt", pki_.server_cert_pem);
-  WriteFile(dir_ + "/server.key", pki_.server_key_pem);
-  WriteFile(dir_ + "/ca.crt", pki_.ca_cert_pem);
+  // Without its directory the TLS server has no certificate: the tests that talk to it fail.
+  if (!dir_.ok()) std::fprintf(stderr, "FakeApiServer: %s\n", dir_.error().c_str());
+  const std::string& dir = dir_.path();
+  WriteFile(dir + "/server.crt", pki_.server_cert_pem);
+  WriteFile(dir + "/server.key", pki_.server_key_pem);
+  WriteFile(dir + "/ca.crt", pki_.ca_cert_pem);
   if (options_.tls) {
     server_ = std::make_unique<httplib::SSLServer>(
-        (dir_ + "/server.crt").c_str(), (dir_ + "/server.key").c_str(),
-        options_.require_client_cert ? (dir_ + "/ca.crt").c_str() : nullptr);
+        (dir + "/server.crt").c_str(), (dir + "/server.key").c_str(),
+        options_.require_client_cert ? (dir + "/ca.crt").c_str() : nullptr);
   } else {
     server_ = std::make_unique<httplib::Server>();
   }
@@ -222,8 +221,6 @@ FakeApiServer::~FakeApiServer() {
   cv_.notify_all();
   server_->stop();
   if (thread_.joinable()) thread_.join();
-  std::error_code ec;
-  std::filesystem::remove_all(dir_, ec);
 }
 
 std::string FakeApiServer::url() const {

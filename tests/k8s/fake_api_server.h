@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "k8s/kube_config.h"
+#include "support/temp_dir.h"
 #include "test_pki.h"
 
 namespace vgpu::k8s::testing {
@@ -131,7 +132,7 @@ class FakeApiServer {
 
   Options options_;
   TestPki pki_;
-  std::string dir_;
+  vgpu::testing::TempDir dir_{"vgpu-fake-api"};  // the server's certificate and key
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   int port_ = 0;

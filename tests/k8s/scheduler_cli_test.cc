@@ -9,11 +9,13 @@
 #include <filesystem>
 #include <thread>
 
-#include "background_process.h"
 #include "harness.h"
 #include "k8s/encoding.h"
 #include "kubeconfig.h"
-#include "run_command.h"
+#include "support/background_process.h"
+#include "support/run_command.h"
+#include "support/temp_dir.h"
+#include "support/wait_for.h"
 
 namespace vgpu::k8s::testing {
 namespace {
@@ -35,12 +37,12 @@ int HttpGet(int port, const std::string& path, std::string* body = nullptr) {
 class SchedulerCliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("vgpu_sched_cli_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
+    ASSERT_TRUE(tmp_.ok()) << tmp_.error();
+    dir_ = tmp_.path();
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  vgpu::testing::TempDir tmp_{
+      "vgpu-sched-cli-" +
+      std::string(::testing::UnitTest::GetInstance()->current_test_info()->name())};
   std::string dir_;
 };
 
@@ -87,11 +89,8 @@ TEST_F(SchedulerCliTest, RunsAgainstAnApiServerAndStopsOnSigterm) {
                        "--listen", "127.0.0.1:" + std::to_string(port), "--metrics-listen",
                        "127.0.0.1:" + std::to_string(metrics_port), "--policy", "bestfit"},
                       {}, dir_ + "/log");
-  bool ready = false;
-  for (int i = 0; i < 500 && !ready; ++i) {
-    ready = HttpGet(port, "/readyz") == 200;
-    if (!ready) std::this_thread::sleep_for(10ms);
-  }
+  const bool ready =
+      vgpu::testing::WaitFor([&] { return HttpGet(port, "/readyz") == 200; }, 5000ms, 10ms);
   ASSERT_TRUE(ready) << ReadWholeFile(dir_ + "/log").value_or("");
   httplib::Client cli("127.0.0.1", port);
   auto f = cli.Post("/filter", Fixture("filter_node_names.json").dump(), "application/json");
@@ -130,10 +129,12 @@ TEST_F(SchedulerCliTest, WaitsForAnUnreachableApiServerWithoutServingVerbs) {
                        "127.0.0.1:" + std::to_string(port), "--metrics-listen", ""},
                       {}, dir_ + "/log");
   int health = 0;
-  for (int i = 0; i < 300 && health != 200; ++i) {
-    health = HttpGet(port, "/healthz");
-    if (health != 200) std::this_thread::sleep_for(10ms);
-  }
+  vgpu::testing::WaitFor(
+      [&] {
+        health = HttpGet(port, "/healthz");
+        return health == 200;
+      },
+      3000ms, 10ms);
   EXPECT_EQ(health, 200);
   EXPECT_EQ(HttpGet(port, "/readyz"), 503);
   EXPECT_EQ(p.Stop(SIGTERM, 10s), 0);

@@ -9,15 +9,16 @@
 
 #include <chrono>
 #include <filesystem>
-#include <thread>
 
-#include "background_process.h"
 #include "harness.h"
 #include "k8s/encoding.h"
 #include "k8s/tls.h"
 #include "k8s/webhook_certs.h"
 #include "kubeconfig.h"
-#include "run_command.h"
+#include "support/background_process.h"
+#include "support/run_command.h"
+#include "support/temp_dir.h"
+#include "support/wait_for.h"
 
 namespace vgpu::k8s::testing {
 namespace {
@@ -66,13 +67,13 @@ httplib::Result PostReview(int port, const std::string& ca_pem, const std::strin
 class WebhookCliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("vgpu_webhook_cli_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
+    ASSERT_TRUE(tmp_.ok()) << tmp_.error();
+    dir_ = tmp_.path();
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string Log() const { return ReadWholeFile(dir_ + "/log").value_or(""); }
+  vgpu::testing::TempDir tmp_{
+      "vgpu-webhook-cli-" +
+      std::string(::testing::UnitTest::GetInstance()->current_test_info()->name())};
   std::string dir_;
 };
 
@@ -90,14 +91,16 @@ TEST_F(WebhookCliTest, SelfSignedPublishesItsCaAndPatchesPods) {
        "--scheduler-name", "gpu-sched"},
       {}, dir_ + "/log");
   std::string bundle;
-  for (int i = 0; i < 1000 && bundle.empty(); ++i) {
-    const Json cc = api.GetWebhookConfiguration("vgpu-scheduler")["webhooks"][0]["clientConfig"];
-    if (cc.contains("caBundle")) {
-      bundle = Base64Decode(cc["caBundle"].get<std::string>()).value_or("");
-    } else {
-      std::this_thread::sleep_for(10ms);
-    }
-  }
+  vgpu::testing::WaitFor(
+      [&] {
+        const Json cc =
+            api.GetWebhookConfiguration("vgpu-scheduler")["webhooks"][0]["clientConfig"];
+        if (cc.contains("caBundle")) {
+          bundle = Base64Decode(cc["caBundle"].get<std::string>()).value_or("");
+        }
+        return !bundle.empty();
+      },
+      10'000ms, 10ms);
   ASSERT_FALSE(bundle.empty()) << Log();
   auto res = PostReview(webhook_port, bundle, "/webhook");
   ASSERT_TRUE(res) << httplib::to_string(res.error()) << "\n" << Log();
@@ -110,14 +113,13 @@ TEST_F(WebhookCliTest, SelfSignedPublishesItsCaAndPatchesPods) {
 
   httplib::Client metrics("127.0.0.1", metrics_port);
   std::string text;
-  for (int i = 0; i < 300; ++i) {
-    auto m = metrics.Get("/metrics");
-    if (m && m->status == 200) {
-      text = m->body;
-      break;
-    }
-    std::this_thread::sleep_for(10ms);
-  }
+  vgpu::testing::WaitFor(
+      [&] {
+        auto m = metrics.Get("/metrics");
+        if (m && m->status == 200) text = m->body;
+        return m && m->status == 200;
+      },
+      3000ms, 10ms);
   EXPECT_NE(text.find("vgpu_scheduler_webhook_requests_total{result=\"patched\"} 1"),
             std::string::npos)
       << text;
@@ -139,14 +141,13 @@ TEST_F(WebhookCliTest, SelfSignedPublishesItsCaAndPatchesPods) {
        "--webhook-config-name", "vgpu-scheduler", "--scheduler-name", "gpu-sched"},
       {}, dir_ + "/log2");
   int status = 0;
-  for (int i = 0; i < 500 && status == 0; ++i) {
-    auto r = PostReview(webhook_port, bundle, "/webhook");
-    if (r) {
-      status = r->status;
-    } else {
-      std::this_thread::sleep_for(10ms);
-    }
-  }
+  vgpu::testing::WaitFor(
+      [&] {
+        auto r = PostReview(webhook_port, bundle, "/webhook");
+        if (r) status = r->status;
+        return status != 0;
+      },
+      5000ms, 10ms);
   EXPECT_EQ(status, 200) << ReadWholeFile(dir_ + "/log2").value_or("");
   EXPECT_EQ(restarted.Stop(SIGTERM, 10s), 0);
   const std::string log2 = ReadWholeFile(dir_ + "/log2").value_or("");
@@ -171,11 +172,12 @@ TEST_F(WebhookCliTest, ServesCertificateFiles) {
        "--webhook-tls-key", dir_ + "/tls.key", "--webhook-replace-scheduler", "default-scheduler"},
       {}, dir_ + "/log");
   httplib::Result res{nullptr, httplib::Error::Unknown};
-  for (int i = 0; i < 300; ++i) {
-    res = PostReview(webhook_port, certs->ca_cert_pem, "/mutate-pods");
-    if (res) break;
-    std::this_thread::sleep_for(10ms);
-  }
+  vgpu::testing::WaitFor(
+      [&] {
+        res = PostReview(webhook_port, certs->ca_cert_pem, "/mutate-pods");
+        return static_cast<bool>(res);
+      },
+      3000ms, 10ms);
   ASSERT_TRUE(res) << Log();
   EXPECT_EQ(Json::parse(res->body)["response"]["allowed"], true);
   EXPECT_TRUE(Json::parse(res->body)["response"].contains("patch"));

@@ -7,13 +7,13 @@
 #include <httplib.h>
 
 #include <chrono>
-#include <thread>
 
 #include "fake_api_server.h"
 #include "k8s/encoding.h"
 #include "k8s/http_kube_client.h"
 #include "k8s/tls.h"
 #include "k8s/webhook_certs.h"
+#include "support/wait_for.h"
 
 namespace vgpu::k8s::testing {
 namespace {
@@ -264,19 +264,17 @@ TEST(CaBundle, PublisherWaitsForTheConfigurationAndRestoresTheBundle) {
   o.recheck = 20ms;
   CaBundlePublisher publisher(client.get(), "vgpu-scheduler", certs.ca_cert_pem, o);
   publisher.Start();
-  for (int i = 0; i < 500 && publisher.failures() == 0; ++i) std::this_thread::sleep_for(10ms);
+  vgpu::testing::WaitFor([&] { return publisher.failures() != 0; }, 5000ms, 10ms);
   EXPECT_GT(publisher.failures(), 0u);  // not there yet
   api.PutWebhookConfiguration(WebhookConfiguration("vgpu-scheduler", 1));
   const auto wait_for_bundle = [&] {
-    for (int i = 0; i < 500; ++i) {
-      const Json c = api.GetWebhookConfiguration("vgpu-scheduler");
-      if (c["webhooks"][0]["clientConfig"].contains("caBundle") &&
-          BundleOf(c, 0) == certs.ca_cert_pem) {
-        return true;
-      }
-      std::this_thread::sleep_for(5ms);
-    }
-    return false;
+    return vgpu::testing::WaitFor(
+        [&] {
+          const Json c = api.GetWebhookConfiguration("vgpu-scheduler");
+          return c["webhooks"][0]["clientConfig"].contains("caBundle") &&
+                 BundleOf(c, 0) == certs.ca_cert_pem;
+        },
+        2500ms, 5ms);
   };
   EXPECT_TRUE(wait_for_bundle());
   // Re-applied without a caBundle (kubectl replace): the publisher writes it again.

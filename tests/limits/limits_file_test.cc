@@ -21,6 +21,7 @@
 #include "intercept/config.h"
 #include "node/slice.h"
 #include "sanitizer_env.h"
+#include "support/temp_dir.h"
 
 namespace vgpu {
 namespace {
@@ -108,11 +109,10 @@ void ExpectEveryCutRejected(const std::string& text, uint64_t limit) {
 class LimitsFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/vgpu-limits-e2e-XXXXXX";
-    dir_ = mkdtemp(tmpl);
+    ASSERT_TRUE(tmp_.ok()) << tmp_.error();
+    dir_ = tmp_.path();
     WriteFile(dir_ + "/devices.conf", "model=h100 memory=8GiB\n");
   }
-  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
 
   // The limits file the node daemon writes for a container with `memory` on one GPU.
   std::string NodeWrittenFile(uint64_t memory) {
@@ -187,6 +187,7 @@ class LimitsFileTest : public ::testing::Test {
     EXPECT_NE(fill.find("first CUDA_ERROR_OUT_OF_MEMORY\n"), std::string::npos) << fill;
   }
 
+  testing::TempDir tmp_{"vgpu-limits-e2e"};
   std::string dir_;
 };
 

@@ -25,6 +25,7 @@
 #include "node/fake_cluster.h"
 #include "node/gpu_modes.h"
 #include "node/test_pods.h"
+#include "support/wait_for.h"
 #include "test_daemon.h"
 
 namespace vgpu::node {
@@ -566,10 +567,9 @@ TEST(PluginRunnerLogTest, KubeletsAbsenceAndReturnAreLoggedOnceEach) {
     ASSERT_TRUE(kubelet.WaitForRegistrations(1, 10'000));
     EXPECT_EQ(count(back), 1u) << ReadFile(log);
     kubelet.Stop(/*wipe=*/true);
-    for (int i = 0; i < 50 && count(missing) < 2; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    vgpu::testing::WaitFor([&] { return count(missing) >= 2; }, std::chrono::milliseconds(2500),
+                           std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));  // and no third warning
     EXPECT_EQ(count(missing), 2u) << ReadFile(log);
     EXPECT_EQ(count(back), 1u);
   }
@@ -653,9 +653,8 @@ TEST_F(DevicePluginTest, StopsGracefully) {
   daemon_->Stop();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   EXPECT_FALSE(fs::exists(kubelet_dir_ + "/vgpu.sock"));
-  for (int i = 0; i < 50 && kubelet_->streaming(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  vgpu::testing::WaitFor([&] { return !kubelet_->streaming(); }, std::chrono::milliseconds(2500),
+                         std::chrono::milliseconds(50));
   EXPECT_FALSE(kubelet_->streaming());
 }
 

@@ -28,6 +28,7 @@
 #include "shm/region.h"
 #include "shm/region_file.h"
 #include "shm/region_ops.h"
+#include "support/wait_for.h"
 #include "test_daemon.h"
 
 namespace vgpu::node {
@@ -162,16 +163,14 @@ class FaultsTest : public ::testing::Test {
   // Whether an Event with `reason` was posted (waiting up to 2 s: kubelet may hear of a change
   // before the Event about it is posted).
   bool HasEvent(const std::string& reason) const {
-    for (int i = 0; i < 100; ++i) {
-      auto events = cluster_.Events();
-      if (std::any_of(events.begin(), events.end(), [&](const std::string& e) {
+    return vgpu::testing::WaitFor(
+        [&] {
+          auto events = cluster_.Events();
+          return std::any_of(events.begin(), events.end(), [&](const std::string& e) {
             return e.find(" " + reason + ":") != std::string::npos;
-          })) {
-        return true;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
+          });
+        },
+        std::chrono::milliseconds(2000), std::chrono::milliseconds(20));
   }
 
   std::string root_;
@@ -237,9 +236,8 @@ TEST_F(FaultsTest, ApplicationXidsCountOnlyAgainstTheTenantTheyName) {
     fake_->InjectEvent(e);
   }
   // Seven XIDs x weight 2 = 14 strikes: all levels up to terminate, for tenant a alone.
-  for (int i = 0; i < 50 && LevelOf(a.name) != TenantLevel::kTerminate; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  vgpu::testing::WaitFor([&] { return LevelOf(a.name) == TenantLevel::kTerminate; },
+                         std::chrono::milliseconds(2500), std::chrono::milliseconds(50));
   EXPECT_EQ(LevelOf(a.name), TenantLevel::kTerminate);
   EXPECT_EQ(LevelOf(b.name), TenantLevel::kNormal);
   for (int g = 0; g < kGpus; ++g) EXPECT_TRUE(GpuIs(kubelet_->devices(), g, "Healthy")) << g;
@@ -249,10 +247,12 @@ TEST_F(FaultsTest, ApplicationXidsCountOnlyAgainstTheTenantTheyName) {
   // The daemon ended a's process, not b's.
   int status = 0;
   pid_t done = 0;
-  for (int i = 0; i < 100 && done == 0; ++i) {
-    done = waitpid(pa, &status, WNOHANG);
-    if (done == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  vgpu::testing::WaitFor(
+      [&] {
+        done = waitpid(pa, &status, WNOHANG);
+        return done != 0;
+      },
+      std::chrono::milliseconds(2000), std::chrono::milliseconds(20));
   ASSERT_EQ(done, pa);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
   EXPECT_EQ(waitpid(pb, &status, WNOHANG), 0);  // still running
@@ -306,9 +306,8 @@ TEST_F(FaultsTest, AFailingProbeSendsTheGpuBackToQuarantine) {
   fake_->InjectXid(0, 109);  // reset class; no process holds the GPU: reset, then the probe
   ASSERT_TRUE(
       kubelet_->WaitForDevices([&](const auto& d) { return GpuIs(d, 0, "Unhealthy"); }, 6000));
-  for (int i = 0; i < 100 && fake_->probes() == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  vgpu::testing::WaitFor([&] { return fake_->probes() != 0; }, std::chrono::milliseconds(2000),
+                         std::chrono::milliseconds(20));
   ASSERT_GE(fake_->probes(), 1);
   EXPECT_EQ(fake_->resets(), 1);
   // Back in quarantine (reset pending, the next reset a second later), never healthy between.

@@ -25,7 +25,6 @@
 #include <sstream>
 #include <thread>
 
-#include "background_process.h"
 #include "child_process.h"
 #include "container_runtime.h"
 #include "e2e_util.h"
@@ -33,6 +32,7 @@
 #include "node/assignment.h"
 #include "node/metrics_catalog.h"
 #include "sanitizer_env.h"
+#include "support/background_process.h"
 
 namespace vgpu::node {
 namespace {

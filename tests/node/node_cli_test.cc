@@ -14,10 +14,11 @@
 #include <sstream>
 #include <thread>
 
-#include "background_process.h"
 #include "kubelet_emulator.h"
 #include "node/assignment.h"
-#include "run_command.h"
+#include "support/background_process.h"
+#include "support/run_command.h"
+#include "support/wait_for.h"
 
 namespace vgpu::node {
 namespace {
@@ -226,13 +227,12 @@ TEST_F(NodeCliTest, SimulatedNodeEndToEnd) {
       root_ + "/worker.log");
   const std::string suspect = "vgpu_gpu_health_state{node=\"sim-node\",uuid=\"" +
                               std::string(kGpu0) + "\",mig_instance=\"\",state=\"suspect\"} 1";
-  bool is_suspect = false;
-  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-       !is_suspect && std::chrono::steady_clock::now() < until;) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    auto m = httplib::Client("127.0.0.1", port_).Get("/metrics");
-    is_suspect = m && m->body.find(suspect) != std::string::npos;
-  }
+  const bool is_suspect = vgpu::testing::WaitFor(
+      [&] {
+        auto m = httplib::Client("127.0.0.1", port_).Get("/metrics");
+        return m && m->body.find(suspect) != std::string::npos;
+      },
+      std::chrono::seconds(5), std::chrono::milliseconds(100));
   EXPECT_TRUE(is_suspect) << ReadFile(root_ + "/daemon.log");
   EXPECT_TRUE(GpuHealth(kubelet_->devices(), kGpu0, "Healthy"));
   EXPECT_TRUE(worker.Running()) << worker.Log();

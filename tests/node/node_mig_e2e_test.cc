@@ -21,12 +21,13 @@
 #include <sstream>
 #include <thread>
 
-#include "background_process.h"
 #include "e2e_util.h"
 #include "kubelet_emulator.h"
 #include "mig/profiles.h"
 #include "node/assignment.h"
-#include "run_command.h"
+#include "support/background_process.h"
+#include "support/run_command.h"
+#include "support/wait_for.h"
 
 namespace vgpu::node {
 namespace {
@@ -241,15 +242,15 @@ TEST_F(NodeMigTest, DynamicStaticAndSharedGpusServeTheirPods) {
   // (The daemon reads the instances back from NVML at its next housekeeping, --pod-refresh.)
   httplib::Client client("127.0.0.1", port_);
   httplib::Result metrics{nullptr, httplib::Error::Unknown};
-  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);;) {
-    metrics = client.Get("/metrics");
-    ASSERT_TRUE(metrics && metrics->status == 200);
-    if (metrics->body.find("GPU_I_PROFILE=\"1g.35gb\"") != std::string::npos ||
-        std::chrono::steady_clock::now() > until) {
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  // Until the profile shows, or a scrape fails (asserted below).
+  vgpu::testing::WaitFor(
+      [&] {
+        metrics = client.Get("/metrics");
+        return !(metrics && metrics->status == 200) ||
+               metrics->body.find("GPU_I_PROFILE=\"1g.35gb\"") != std::string::npos;
+      },
+      std::chrono::seconds(5), std::chrono::milliseconds(50));
+  ASSERT_TRUE(metrics && metrics->status == 200);
   EXPECT_NE(metrics->body.find("GPU_I_PROFILE=\"1g.35gb\""), std::string::npos);
   EXPECT_NE(metrics->body.find("vgpu_gpu_mode{node=\"mig-node\",gpu=\"0\""), std::string::npos);
 
@@ -272,12 +273,14 @@ TEST_F(NodeMigTest, DynamicStaticAndSharedGpusServeTheirPods) {
     }
     return std::string("none");
   };
-  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);;) {
-    metrics = client.Get("/metrics");
-    ASSERT_TRUE(metrics && metrics->status == 200);
-    if (level(metrics->body, "small") == "1" || std::chrono::steady_clock::now() > until) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  // Until the level shows, or a scrape fails (asserted below).
+  vgpu::testing::WaitFor(
+      [&] {
+        metrics = client.Get("/metrics");
+        return !(metrics && metrics->status == 200) || level(metrics->body, "small") == "1";
+      },
+      std::chrono::seconds(5), std::chrono::milliseconds(50));
+  ASSERT_TRUE(metrics && metrics->status == 200);
   EXPECT_EQ(level(metrics->body, "small"), "1") << ReadFile(root_ + "/daemon.log");
   for (const char* other : {"medium", "large", "soft", "static"}) {
     const std::string l = level(metrics->body, other);
@@ -290,10 +293,8 @@ TEST_F(NodeMigTest, DynamicStaticAndSharedGpusServeTheirPods) {
 
   // The pods end: the dynamic instances are destroyed, the static layout stays.
   WritePods({});
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!Instances(0).empty() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  vgpu::testing::WaitFor([&] { return Instances(0).empty(); }, std::chrono::seconds(10),
+                         std::chrono::milliseconds(100));
   EXPECT_TRUE(Instances(0).empty()) << ReadFile(root_ + "/daemon.log");
   EXPECT_EQ(Instances(2).size(), 4u);
   EXPECT_EQ(daemon_->Stop(SIGTERM, std::chrono::seconds(5)), 0);
@@ -400,10 +401,8 @@ TEST_F(NodeMigTest, StaticLayoutServesNvidiasMigResourcesBesideASharedGpu) {
   ASSERT_TRUE(kubelet_->Restart());
   for (const std::string& resource : want) {
     SCOPED_TRACE(resource);
-    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (kubelet_->registrations(resource) < 2 && std::chrono::steady_clock::now() < until) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    vgpu::testing::WaitFor([&] { return kubelet_->registrations(resource) >= 2; },
+                           std::chrono::seconds(10), std::chrono::milliseconds(20));
     // Registered again (a busy host may see the restart twice and register a third time, which
     // kubelet takes as the same plugin).
     EXPECT_GE(kubelet_->registrations(resource), 2) << ReadFile(root_ + "/daemon.log");
@@ -478,11 +477,8 @@ TEST_F(NodeMigTest, MigApplyAndStatus) {
   BackgroundProcess holder(
       {"/bin/sh", "-c", std::string("exec ") + SIMGPU_WORKER + " limits < " + fifo}, busy_env,
       root_ + "/holder.log");
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (holder.Log().find("ready") == std::string::npos &&
-         std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  vgpu::testing::WaitFor([&] { return holder.Log().find("ready") != std::string::npos; },
+                         std::chrono::seconds(10), std::chrono::milliseconds(20));
   ASSERT_NE(holder.Log().find("ready"), std::string::npos) << holder.Log();
   auto refused = vgpu::testing::RunCommand(env + VGPU_BIN + " mig apply --config " + root_ +
                                            "/other.yaml" + sim);
@@ -490,10 +486,8 @@ TEST_F(NodeMigTest, MigApplyAndStatus) {
   EXPECT_NE(refused.out.find("left as it is"), std::string::npos) << refused.out;
   EXPECT_EQ(Instances(2).size(), 4u);
   close(hold);
-  until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (holder.Running() && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  vgpu::testing::WaitFor([&] { return !holder.Running(); }, std::chrono::seconds(5),
+                         std::chrono::milliseconds(20));
   EXPECT_EQ(holder.Stop(SIGKILL, std::chrono::seconds(5)), 0) << holder.Log();
   std::ofstream(root_ + "/bad.yaml") << "version: v1\ngpus:\n  - devices: all\n    mode: fast\n";
   auto bad = vgpu::testing::RunCommand(env + VGPU_BIN + " mig apply --config " + root_ +

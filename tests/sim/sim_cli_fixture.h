@@ -10,7 +10,7 @@
 #include <fstream>
 #include <string>
 
-#include "run_command.h"
+#include "support/run_command.h"
 
 namespace vgpu {
 

@@ -8,8 +8,8 @@
 #include <sstream>
 #include <string>
 
-#include "run_command.h"
 #include "sim_cli_fixture.h"
+#include "support/run_command.h"
 
 namespace vgpu {
 namespace {

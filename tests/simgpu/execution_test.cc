@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sim_test_util.h"
+#include "support/wait_for.h"
 
 namespace vgpu::simgpu::testing {
 namespace {
@@ -357,7 +358,8 @@ TEST_F(SimgpuExecution, HostFunctionsRunWhenTheStreamReachesThem) {
   ASSERT_CU(Sleep(20 * kMsNs, s));
   ASSERT_CU(cuLaunchHostFunc(
       s, [](void*) { ran_at = NowMs(); }, nullptr));
-  for (int i = 0; i < 200 && ran_at.load() == 0; ++i) usleep(1000);
+  vgpu::testing::WaitFor([] { return ran_at.load() != 0; }, std::chrono::milliseconds(200),
+                         std::chrono::milliseconds(1));
   ASSERT_GT(ran_at.load(), 0);
   EXPECT_GE(ran_at.load() - t0, 19.0);
   ASSERT_CU(cuStreamDestroy(s));

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "sim_test_util.h"
+#include "support/wait_for.h"
 
 namespace vgpu::simgpu::testing {
 namespace {
@@ -112,7 +113,8 @@ TEST_F(SimgpuMultiProcess, KilledProcessesGiveTheirMemoryBackWithinASecond) {
   w.Kill(SIGKILL);
   EXPECT_EQ(w.Wait(), 128 + SIGKILL);
   double t0 = NowMs();
-  while (NvmlUsed() != base && NowMs() - t0 < 1000) usleep(10000);
+  vgpu::testing::WaitFor([&] { return NvmlUsed() == base; }, std::chrono::milliseconds(1000),
+                         std::chrono::milliseconds(10));
   EXPECT_EQ(NvmlUsed(), base);
   EXPECT_LT(NowMs() - t0, 1000.0);
   EXPECT_EQ(Processes().count(static_cast<unsigned>(pid)), 0u);
@@ -134,7 +136,9 @@ TEST_F(SimgpuMultiProcess, SigkillAtRandomPointsNeverWedgesTheDevice) {
     ASSERT_EQ(cuMemAlloc(&p, kMiB), CUDA_SUCCESS);
     ASSERT_EQ(cuMemFree(p), CUDA_SUCCESS);
     EXPECT_LT(NowMs() - t0, 500.0);
-    while (UsedBytes() != base && NowMs() - t0 < 1000) usleep(5000);
+    // Until a second after t0.
+    const auto left = std::chrono::milliseconds(static_cast<int64_t>(1000 - (NowMs() - t0)));
+    vgpu::testing::WaitFor([&] { return UsedBytes() == base; }, left, std::chrono::milliseconds(5));
     ASSERT_EQ(UsedBytes(), base) << "round " << round;
   }
 }

@@ -10,6 +10,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
+
+#include "support/temp_dir.h"
 
 namespace vgpu::simgpu::testing {
 namespace {
@@ -19,9 +22,9 @@ std::string g_dir;
 class SimulatedMachine : public ::testing::Environment {
  public:
   void SetUp() override {
-    char tmpl[] = "/tmp/simgpu-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    g_dir = tmpl;
+    dir_.emplace("simgpu-test");
+    ASSERT_TRUE(dir_->ok()) << dir_->error();
+    g_dir = dir_->path();
     std::ofstream(g_dir + "/devices.conf")
         << "# test machine\n"
         << "model=h100 memory=8GiB\n"
@@ -32,11 +35,11 @@ class SimulatedMachine : public ::testing::Environment {
     unsetenv("CUDA_VISIBLE_DEVICES");
     ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
   }
-  void TearDown() override {
-    unlink((g_dir + "/state").c_str());
-    unlink((g_dir + "/devices.conf").c_str());
-    rmdir(g_dir.c_str());
-  }
+  // gtest never destroys its environments: the directory goes here.
+  void TearDown() override { dir_.reset(); }
+
+ private:
+  std::optional<vgpu::testing::TempDir> dir_;
 };
 
 [[maybe_unused]] ::testing::Environment* const g_env =

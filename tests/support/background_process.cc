@@ -1,4 +1,4 @@
-#include "background_process.h"
+#include "support/background_process.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>

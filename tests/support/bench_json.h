@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "run_command.h"
+#include "support/run_command.h"
 
 namespace vgpu::testing {
 
