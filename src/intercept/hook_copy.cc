@@ -212,43 +212,44 @@ uint8_t* Bytes(void* p) { return static_cast<uint8_t*>(p); }
 
 }  // namespace
 
-// What a copy hook answers when its driver entry point cannot be called: CUDA not loaded, or the
-// loaded driver lacks the entry point; CUDA_SUCCESS when it can.
-inline CUresult EntryState(bool cuda_loaded, bool entry_found) {
-  if (!cuda_loaded) return CUDA_ERROR_NOT_INITIALIZED;
-  return entry_found ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED;
+// The driver's entry point in `slot` for a copy hook, once CUDA is loaded: CUDA_SUCCESS with
+// *real set; CUDA_ERROR_NOT_INITIALIZED when CUDA cannot be loaded, CUDA_ERROR_NOT_SUPPORTED when
+// the loaded driver lacks the entry point.
+template <typename Fn>
+CUresult RealEntry(Fn DriverApi::*slot, Fn* real) {
+  if (!EnsureCuda()) return CUDA_ERROR_NOT_INITIALIZED;
+  *real = g_cuda.*slot;
+  return *real == nullptr ? CUDA_ERROR_NOT_SUPPORTED : CUDA_SUCCESS;
 }
 
 // Host to device: (dst device pointer, src host pointer, bytes[, stream]).
-#define VGPU_HTOD(name, dptr_t, size_t_, ...)                                                  \
-  extern "C" CUresult name(dptr_t dst, const void* src,                                        \
-                           size_t_ bytes __VA_OPT__(, ) __VA_ARGS__) noexcept {                \
-    const bool cuda_loaded = EnsureCuda();                                                     \
-    auto real = g_cuda.name;                                                                   \
-    if (CUresult rc = EntryState(cuda_loaded, real != nullptr); rc != CUDA_SUCCESS) return rc; \
-    if (!Paced()) {                                                                            \
-      return Counted(shm::kCopyKindHostToDevice, bytes,                                        \
-                     real(dst, src, bytes __VA_OPT__(, stream)));                              \
-    }                                                                                          \
-    return PacedLinear(kCopyHostToDevice, bytes, [&](size_t off, size_t n) {                   \
-      return real(static_cast<dptr_t>(dst + off), Bytes(src) + off,                            \
-                  static_cast<size_t_>(n) __VA_OPT__(, stream));                               \
-    });                                                                                        \
+#define VGPU_HTOD(name, dptr_t, size_t_, ...)                                            \
+  extern "C" CUresult name(dptr_t dst, const void* src,                                  \
+                           size_t_ bytes __VA_OPT__(, ) __VA_ARGS__) noexcept {          \
+    decltype(g_cuda.name) real = nullptr;                                                \
+    if (CUresult rc = RealEntry(&DriverApi::name, &real); rc != CUDA_SUCCESS) return rc; \
+    if (!Paced()) {                                                                      \
+      return Counted(shm::kCopyKindHostToDevice, bytes,                                  \
+                     real(dst, src, bytes __VA_OPT__(, stream)));                        \
+    }                                                                                    \
+    return PacedLinear(kCopyHostToDevice, bytes, [&](size_t off, size_t n) {             \
+      return real(static_cast<dptr_t>(dst + off), Bytes(src) + off,                      \
+                  static_cast<size_t_>(n) __VA_OPT__(, stream));                         \
+    });                                                                                  \
   }
-#define VGPU_DTOH(name, dptr_t, size_t_, ...)                                                  \
-  extern "C" CUresult name(void* dst, dptr_t src,                                              \
-                           size_t_ bytes __VA_OPT__(, ) __VA_ARGS__) noexcept {                \
-    const bool cuda_loaded = EnsureCuda();                                                     \
-    auto real = g_cuda.name;                                                                   \
-    if (CUresult rc = EntryState(cuda_loaded, real != nullptr); rc != CUDA_SUCCESS) return rc; \
-    if (!Paced()) {                                                                            \
-      return Counted(shm::kCopyKindDeviceToHost, bytes,                                        \
-                     real(dst, src, bytes __VA_OPT__(, stream)));                              \
-    }                                                                                          \
-    return PacedLinear(kCopyDeviceToHost, bytes, [&](size_t off, size_t n) {                   \
-      return real(Bytes(dst) + off, static_cast<dptr_t>(src + off),                            \
-                  static_cast<size_t_>(n) __VA_OPT__(, stream));                               \
-    });                                                                                        \
+#define VGPU_DTOH(name, dptr_t, size_t_, ...)                                            \
+  extern "C" CUresult name(void* dst, dptr_t src,                                        \
+                           size_t_ bytes __VA_OPT__(, ) __VA_ARGS__) noexcept {          \
+    decltype(g_cuda.name) real = nullptr;                                                \
+    if (CUresult rc = RealEntry(&DriverApi::name, &real); rc != CUDA_SUCCESS) return rc; \
+    if (!Paced()) {                                                                      \
+      return Counted(shm::kCopyKindDeviceToHost, bytes,                                  \
+                     real(dst, src, bytes __VA_OPT__(, stream)));                        \
+    }                                                                                    \
+    return PacedLinear(kCopyDeviceToHost, bytes, [&](size_t off, size_t n) {             \
+      return real(Bytes(dst) + off, static_cast<dptr_t>(src + off),                      \
+                  static_cast<size_t_>(n) __VA_OPT__(, stream));                         \
+    });                                                                                  \
   }
 
 VGPU_HTOD(cuMemcpyHtoD_v2, CUdeviceptr, size_t)
@@ -265,17 +266,16 @@ VGPU_DTOH(cuMemcpyDtoHAsync_v2_ptsz, CUdeviceptr, size_t, CUstream stream)
 VGPU_DTOH(cuMemcpyDtoHAsync, CUdeviceptr_v1, unsigned int, CUstream stream)
 
 // Unified addresses: the direction is asked of the driver.
-#define VGPU_UNIFIED(name, ...)                                                                \
-  extern "C" CUresult name(CUdeviceptr dst, CUdeviceptr src,                                   \
-                           size_t bytes __VA_OPT__(, ) __VA_ARGS__) noexcept {                 \
-    const bool cuda_loaded = EnsureCuda();                                                     \
-    auto real = g_cuda.name;                                                                   \
-    if (CUresult rc = EntryState(cuda_loaded, real != nullptr); rc != CUDA_SUCCESS) return rc; \
-    const int kind = UnifiedKind(src, dst);                                                    \
-    if (!Paced()) return Counted(kind, bytes, real(dst, src, bytes __VA_OPT__(, stream)));     \
-    return PacedLinear(kind, bytes, [&](size_t off, size_t n) {                                \
-      return real(dst + off, src + off, n __VA_OPT__(, stream));                               \
-    });                                                                                        \
+#define VGPU_UNIFIED(name, ...)                                                            \
+  extern "C" CUresult name(CUdeviceptr dst, CUdeviceptr src,                               \
+                           size_t bytes __VA_OPT__(, ) __VA_ARGS__) noexcept {             \
+    decltype(g_cuda.name) real = nullptr;                                                  \
+    if (CUresult rc = RealEntry(&DriverApi::name, &real); rc != CUDA_SUCCESS) return rc;   \
+    const int kind = UnifiedKind(src, dst);                                                \
+    if (!Paced()) return Counted(kind, bytes, real(dst, src, bytes __VA_OPT__(, stream))); \
+    return PacedLinear(kind, bytes, [&](size_t off, size_t n) {                            \
+      return real(dst + off, src + off, n __VA_OPT__(, stream));                           \
+    });                                                                                    \
   }
 VGPU_UNIFIED(cuMemcpy)
 VGPU_UNIFIED(cuMemcpy_ptds)
@@ -283,33 +283,31 @@ VGPU_UNIFIED(cuMemcpyAsync, CUstream stream)
 VGPU_UNIFIED(cuMemcpyAsync_ptsz, CUstream stream)
 
 // Arrays, 1D: an offset into the array.
-#define VGPU_HTOA(name, ...)                                                                   \
-  extern "C" CUresult name(CUarray dst, size_t offset, const void* src,                        \
-                           size_t bytes __VA_OPT__(, ) __VA_ARGS__) noexcept {                 \
-    const bool cuda_loaded = EnsureCuda();                                                     \
-    auto real = g_cuda.name;                                                                   \
-    if (CUresult rc = EntryState(cuda_loaded, real != nullptr); rc != CUDA_SUCCESS) return rc; \
-    if (!Paced()) {                                                                            \
-      return Counted(shm::kCopyKindHostToDevice, bytes,                                        \
-                     real(dst, offset, src, bytes __VA_OPT__(, stream)));                      \
-    }                                                                                          \
-    return PacedLinear(kCopyHostToDevice, bytes, [&](size_t off, size_t n) {                   \
-      return real(dst, offset + off, Bytes(src) + off, n __VA_OPT__(, stream));                \
-    });                                                                                        \
+#define VGPU_HTOA(name, ...)                                                             \
+  extern "C" CUresult name(CUarray dst, size_t offset, const void* src,                  \
+                           size_t bytes __VA_OPT__(, ) __VA_ARGS__) noexcept {           \
+    decltype(g_cuda.name) real = nullptr;                                                \
+    if (CUresult rc = RealEntry(&DriverApi::name, &real); rc != CUDA_SUCCESS) return rc; \
+    if (!Paced()) {                                                                      \
+      return Counted(shm::kCopyKindHostToDevice, bytes,                                  \
+                     real(dst, offset, src, bytes __VA_OPT__(, stream)));                \
+    }                                                                                    \
+    return PacedLinear(kCopyHostToDevice, bytes, [&](size_t off, size_t n) {             \
+      return real(dst, offset + off, Bytes(src) + off, n __VA_OPT__(, stream));          \
+    });                                                                                  \
   }
-#define VGPU_ATOH(name, ...)                                                                   \
-  extern "C" CUresult name(void* dst, CUarray src, size_t offset,                              \
-                           size_t bytes __VA_OPT__(, ) __VA_ARGS__) noexcept {                 \
-    const bool cuda_loaded = EnsureCuda();                                                     \
-    auto real = g_cuda.name;                                                                   \
-    if (CUresult rc = EntryState(cuda_loaded, real != nullptr); rc != CUDA_SUCCESS) return rc; \
-    if (!Paced()) {                                                                            \
-      return Counted(shm::kCopyKindDeviceToHost, bytes,                                        \
-                     real(dst, src, offset, bytes __VA_OPT__(, stream)));                      \
-    }                                                                                          \
-    return PacedLinear(kCopyDeviceToHost, bytes, [&](size_t off, size_t n) {                   \
-      return real(Bytes(dst) + off, src, offset + off, n __VA_OPT__(, stream));                \
-    });                                                                                        \
+#define VGPU_ATOH(name, ...)                                                             \
+  extern "C" CUresult name(void* dst, CUarray src, size_t offset,                        \
+                           size_t bytes __VA_OPT__(, ) __VA_ARGS__) noexcept {           \
+    decltype(g_cuda.name) real = nullptr;                                                \
+    if (CUresult rc = RealEntry(&DriverApi::name, &real); rc != CUDA_SUCCESS) return rc; \
+    if (!Paced()) {                                                                      \
+      return Counted(shm::kCopyKindDeviceToHost, bytes,                                  \
+                     real(dst, src, offset, bytes __VA_OPT__(, stream)));                \
+    }                                                                                    \
+    return PacedLinear(kCopyDeviceToHost, bytes, [&](size_t off, size_t n) {             \
+      return real(Bytes(dst) + off, src, offset + off, n __VA_OPT__(, stream));          \
+    });                                                                                  \
   }
 VGPU_HTOA(cuMemcpyHtoA_v2)
 VGPU_HTOA(cuMemcpyHtoA_v2_ptds)
@@ -321,15 +319,14 @@ VGPU_ATOH(cuMemcpyAtoHAsync_v2, CUstream stream)
 VGPU_ATOH(cuMemcpyAtoHAsync_v2_ptsz, CUstream stream)
 
 // 2D and 3D copies.
-#define VGPU_MULTI(name, pace, type, ...)                                                      \
-  extern "C" CUresult name(const type* copy __VA_OPT__(, ) __VA_ARGS__) noexcept {             \
-    const bool cuda_loaded = EnsureCuda();                                                     \
-    auto real = g_cuda.name;                                                                   \
-    if (CUresult rc = EntryState(cuda_loaded, real != nullptr); rc != CUDA_SUCCESS) return rc; \
-    if (!Paced()) {                                                                            \
-      return Counted(MultiKind(copy), MultiBytes(copy), real(copy __VA_OPT__(, stream)));      \
-    }                                                                                          \
-    return pace(copy, [&](const type* part) { return real(part __VA_OPT__(, stream)); });      \
+#define VGPU_MULTI(name, pace, type, ...)                                                 \
+  extern "C" CUresult name(const type* copy __VA_OPT__(, ) __VA_ARGS__) noexcept {        \
+    decltype(g_cuda.name) real = nullptr;                                                 \
+    if (CUresult rc = RealEntry(&DriverApi::name, &real); rc != CUDA_SUCCESS) return rc;  \
+    if (!Paced()) {                                                                       \
+      return Counted(MultiKind(copy), MultiBytes(copy), real(copy __VA_OPT__(, stream))); \
+    }                                                                                     \
+    return pace(copy, [&](const type* part) { return real(part __VA_OPT__(, stream)); }); \
   }
 VGPU_MULTI(cuMemcpy2D_v2, Paced2D, CUDA_MEMCPY2D)
 VGPU_MULTI(cuMemcpy2D_v2_ptds, Paced2D, CUDA_MEMCPY2D)
@@ -350,9 +347,8 @@ VGPU_MULTI(cuMemcpy3DPeerAsync_ptsz, Paced3D, CUDA_MEMCPY3D_PEER, CUstream strea
 #define VGPU_PEER(name, ...)                                                                       \
   extern "C" CUresult name(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, \
                            size_t bytes __VA_OPT__(, ) __VA_ARGS__) noexcept {                     \
-    const bool cuda_loaded = EnsureCuda();                                                         \
-    auto real = g_cuda.name;                                                                       \
-    if (CUresult rc = EntryState(cuda_loaded, real != nullptr); rc != CUDA_SUCCESS) return rc;     \
+    decltype(g_cuda.name) real = nullptr;                                                          \
+    if (CUresult rc = RealEntry(&DriverApi::name, &real); rc != CUDA_SUCCESS) return rc;           \
     if (Paced()) CountPeer(bytes);                                                                 \
     return Counted(shm::kCopyKindPeer, bytes,                                                      \
                    real(dst, dst_ctx, src, src_ctx, bytes __VA_OPT__(, stream)));                  \
@@ -362,19 +358,18 @@ VGPU_PEER(cuMemcpyPeer_ptds)
 VGPU_PEER(cuMemcpyPeerAsync, CUstream stream)
 VGPU_PEER(cuMemcpyPeerAsync_ptsz, CUstream stream)
 
-#define VGPU_BATCH(name, ...)                                                                  \
-  extern "C" CUresult name(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,  \
-                           CUmemcpyAttributes* attrs, size_t* attr_idxs,                       \
-                           size_t num_attrs __VA_OPT__(, ) __VA_ARGS__,                        \
-                           CUstream stream) noexcept {                                         \
-    const bool cuda_loaded = EnsureCuda();                                                     \
-    auto real = g_cuda.name;                                                                   \
-    if (CUresult rc = EntryState(cuda_loaded, real != nullptr); rc != CUDA_SUCCESS) return rc; \
-    if (Paced()) PaceBatch(dsts, srcs, sizes, count);                                          \
-    CUresult r = real(dsts, srcs, sizes, count, attrs, attr_idxs,                              \
-                      num_attrs __VA_OPT__(, fail_idx), stream);                               \
-    if (r == CUDA_SUCCESS) CountBatch(dsts, srcs, sizes, count);                               \
-    return r;                                                                                  \
+#define VGPU_BATCH(name, ...)                                                                 \
+  extern "C" CUresult name(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count, \
+                           CUmemcpyAttributes* attrs, size_t* attr_idxs,                      \
+                           size_t num_attrs __VA_OPT__(, ) __VA_ARGS__,                       \
+                           CUstream stream) noexcept {                                        \
+    decltype(g_cuda.name) real = nullptr;                                                     \
+    if (CUresult rc = RealEntry(&DriverApi::name, &real); rc != CUDA_SUCCESS) return rc;      \
+    if (Paced()) PaceBatch(dsts, srcs, sizes, count);                                         \
+    CUresult r = real(dsts, srcs, sizes, count, attrs, attr_idxs,                             \
+                      num_attrs __VA_OPT__(, fail_idx), stream);                              \
+    if (r == CUDA_SUCCESS) CountBatch(dsts, srcs, sizes, count);                              \
+    return r;                                                                                 \
   }
 VGPU_BATCH(cuMemcpyBatchAsync, size_t* fail_idx)
 VGPU_BATCH(cuMemcpyBatchAsync_ptsz, size_t* fail_idx)
