@@ -1,4 +1,4 @@
-#include "k8s/encoding.h"
+#include "k8s/api/encoding.h"
 
 #include <sys/stat.h>
 

@@ -1,4 +1,4 @@
-#include "k8s/http_kube_client.h"
+#include "k8s/api/http_kube_client.h"
 
 #include <httplib.h>
 
@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "common/log.h"
-#include "k8s/encoding.h"
-#include "k8s/tls.h"
+#include "k8s/api/encoding.h"
+#include "k8s/api/tls.h"
 
 namespace vgpu::k8s {
 namespace {

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "k8s/kube_client.h"
-#include "k8s/kube_config.h"
+#include "k8s/api/kube_client.h"
+#include "k8s/api/kube_config.h"
 
 namespace httplib {
 class ClientImpl;

@@ -1,4 +1,4 @@
-#include "k8s/informer.h"
+#include "k8s/api/informer.h"
 
 #include "common/log.h"
 

@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "k8s/kube_client.h"
+#include "k8s/api/kube_client.h"
 
 namespace vgpu::k8s {
 

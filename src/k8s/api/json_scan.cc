@@ -1,8 +1,8 @@
-#include "k8s/json_scan.h"
+#include "k8s/api/json_scan.h"
 
 #include <cstring>
 
-#include "k8s/kube_client.h"
+#include "k8s/api/kube_client.h"
 
 namespace vgpu::k8s {
 namespace {

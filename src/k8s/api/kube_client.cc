@@ -1,4 +1,4 @@
-#include "k8s/kube_client.h"
+#include "k8s/api/kube_client.h"
 
 #include <chrono>
 #include <thread>

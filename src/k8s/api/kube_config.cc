@@ -1,4 +1,4 @@
-#include "k8s/kube_config.h"
+#include "k8s/api/kube_config.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string_view>
 
-#include "k8s/encoding.h"
+#include "k8s/api/encoding.h"
 
 namespace vgpu::k8s {
 namespace {

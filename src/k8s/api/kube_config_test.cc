@@ -1,11 +1,11 @@
-#include "k8s/kube_config.h"
+#include "k8s/api/kube_config.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "k8s/encoding.h"
+#include "k8s/api/encoding.h"
 #include "support/temp_dir.h"
 
 namespace vgpu::k8s {

@@ -1,4 +1,4 @@
-#include "k8s/quantity.h"
+#include "k8s/api/quantity.h"
 
 #include <cmath>
 #include <limits>

@@ -13,7 +13,7 @@
 #include <string_view>
 
 #include "common/result.h"
-#include "k8s/kube_client.h"
+#include "k8s/api/kube_client.h"
 
 namespace vgpu::k8s {
 

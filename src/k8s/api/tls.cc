@@ -1,4 +1,4 @@
-#include "k8s/tls.h"
+#include "k8s/api/tls.h"
 
 #include <openssl/err.h>
 #include <openssl/pem.h>

@@ -1,10 +1,10 @@
-#include "k8s/extender.h"
+#include "k8s/extender/extender.h"
 
 #include <chrono>
 
 #include "common/json_string.h"
 #include "common/log.h"
-#include "k8s/json_scan.h"
+#include "k8s/api/json_scan.h"
 
 namespace vgpu::k8s {
 namespace {

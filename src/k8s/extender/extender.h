@@ -28,11 +28,11 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "k8s/extender_protocol.h"
-#include "k8s/kube_client.h"
-#include "k8s/metrics.h"
-#include "k8s/placement_state.h"
-#include "k8s/pod_request_cache.h"
+#include "k8s/api/kube_client.h"
+#include "k8s/extender/extender_protocol.h"
+#include "k8s/extender/metrics.h"
+#include "k8s/extender/placement_state.h"
+#include "k8s/extender/pod_request_cache.h"
 
 namespace vgpu::k8s {
 

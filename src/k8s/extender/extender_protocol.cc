@@ -1,11 +1,11 @@
-#include "k8s/extender_protocol.h"
+#include "k8s/extender/extender_protocol.h"
 
 #include <strings.h>
 
 #include <unordered_set>
 
 #include "common/json_string.h"
-#include "k8s/json_scan.h"
+#include "k8s/api/json_scan.h"
 
 namespace vgpu::k8s {
 namespace {

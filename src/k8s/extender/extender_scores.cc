@@ -1,4 +1,4 @@
-#include "k8s/extender_scores.h"
+#include "k8s/extender/extender_scores.h"
 
 #include <algorithm>
 #include <limits>

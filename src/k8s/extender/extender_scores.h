@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "k8s/extender_protocol.h"
+#include "k8s/extender/extender_protocol.h"
 
 namespace vgpu::k8s {
 

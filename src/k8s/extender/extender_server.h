@@ -21,7 +21,8 @@
 #include <thread>
 
 #include "common/status.h"
-#include "k8s/extender.h"
+#include "k8s/api/listen_address.h"
+#include "k8s/extender/extender.h"
 
 namespace httplib {
 class Server;
@@ -38,13 +39,6 @@ struct ServerOptions {
   // Idle keep-alive connections are closed after this; it also bounds how long Stop() waits.
   int keep_alive_seconds = 5;
 };
-
-struct HostPort {
-  std::string host;
-  int port = 0;
-};
-// "host:port", ":port" (all interfaces), "[v6]:port". Port 0 = any free port.
-Result<HostPort> ParseListenAddress(const std::string& text);
 
 class ExtenderServer {
  public:

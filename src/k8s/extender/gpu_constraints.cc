@@ -1,4 +1,4 @@
-#include "k8s/gpu_constraints.h"
+#include "k8s/extender/gpu_constraints.h"
 
 #include <algorithm>
 

@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "k8s/gpu_inventory.h"
-#include "k8s/pod_request.h"
+#include "k8s/wire/gpu_inventory.h"
+#include "k8s/wire/pod_request.h"
 #include "sched/framework.h"
 
 namespace vgpu::k8s {

@@ -1,9 +1,9 @@
-#include "k8s/json_scan.h"
+#include "k8s/api/json_scan.h"
 
 #include <gtest/gtest.h>
 
-#include "k8s/extender_protocol.h"
-#include "k8s/name_index.h"
+#include "k8s/extender/extender_protocol.h"
+#include "k8s/extender/name_index.h"
 
 namespace vgpu::k8s {
 namespace {

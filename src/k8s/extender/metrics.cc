@@ -1,4 +1,4 @@
-#include "k8s/metrics.h"
+#include "k8s/extender/metrics.h"
 
 #include <cstdio>
 
@@ -30,47 +30,6 @@ std::string_view BindOutcomeName(BindOutcome o) {
       return "bad_request";
   }
   return "unknown";
-}
-
-std::string EscapeLabel(std::string_view v) {
-  std::string out;
-  out.reserve(v.size());
-  for (char c : v) {
-    if (c == '\\' || c == '"') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-void RenderHeader(std::string* out, std::string_view name, std::string_view type,
-                  std::string_view help) {
-  *out += "# HELP ";
-  *out += name;
-  *out += ' ';
-  *out += help;
-  *out += "\n# TYPE ";
-  *out += name;
-  *out += ' ';
-  *out += type;
-  *out += '\n';
-}
-
-void RenderSample(std::string* out, std::string_view name, std::string_view labels, double value) {
-  *out += name;
-  if (!labels.empty()) {
-    *out += '{';
-    *out += labels;
-    *out += '}';
-  }
-  char buf[64];
-  std::snprintf(buf, sizeof buf, " %.17g\n", value);
-  *out += buf;
 }
 
 void LatencyHistogram::Observe(std::chrono::nanoseconds d) {

@@ -16,6 +16,8 @@
 #include <string>
 #include <string_view>
 
+#include "k8s/api/prometheus_text.h"
+
 namespace vgpu::k8s {
 
 class LatencyHistogram {
@@ -54,11 +56,5 @@ struct ExtenderMetrics {
   // Writes everything above.
   void Render(std::string* out) const;
 };
-
-// Helpers for gauges rendered by other components.
-std::string EscapeLabel(std::string_view v);
-void RenderHeader(std::string* out, std::string_view name, std::string_view type,
-                  std::string_view help);
-void RenderSample(std::string* out, std::string_view name, std::string_view labels, double value);
 
 }  // namespace vgpu::k8s

@@ -1,4 +1,4 @@
-#include "k8s/mig_placement.h"
+#include "k8s/extender/mig_placement.h"
 
 #include <algorithm>
 #include <set>

@@ -30,9 +30,9 @@
 #include <vector>
 
 #include "common/result.h"
-#include "k8s/gpu_inventory.h"
-#include "k8s/pod_assignment.h"
-#include "k8s/pod_request.h"
+#include "k8s/wire/gpu_inventory.h"
+#include "k8s/wire/pod_assignment.h"
+#include "k8s/wire/pod_request.h"
 #include "mig/choice.h"
 
 namespace vgpu::k8s {

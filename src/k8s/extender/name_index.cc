@@ -1,4 +1,4 @@
-#include "k8s/name_index.h"
+#include "k8s/extender/name_index.h"
 
 #include <cstring>
 

@@ -6,8 +6,8 @@
 #include <set>
 
 #include "common/log.h"
-#include "k8s/placement_state.h"
-#include "k8s/placement_topology.h"
+#include "k8s/extender/placement_state.h"
+#include "k8s/extender/placement_topology.h"
 #include "sched/registry.h"
 #include "topo/nvlink_sets.h"
 

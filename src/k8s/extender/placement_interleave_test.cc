@@ -14,7 +14,7 @@
 #include <algorithm>
 
 #include "common/rng.h"
-#include "k8s/placement_state.h"
+#include "k8s/extender/placement_state.h"
 
 namespace vgpu::k8s {
 namespace {

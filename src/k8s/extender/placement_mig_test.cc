@@ -3,7 +3,7 @@
 
 #include <set>
 
-#include "k8s/placement_state.h"
+#include "k8s/extender/placement_state.h"
 #include "mig/layout.h"
 #include "mig/profiles.h"
 

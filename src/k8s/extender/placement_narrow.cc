@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "k8s/placement_state.h"
+#include "k8s/extender/placement_state.h"
 
 namespace vgpu::k8s {
 namespace {

@@ -2,7 +2,7 @@
 // them; pods without GPUs placed too.
 #include <gtest/gtest.h>
 
-#include "k8s/placement_state.h"
+#include "k8s/extender/placement_state.h"
 
 namespace vgpu::k8s {
 namespace {

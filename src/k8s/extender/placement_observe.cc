@@ -2,7 +2,7 @@
 // the specs seen are kept so that a rebuilt engine's policy learns the same workload again.
 #include <queue>
 
-#include "k8s/placement_state.h"
+#include "k8s/extender/placement_state.h"
 
 namespace vgpu::k8s {
 namespace {

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <numeric>
 
-#include "k8s/extender_scores.h"
-#include "k8s/placement_state.h"
+#include "k8s/extender/extender_scores.h"
+#include "k8s/extender/placement_state.h"
 #include "sched/registry.h"
 #include "sched/scheduler.h"
 

@@ -1,4 +1,4 @@
-#include "k8s/placement_state.h"
+#include "k8s/extender/placement_state.h"
 
 #include <algorithm>
 #include <set>

@@ -79,14 +79,14 @@
 #include <vector>
 
 #include "common/rng.h"
-#include "k8s/extender_scores.h"
-#include "k8s/gpu_constraints.h"
-#include "k8s/gpu_inventory.h"
-#include "k8s/host_request.h"
-#include "k8s/mig_placement.h"
-#include "k8s/name_index.h"
-#include "k8s/pod_assignment.h"
-#include "k8s/pod_request.h"
+#include "k8s/extender/extender_scores.h"
+#include "k8s/extender/gpu_constraints.h"
+#include "k8s/extender/mig_placement.h"
+#include "k8s/extender/name_index.h"
+#include "k8s/wire/gpu_inventory.h"
+#include "k8s/wire/host_request.h"
+#include "k8s/wire/pod_assignment.h"
+#include "k8s/wire/pod_request.h"
 #include "sched/scheduler.h"
 #include "topo/bandwidth.h"
 

@@ -1,4 +1,4 @@
-#include "k8s/placement_topology.h"
+#include "k8s/extender/placement_topology.h"
 
 #include <algorithm>
 

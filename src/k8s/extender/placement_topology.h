@@ -26,7 +26,7 @@
 #include <span>
 #include <vector>
 
-#include "k8s/gpu_inventory.h"
+#include "k8s/wire/gpu_inventory.h"
 #include "sched/cluster.h"
 #include "topo/bandwidth.h"
 #include "topo/pattern.h"

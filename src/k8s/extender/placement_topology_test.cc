@@ -1,12 +1,12 @@
 // Topology in the extender: the inventory's topology, multi-GPU pods given the best-connected set
 // on a node (Assume), and nodes scored by the best set they offer.
-#include "k8s/placement_topology.h"
+#include "k8s/extender/placement_topology.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "k8s/placement_state.h"
+#include "k8s/extender/placement_state.h"
 #include "topo/nvlink_sets.h"
 #include "topo/presets.h"
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "k8s/placement_state.h"
-#include "k8s/placement_topology.h"
+#include "k8s/extender/placement_state.h"
+#include "k8s/extender/placement_topology.h"
 
 namespace vgpu::k8s {
 namespace {

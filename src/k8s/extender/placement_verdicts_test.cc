@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/rng.h"
-#include "k8s/placement_state.h"
+#include "k8s/extender/placement_state.h"
 
 namespace vgpu::k8s {
 namespace {

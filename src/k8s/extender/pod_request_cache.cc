@@ -1,8 +1,8 @@
-#include "k8s/pod_request_cache.h"
+#include "k8s/extender/pod_request_cache.h"
 
 #include <functional>
 
-#include "k8s/json_scan.h"
+#include "k8s/api/json_scan.h"
 
 namespace vgpu::k8s {
 namespace {

@@ -23,7 +23,7 @@
 #include <string_view>
 
 #include "common/result.h"
-#include "k8s/pod_request.h"
+#include "k8s/wire/pod_request.h"
 
 namespace vgpu::k8s {
 

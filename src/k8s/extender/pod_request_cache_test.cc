@@ -1,6 +1,6 @@
 // PodRequestCache: by exact text only; PodRequestKeyOf: the same key for replicas, another for any
 // change to what the request is read from, and no key where a full parser must decide.
-#include "k8s/pod_request_cache.h"
+#include "k8s/extender/pod_request_cache.h"
 
 #include <gtest/gtest.h>
 

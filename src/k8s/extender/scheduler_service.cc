@@ -1,7 +1,7 @@
-#include "k8s/scheduler_service.h"
+#include "k8s/extender/scheduler_service.h"
 
 #include "common/log.h"
-#include "k8s/metrics.h"
+#include "k8s/extender/metrics.h"
 
 namespace vgpu::k8s {
 namespace {

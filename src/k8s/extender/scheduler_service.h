@@ -22,9 +22,9 @@
 #include <string>
 #include <thread>
 
-#include "k8s/informer.h"
-#include "k8s/kube_client.h"
-#include "k8s/placement_state.h"
+#include "k8s/api/informer.h"
+#include "k8s/api/kube_client.h"
+#include "k8s/extender/placement_state.h"
 
 namespace vgpu::k8s {
 

@@ -1,12 +1,12 @@
-#include "k8s/admission_webhook.h"
+#include "k8s/webhook/admission_webhook.h"
 
 #include <algorithm>
 
 #include "common/log.h"
-#include "k8s/encoding.h"
-#include "k8s/json_scan.h"
-#include "k8s/metrics.h"
-#include "k8s/webhook_estimate.h"
+#include "k8s/api/encoding.h"
+#include "k8s/api/json_scan.h"
+#include "k8s/api/prometheus_text.h"
+#include "k8s/webhook/webhook_estimate.h"
 
 namespace vgpu::k8s {
 namespace {

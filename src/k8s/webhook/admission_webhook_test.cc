@@ -1,8 +1,8 @@
-#include "k8s/admission_webhook.h"
+#include "k8s/webhook/admission_webhook.h"
 
 #include <gtest/gtest.h>
 
-#include "k8s/encoding.h"
+#include "k8s/api/encoding.h"
 
 namespace vgpu::k8s {
 namespace {

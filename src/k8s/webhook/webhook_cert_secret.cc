@@ -1,7 +1,7 @@
-#include "k8s/webhook_cert_secret.h"
+#include "k8s/webhook/webhook_cert_secret.h"
 
 #include "common/log.h"
-#include "k8s/encoding.h"
+#include "k8s/api/encoding.h"
 
 namespace vgpu::k8s {
 namespace {

@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "common/result.h"
-#include "k8s/kube_client.h"
-#include "k8s/webhook_certs.h"
+#include "k8s/api/kube_client.h"
+#include "k8s/webhook/webhook_certs.h"
 
 namespace vgpu::k8s {
 

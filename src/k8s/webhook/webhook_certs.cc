@@ -1,4 +1,4 @@
-#include "k8s/webhook_certs.h"
+#include "k8s/webhook/webhook_certs.h"
 
 #include <arpa/inet.h>
 #include <openssl/bn.h>
@@ -11,8 +11,8 @@
 #include <memory>
 
 #include "common/log.h"
-#include "k8s/encoding.h"
-#include "k8s/tls.h"
+#include "k8s/api/encoding.h"
+#include "k8s/api/tls.h"
 
 namespace vgpu::k8s {
 namespace {

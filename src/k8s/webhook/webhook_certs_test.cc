@@ -1,9 +1,9 @@
-#include "k8s/webhook_certs.h"
+#include "k8s/webhook/webhook_certs.h"
 
 #include <gtest/gtest.h>
 #include <openssl/x509v3.h>
 
-#include "k8s/tls.h"
+#include "k8s/api/tls.h"
 
 namespace vgpu::k8s {
 namespace {

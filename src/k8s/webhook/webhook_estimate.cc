@@ -1,4 +1,4 @@
-#include "k8s/webhook_estimate.h"
+#include "k8s/webhook/webhook_estimate.h"
 
 #include "estimate/pod_estimate.h"
 

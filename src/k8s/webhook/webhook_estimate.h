@@ -10,8 +10,8 @@
 
 #include <string>
 
-#include "k8s/kube_client.h"
-#include "k8s/pod_request.h"
+#include "k8s/api/kube_client.h"
+#include "k8s/wire/pod_request.h"
 
 namespace vgpu::k8s {
 

@@ -5,7 +5,7 @@
 #include "estimate/estimator.h"
 #include "estimate/report.h"
 #include "estimate/spec.h"
-#include "k8s/admission_webhook.h"
+#include "k8s/webhook/admission_webhook.h"
 
 namespace vgpu::k8s {
 namespace {

@@ -1,4 +1,4 @@
-#include "k8s/webhook_server.h"
+#include "k8s/webhook/webhook_server.h"
 
 #include <httplib.h>
 #include <openssl/ssl.h>
@@ -6,8 +6,8 @@
 
 #include <cctype>
 
-#include "k8s/extender_server.h"
-#include "k8s/tls.h"
+#include "k8s/api/listen_address.h"
+#include "k8s/api/tls.h"
 
 namespace vgpu::k8s {
 

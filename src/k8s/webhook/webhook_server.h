@@ -23,7 +23,7 @@
 #include <thread>
 
 #include "common/status.h"
-#include "k8s/admission_webhook.h"
+#include "k8s/webhook/admission_webhook.h"
 
 namespace httplib {
 class Server;

@@ -1,5 +1,5 @@
-#include "k8s/gpu_inventory.h"
-#include "k8s/json_scan.h"
+#include "k8s/wire/gpu_inventory.h"
+#include "k8s/api/json_scan.h"
 #include "mig/layout.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-#include "k8s/gpu_inventory.h"
+#include "k8s/wire/gpu_inventory.h"
 
 #include <gtest/gtest.h>
 

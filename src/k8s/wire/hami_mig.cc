@@ -1,6 +1,6 @@
-#include "k8s/hami_mig.h"
+#include "k8s/wire/hami_mig.h"
 
-#include "k8s/json_scan.h"
+#include "k8s/api/json_scan.h"
 
 namespace vgpu::k8s {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "k8s/pod_assignment.h"
+#include "k8s/wire/pod_assignment.h"
 
 namespace vgpu::k8s {
 

@@ -1,4 +1,4 @@
-#include "k8s/hami_mig.h"
+#include "k8s/wire/hami_mig.h"
 
 #include <gtest/gtest.h>
 

@@ -1,8 +1,8 @@
-#include "k8s/host_request.h"
+#include "k8s/wire/host_request.h"
 
 #include <algorithm>
 
-#include "k8s/quantity.h"
+#include "k8s/api/quantity.h"
 
 namespace vgpu::k8s {
 namespace {

@@ -17,7 +17,7 @@
 #include <cstdint>
 
 #include "common/result.h"
-#include "k8s/kube_client.h"
+#include "k8s/api/kube_client.h"
 
 namespace vgpu::k8s {
 

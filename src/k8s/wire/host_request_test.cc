@@ -1,4 +1,4 @@
-#include "k8s/host_request.h"
+#include "k8s/wire/host_request.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-#include "k8s/pod_assignment.h"
-#include "k8s/hami_mig.h"
-#include "k8s/json_scan.h"
+#include "k8s/wire/pod_assignment.h"
+#include "k8s/api/json_scan.h"
+#include "k8s/wire/hami_mig.h"
 
 #include <algorithm>
 #include <charconv>

@@ -37,7 +37,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "k8s/kube_client.h"
+#include "k8s/api/kube_client.h"
 
 namespace vgpu::k8s {
 

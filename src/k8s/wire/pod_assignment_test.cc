@@ -1,4 +1,4 @@
-#include "k8s/pod_assignment.h"
+#include "k8s/wire/pod_assignment.h"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
-#include "k8s/pod_request.h"
+#include "k8s/wire/pod_request.h"
 
 #include <algorithm>
 #include <cctype>
 
-#include "k8s/quantity.h"
+#include "k8s/api/quantity.h"
 #include "sched/types.h"
 #include "topo/nvlink_sets.h"
 #include "topo/pattern.h"

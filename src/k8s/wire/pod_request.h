@@ -45,8 +45,8 @@
 #include <vector>
 
 #include "common/result.h"
-#include "k8s/host_request.h"
-#include "k8s/kube_client.h"
+#include "k8s/api/kube_client.h"
+#include "k8s/wire/host_request.h"
 
 namespace vgpu::k8s {
 

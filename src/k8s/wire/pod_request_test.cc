@@ -1,4 +1,4 @@
-#include "k8s/pod_request.h"
+#include "k8s/wire/pod_request.h"
 
 #include <gtest/gtest.h>
 
