@@ -19,8 +19,8 @@
 #include "dra/gpu_offers.h"
 #include "dra/kube_api.h"
 #include "dra/plugin_server.h"
-#include "k8s/http_kube_client.h"
-#include "k8s/kube_config.h"
+#include "k8s/api/http_kube_client.h"
+#include "k8s/api/kube_config.h"
 #include "node/gpu_modes.h"
 #include "node/metrics_server.h"
 

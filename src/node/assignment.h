@@ -37,7 +37,7 @@
 #include <optional>
 
 #include "common/result.h"
-#include "k8s/pod_assignment.h"
+#include "k8s/wire/pod_assignment.h"
 #include "node/cluster.h"
 #include "slice/compute_settings.h"
 

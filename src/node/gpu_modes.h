@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "k8s/gpu_inventory.h"
+#include "k8s/wire/gpu_inventory.h"
 
 namespace vgpu::node {
 

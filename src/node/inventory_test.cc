@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "k8s/gpu_inventory.h"
+#include "k8s/wire/gpu_inventory.h"
 #include "node/assignment.h"
 #include "node/fake_cluster.h"
 

@@ -4,8 +4,8 @@
 #include <ctime>
 
 #include "common/log.h"
-#include "k8s/http_kube_client.h"
-#include "k8s/kube_config.h"
+#include "k8s/api/http_kube_client.h"
+#include "k8s/api/kube_config.h"
 #include "node/assignment.h"
 
 namespace vgpu::node {

@@ -13,8 +13,8 @@
 #include <mutex>
 #include <string>
 
-#include "k8s/informer.h"
-#include "k8s/kube_client.h"
+#include "k8s/api/informer.h"
+#include "k8s/api/kube_client.h"
 #include "node/cluster.h"
 
 namespace vgpu::node {

@@ -15,7 +15,7 @@
 
 #include "device/fake_backend.h"
 #include "fake_api_server.h"
-#include "k8s/http_kube_client.h"
+#include "k8s/api/http_kube_client.h"
 #include "kubelet_emulator.h"
 #include "node/daemon.h"
 #include "node/test_pods.h"
