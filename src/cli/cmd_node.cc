@@ -15,7 +15,7 @@
 #include "node/daemon.h"
 #include "node/file_cluster.h"
 #include "node/kube_cluster.h"
-#include "node/unit_id.h"
+#include "node/plugin/unit_id.h"
 
 namespace vgpu::cli {
 namespace {

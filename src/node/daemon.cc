@@ -14,9 +14,9 @@
 #include "node/metrics.h"
 #include "node/mig_tenant.h"
 #include "node/online_analysis.h"
+#include "node/plugin/unit_id.h"
 #include "node/rule_engine.h"
 #include "node/slice_control.h"
-#include "node/unit_id.h"
 
 namespace vgpu::node {
 namespace {

@@ -37,10 +37,7 @@
 #include "common/clock.h"
 #include "device/device_backend.h"
 #include "device/injecting_backend.h"
-#include "node/allocator.h"
-#include "node/assignment_store.h"
 #include "node/cluster.h"
-#include "node/device_list.h"
 #include "node/faults/tenant_levels.h"
 #include "node/gpu_mode_setup.h"
 #include "node/gpu_modes.h"
@@ -50,8 +47,11 @@
 #include "node/mig_manager.h"
 #include "node/mps.h"
 #include "node/node_state.h"
-#include "node/plugin_runner.h"
-#include "node/pod_resources.h"
+#include "node/plugin/allocator.h"
+#include "node/plugin/assignment_store.h"
+#include "node/plugin/device_list.h"
+#include "node/plugin/plugin_runner.h"
+#include "node/plugin/pod_resources.h"
 #include "node/pod_sync.h"
 #include "node/slice.h"
 #include "node/slice_quarantine.h"
@@ -70,8 +70,8 @@ struct DaemonOptions {
   faults::TenantLevelRules tenant_levels;
   // Thrash of spilling slices into `thrash` signals (node/spill_thrash.h).
   ThrashRules thrash;
-  // Admission of containers in memory mode spill (node/allocator.h; the host's memory is read
-  // from <proc_root>/meminfo).
+  // Admission of containers in memory mode spill (node/plugin/allocator.h; the host's memory is
+  // read from <proc_root>/meminfo).
   slice::SpillPolicy spill;
   std::string metrics_listen = ":9394";
   bool hami_aliases = false;

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "common/log.h"
-#include "node/assignment.h"
+#include "node/plugin/assignment.h"
 
 namespace vgpu::node {
 

@@ -6,7 +6,7 @@
 #include "common/log.h"
 #include "k8s/http_kube_client.h"
 #include "k8s/kube_config.h"
-#include "node/assignment.h"
+#include "node/plugin/assignment.h"
 
 namespace vgpu::node {
 

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "node/assignment_store.h"
 #include "node/cluster.h"
+#include "node/plugin/assignment_store.h"
 
 namespace vgpu::node {
 

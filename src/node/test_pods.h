@@ -7,8 +7,8 @@
 
 #include "device/device_backend.h"
 #include "mig/profiles.h"
-#include "node/assignment.h"
 #include "node/cluster.h"
+#include "node/plugin/assignment.h"
 
 namespace vgpu::node::testing {
 

@@ -29,8 +29,8 @@
 #include "container_runtime.h"
 #include "e2e_util.h"
 #include "kubelet_emulator.h"
-#include "node/assignment.h"
 #include "node/metrics_catalog.h"
+#include "node/plugin/assignment.h"
 #include "sanitizer_env.h"
 #include "support/background_process.h"
 

@@ -34,8 +34,8 @@
 #include <string>
 #include <vector>
 
-#include "node/assignment.h"
 #include "node/cluster.h"
+#include "node/plugin/assignment.h"
 
 namespace vgpu::node {
 

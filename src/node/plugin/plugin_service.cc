@@ -1,4 +1,4 @@
-#include "node/plugin_service.h"
+#include "node/plugin/plugin_service.h"
 
 #include "common/log.h"
 

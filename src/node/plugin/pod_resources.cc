@@ -1,4 +1,4 @@
-#include "node/pod_resources.h"
+#include "node/plugin/pod_resources.h"
 
 #include <grpcpp/grpcpp.h>
 

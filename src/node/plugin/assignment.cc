@@ -1,4 +1,4 @@
-#include "node/assignment.h"
+#include "node/plugin/assignment.h"
 
 #include <algorithm>
 #include <chrono>
@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "node/unit_id.h"
+#include "node/plugin/unit_id.h"
 
 namespace vgpu::node {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "node/allocator.h"
+#include "node/plugin/allocator.h"
 
 namespace vgpu::node {
 

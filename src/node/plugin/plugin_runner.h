@@ -21,8 +21,8 @@
 #include <string>
 #include <thread>
 
-#include "node/allocator.h"
 #include "node/node_state.h"
+#include "node/plugin/allocator.h"
 
 namespace grpc {
 class Server;

@@ -1,4 +1,4 @@
-#include "node/unit_id.h"
+#include "node/plugin/unit_id.h"
 
 namespace vgpu::node {
 

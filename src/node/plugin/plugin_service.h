@@ -13,8 +13,8 @@
 #include <atomic>
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
-#include "node/allocator.h"
 #include "node/node_state.h"
+#include "node/plugin/allocator.h"
 
 namespace vgpu::node {
 

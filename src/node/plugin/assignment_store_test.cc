@@ -1,4 +1,4 @@
-#include "node/assignment_store.h"
+#include "node/plugin/assignment_store.h"
 
 #include <gtest/gtest.h>
 
@@ -7,8 +7,8 @@
 #include <set>
 #include <thread>
 
+#include "node/plugin/unit_id.h"
 #include "node/test_pods.h"
-#include "node/unit_id.h"
 
 namespace vgpu::node {
 namespace {

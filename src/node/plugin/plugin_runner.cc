@@ -1,4 +1,4 @@
-#include "node/plugin_runner.h"
+#include "node/plugin/plugin_runner.h"
 
 #include <grpcpp/grpcpp.h>
 #include <poll.h>
@@ -14,7 +14,7 @@
 #include "common/log.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "mig/profiles.h"
-#include "node/plugin_service.h"
+#include "node/plugin/plugin_service.h"
 
 namespace vgpu::node {
 namespace {

@@ -1,4 +1,4 @@
-#include "node/allocator.h"
+#include "node/plugin/allocator.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,8 +8,8 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "node/plugin/unit_id.h"
 #include "node/slice_control.h"
-#include "node/unit_id.h"
 #include "slice/host_memory.h"
 
 namespace vgpu::node {

@@ -1,4 +1,4 @@
-#include "node/device_list.h"
+#include "node/plugin/device_list.h"
 
 #include <filesystem>
 #include <fstream>

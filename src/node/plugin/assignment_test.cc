@@ -1,8 +1,8 @@
-#include "node/assignment.h"
+#include "node/plugin/assignment.h"
 
 #include <gtest/gtest.h>
 
-#include "node/unit_id.h"
+#include "node/plugin/unit_id.h"
 
 namespace vgpu::node {
 namespace {

@@ -1,10 +1,10 @@
-#include "node/assignment_store.h"
+#include "node/plugin/assignment_store.h"
 
 #include <algorithm>
 #include <mutex>
 #include <tuple>
 
-#include "node/unit_id.h"
+#include "node/plugin/unit_id.h"
 
 namespace vgpu::node {
 // Kubelet admits pods in creation order, and a pod's init containers before its app containers.

@@ -3,7 +3,7 @@
 #include <mutex>
 #include <tuple>
 
-#include "node/assignment_store.h"
+#include "node/plugin/assignment_store.h"
 
 namespace vgpu::node {
 namespace {
