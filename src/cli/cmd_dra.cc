@@ -22,7 +22,7 @@
 #include "k8s/http_kube_client.h"
 #include "k8s/kube_config.h"
 #include "node/gpu_modes.h"
-#include "node/metrics_server.h"
+#include "node/metrics/metrics_server.h"
 
 namespace vgpu::cli {
 namespace {

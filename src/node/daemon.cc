@@ -11,7 +11,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "node/arbiter_usage.h"
-#include "node/metrics.h"
+#include "node/metrics/metrics.h"
 #include "node/mig_tenant.h"
 #include "node/online_analysis.h"
 #include "node/plugin/unit_id.h"

@@ -43,7 +43,7 @@
 #include "node/gpu_modes.h"
 #include "node/health.h"
 #include "node/inventory.h"
-#include "node/metrics_server.h"
+#include "node/metrics/metrics_server.h"
 #include "node/mig_manager.h"
 #include "node/mps.h"
 #include "node/node_state.h"
@@ -75,7 +75,7 @@ struct DaemonOptions {
   slice::SpillPolicy spill;
   std::string metrics_listen = ":9394";
   bool hami_aliases = false;
-  bool dcgm_aliases = false;  // dcgm-exporter's names too (node/metrics_telemetry.h)
+  bool dcgm_aliases = false;  // dcgm-exporter's names too (node/metrics/metrics_telemetry.h)
   int sample_interval_ms = 5000;
   int pod_refresh_ms = 5000;
   // Watch the node's pods (ClusterClient::WatchPodsOnNode) rather than only listing them.

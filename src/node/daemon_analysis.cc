@@ -9,8 +9,8 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "node/daemon.h"
-#include "node/metrics_catalog.h"
-#include "node/metrics_text.h"
+#include "node/metrics/metrics_catalog.h"
+#include "node/metrics/metrics_text.h"
 #include "node/online_analysis.h"
 #include "node/rule_engine.h"
 

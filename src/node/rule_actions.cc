@@ -6,7 +6,7 @@
 
 #include "common/log.h"
 #include "common/units.h"
-#include "node/metrics_catalog.h"
+#include "node/metrics/metrics_catalog.h"
 #include "shm/arbiter.h"
 #include "shm/region_file.h"
 #include "shm/region_resize.h"

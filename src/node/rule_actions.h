@@ -34,7 +34,7 @@
 #include "analyze/action_sink.h"
 #include "node/cluster.h"
 #include "node/faults/quarantine_actions.h"
-#include "node/metrics_text.h"
+#include "node/metrics/metrics_text.h"
 #include "node/slice.h"
 
 namespace vgpu::node {

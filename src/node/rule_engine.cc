@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "common/log.h"
-#include "node/metrics_catalog.h"
+#include "node/metrics/metrics_catalog.h"
 #include "shm/arbiter.h"
 #include "shm/region_file.h"
 #include "shm/region_ops.h"

@@ -22,7 +22,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
-#include "node/metrics_text.h"
+#include "node/metrics/metrics_text.h"
 #include "node/mig_manager.h"
 #include "node/mps.h"
 #include "node/node_state.h"

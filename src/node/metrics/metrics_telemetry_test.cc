@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <string>
 
-#include "node/metrics.h"
+#include "node/metrics/metrics.h"
 #include "node/node_state.h"
 #include "node/slice.h"
 #include "node/slice_region.h"

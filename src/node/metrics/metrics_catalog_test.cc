@@ -1,7 +1,7 @@
-// The metric catalog (node/metrics_catalog.def) against docs/node.md: every family the node can
-// export is named there, the names are unique and follow Prometheus' conventions (counters end
+// The metric catalog (node/metrics/metrics_catalog.def) against docs/node.md: every family the node
+// can export is named there, the names are unique and follow Prometheus' conventions (counters end
 // in _total, gauges do not) except where another exporter's names are copied.
-#include "node/metrics_catalog.h"
+#include "node/metrics/metrics_catalog.h"
 
 #include <gtest/gtest.h>
 

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "node/cluster.h"
-#include "node/metrics_text.h"
+#include "node/metrics/metrics_text.h"
 
 namespace vgpu::node {
 

@@ -1,6 +1,6 @@
-#include "node/metrics_faults.h"
+#include "node/metrics/metrics_faults.h"
 
-#include "node/metrics_catalog.h"
+#include "node/metrics/metrics_catalog.h"
 
 namespace vgpu::node {
 

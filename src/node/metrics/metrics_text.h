@@ -2,8 +2,8 @@
 // HELP and TYPE lines, samples with escaped label values, histograms with cumulative buckets.
 //
 // A family is named by a MetricDef (name, type, help); the node daemon's are the constants of
-// node/metrics_catalog.h, the one list of what /metrics can carry. Families are collected first
-// and rendered at the end so that every sample of a family is contiguous (promtool rejects
+// node/metrics/metrics_catalog.h, the one list of what /metrics can carry. Families are collected
+// first and rendered at the end so that every sample of a family is contiguous (promtool rejects
 // interleaved families). Derived families (another family, labels and values rewritten by a
 // function) copy a family's samples, which is how HAMi's and dcgm-exporter's metric names are
 // offered next to ours.

@@ -1,6 +1,7 @@
 // The compute-sharing series of /metrics (part of metrics.cc): per slice and GPU, the share
-// configured (from the slice) and the share achieved (from the GPU's arbiter, arbiter_usage.h);
-// per GPU, the arbiter's turns and the time it gave out. Names in docs/node.md.
+// configured (from the slice) and the share achieved (from the GPU's arbiter,
+// node/arbiter_usage.h); per GPU, the arbiter's turns and the time it gave out. Names in
+// docs/node.md.
 #pragma once
 
 #include <map>
@@ -8,7 +9,7 @@
 #include <string>
 
 #include "node/arbiter_usage.h"
-#include "node/metrics_text.h"
+#include "node/metrics/metrics_text.h"
 #include "node/slice.h"
 
 namespace vgpu::node {

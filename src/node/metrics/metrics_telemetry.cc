@@ -1,8 +1,8 @@
-#include "node/metrics_telemetry.h"
+#include "node/metrics/metrics_telemetry.h"
 
 #include <string>
 
-#include "node/metrics_catalog.h"
+#include "node/metrics/metrics_catalog.h"
 
 namespace vgpu::node {
 namespace {

@@ -1,4 +1,4 @@
-#include "node/metrics.h"
+#include "node/metrics/metrics.h"
 
 #include <time.h>
 
@@ -7,13 +7,13 @@
 #include <set>
 
 #include "node/arbiter_usage.h"
-#include "node/metrics_catalog.h"
-#include "node/metrics_compute.h"
-#include "node/metrics_faults.h"
-#include "node/metrics_hami.h"
-#include "node/metrics_telemetry.h"
-#include "node/metrics_text.h"
-#include "node/process_owner.h"
+#include "node/metrics/metrics_catalog.h"
+#include "node/metrics/metrics_compute.h"
+#include "node/metrics/metrics_faults.h"
+#include "node/metrics/metrics_hami.h"
+#include "node/metrics/metrics_telemetry.h"
+#include "node/metrics/metrics_text.h"
+#include "node/metrics/process_owner.h"
 #include "node/slice_region.h"
 
 namespace vgpu::node {

@@ -1,4 +1,4 @@
-#include "node/metrics_text.h"
+#include "node/metrics/metrics_text.h"
 
 #include <cmath>
 #include <cstdio>

@@ -1,10 +1,10 @@
-#include "node/metrics_text.h"
+#include "node/metrics/metrics_text.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "node/process_owner.h"
+#include "node/metrics/process_owner.h"
 
 namespace vgpu::node {
 namespace {

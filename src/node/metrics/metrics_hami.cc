@@ -1,4 +1,4 @@
-#include "node/metrics_hami.h"
+#include "node/metrics/metrics_hami.h"
 
 #include <cmath>
 #include <map>
@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "node/metrics_catalog.h"
+#include "node/metrics/metrics_catalog.h"
 
 namespace vgpu::node {
 namespace {

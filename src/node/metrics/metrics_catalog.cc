@@ -1,11 +1,11 @@
-#include "node/metrics_catalog.h"
+#include "node/metrics/metrics_catalog.h"
 
 namespace vgpu::node {
 namespace {
 
 constexpr MetricDef kAll[] = {
 #define VGPU_METRIC(name, type, help) metric::name,
-#include "node/metrics_catalog.def"
+#include "node/metrics/metrics_catalog.def"
 #undef VGPU_METRIC
 };
 

@@ -12,7 +12,7 @@
 
 #include "node/faults/tenant_levels.h"
 #include "node/health.h"
-#include "node/metrics_text.h"
+#include "node/metrics/metrics_text.h"
 #include "node/slice.h"
 
 namespace vgpu::node {

@@ -1,8 +1,8 @@
-#include "node/metrics_compute.h"
+#include "node/metrics/metrics_compute.h"
 
 #include <algorithm>
 
-#include "node/metrics_catalog.h"
+#include "node/metrics/metrics_catalog.h"
 
 namespace vgpu::node {
 namespace {

@@ -1,4 +1,4 @@
-#include "node/process_owner.h"
+#include "node/metrics/process_owner.h"
 
 #include <cctype>
 #include <fstream>

@@ -1,9 +1,9 @@
 // The node daemon's /metrics: per GPU, per slice, and the daemon itself, in the Prometheus
 // text format. Names follow Prometheus conventions (prefix vgpu_, base units, _bytes, _ratio
-// for 0..1 shares, _total for counters); every family is one of node/metrics_catalog.def, and
-// docs/node.md lists them. With `hami_aliases`, HAMi's
-// series are emitted as well (same values, HAMi's names and labels; metrics_hami.h); with
-// `dcgm_aliases`, dcgm-exporter's (metrics_telemetry.h).
+// for 0..1 shares, _total for counters); every family is one of node/metrics/metrics_catalog.def,
+// and docs/node.md lists them. With `hami_aliases`, HAMi's series are emitted as well (same values,
+// HAMi's names and labels; metrics_hami.h); with `dcgm_aliases`, dcgm-exporter's
+// (metrics_telemetry.h).
 //
 // Per-slice numbers come from four places: the slice's limits (slice.json), its accounting
 // region (what libvgpu.so charged and counted; when the region exists), the per-GPU compute

@@ -15,7 +15,7 @@
 #pragma once
 
 #include "device/device_backend.h"
-#include "node/metrics_text.h"
+#include "node/metrics/metrics_text.h"
 #include "node/slice_region.h"
 
 namespace vgpu::node {

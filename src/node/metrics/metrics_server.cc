@@ -1,4 +1,4 @@
-#include "node/metrics_server.h"
+#include "node/metrics/metrics_server.h"
 
 #include <httplib.h>
 
