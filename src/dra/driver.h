@@ -45,7 +45,7 @@
 #include "dra/checkpoint.h"
 #include "dra/claim.h"
 #include "dra/gpu_offers.h"
-#include "node/mig_manager.h"
+#include "node/modes/mig_manager.h"
 #include "node/plugin/device_list.h"
 #include "node/slice.h"
 
@@ -82,8 +82,8 @@ class Driver {
   Status Init();
 
   // Serves MIG devices: `offers` by GPU position, `backend` (not owned) makes the instances.
-  // Call after Init() and before serving. Recovers the MIG journal (node/mig_manager.h) on the
-  // mig-dynamic GPUs and destroys the instances no prepared claim holds (a crash between
+  // Call after Init() and before serving. Recovers the MIG journal (node/modes/mig_manager.h) on
+  // the mig-dynamic GPUs and destroys the instances no prepared claim holds (a crash between
   // creating one and saving the checkpoint).
   Status EnableMig(device::DeviceBackend* backend, std::vector<GpuOffer> offers);
   // The offers and the backend alone, for PlanCdiSpec: no journal is read, nothing changes.

@@ -12,7 +12,7 @@
 #include "common/log.h"
 #include "node/arbiter_usage.h"
 #include "node/metrics/metrics.h"
-#include "node/mig_tenant.h"
+#include "node/modes/mig_tenant.h"
 #include "node/online_analysis.h"
 #include "node/plugin/unit_id.h"
 #include "node/rule_engine.h"

@@ -39,13 +39,13 @@
 #include "device/injecting_backend.h"
 #include "node/cluster.h"
 #include "node/faults/tenant_levels.h"
-#include "node/gpu_mode_setup.h"
-#include "node/gpu_modes.h"
 #include "node/health.h"
 #include "node/inventory.h"
 #include "node/metrics/metrics_server.h"
-#include "node/mig_manager.h"
-#include "node/mps.h"
+#include "node/modes/gpu_mode_setup.h"
+#include "node/modes/gpu_modes.h"
+#include "node/modes/mig_manager.h"
+#include "node/modes/mps.h"
 #include "node/node_state.h"
 #include "node/plugin/allocator.h"
 #include "node/plugin/assignment_store.h"
@@ -89,9 +89,9 @@ struct DaemonOptions {
   bool observe_only = false;
   // How Allocate hands a container its GPUs (NVIDIA_VISIBLE_DEVICES, CDI, device nodes).
   DeviceListOptions device_list;
-  // Per-GPU modes (gpu_modes.h; empty: every GPU shared), applied at Start on idle GPUs.
+  // Per-GPU modes (node/modes/gpu_modes.h; empty: every GPU shared), applied at Start on idle GPUs.
   GpuModeConfig gpu_modes;
-  // The MIG manager's claims journal (mig_manager.h); empty: <slice root>/../mig-claims.
+  // The MIG manager's claims journal (node/modes/mig_manager.h); empty: <slice root>/../mig-claims.
   std::string mig_journal;
   MpsOptions mps;
   // Tuning rules (analyze/rules.h, docs/analyze.md) evaluated every evaluation_interval over
@@ -166,7 +166,7 @@ class Daemon {
   // An XID that names its process: a signal for that process's slice.
   void AttributeXid(const device::HealthEvent& event);
   // An application or ignore class XID with MIG instance ids and no process: a signal for the
-  // instance's only tenant (node/mig_tenant.h). True when it was attributed.
+  // instance's only tenant (node/modes/mig_tenant.h). True when it was attributed.
   bool AttributeMigXid(const device::HealthEvent& event);
   // The kernel running on GPU `uuid` (where the backend reports it): past the kernel deadline,
   // the GPU is Suspect and the kernel's tenant gets a signal (once per kernel). True when the

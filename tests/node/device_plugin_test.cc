@@ -23,7 +23,7 @@
 #include "kubelet_emulator.h"
 #include "node/daemon.h"
 #include "node/fake_cluster.h"
-#include "node/gpu_modes.h"
+#include "node/modes/gpu_modes.h"
 #include "node/test_pods.h"
 #include "support/wait_for.h"
 #include "test_daemon.h"

@@ -23,8 +23,8 @@
 #include "common/clock.h"
 #include "common/result.h"
 #include "node/metrics/metrics_text.h"
-#include "node/mig_manager.h"
-#include "node/mps.h"
+#include "node/modes/mig_manager.h"
+#include "node/modes/mps.h"
 #include "node/node_state.h"
 #include "node/plugin/assignment_store.h"
 #include "node/plugin/device_list.h"
@@ -63,7 +63,7 @@ class Allocator {
   // /metrics, top) lists it at once rather than at the next housekeeping round.
   void SetMigChanged(std::function<void()> changed) { mig_changed_ = std::move(changed); }
   // MPS: containers on GPUs in mode mps get the MPS pipe directory (mounted) and their slice as
-  // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE / CUDA_MPS_PINNED_DEVICE_MEM_LIMIT (mps.h), beside
+  // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE / CUDA_MPS_PINNED_DEVICE_MEM_LIMIT (node/modes/mps.h), beside
   // libvgpu's limits. Not owned; null: no MPS. Set before the first Allocate.
   void SetMps(const MpsManager* mps) { mps_ = mps; }
   // How containers are handed their GPUs (default: NVIDIA_VISIBLE_DEVICES only). Set before

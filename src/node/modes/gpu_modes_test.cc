@@ -1,4 +1,4 @@
-#include "node/gpu_modes.h"
+#include "node/modes/gpu_modes.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "node/mig_static.h"
+#include "node/modes/mig_static.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "device/device_backend.h"
-#include "node/mig_manager.h"
+#include "node/modes/mig_manager.h"
 #include "node/slice.h"
 
 namespace vgpu::node {

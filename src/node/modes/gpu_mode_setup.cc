@@ -1,7 +1,7 @@
-#include "node/gpu_mode_setup.h"
+#include "node/modes/gpu_mode_setup.h"
 
 #include "common/log.h"
-#include "node/mig_static.h"
+#include "node/modes/mig_static.h"
 
 namespace vgpu::node {
 

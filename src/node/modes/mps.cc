@@ -1,4 +1,4 @@
-#include "node/mps.h"
+#include "node/modes/mps.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -1,4 +1,4 @@
-#include "node/mig_tenant.h"
+#include "node/modes/mig_tenant.h"
 
 #include <gtest/gtest.h>
 

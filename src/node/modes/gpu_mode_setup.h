@@ -17,8 +17,8 @@
 
 #include "device/device_backend.h"
 #include "mig/profiles.h"
-#include "node/gpu_modes.h"
-#include "node/mps.h"
+#include "node/modes/gpu_modes.h"
+#include "node/modes/mps.h"
 #include "node/node_state.h"
 
 namespace vgpu::node {

@@ -2,7 +2,7 @@
 // pods, overlap refused, the journal, and crash safety: a process running the manager is killed
 // with SIGKILL at random points of create and destroy (20 runs); a new manager's Recover() then
 // leaves no leaked instance and none claimed twice, and every pod's instance can be made again.
-#include "node/mig_manager.h"
+#include "node/modes/mig_manager.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -1,6 +1,6 @@
 // MpsManager with a fake nvidia-cuda-mps-control (a shell script) that records its arguments,
 // its environment and the commands it reads.
-#include "node/mps.h"
+#include "node/modes/mps.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

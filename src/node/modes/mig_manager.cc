@@ -1,4 +1,4 @@
-#include "node/mig_manager.h"
+#include "node/modes/mig_manager.h"
 
 #include <algorithm>
 #include <fstream>
