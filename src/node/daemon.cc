@@ -13,9 +13,9 @@
 #include "node/arbiter_usage.h"
 #include "node/metrics/metrics.h"
 #include "node/modes/mig_tenant.h"
-#include "node/online_analysis.h"
 #include "node/plugin/unit_id.h"
-#include "node/rule_engine.h"
+#include "node/rules/online_analysis.h"
+#include "node/rules/rule_engine.h"
 #include "node/slice_control.h"
 
 namespace vgpu::node {

@@ -53,10 +53,10 @@
 #include "node/plugin/plugin_runner.h"
 #include "node/plugin/pod_resources.h"
 #include "node/pod_sync.h"
+#include "node/rules/spill_thrash.h"
 #include "node/slice.h"
 #include "node/slice_quarantine.h"
 #include "node/slice_region.h"
-#include "node/spill_thrash.h"
 
 namespace vgpu::node {
 
@@ -68,7 +68,7 @@ struct DaemonOptions {
   HealthRules health;
   // Per-tenant quarantine levels (docs/faults.md).
   faults::TenantLevelRules tenant_levels;
-  // Thrash of spilling slices into `thrash` signals (node/spill_thrash.h).
+  // Thrash of spilling slices into `thrash` signals (node/rules/spill_thrash.h).
   ThrashRules thrash;
   // Admission of containers in memory mode spill (node/plugin/allocator.h; the host's memory is
   // read from <proc_root>/meminfo).
@@ -95,13 +95,14 @@ struct DaemonOptions {
   std::string mig_journal;
   MpsOptions mps;
   // Tuning rules (analyze/rules.h, docs/analyze.md) evaluated every evaluation_interval over
-  // the node's signals and carried out on its slices and GPUs (rule_engine.h); empty: none.
+  // the node's signals and carried out on its slices and GPUs (node/rules/rule_engine.h); empty:
+  // none.
   std::string rules_file;
   // The rules' actions are logged and counted, not carried out.
   bool rules_dry_run = false;
-  // The analyses online (online_analysis.h, docs/analyze.md): anomalies per slice and GPU,
-  // utilization forecasts per GPU and for the node, memory right-sizing per slice, on a grid of
-  // analyze_step_ms, fed by the rules' rounds (every evaluation_interval; every step without
+  // The analyses online (node/rules/online_analysis.h, docs/analyze.md): anomalies per slice and
+  // GPU, utilization forecasts per GPU and for the node, memory right-sizing per slice, on a grid
+  // of analyze_step_ms, fed by the rules' rounds (every evaluation_interval; every step without
   // --rules). The step is at least the rules' evaluation_interval.
   bool analyze = false;
   int64_t analyze_step_ms = 60'000;

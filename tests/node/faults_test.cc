@@ -21,7 +21,7 @@
 #include "kubelet_emulator.h"
 #include "node/daemon.h"
 #include "node/fake_cluster.h"
-#include "node/online_analysis.h"
+#include "node/rules/online_analysis.h"
 #include "node/slice_control.h"
 #include "node/test_pods.h"
 #include "shm/proc_identity.h"

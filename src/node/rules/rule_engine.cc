@@ -1,4 +1,4 @@
-#include "node/rule_engine.h"
+#include "node/rules/rule_engine.h"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 // Thrash control: sustained host-link traffic on a GPU signals the slices that spill on it,
 // after `rounds` consecutive rounds, never a slice that does not spill (a high-priority one), and
 // a quiet round starts the count again.
-#include "node/spill_thrash.h"
+#include "node/rules/spill_thrash.h"
 
 #include <gtest/gtest.h>
 

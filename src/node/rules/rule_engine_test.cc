@@ -2,7 +2,7 @@
 // on real slices (regions created by SliceManager), over the scripted scenarios of
 // analyze/scenarios.h replayed on a simulated clock; and RuleEngine sampling a real region whose
 // memory leaks 1 GiB/h.
-#include "node/rule_engine.h"
+#include "node/rules/rule_engine.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

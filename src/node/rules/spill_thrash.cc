@@ -1,4 +1,4 @@
-#include "node/spill_thrash.h"
+#include "node/rules/spill_thrash.h"
 
 #include <cstdio>
 

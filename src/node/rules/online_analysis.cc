@@ -1,4 +1,4 @@
-#include "node/online_analysis.h"
+#include "node/rules/online_analysis.h"
 
 #include <algorithm>
 #include <cmath>

@@ -2,7 +2,7 @@
 // analyze/inject.h) one sample at a time on a simulated clock: it reports the anomalies that
 // DetectAnomalies finds on each whole series (kind and start), each once; its forecasts are
 // ForecastSeries' values; a slice's right-size recommendation follows its memory.
-#include "node/online_analysis.h"
+#include "node/rules/online_analysis.h"
 
 #include <gtest/gtest.h>
 

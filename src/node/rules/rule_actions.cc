@@ -1,4 +1,4 @@
-#include "node/rule_actions.h"
+#include "node/rules/rule_actions.h"
 
 #include <algorithm>
 #include <cmath>

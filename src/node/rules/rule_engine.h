@@ -48,7 +48,7 @@
 #include "common/clock.h"
 #include "device/device_backend.h"
 #include "node/arbiter_usage.h"
-#include "node/rule_actions.h"
+#include "node/rules/rule_actions.h"
 #include "node/slice.h"
 
 namespace vgpu::node {
