@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "k8s/gpu_inventory.h"
-#include "node/fake_cluster.h"
+#include "node/cluster/fake_cluster.h"
 #include "node/plugin/assignment.h"
 
 namespace vgpu::node {

@@ -14,12 +14,12 @@
 
 #include <string>
 
+#include "node/cluster/pod_sync.h"
 #include "node/faults/tenant_levels.h"
 #include "node/inventory.h"
 #include "node/node_state.h"
 #include "node/plugin/allocator.h"
 #include "node/plugin/plugin_runner.h"
-#include "node/pod_sync.h"
 #include "node/slice.h"
 #include "node/slice_region.h"
 

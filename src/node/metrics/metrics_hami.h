@@ -25,7 +25,7 @@
 
 #include <vector>
 
-#include "node/cluster.h"
+#include "node/cluster/cluster.h"
 #include "node/metrics/metrics_text.h"
 
 namespace vgpu::node {

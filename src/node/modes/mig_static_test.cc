@@ -8,7 +8,7 @@
 
 #include "device/fake_backend.h"
 #include "mig/profiles.h"
-#include "node/test_pods.h"
+#include "node/cluster/test_pods.h"
 
 namespace vgpu::node {
 namespace {

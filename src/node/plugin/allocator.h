@@ -22,6 +22,7 @@
 
 #include "common/clock.h"
 #include "common/result.h"
+#include "node/cluster/pod_sync.h"
 #include "node/metrics/metrics_text.h"
 #include "node/modes/mig_manager.h"
 #include "node/modes/mps.h"
@@ -29,7 +30,6 @@
 #include "node/plugin/assignment_store.h"
 #include "node/plugin/device_list.h"
 #include "node/plugin/pod_resources.h"
-#include "node/pod_sync.h"
 #include "node/slice.h"
 #include "slice/spill_admission.h"
 

@@ -38,7 +38,7 @@
 
 #include "common/result.h"
 #include "k8s/pod_assignment.h"
-#include "node/cluster.h"
+#include "node/cluster/cluster.h"
 #include "slice/compute_settings.h"
 
 namespace vgpu::node {

@@ -34,7 +34,7 @@
 #include <string>
 #include <vector>
 
-#include "node/cluster.h"
+#include "node/cluster/cluster.h"
 #include "node/plugin/assignment.h"
 
 namespace vgpu::node {

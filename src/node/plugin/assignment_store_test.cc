@@ -7,8 +7,8 @@
 #include <set>
 #include <thread>
 
+#include "node/cluster/test_pods.h"
 #include "node/plugin/unit_id.h"
-#include "node/test_pods.h"
 
 namespace vgpu::node {
 namespace {

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "analyze/action_sink.h"
-#include "node/cluster.h"
+#include "node/cluster/cluster.h"
 #include "node/faults/quarantine_actions.h"
 #include "node/metrics/metrics_text.h"
 #include "node/slice.h"

@@ -11,7 +11,7 @@
 #include <set>
 
 #include "analyze/scenarios.h"
-#include "node/fake_cluster.h"
+#include "node/cluster/fake_cluster.h"
 #include "shm/arbiter.h"
 #include "shm/region_file.h"
 #include "shm/region_ops.h"

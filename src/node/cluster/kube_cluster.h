@@ -15,7 +15,7 @@
 
 #include "k8s/informer.h"
 #include "k8s/kube_client.h"
-#include "node/cluster.h"
+#include "node/cluster/cluster.h"
 
 namespace vgpu::node {
 

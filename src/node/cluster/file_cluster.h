@@ -9,7 +9,7 @@
 #include <mutex>
 #include <string>
 
-#include "node/cluster.h"
+#include "node/cluster/cluster.h"
 
 namespace vgpu::node {
 

@@ -1,4 +1,4 @@
-#include "node/fake_cluster.h"
+#include "node/cluster/fake_cluster.h"
 
 namespace vgpu::node {
 

@@ -7,7 +7,7 @@
 
 #include "device/device_backend.h"
 #include "mig/profiles.h"
-#include "node/cluster.h"
+#include "node/cluster/cluster.h"
 #include "node/plugin/assignment.h"
 
 namespace vgpu::node::testing {

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "node/cluster.h"
+#include "node/cluster/cluster.h"
 #include "node/plugin/assignment_store.h"
 
 namespace vgpu::node {

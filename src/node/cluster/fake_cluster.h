@@ -4,7 +4,7 @@
 
 #include <mutex>
 
-#include "node/cluster.h"
+#include "node/cluster/cluster.h"
 
 namespace vgpu::node {
 

@@ -1,4 +1,4 @@
-#include "node/file_cluster.h"
+#include "node/cluster/file_cluster.h"
 
 #include <fstream>
 #include <sstream>

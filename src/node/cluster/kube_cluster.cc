@@ -1,4 +1,4 @@
-#include "node/kube_cluster.h"
+#include "node/cluster/kube_cluster.h"
 
 #include <chrono>
 #include <ctime>

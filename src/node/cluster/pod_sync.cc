@@ -1,4 +1,4 @@
-#include "node/pod_sync.h"
+#include "node/cluster/pod_sync.h"
 
 #include <set>
 
