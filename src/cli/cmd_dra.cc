@@ -21,8 +21,8 @@
 #include "dra/plugin_server.h"
 #include "k8s/api/http_kube_client.h"
 #include "k8s/api/kube_config.h"
-#include "node/gpu_modes.h"
-#include "node/metrics_server.h"
+#include "node/metrics/metrics_server.h"
+#include "node/modes/gpu_modes.h"
 
 namespace vgpu::cli {
 namespace {

@@ -47,7 +47,7 @@
 #include "kube_manifests.h"
 #include "kubeconfig.h"
 #include "kubelet_emulator.h"
-#include "node/assignment.h"
+#include "node/plugin/assignment.h"
 #include "sanitizer_env.h"
 #include "support/background_process.h"
 
