@@ -3,7 +3,7 @@
 //
 // Inside a slice means: VGPU_LIMITS_FILE or CUDA_DEVICE_MEMORY_SHARED_CACHE is set, libvgpu is in
 // LD_PRELOAD, or /etc/vgpu/limits exists (a Kubernetes container). The outer slice is then what
-// libvgpu.so would make of this environment (intercept/config.h): its limits and its region.
+// libvgpu.so would make of this environment (intercept/config/config.h): its limits and its region.
 //
 // The child slice (docs/intercept.md, "Nested slices"):
 //   - memory: its limit is at most the outer limit (a larger --memory is lowered, with a note),

@@ -21,7 +21,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "intercept/config.h"
+#include "intercept/config/config.h"
 #include "shm/proc_identity.h"
 #include "shm/region.h"
 

@@ -27,7 +27,7 @@
 
 #include <cstdint>
 
-#include "intercept/config.h"
+#include "intercept/config/config.h"
 #include "shm/region.h"
 
 namespace vgpu::intercept {

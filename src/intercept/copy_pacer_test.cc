@@ -5,7 +5,7 @@
 #include <cstring>
 #include <memory>
 
-#include "intercept/copy_config.h"
+#include "intercept/config/copy_config.h"
 
 namespace vgpu::intercept {
 namespace {

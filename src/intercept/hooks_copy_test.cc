@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "intercept/copy_config.h"
+#include "intercept/config/copy_config.h"
 #include "intercept/fake_driver.h"
 #include "intercept/hooks.h"
 #include "intercept/runtime.h"

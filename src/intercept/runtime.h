@@ -16,7 +16,7 @@
 
 #include "intercept/accountant.h"
 #include "intercept/alloc_table.h"
-#include "intercept/config.h"
+#include "intercept/config/config.h"
 #include "intercept/copy_pacer.h"
 #include "intercept/driver_api.h"
 #include "intercept/pool_tracker.h"

@@ -21,7 +21,7 @@
 
 #include <cstdint>
 
-#include "intercept/config.h"
+#include "intercept/config/config.h"
 #include "intercept/driver_api.h"
 
 namespace vgpu::intercept {

@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "intercept/config_test_util.h"
+#include "intercept/config/config_test_util.h"
 #include "intercept/fake_driver.h"
 #include "intercept/hooks.h"
 #include "intercept/runtime.h"

@@ -100,7 +100,7 @@
 //     spill            SpillState (minor 4, offsets 2880..3007): memory spill of the slice
 //                      (docs/oversubscription.md); atomics only, zero in older minors (= no spill):
 //       mode             u32  the slice's memory mode as libvgpu.so runs it (0 strict,
-//                             1 overcommit, 2 spill; intercept/config.h MemoryMode)
+//                             1 overcommit, 2 spill; intercept/config/config.h MemoryMode)
 //       protected_slice  u32  1: the slice's priority keeps its memory on the GPU (never spilled)
 //       spilled_bytes    u64  bytes of allocations now served from managed memory (all devices)
 //       spilled_peak     u64  the largest spilled_bytes seen

@@ -17,7 +17,7 @@
 #include "common/limits_format.h"
 #include "common/printable.h"
 #include "common/units.h"
-#include "intercept/config.h"
+#include "intercept/config/config.h"
 
 namespace vgpu::intercept {
 namespace {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "common/limits_format.h"
-#include "intercept/compute_config.h"
-#include "intercept/config.h"
+#include "intercept/config/compute_config.h"
+#include "intercept/config/config.h"
 #include "support/temp_dir.h"
 
 namespace vgpu::intercept {

@@ -1,13 +1,13 @@
 // Compute settings: keys of the limits file and the environment, precedence (the file wins, the
 // environment may only lower), modes and their guarantees, the safe side of bad values.
-#include "intercept/compute_config.h"
+#include "intercept/config/compute_config.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "intercept/config_test_util.h"
+#include "intercept/config/config_test_util.h"
 
 namespace vgpu::intercept {
 namespace {

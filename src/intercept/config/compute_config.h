@@ -27,7 +27,7 @@
 
 #include <string_view>
 
-#include "intercept/config.h"
+#include "intercept/config/config.h"
 
 namespace vgpu::intercept {
 

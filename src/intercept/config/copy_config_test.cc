@@ -1,10 +1,10 @@
 // Copy-bandwidth settings: keys, precedence (the file wins, the environment may only lower), and
 // the safe side of bad values.
-#include "intercept/copy_config.h"
+#include "intercept/config/copy_config.h"
 
 #include <gtest/gtest.h>
 
-#include "intercept/config_test_util.h"
+#include "intercept/config/config_test_util.h"
 
 namespace vgpu::intercept {
 namespace {

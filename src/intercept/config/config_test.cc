@@ -1,6 +1,6 @@
 // Configuration: HAMi-core names, the limits file, precedence (the file wins; the environment
 // may only lower), the safe side of bad values, and property/fuzz tests of the parsers.
-#include "intercept/config.h"
+#include "intercept/config/config.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "intercept/config_test_util.h"
+#include "intercept/config/config_test_util.h"
 
 namespace vgpu::intercept {
 namespace {

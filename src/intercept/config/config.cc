@@ -1,4 +1,4 @@
-#include "intercept/config.h"
+#include "intercept/config/config.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,8 +11,8 @@
 
 #include "common/printable.h"
 #include "common/units.h"
-#include "intercept/compute_config.h"
-#include "intercept/copy_config.h"
+#include "intercept/config/compute_config.h"
+#include "intercept/config/copy_config.h"
 
 namespace vgpu::intercept {
 namespace {

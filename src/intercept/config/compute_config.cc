@@ -1,4 +1,4 @@
-#include "intercept/compute_config.h"
+#include "intercept/config/compute_config.h"
 
 #include <unistd.h>
 

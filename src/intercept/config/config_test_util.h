@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "intercept/config.h"
+#include "intercept/config/config.h"
 
 namespace vgpu::intercept {
 

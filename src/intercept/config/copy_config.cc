@@ -1,4 +1,4 @@
-#include "intercept/copy_config.h"
+#include "intercept/config/copy_config.h"
 
 #include "common/units.h"
 
