@@ -9,7 +9,7 @@
 #include "common/log.h"
 #include "intercept/gate_internal.h"
 #include "intercept/hook_util.h"
-#include "intercept/spill.h"
+#include "intercept/memory/spill.h"
 #include "intercept/telemetry.h"
 #include "shm/arbiter_file.h"
 #include "shm/arbiter_policy.h"

@@ -3,8 +3,8 @@
 // call; after it, when the driver reports a larger footprint through
 // cu(Mipmapped)ArrayGetMemoryRequirements, the difference is charged too (or the array is
 // destroyed and the call refused if that does not fit).
-#include "intercept/array_size.h"
 #include "intercept/hook_util.h"
+#include "intercept/memory/array_size.h"
 
 namespace vgpu::intercept {
 namespace {

@@ -5,7 +5,7 @@
 // served from managed memory; every other slice, a protected one in spill mode included, never more
 // than the GPU has.
 #include "intercept/hook_util.h"
-#include "intercept/spill.h"
+#include "intercept/memory/spill.h"
 
 namespace vgpu::intercept {
 

@@ -7,7 +7,7 @@
 // context, null output pointer, zero size) are passed through uncharged.
 #include "common/log.h"
 #include "intercept/hook_util.h"
-#include "intercept/spill.h"
+#include "intercept/memory/spill.h"
 
 namespace vgpu::intercept {
 namespace {

@@ -2,7 +2,7 @@
 
 #include "common/log.h"
 #include "intercept/gate.h"
-#include "intercept/spill.h"
+#include "intercept/memory/spill.h"
 #include "intercept/telemetry.h"
 
 namespace vgpu::intercept {

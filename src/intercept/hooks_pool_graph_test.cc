@@ -1,9 +1,9 @@
 // Stream-ordered allocation, memory pools, arrays and graph memory nodes.
 #include <gtest/gtest.h>
 
-#include "intercept/array_size.h"
 #include "intercept/fake_driver.h"
 #include "intercept/hooks.h"
+#include "intercept/memory/array_size.h"
 #include "intercept/runtime.h"
 
 namespace vgpu::intercept {

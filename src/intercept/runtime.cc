@@ -9,8 +9,8 @@
 #include "common/log.h"
 #include "intercept/gate.h"
 #include "intercept/hooks.h"
+#include "intercept/memory/spill.h"
 #include "intercept/proc_address.h"
-#include "intercept/spill.h"
 #include "intercept/tenant_control.h"
 #include "shm/region_ops.h"
 

@@ -1,4 +1,4 @@
-#include "intercept/accountant.h"
+#include "intercept/memory/accountant.h"
 
 #include <unistd.h>
 

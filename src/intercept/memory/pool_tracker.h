@@ -26,8 +26,8 @@
 #include <atomic>
 #include <cstdint>
 
-#include "intercept/accountant.h"
 #include "intercept/driver_api.h"
+#include "intercept/memory/accountant.h"
 
 namespace vgpu::intercept {
 

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "intercept/accountant.h"
+#include "intercept/memory/accountant.h"
 #include "shm/region_file.h"
 #include "shm/region_ops.h"
 #include "support/temp_dir.h"

@@ -1,4 +1,4 @@
-#include "intercept/pool_tracker.h"
+#include "intercept/memory/pool_tracker.h"
 
 #include <cstring>
 

@@ -1,4 +1,4 @@
-#include "intercept/spill.h"
+#include "intercept/memory/spill.h"
 
 #include <atomic>
 

@@ -1,4 +1,4 @@
-#include "intercept/alloc_table.h"
+#include "intercept/memory/alloc_table.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "intercept/array_size.h"
+#include "intercept/memory/array_size.h"
 
 #include <gtest/gtest.h>
 

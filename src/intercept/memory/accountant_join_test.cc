@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "common/log.h"
-#include "intercept/accountant.h"
+#include "intercept/memory/accountant.h"
 #include "shm/region_ops.h"
 
 namespace vgpu::intercept {

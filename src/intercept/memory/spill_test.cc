@@ -3,7 +3,7 @@
 // slice's allocation that the GPU cannot hold becomes managed memory preferring the host, within
 // the slice's limit and recorded in the region; a high-priority slice never spills and is never
 // told of memory the GPU does not have.
-#include "intercept/spill.h"
+#include "intercept/memory/spill.h"
 
 #include <gtest/gtest.h>
 
