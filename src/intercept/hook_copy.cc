@@ -22,7 +22,7 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "intercept/copy_pacer.h"
+#include "intercept/gate/copy_pacer.h"
 #include "intercept/hook_util.h"
 #include "intercept/telemetry.h"
 

@@ -4,10 +4,10 @@
 // the process's own slot) and an indirect call: no allocation, no
 // lock, no system call. With compute settings every launch path goes through the compute gate
 // (gate.h): plain, per-thread-stream, Ex, cooperative, graph and the pre-4.0 launches alike.
-#include "intercept/gate.h"
+#include "intercept/gate/gate.h"
+#include "intercept/gate/kernel_estimates.h"
+#include "intercept/gate/tenant_control.h"
 #include "intercept/hook_util.h"
-#include "intercept/kernel_estimates.h"
-#include "intercept/tenant_control.h"
 
 namespace vgpu::intercept {
 namespace {

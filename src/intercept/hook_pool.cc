@@ -7,7 +7,7 @@
 // During stream capture an async allocation only records a graph node; it is charged when the
 // graph is instantiated (hook_graph.cc), so captured calls pass through uncharged, and a free
 // captured into a graph keeps its charge until the process exits (never released early).
-#include "intercept/gate.h"
+#include "intercept/gate/gate.h"
 #include "intercept/hook_util.h"
 
 namespace vgpu::intercept {

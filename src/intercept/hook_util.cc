@@ -1,7 +1,7 @@
 #include "intercept/hook_util.h"
 
 #include "common/log.h"
-#include "intercept/gate.h"
+#include "intercept/gate/gate.h"
 #include "intercept/memory/spill.h"
 #include "intercept/telemetry.h"
 

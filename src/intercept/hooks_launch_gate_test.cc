@@ -14,7 +14,7 @@
 #include <string>
 
 #include "intercept/fake_driver.h"
-#include "intercept/gate.h"
+#include "intercept/gate/gate.h"
 #include "intercept/hooks.h"
 #include "intercept/runtime.h"
 #include "shm/arbiter_file.h"

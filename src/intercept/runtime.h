@@ -15,8 +15,8 @@
 #include <type_traits>
 
 #include "intercept/config/config.h"
-#include "intercept/copy_pacer.h"
 #include "intercept/driver_api.h"
+#include "intercept/gate/copy_pacer.h"
 #include "intercept/memory/accountant.h"
 #include "intercept/memory/alloc_table.h"
 #include "intercept/memory/pool_tracker.h"

@@ -39,7 +39,7 @@
 //     spare0               zero (1768..1791)
 //     copy             CopyQosState (minor 3, offsets 1792..2303): the slice's copy-bandwidth
 //                      token buckets, one per direction (0 host-to-device, 1 device-to-host),
-//                      written lock-free with atomics (intercept/copy_pacer.h):
+//                      written lock-free with atomics (intercept/gate/copy_pacer.h):
 //       tat_ns           u64  theoretical arrival time of the bucket (GCRA): the CLOCK_MONOTONIC
 //                             instant at which everything paced so far has been paid for
 //       paced_bytes      u64  bytes that went through the bucket

@@ -5,8 +5,8 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "intercept/gate/tenant_control.h"
 #include "intercept/telemetry.h"
-#include "intercept/tenant_control.h"
 #include "shm/region_file.h"
 #include "shm/region_ops.h"
 #include "shm/region_resize.h"

@@ -6,8 +6,8 @@
 
 #include <cstdint>
 
-#include "intercept/gate.h"
-#include "intercept/kernel_estimates.h"
+#include "intercept/gate/gate.h"
+#include "intercept/gate/kernel_estimates.h"
 #include "shm/arbiter.h"
 #include "shm/proc_identity.h"
 

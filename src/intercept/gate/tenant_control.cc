@@ -1,4 +1,4 @@
-#include "intercept/tenant_control.h"
+#include "intercept/gate/tenant_control.h"
 
 #include <time.h>
 

@@ -1,4 +1,4 @@
-#include "intercept/kernel_estimates.h"
+#include "intercept/gate/kernel_estimates.h"
 
 namespace vgpu::intercept {
 namespace {

@@ -1,7 +1,7 @@
 // The node daemon's quarantine as libvgpu.so applies it (tenant_control.h), on the fake driver:
 // a paused slice's launches wait until the lease ends or the daemon clears it, are counted, and
 // then reach the driver; failed launches and refused allocations are counted in the region.
-#include "intercept/tenant_control.h"
+#include "intercept/gate/tenant_control.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

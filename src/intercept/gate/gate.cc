@@ -1,13 +1,13 @@
 // The compute gate's admission path (see gate.h): joining the GPU's arbiter and waiting for the
 // slice's turn.
-#include "intercept/gate.h"
+#include "intercept/gate/gate.h"
 
 #include "intercept/telemetry.h"
 
 #include <cstring>
 
 #include "common/log.h"
-#include "intercept/gate_internal.h"
+#include "intercept/gate/gate_internal.h"
 #include "intercept/hook_util.h"
 #include "intercept/memory/spill.h"
 #include "intercept/telemetry.h"

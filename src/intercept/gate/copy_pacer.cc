@@ -1,4 +1,4 @@
-#include "intercept/copy_pacer.h"
+#include "intercept/gate/copy_pacer.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "common/log.h"
-#include "intercept/gate_internal.h"
+#include "intercept/gate/gate_internal.h"
 #include "intercept/runtime.h"
 #include "intercept/telemetry.h"
 #include "shm/arbiter_policy.h"

@@ -7,7 +7,7 @@
 #include <atomic>
 
 #include "common/log.h"
-#include "intercept/gate_internal.h"
+#include "intercept/gate/gate_internal.h"
 #include "intercept/runtime.h"
 #include "shm/arbiter_cap.h"
 #include "shm/region_resize.h"
