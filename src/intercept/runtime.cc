@@ -9,9 +9,9 @@
 #include "common/log.h"
 #include "intercept/gate/gate.h"
 #include "intercept/gate/tenant_control.h"
-#include "intercept/hooks.h"
+#include "intercept/hooks/hooks.h"
+#include "intercept/hooks/proc_address.h"
 #include "intercept/memory/spill.h"
-#include "intercept/proc_address.h"
 #include "shm/region_ops.h"
 
 extern char** environ;

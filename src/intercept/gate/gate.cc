@@ -8,7 +8,7 @@
 
 #include "common/log.h"
 #include "intercept/gate/gate_internal.h"
-#include "intercept/hook_util.h"
+#include "intercept/hooks/hook_util.h"
 #include "intercept/memory/spill.h"
 #include "intercept/telemetry.h"
 #include "shm/arbiter_file.h"

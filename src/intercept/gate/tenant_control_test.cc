@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "intercept/fake_driver.h"
-#include "intercept/hooks.h"
+#include "intercept/hooks/hooks.h"
 #include "intercept/runtime.h"
 #include "shm/region_file.h"
 #include "support/temp_dir.h"

@@ -9,7 +9,7 @@
 
 #include "intercept/config/config_test_util.h"
 #include "intercept/fake_driver.h"
-#include "intercept/hooks.h"
+#include "intercept/hooks/hooks.h"
 #include "intercept/runtime.h"
 
 namespace vgpu::intercept {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "intercept/fake_driver.h"
-#include "intercept/hooks.h"
+#include "intercept/hooks/hooks.h"
 #include "intercept/runtime.h"
 
 namespace vgpu::intercept {

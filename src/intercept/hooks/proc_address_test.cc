@@ -7,8 +7,8 @@
 #include <string>
 
 #include "intercept/fake_driver.h"
-#include "intercept/hooks.h"
-#include "intercept/proc_address.h"
+#include "intercept/hooks/hooks.h"
+#include "intercept/hooks/proc_address.h"
 #include "intercept/runtime.h"
 
 namespace vgpu::intercept {

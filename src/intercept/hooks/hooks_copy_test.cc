@@ -7,7 +7,7 @@
 
 #include "intercept/config/copy_config.h"
 #include "intercept/fake_driver.h"
-#include "intercept/hooks.h"
+#include "intercept/hooks/hooks.h"
 #include "intercept/runtime.h"
 
 namespace vgpu::intercept {

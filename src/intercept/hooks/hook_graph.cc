@@ -9,7 +9,7 @@
 // not paced, so their copies are reported (region copy.unpaced_graph_copies, docs/copy-qos.md).
 #include <sys/mman.h>
 
-#include "intercept/hook_util.h"
+#include "intercept/hooks/hook_util.h"
 
 namespace vgpu::intercept {
 namespace {

@@ -1,4 +1,4 @@
-#include "intercept/hook_util.h"
+#include "intercept/hooks/hook_util.h"
 
 #include "common/log.h"
 #include "intercept/gate/gate.h"

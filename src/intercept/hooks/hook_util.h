@@ -1,7 +1,7 @@
 // Helpers shared by the hook implementations (hook_*.cc). Internal to libvgpu.
 #pragma once
 
-#include "intercept/hooks.h"
+#include "intercept/hooks/hooks.h"
 #include "intercept/runtime.h"
 
 namespace vgpu::intercept {

@@ -1,11 +1,11 @@
-#include "intercept/proc_address.h"
+#include "intercept/hooks/proc_address.h"
 
 #include <atomic>
 #include <cstdio>
 #include <cstring>
 
 #include "common/log.h"
-#include "intercept/hook_util.h"
+#include "intercept/hooks/hook_util.h"
 
 namespace vgpu::intercept {
 namespace {

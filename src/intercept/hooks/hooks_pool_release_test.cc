@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "intercept/fake_driver.h"
-#include "intercept/hooks.h"
+#include "intercept/hooks/hooks.h"
 #include "intercept/runtime.h"
 
 namespace vgpu::intercept {

@@ -3,7 +3,7 @@
 // context (cuCtxCreate*) until cuCtxDestroy, and once per device for the primary context while
 // it is retained. When a context is destroyed or a primary context reset, the allocations made
 // in it are gone too and are given back.
-#include "intercept/hook_util.h"
+#include "intercept/hooks/hook_util.h"
 
 namespace vgpu::intercept {
 namespace {

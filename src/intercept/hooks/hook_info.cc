@@ -4,7 +4,7 @@
 // total and its slice's free memory even when the GPU has less, since what the GPU cannot hold is
 // served from managed memory; every other slice, a protected one in spill mode included, never more
 // than the GPU has.
-#include "intercept/hook_util.h"
+#include "intercept/hooks/hook_util.h"
 #include "intercept/memory/spill.h"
 
 namespace vgpu::intercept {

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "intercept/hook_util.h"
+#include "intercept/hooks/hook_util.h"
 #include "shm/region_ops.h"
 
 namespace vgpu::intercept {

@@ -6,7 +6,7 @@
 // allocation so that its free finds it in O(1). Calls the driver will reject anyway (no
 // context, null output pointer, zero size) are passed through uncharged.
 #include "common/log.h"
-#include "intercept/hook_util.h"
+#include "intercept/hooks/hook_util.h"
 #include "intercept/memory/spill.h"
 
 namespace vgpu::intercept {

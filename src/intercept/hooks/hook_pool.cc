@@ -8,7 +8,7 @@
 // graph is instantiated (hook_graph.cc), so captured calls pass through uncharged, and a free
 // captured into a graph keeps its charge until the process exits (never released early).
 #include "intercept/gate/gate.h"
-#include "intercept/hook_util.h"
+#include "intercept/hooks/hook_util.h"
 
 namespace vgpu::intercept {
 namespace {

@@ -2,7 +2,7 @@
 #include <cstring>
 
 #include "intercept/driver_api.h"
-#include "intercept/hooks.h"
+#include "intercept/hooks/hooks.h"
 
 namespace vgpu::intercept {
 namespace {
@@ -24,12 +24,12 @@ const HookInfo kHooks[] = {
    true,                             \
    reinterpret_cast<void*>(&name),   \
    offsetof(NvmlApi, name)},
-#include "intercept/hooks.def"
+#include "intercept/hooks/hooks.def"
 };
 
 const HookAlias kAliases[] = {
 #define VGPU_CUDA_ALIAS(base, since, stream, name) {#base, since, StreamKind::stream, #name},
-#include "intercept/hooks.def"
+#include "intercept/hooks/hooks.def"
 };
 
 }  // namespace
@@ -60,7 +60,7 @@ int LoadDriverApi(void* handle, SymbolLookup lookup, DriverApi* api) {
   found += api->name != nullptr;
 #define VGPU_CUDA_HOOK(name, base, since, stream, params) VGPU_LOAD(name)
 #define VGPU_CUDA_REAL(name, params) VGPU_LOAD(name)
-#include "intercept/hooks.def"
+#include "intercept/hooks/hooks.def"
   return found;
 }
 
@@ -68,7 +68,7 @@ int LoadNvmlApi(void* handle, SymbolLookup lookup, NvmlApi* api) {
   int found = 0;
 #define VGPU_NVML_HOOK(name, params) VGPU_LOAD(name)
 #define VGPU_NVML_REAL(name, params) VGPU_LOAD(name)
-#include "intercept/hooks.def"
+#include "intercept/hooks/hooks.def"
 #undef VGPU_LOAD
   return found;
 }

@@ -15,7 +15,7 @@
 
 #include "intercept/fake_driver.h"
 #include "intercept/gate/gate.h"
-#include "intercept/hooks.h"
+#include "intercept/hooks/hooks.h"
 #include "intercept/runtime.h"
 #include "shm/arbiter_file.h"
 #include "shm/arbiter_policy.h"

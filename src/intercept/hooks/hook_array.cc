@@ -3,7 +3,7 @@
 // call; after it, when the driver reports a larger footprint through
 // cu(Mipmapped)ArrayGetMemoryRequirements, the difference is charged too (or the array is
 // destroyed and the call refused if that does not fit).
-#include "intercept/hook_util.h"
+#include "intercept/hooks/hook_util.h"
 #include "intercept/memory/array_size.h"
 
 namespace vgpu::intercept {

@@ -23,7 +23,7 @@
 #include <type_traits>
 
 #include "intercept/gate/copy_pacer.h"
-#include "intercept/hook_util.h"
+#include "intercept/hooks/hook_util.h"
 #include "intercept/telemetry.h"
 
 namespace vgpu::intercept {

@@ -7,7 +7,7 @@
 #include "intercept/gate/gate.h"
 #include "intercept/gate/kernel_estimates.h"
 #include "intercept/gate/tenant_control.h"
-#include "intercept/hook_util.h"
+#include "intercept/hooks/hook_util.h"
 
 namespace vgpu::intercept {
 namespace {

@@ -16,7 +16,7 @@ namespace vgpu::intercept {
 extern "C" {
 #define VGPU_CUDA_HOOK(name, base, since, stream, params) VGPU_EXPORT CUresult name params noexcept;
 #define VGPU_NVML_HOOK(name, params) VGPU_EXPORT nvmlReturn_t name params noexcept;
-#include "intercept/hooks.def"
+#include "intercept/hooks/hooks.def"
 }
 
 }  // namespace vgpu::intercept
