@@ -18,7 +18,7 @@
 #include "child_process.h"
 #include "cli/slice_setup.h"
 #include "common/limits_format.h"
-#include "intercept/config.h"
+#include "intercept/config/config.h"
 #include "node/slice.h"
 #include "sanitizer_env.h"
 #include "support/temp_dir.h"
