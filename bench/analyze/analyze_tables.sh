@@ -22,16 +22,9 @@ done
 cd "$root"
 work=$(mktemp -d /tmp/vgpu-analyze-tables-XXXXXX)
 trap 'rm -rf "$work"' EXIT
-# Prints the command (quoted where it needs to be), then runs it; a non-zero exit status is
-# printed and the figures go on.
-show() {
-  local a line=
-  for a; do
-    if [[ $a =~ ^[A-Za-z0-9_./:=,@%+-]+$ ]]; then line+=" $a"; else line+=" ${a@Q}"; fi
-  done
-  printf '\n$%s\n' "$line"
-  "$@" || echo "(exit status $?)"
-}
+# show: prints a command, then runs it (scripts/lib/show.sh).
+# shellcheck source=scripts/lib/show.sh
+source "$root/scripts/lib/show.sh"
 data=data/alibaba-genai-2026
 
 echo "## Anomalies: scores on injected anomalies"

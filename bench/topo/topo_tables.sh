@@ -19,16 +19,9 @@ while (($# > 0)); do
   esac
 done
 cd "$root"
-# Prints the command (quoted where it needs to be), then runs it; a non-zero exit status is
-# printed and the figures go on.
-show() {
-  local a line=
-  for a; do
-    if [[ $a =~ ^[A-Za-z0-9_./:=,@%+-]+$ ]]; then line+=" $a"; else line+=" ${a@Q}"; fi
-  done
-  printf '\n$%s\n' "$line"
-  "$@" || echo "(exit status $?)"
-}
+# show: prints a command, then runs it (scripts/lib/show.sh).
+# shellcheck source=scripts/lib/show.sh
+source "$root/scripts/lib/show.sh"
 
 echo "## vgpu bench topo (section 4)"
 show "$vgpu" bench topo --seeds 1-3 --jobs 300
