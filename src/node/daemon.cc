@@ -159,7 +159,7 @@ Status Daemon::Start() {
     }
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = false;
     started_ = true;
   }
@@ -206,7 +206,7 @@ void Daemon::Stop() {
   // First, and even when Start() failed halfway: the watch calls into pods_.
   if (watching_.exchange(false)) cluster_->StopWatchingPods();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!started_) return;
     started_ = false;
     stop_ = true;
@@ -221,8 +221,9 @@ void Daemon::Stop() {
 }
 
 bool Daemon::WaitStop(int ms) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_for(lock, std::chrono::milliseconds(ms), [&] { return stop_; });
+  MutexLock lock(mu_);
+  return lock.WaitFor(cv_, std::chrono::milliseconds(ms),
+                      [&]() VGPU_REQUIRES(mu_) { return stop_; });
 }
 
 void Daemon::OnHealthChanged() {
@@ -234,7 +235,7 @@ void Daemon::OnHealthChanged() {
 void Daemon::HealthLoop() {
   for (;;) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (stop_) return;
     }
     std::vector<device::HealthEvent> events = backend_->WaitForEvents(500);
@@ -256,7 +257,7 @@ void Daemon::HealthLoop() {
 }
 
 void Daemon::RunHealthActions() {
-  std::lock_guard<std::mutex> serial(health_actions_mu_);
+  MutexLock serial(health_actions_mu_);
   // A reset leads to a probe, a probe to a state change: a few rounds drain the chain.
   for (int round = 0; round < 8; ++round) {
     std::vector<faults::HealthAction> actions = state_->health().TakeActions();
@@ -381,7 +382,7 @@ bool Daemon::AttributeMigXid(const device::HealthEvent& e) {
 bool Daemon::CheckRunningKernel(const std::string& uuid,
                                 const std::optional<device::DeviceSample::RunningKernel>& k) {
   const int64_t deadline_ns = options_.health.kernel_deadline_ms * 1'000'000LL;
-  std::lock_guard<std::mutex> lock(stuck_mu_);
+  MutexLock lock(stuck_mu_);
   if (deadline_ns <= 0 || !k || k->running_ns < deadline_ns) {
     stuck_kernels_.erase(uuid);
     return false;
@@ -407,12 +408,12 @@ bool Daemon::CheckRunningKernel(const std::string& uuid,
 
 void Daemon::TenantSignal(const std::string& slice, faults::TenantSignal signal, int count,
                           const std::string& what) {
-  std::lock_guard<std::mutex> lock(tenant_mu_);
+  MutexLock lock(tenant_mu_);
   tenants_->OnSignal(slice, signal, count, what, NowNs());
 }
 
 std::vector<faults::TenantStatus> Daemon::Tenants() const {
-  std::lock_guard<std::mutex> lock(tenant_mu_);
+  MutexLock lock(tenant_mu_);
   return tenants_ ? tenants_->Snapshot() : std::vector<faults::TenantStatus>{};
 }
 
@@ -431,7 +432,7 @@ void Daemon::TenantRound() {
     }
   }
   std::vector<SpillSliceState> spill;
-  std::lock_guard<std::mutex> lock(tenant_mu_);
+  MutexLock lock(tenant_mu_);
   std::set<std::string> live;
   for (const SliceRecord& r : records) {
     live.insert(r.name);
@@ -525,8 +526,9 @@ void Daemon::HousekeepingLoop() {
   auto next_refresh = std::chrono::steady_clock::now();
   for (;;) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_until(lock, next_refresh, [&] { return stop_ || inventory_dirty_.load(); });
+      MutexLock lock(mu_);
+      lock.WaitUntil(cv_, next_refresh,
+                     [&]() VGPU_REQUIRES(mu_) { return stop_ || inventory_dirty_.load(); });
       if (stop_) return;
     }
     if (std::chrono::steady_clock::now() >= next_refresh) {
@@ -539,8 +541,8 @@ void Daemon::HousekeepingLoop() {
         VGPU_LOG_WARN("%s; will retry", p.ToString().c_str());
         // Retried at the next refresh; do not spin on a failing API server.
         inventory_dirty_.store(true);
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait_until(lock, next_refresh, [&] { return stop_; });
+        MutexLock lock(mu_);
+        lock.WaitUntil(cv_, next_refresh, [&]() VGPU_REQUIRES(mu_) { return stop_; });
       }
     }
   }

@@ -27,7 +27,6 @@
 #include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -35,6 +34,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "device/device_backend.h"
 #include "device/injecting_backend.h"
 #include "node/cluster/cluster.h"
@@ -141,10 +141,10 @@ class Daemon {
   // (tests).
   void SampleNow();
   // Tenants' quarantine levels (a copy).
-  std::vector<faults::TenantStatus> Tenants() const;
+  std::vector<faults::TenantStatus> Tenants() const VGPU_EXCLUDES(tenant_mu_);
   // Feeds a tenant signal as the attributed-signal paths do (tests, a rules engine).
   void TenantSignal(const std::string& slice, faults::TenantSignal signal, int count,
-                    const std::string& what);
+                    const std::string& what) VGPU_EXCLUDES(tenant_mu_);
   void HousekeepNow();
   // One evaluation of the tuning rules now (tests); nothing without --rules.
   void RulesNow();
@@ -159,9 +159,9 @@ class Daemon {
   Status SetUpModes();
   void OnHealthChanged();
   // Carries out what the health rules asked for: resets, probes, Kubernetes Events.
-  void RunHealthActions();
+  void RunHealthActions() VGPU_EXCLUDES(health_actions_mu_);
   // Counters and memory of every slice into the tenant levels; their quiet periods.
-  void TenantRound();
+  void TenantRound() VGPU_EXCLUDES(tenant_mu_);
   // The slice whose region lists host pid `pid` (*why says why there is none).
   std::optional<std::string> SliceOfHostPid(uint32_t pid, std::string* why) const;
   // An XID that names its process: a signal for that process's slice.
@@ -173,20 +173,22 @@ class Daemon {
   // the GPU is Suspect and the kernel's tenant gets a signal (once per kernel). True when the
   // GPU's schedulable state changed.
   bool CheckRunningKernel(const std::string& uuid,
-                          const std::optional<device::DeviceSample::RunningKernel>& kernel);
+                          const std::optional<device::DeviceSample::RunningKernel>& kernel)
+      VGPU_EXCLUDES(stuck_mu_);
   Status Inject(const MetricsServer::InjectRequest& request);
   // kInvalidArgument unless (gi, ci) is a complete MIG instance of `gpu` now.
   Status CheckInjectedInstance(const device::DeviceInfo& gpu, uint32_t gi, uint32_t ci) const;
-  bool WaitStop(int ms);
+  bool WaitStop(int ms) VGPU_EXCLUDES(mu_);
   // Loads options_.rules_file and sets up the engine (daemon_rules.cc).
   Status StartRules();
   void RulesLoop();
-  void RulesRound(int64_t scheduled_ns);
+  void RulesRound(int64_t scheduled_ns) VGPU_EXCLUDES(rules_mu_);
   std::string RulesMetrics() const;
   // Sets up the online analyses, fed by the rules' rounds (daemon_analysis.cc).
   Status StartAnalysis();
-  void AnalysisRound(const std::vector<std::tuple<std::string, std::string, double>>& samples);
-  std::string AnalysisMetrics() const;
+  void AnalysisRound(const std::vector<std::tuple<std::string, std::string, double>>& samples)
+      VGPU_EXCLUDES(analysis_mu_);
+  std::string AnalysisMetrics() const VGPU_EXCLUDES(analysis_mu_);
 
   DaemonOptions options_;
   std::unique_ptr<device::DeviceBackend> backend_;
@@ -207,25 +209,28 @@ class Daemon {
   std::vector<GpuModeOutcome> mode_outcomes_;
   std::unique_ptr<MetricsServer> metrics_;
   std::unique_ptr<SliceQuarantine> quarantine_;
-  mutable std::mutex tenant_mu_;  // guards tenants_
-  std::unique_ptr<faults::TenantLevels> tenants_;
-  std::mutex rules_mu_;  // one rule round at a time
+  // The locks (checked by scripts/check-thread-safety, common/thread_annotations.h). A pointer
+  // that is PT_GUARDED_BY is set at Start, before the threads; what it points to is guarded.
+  mutable Mutex tenant_mu_;
+  std::unique_ptr<faults::TenantLevels> tenants_ VGPU_PT_GUARDED_BY(tenant_mu_);
+  Mutex rules_mu_;  // one rule round at a time
   // The rules' clock: each round's scheduled time (monotonic), so that `for:` counts whole
   // intervals however late a round starts (as Prometheus evaluates at its scheduled times).
-  SimulatedClock rules_clock_;
+  // Advanced under rules_mu_; the engine reads it at any time (SimulatedClock is thread-safe).
+  SimulatedClock rules_clock_ VGPU_GUARDED_BY(rules_mu_);
   std::unique_ptr<RuleEngine> rules_;
-  mutable std::mutex analysis_mu_;  // guards analysis_'s state
-  std::unique_ptr<OnlineAnalysis> analysis_;
-  std::mutex stuck_mu_;  // guards stuck_kernels_
+  mutable Mutex analysis_mu_;
+  std::unique_ptr<OnlineAnalysis> analysis_ VGPU_PT_GUARDED_BY(analysis_mu_);
+  Mutex stuck_mu_;
   // GPUs with a kernel past the deadline: its pid and how long it had run at the last round.
-  std::map<std::string, std::pair<uint32_t, int64_t>> stuck_kernels_;
-  std::unique_ptr<SpillThrash> thrash_;  // guarded by tenant_mu_
+  std::map<std::string, std::pair<uint32_t, int64_t>> stuck_kernels_ VGPU_GUARDED_BY(stuck_mu_);
+  std::unique_ptr<SpillThrash> thrash_ VGPU_GUARDED_BY(tenant_mu_);
   std::vector<std::thread> threads_;
-  std::mutex mu_;
-  std::mutex health_actions_mu_;  // one RunHealthActions() at a time
-  std::condition_variable cv_;
-  bool stop_ = false;
-  bool started_ = false;
+  Mutex mu_;
+  Mutex health_actions_mu_;     // one RunHealthActions() at a time
+  std::condition_variable cv_;  // waits under mu_ (MutexLock::WaitFor, WaitUntil)
+  bool stop_ VGPU_GUARDED_BY(mu_) = false;
+  bool started_ VGPU_GUARDED_BY(mu_) = false;
   std::atomic<bool> watching_{false};  // a pod watch was started
   std::atomic<bool> inventory_dirty_{true};
 };

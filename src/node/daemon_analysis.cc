@@ -81,7 +81,7 @@ void Daemon::AnalysisRound(
   std::vector<OnlineAnomaly> found;
   int64_t now = 0;
   {
-    std::lock_guard<std::mutex> lock(analysis_mu_);
+    MutexLock lock(analysis_mu_);
     analysis_->ObserveRound(samples, gpu_util);
     found = analysis_->Round();
     now =
@@ -98,7 +98,7 @@ void Daemon::AnalysisRound(
 
 std::string Daemon::AnalysisMetrics() const {
   if (!analysis_) return "";
-  std::lock_guard<std::mutex> lock(analysis_mu_);
+  MutexLock lock(analysis_mu_);
   const OnlineAnalysis& a = *analysis_;
   MetricsBuilder m;
   const std::string& node = options_.node_name;

@@ -31,7 +31,10 @@ Status Daemon::StartRules() {
   VGPU_LOG_INFO("tuning rules: %zu rule(s) from %s, every %lld ms%s", rules->rules.size(),
                 options_.rules_file.c_str(), static_cast<long long>(rules->interval_ns / 1'000'000),
                 options_.rules_dry_run ? " (dry run: actions are logged, not taken)" : "");
-  rules_clock_.AdvanceTo(MonotonicClock::Instance().NowNanos());
+  {
+    MutexLock lock(rules_mu_);  // no round runs yet; the clock moves under the lock all the same
+    rules_clock_.AdvanceTo(MonotonicClock::Instance().NowNanos());
+  }
   rules_ = std::make_unique<RuleEngine>(std::move(*rules), &rules_clock_, std::move(hooks),
                                         options_.rules_dry_run,
                                         static_cast<int>(state_->devices().size()));
@@ -42,7 +45,7 @@ void Daemon::RulesNow() { RulesRound(MonotonicClock::Instance().NowNanos()); }
 
 void Daemon::RulesRound(int64_t scheduled_ns) {
   if (!rules_) return;
-  std::lock_guard<std::mutex> lock(rules_mu_);
+  MutexLock lock(rules_mu_);
   rules_clock_.AdvanceTo(scheduled_ns);
   RuleInputs in;
   in.slices = slices_.List();

@@ -36,24 +36,24 @@ NodeState::NodeState(std::vector<device::DeviceInfo> devices, int units_per_gpu,
       mig_(devices_.size()) {}
 
 void NodeState::SetMode(int index, k8s::GpuMode mode) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (index >= 0 && index < static_cast<int>(mig_.size())) mig_[index].mode = mode;
 }
 
 k8s::GpuMode NodeState::Mode(int index) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return index >= 0 && index < static_cast<int>(mig_.size()) ? mig_[index].mode
                                                              : k8s::GpuMode::kShared;
 }
 
 void NodeState::SetMigProfiles(int index, std::vector<device::MigProfileInfo> profiles) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (index >= 0 && index < static_cast<int>(mig_.size()))
     mig_[index].profiles = std::move(profiles);
 }
 
 std::vector<device::MigProfileInfo> NodeState::MigProfiles(int index) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (index < 0 || index >= static_cast<int>(mig_.size())) return {};
   return mig_[index].profiles;
 }
@@ -61,7 +61,7 @@ std::vector<device::MigProfileInfo> NodeState::MigProfiles(int index) const {
 void NodeState::SetMigInstances(int index, std::vector<device::MigInstance> instances) {
   bool changed = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (index < 0 || index >= static_cast<int>(mig_.size())) return;
     changed = !SameInstances(mig_[index].instances, instances);
     mig_[index].instances = std::move(instances);
@@ -73,7 +73,7 @@ void NodeState::SetMigInstances(int index, std::vector<device::MigInstance> inst
 std::vector<UnitView> NodeState::MigDevices(const std::string& profile) const {
   std::vector<std::pair<std::string, int>> found;  // (MIG UUID, GPU position)
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (size_t i = 0; i < mig_.size(); ++i) {
       if (mig_[i].mode != k8s::GpuMode::kMig) continue;
       for (const device::MigInstance& m : mig_[i].instances) {
@@ -91,7 +91,7 @@ std::vector<UnitView> NodeState::MigDevices(const std::string& profile) const {
 }
 
 std::vector<std::string> NodeState::StaticMigProfiles() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::set<std::string> out;
   for (const MigView& v : mig_) {
     if (v.mode != k8s::GpuMode::kMig) continue;
@@ -103,7 +103,7 @@ std::vector<std::string> NodeState::StaticMigProfiles() const {
 }
 
 std::vector<device::MigInstance> NodeState::MigInstances(int index) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (index < 0 || index >= static_cast<int>(mig_.size())) return {};
   return mig_[index].instances;
 }
@@ -129,57 +129,57 @@ std::vector<UnitView> NodeState::Units() const {
 
 void NodeState::SetCordoned(const std::string& uuid, bool cordoned) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (cordoned ? !cordoned_.insert(uuid).second : cordoned_.erase(uuid) == 0) return;
   }
   NotifyChanged();
 }
 
 bool NodeState::Cordoned(const std::string& uuid) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return cordoned_.count(uuid) != 0;
 }
 
 uint64_t NodeState::version() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return version_;
 }
 
 void NodeState::NotifyChanged() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++version_;
   }
   cv_.notify_all();
 }
 
 uint64_t NodeState::WaitForChange(uint64_t seen, int timeout_ms) const {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-               [&] { return version_ != seen || stopped_; });
+  MutexLock lock(mu_);
+  lock.WaitFor(cv_, std::chrono::milliseconds(timeout_ms),
+               [&]() VGPU_REQUIRES(mu_) { return version_ != seen || stopped_; });
   return version_;
 }
 
 void NodeState::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopped_ = true;
   }
   cv_.notify_all();
 }
 
 bool NodeState::stopped() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return stopped_;
 }
 
 void NodeState::StoreSample(int index, std::optional<device::DeviceSample> sample) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (index >= 0 && index < static_cast<int>(samples_.size())) samples_[index] = std::move(sample);
 }
 
 std::vector<std::optional<device::DeviceSample>> NodeState::Samples() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return samples_;
 }
 

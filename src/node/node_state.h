@@ -10,12 +10,12 @@
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "common/mutex.h"
 #include "device/device_backend.h"
 #include "k8s/wire/gpu_inventory.h"
 #include "node/health.h"
@@ -99,18 +99,18 @@ class NodeState {
   int pcie_width_ = 0;
   const int units_per_gpu_;
   HealthTracker health_;
-  mutable std::mutex mu_;
-  std::set<std::string> cordoned_;  // guarded by mu_
-  mutable std::condition_variable cv_;
-  uint64_t version_ = 1;
-  bool stopped_ = false;
-  std::vector<std::optional<device::DeviceSample>> samples_;
+  mutable Mutex mu_;  // checked by scripts/check-thread-safety
+  std::set<std::string> cordoned_ VGPU_GUARDED_BY(mu_);
+  mutable std::condition_variable cv_;  // waits under mu_ (MutexLock::WaitFor)
+  uint64_t version_ VGPU_GUARDED_BY(mu_) = 1;
+  bool stopped_ VGPU_GUARDED_BY(mu_) = false;
+  std::vector<std::optional<device::DeviceSample>> samples_ VGPU_GUARDED_BY(mu_);
   struct MigView {
     k8s::GpuMode mode = k8s::GpuMode::kShared;
     std::vector<device::MigProfileInfo> profiles;
     std::vector<device::MigInstance> instances;
   };
-  std::vector<MigView> mig_;
+  std::vector<MigView> mig_ VGPU_GUARDED_BY(mu_);
 };
 
 }  // namespace vgpu::node

@@ -89,8 +89,8 @@
 // start time) run by waiting gates at most every kArbiterSweepIntervalNs. A turn is time-bounded
 // (turn_end_ns), so even an undetected dead owner never holds the GPU longer than one turn.
 //
-// Dependency-free (libc and the C++ standard library headers), exception- and allocation-free:
-// libvgpu.so uses it inside the user's process.
+// Dependency-free (libc, the C++ standard library headers and common/thread_annotations.h's
+// macros), exception- and allocation-free: libvgpu.so uses it inside the user's process.
 #pragma once
 
 #include <pthread.h>

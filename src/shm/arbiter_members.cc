@@ -18,7 +18,7 @@
 namespace vgpu::shm {
 namespace {
 
-void FreeProcLocked(Arbiter* a, int p) {
+void FreeProcLocked(Arbiter* a, int p) VGPU_REQUIRES(a->header.mutex) {
   ArbiterProc& rec = a->procs[p];
   int s = rec.slice;
   if (s >= 0 && s < kMaxArbiterSlices) {

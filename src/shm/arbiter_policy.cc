@@ -31,7 +31,7 @@ constexpr int64_t kCreditFloorNs = -60LL * 1000 * 1000 * 1000;
 constexpr int64_t kVtimeRebase = 1LL << 61;
 
 // The new owner's turn: its work must end within one time slice of the GPU's current busy-until.
-void StartTurn(Arbiter* a, int index, uint64_t now) {
+void StartTurn(Arbiter* a, int index, uint64_t now) VGPU_REQUIRES(a->header.mutex) {
   ArbiterHeader& h = a->header;
   ArbiterSlice& s = a->slices[index];
   h.turn_epoch++;
@@ -44,7 +44,7 @@ void StartTurn(Arbiter* a, int index, uint64_t now) {
   internal::BumpGenerationLocked(a);
 }
 
-void EndTurn(Arbiter* a) {
+void EndTurn(Arbiter* a) VGPU_REQUIRES(a->header.mutex) {
   StoreI32(a->header.owner, -1);
   internal::BumpGenerationLocked(a);
 }
@@ -102,8 +102,9 @@ void Charge(Arbiter* a, ArbiterSlice& s, int64_t ns, uint64_t at) {
   AddUsage(s, at, ns);
 }
 
-// Validates the caller's records. REQUIRES the lock.
-bool Mine(const Arbiter* a, int slice, int proc, const ProcIdentity& self) {
+// Validates the caller's records.
+bool Mine(const Arbiter* a, int slice, int proc, const ProcIdentity& self)
+    VGPU_REQUIRES(a->header.mutex) {
   if (slice < 0 || slice >= kMaxArbiterSlices || proc < 0 || proc >= kMaxArbiterProcs) {
     return false;
   }
@@ -118,7 +119,7 @@ void Unwait(ArbiterSlice& s, ArbiterProc& p) {
 }
 
 void ApplyCorrectionLocked(Arbiter* a, ArbiterSlice& s, int64_t correction, uint64_t measured,
-                           uint64_t now) {
+                           uint64_t now) VGPU_REQUIRES(a->header.mutex) {
   Charge(a, s, correction, now);
   StoreU64(s.measured_ns, s.measured_ns + measured);
 }
@@ -415,8 +416,8 @@ bool LauncherPresent(const Arbiter* a, const LaunchRecord& rec) {
 
 // Measures `rec` if its end and its predecessor's end are known. A predecessor whose slice has
 // gone (its processes exited before reporting its end) will never end: `rec` is measured from
-// its own launch then, as if it had none. REQUIRES the lock.
-bool Measure(Arbiter* a, LaunchRecord& rec, uint64_t now) {
+// its own launch then, as if it had none.
+bool Measure(Arbiter* a, LaunchRecord& rec, uint64_t now) VGPU_REQUIRES(a->header.mutex) {
   if ((rec.flags & kLaunchEnded) == 0 || (rec.flags & kLaunchMeasured) != 0) return false;
   const LaunchRecord& pred = a->launches[(rec.seq - 1) % kLaunchRecords];
   uint64_t begin = rec.launch_ns;

@@ -63,16 +63,28 @@
 
 #include <cstdint>
 
+#include "common/thread_annotations.h"
 #include "shm/arbiter.h"
 #include "shm/proc_identity.h"
 
 namespace vgpu::shm {
 
 // Holds the arbiter mutex; repairs the arbiter when the previous holder died.
-class ArbiterLock {
+//
+// Taking it may fail (a holder kept it past `timeout_ms`, or the mutex is broken): held() is
+// then false, nothing is held, and the caller returns at once without touching the records:
+//   ArbiterLock lock(arbiter, self, kDefaultLockTimeoutMs);
+//   if (!lock.held()) return lock.status();
+// To clang's thread-safety analysis (common/thread_annotations.h) it is a scoped capability
+// that holds arbiter->header.mutex from its constructor to the end of its scope, whether or not
+// it was taken: the analysis cannot follow held(), so it checks that the functions which need
+// the lock (VGPU_REQUIRES) are called only in a scope that has an ArbiterLock, and the return
+// on !held() above is the convention every caller keeps (not checked).
+class VGPU_SCOPED_CAPABILITY ArbiterLock {
  public:
-  ArbiterLock(Arbiter* arbiter, const ProcIdentity& self, int timeout_ms);
-  ~ArbiterLock();
+  ArbiterLock(Arbiter* arbiter, const ProcIdentity& self, int timeout_ms)
+      VGPU_ACQUIRE(arbiter->header.mutex);
+  ~ArbiterLock() VGPU_RELEASE();
   ArbiterLock(const ArbiterLock&) = delete;
   ArbiterLock& operator=(const ArbiterLock&) = delete;
   bool held() const { return status_ == RegionError::kOk; }

@@ -148,8 +148,9 @@
 // SweepDeadSlots(), which runs when a charge does not fit and at most every
 // kSweepIntervalNs when the region is polled.
 //
-// This header is dependency-free (libc and the C++ standard headers only), exception-free and
-// allocation-free: libvgpu.so uses it inside the user's process.
+// This header is dependency-free (libc, the C++ standard headers and the annotation macros of
+// common/thread_annotations.h only), exception-free and allocation-free: libvgpu.so uses it inside
+// the user's process.
 #pragma once
 
 #include <pthread.h>
@@ -158,6 +159,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+
+#include "common/thread_annotations.h"
 
 namespace vgpu::shm {
 
@@ -186,7 +189,10 @@ struct RegionConfig {
 };
 static_assert(sizeof(RegionConfig) == 200);
 
-struct alignas(64) MutexCell {
+// A region's robust mutex (robust_mutex.h) in a cache line of its own. A capability to clang's
+// thread-safety analysis (common/thread_annotations.h): a function that needs the arbiter's lock
+// says VGPU_REQUIRES(arbiter->header.mutex). The attribute changes neither size nor layout.
+struct VGPU_CAPABILITY("mutex") alignas(64) MutexCell {
   union {
     pthread_mutex_t mutex;
     char bytes[64];
