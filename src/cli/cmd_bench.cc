@@ -496,9 +496,7 @@ int RunBench(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "share") == 0) return RunShare(argc - 1, argv + 1);
   if (argc >= 2 && std::strcmp(argv[1], "tenant") == 0) return RunTenant(argc - 1, argv + 1);
   if (argc >= 2 && std::strcmp(argv[1], "copy") == 0) return RunCopyBench(argc - 1, argv + 1);
-#if VGPU_HAVE_SIMGPU_CORE
   if (argc >= 2 && std::strcmp(argv[1], "oversub") == 0) return RunOversubBench(argc - 1, argv + 1);
-#endif
   if (argc >= 2 && std::strcmp(argv[1], "oversub-tenant") == 0) {
     return RunOversubTenant(argc - 1, argv + 1);
   }

@@ -2,15 +2,11 @@
 
 #include <map>
 
-#if VGPU_HAVE_SIMGPU_CORE
 #include "simgpu/config.h"
 #include "simgpu/shared_state.h"
 #include "simgpu/timeline.h"
-#endif
 
 namespace vgpu::cli {
-
-#if VGPU_HAVE_SIMGPU_CORE
 namespace {
 
 constexpr uint64_t kBucket = 10ULL * 1000 * 1000;
@@ -67,11 +63,5 @@ std::unique_ptr<ShareSampler> ShareSampler::Open(const std::vector<pid_t>& pids)
   if (!state.has_value()) return nullptr;
   return std::make_unique<TimelineSampler>(std::move(*state), pids);
 }
-
-#else
-
-std::unique_ptr<ShareSampler> ShareSampler::Open(const std::vector<pid_t>&) { return nullptr; }
-
-#endif
 
 }  // namespace vgpu::cli

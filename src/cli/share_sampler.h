@@ -15,7 +15,7 @@ namespace vgpu::cli {
 class ShareSampler {
  public:
   // Opens the simulated GPU's state named by the environment (VGPU_SIMGPU_STATE, ...); nullptr
-  // when it cannot (the simulated GPU is not built, or the state does not exist).
+  // when it cannot (a bad configuration, or the state does not exist).
   static std::unique_ptr<ShareSampler> Open(const std::vector<pid_t>& pids);
   virtual ~ShareSampler() = default;
   // Adds each tenant's busy time since the previous sample, per 10 ms bucket.
