@@ -11,7 +11,6 @@
 #include <fstream>
 #include <utility>
 
-#include "cli/cli_util.h"
 #include "common/atomic_file.h"
 #include "common/units.h"
 #include "shm/priority.h"
@@ -172,26 +171,6 @@ std::vector<std::string> SliceDir::ChildEnvironment(const std::string& libvgpu,
   }
   for (const auto& [k, v] : set) env.push_back(k + "=" + v);
   return env;
-}
-
-Result<Libraries> FindLibraries(bool sim, const std::string& who) {
-  (void)who;
-  Libraries l;
-  std::string lib_dir = LibraryDir();
-  l.libvgpu = lib_dir + "/libvgpu.so";
-  if (access(l.libvgpu.c_str(), R_OK) != 0) {
-    return Status::FailedPrecondition(
-        l.libvgpu + " not found (" +
-        (RunsFromBuildTree() ? "build it: cmake --build build"
-                             : "the vgpu installation is incomplete: reinstall the vgpu package") +
-        ")");
-  }
-  if (sim) {
-    Result<std::string> dir = SimulatedGpuDir("--sim");
-    if (!dir.has_value()) return dir.error();
-    l.simgpu_dir = *dir;
-  }
-  return l;
 }
 
 std::string SliceName(const std::string& text) {

@@ -48,14 +48,6 @@ class SliceDir {
   bool sim_ = false;
 };
 
-// Where the interception library and the simulated GPU are (next to the executable); an error
-// message when they are missing.
-struct Libraries {
-  std::string libvgpu;
-  std::string simgpu_dir;
-};
-Result<Libraries> FindLibraries(bool sim, const std::string& who);
-
 // A safe slice name from a command or tenant name.
 std::string SliceName(const std::string& text);
 
