@@ -25,8 +25,8 @@
 #include "cli/bench_child.h"
 #include "cli/bench_copy.h"
 #include "cli/cli_util.h"
-#include "cli/slice_setup.h"
 #include "common/units.h"
+#include "slice/slice_dir.h"
 
 namespace vgpu::cli {
 namespace {

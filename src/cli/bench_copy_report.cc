@@ -3,9 +3,9 @@
 #include <cstdio>
 
 #include "cli/bench_copy.h"
-#include "cli/slice_setup.h"
 #include "common/field_list.h"
 #include "common/units.h"
+#include "slice/slice_dir.h"
 
 namespace vgpu::cli {
 namespace {

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "cli/share_stats.h"
-#include "cli/slice_setup.h"
 #include "common/result.h"
+#include "slice/slice_dir.h"
 
 namespace vgpu::cli {
 

@@ -17,7 +17,6 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
-#include "cli/slice_setup.h"
 #include "cli/top_sources.h"
 #include "common/json_string.h"
 #include "common/units.h"
@@ -25,6 +24,7 @@
 #include "shm/priority.h"
 #include "slice/registry.h"
 #include "slice/resize.h"
+#include "slice/slice_dir.h"
 
 namespace vgpu::cli {
 namespace {

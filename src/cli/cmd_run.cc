@@ -38,8 +38,8 @@
 #include "cli/nested_slice.h"
 #include "cli/run_spill.h"
 #include "cli/run_supervisor.h"
-#include "cli/slice_setup.h"
 #include "common/units.h"
+#include "slice/slice_dir.h"
 
 namespace vgpu::cli {
 

@@ -22,8 +22,8 @@
 #include <optional>
 #include <string>
 
-#include "cli/slice_setup.h"
 #include "common/result.h"
+#include "slice/slice_dir.h"
 
 namespace vgpu::cli {
 

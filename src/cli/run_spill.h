@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "cli/slice_setup.h"
 #include "common/status.h"
 #include "device/device_backend.h"
 #include "slice/registry.h"
+#include "slice/slice_dir.h"
 #include "slice/spill_admission.h"
 
 namespace vgpu::cli {

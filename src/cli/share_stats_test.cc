@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/bench_share.h"
-#include "cli/slice_setup.h"
+#include "slice/slice_dir.h"
 
 namespace vgpu::cli {
 namespace {

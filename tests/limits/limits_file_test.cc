@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "child_process.h"
-#include "cli/slice_setup.h"
 #include "common/limits_format.h"
 #include "intercept/config.h"
 #include "node/slice.h"
 #include "sanitizer_env.h"
+#include "slice/slice_dir.h"
 #include "support/temp_dir.h"
 
 namespace vgpu {

@@ -1,4 +1,4 @@
-#include "cli/slice_setup.h"
+#include "slice/slice_dir.h"
 
 #include <errno.h>
 #include <sys/stat.h>
