@@ -109,7 +109,7 @@ int RunCopyScenario(const CopyOptions& o, CopyReport* report, const std::string&
   }
   const uint64_t run_ns = static_cast<uint64_t>(o.seconds * 1e9);
   std::string exe = fs::read_symlink("/proc/self/exe").string();
-  std::vector<SliceDir> dirs;
+  std::vector<slice::SliceDir> dirs;
   std::vector<Child> children;
   auto fail = [&](const Status& st) {
     KillAll(&children);
@@ -122,8 +122,8 @@ int RunCopyScenario(const CopyOptions& o, CopyReport* report, const std::string&
     spec.copy_d2h = t.cap[1];
     spec.copy_borrow = t.borrow;
     spec.arbiter_dir = work + "/arbiter";  // this run's own host-link file
-    Result<SliceDir> dir = SliceDir::Create(SliceName("bench-copy-" + t.name), spec, o.sim,
-                                            "vgpu bench copy tenant " + t.name);
+    Result<slice::SliceDir> dir = slice::SliceDir::Create(
+        slice::SliceName("bench-copy-" + t.name), spec, o.sim, "vgpu bench copy tenant " + t.name);
     if (!dir.has_value()) return fail(dir.error());
     dirs.push_back(std::move(*dir));
     std::vector<std::string> env = dirs.back().ChildEnvironment(libs->libvgpu, libs->simgpu_dir);

@@ -58,7 +58,7 @@ struct Options {
   std::vector<std::string> tenant_texts;
 };
 
-Result<Child> Spawn(const BenchTenant& t, const SliceDir& dir, const Libraries& libs,
+Result<Child> Spawn(const BenchTenant& t, const slice::SliceDir& dir, const Libraries& libs,
                     const Options& o, uint64_t kernel_ns, uint64_t stop_ns, uint64_t offset_ns,
                     const std::string& work, size_t index) {
   Child c;
@@ -126,7 +126,7 @@ Result<RunOutput> RunTenants(const std::vector<BenchTenant>& tenants, const Opti
                              const Libraries& libs, uint64_t kernel_ns, double seconds,
                              const std::string& work) {
   uint64_t stop_ns = static_cast<uint64_t>(seconds * 1e9);
-  std::vector<SliceDir> dirs;
+  std::vector<slice::SliceDir> dirs;
   std::vector<Child> children;
   auto kill_all = [&]() {
     for (Child& c : children) {
@@ -139,8 +139,8 @@ Result<RunOutput> RunTenants(const std::vector<BenchTenant>& tenants, const Opti
   };
   for (size_t i = 0; i < tenants.size(); ++i) {
     const BenchTenant& t = tenants[i];
-    Result<SliceDir> dir = SliceDir::Create(SliceName("bench-" + t.name), t.spec, o.sim,
-                                            "vgpu bench share tenant " + t.name);
+    Result<slice::SliceDir> dir = slice::SliceDir::Create(
+        slice::SliceName("bench-" + t.name), t.spec, o.sim, "vgpu bench share tenant " + t.name);
     if (!dir.has_value()) {
       kill_all();
       return dir.error();

@@ -164,10 +164,10 @@ int RunRun(int argc, char** argv) {
         *spec, sim ? libs->simgpu_dir + "/libnvidia-ml.so.1" : "libnvidia-ml.so.1", policy);
     if (!admitted.ok()) return ReportStatus("run", admitted);
   }
-  std::string name = SliceName(name_flag.empty() ? command[0] : name_flag);
+  std::string name = slice::SliceName(name_flag.empty() ? command[0] : name_flag);
   std::string command_text;
   for (const std::string& a : command) command_text += (command_text.empty() ? "" : " ") + a;
-  Result<SliceDir> dir = SliceDir::Create(name, *spec, sim, command_text);
+  Result<slice::SliceDir> dir = slice::SliceDir::Create(name, *spec, sim, command_text);
   if (!dir.has_value()) return ReportStatus("run", dir.error());
   if (outer->has_value()) {
     if (Status st = LinkToOuter(dir->region_path(), **outer); !st.ok()) {

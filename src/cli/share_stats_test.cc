@@ -91,7 +91,7 @@ TEST(SliceSpec, FlagsAreValidatedWithTheirNames) {
   EXPECT_EQ(s->weight, 3);
   EXPECT_EQ(s->priority, shm::kPriorityLow);
   EXPECT_EQ(s->time_slice_ns, 2000000u);
-  std::string text = LimitsText(*s, "/d", true, "/s/arbiter", "x");
+  std::string text = slice::LimitsText(*s, "/d", true, "/s/arbiter", "x");
   EXPECT_NE(text.find("cores=40\n"), std::string::npos);
   EXPECT_NE(text.find("guarantee=30\n"), std::string::npos);
   EXPECT_NE(text.find("mode=elastic\n"), std::string::npos);
@@ -114,7 +114,7 @@ TEST(SliceSpec, FlagsAreValidatedWithTheirNames) {
   f.latency_slack = "1500us";
   s = slice::ParseSliceSpec(f);
   ASSERT_TRUE(s.has_value()) << s.error().message();
-  EXPECT_NE(LimitsText(*s, "/d", true, "/s", "x").find("latency_slack=1500000ns\n"),
+  EXPECT_NE(slice::LimitsText(*s, "/d", true, "/s", "x").find("latency_slack=1500000ns\n"),
             std::string::npos);
   f.latency_slack = "2s";
   EXPECT_NE(slice::ParseSliceSpec(f).error().message().find("--latency-slack: \"2s\""),
@@ -125,13 +125,13 @@ TEST(SliceSpec, MemoryModeIsWrittenAlwaysAndCheckedOnInput) {
   slice::SliceFlags f;
   Result<slice::SliceSpec> plain = slice::ParseSliceSpec(f);
   ASSERT_TRUE(plain.has_value());
-  EXPECT_NE(LimitsText(*plain, "/d", true, "/s", "x").find("memory_mode=strict\n"),
+  EXPECT_NE(slice::LimitsText(*plain, "/d", true, "/s", "x").find("memory_mode=strict\n"),
             std::string::npos);
   f.memory = "4GiB";
   f.memory_mode = "spill";
   Result<slice::SliceSpec> spill = slice::ParseSliceSpec(f);
   ASSERT_TRUE(spill.has_value());
-  EXPECT_NE(LimitsText(*spill, "/d", true, "/s", "x").find("memory_mode=spill\n"),
+  EXPECT_NE(slice::LimitsText(*spill, "/d", true, "/s", "x").find("memory_mode=spill\n"),
             std::string::npos);
   f.memory_mode = "swap";
   EXPECT_NE(slice::ParseSliceSpec(f).error().message().find("--memory-mode: \"swap\""),

@@ -20,12 +20,12 @@
 
 extern char** environ;
 
-namespace vgpu::cli {
+namespace vgpu::slice {
 namespace {
 
 namespace fs = std::filesystem;
 
-Status CreateRegion(const std::string& dir, const slice::SliceSpec& s) {
+Status CreateRegion(const std::string& dir, const SliceSpec& s) {
   shm::RegionConfig config{};
   config.device_count = s.devices.empty() ? 1 : static_cast<uint32_t>(s.devices.size());
   config.priority = s.priority;
@@ -44,9 +44,9 @@ Status CreateRegion(const std::string& dir, const slice::SliceSpec& s) {
 
 }  // namespace
 
-std::string LimitsText(const slice::SliceSpec& s, const std::string& dir, bool sim,
+std::string LimitsText(const SliceSpec& s, const std::string& dir, bool sim,
                        const std::string& arbiter_dir, const std::string& comment) {
-  slice::LimitsFile l;
+  LimitsFile l;
   l.comments.push_back("limits of this slice, written by vgpu for: " + comment);
   l.memory = s.memory;
   l.cores = s.cores;
@@ -68,12 +68,12 @@ std::string LimitsText(const slice::SliceSpec& s, const std::string& dir, bool s
   l.arbiter_dir = arbiter_dir;
   // The simulated GPU's contexts take no device memory of their own.
   if (sim) l.context_overhead = 0;
-  return slice::LimitsFileText(l);
+  return LimitsFileText(l);
 }
 
-Result<SliceDir> SliceDir::Create(const std::string& name, const slice::SliceSpec& spec, bool sim,
+Result<SliceDir> SliceDir::Create(const std::string& name, const SliceSpec& spec, bool sim,
                                   const std::string& command_text) {
-  std::string state = slice::DefaultStateDir();
+  std::string state = DefaultStateDir();
   std::error_code ec;
   fs::create_directories(fs::path(state) / "slices", ec);
   if (ec) return Status::IoError("cannot create " + state + "/slices: " + ec.message());
@@ -98,7 +98,7 @@ Result<SliceDir> SliceDir::Create(const std::string& name, const slice::SliceSpe
     return st;
   }
   if (Status st = CreateRegion(dir.path_, spec); !st.ok()) return st;
-  if (Status st = slice::WriteSliceMeta(dir.path_, {getpid(), command_text}); !st.ok()) return st;
+  if (Status st = WriteSliceMeta(dir.path_, {getpid(), command_text}); !st.ok()) return st;
   return dir;
 }
 
@@ -150,7 +150,7 @@ std::vector<std::string> SliceDir::ChildEnvironment(const std::string& libvgpu,
       {"CUDA_DEVICE_MEMORY_SHARED_CACHE", path_ + "/region"},
   };
   // A relative state directory is passed on absolute, so the command may change directory.
-  if (!get("VGPU_STATE_DIR").empty()) set.push_back({"VGPU_STATE_DIR", slice::DefaultStateDir()});
+  if (!get("VGPU_STATE_DIR").empty()) set.push_back({"VGPU_STATE_DIR", DefaultStateDir()});
   if (!spec_.devices.empty()) {
     std::string list;
     for (const std::string& d : spec_.devices) list += (list.empty() ? "" : ",") + d;
@@ -182,4 +182,4 @@ std::string SliceName(const std::string& text) {
   return name;
 }
 
-}  // namespace vgpu::cli
+}  // namespace vgpu::slice

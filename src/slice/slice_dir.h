@@ -13,17 +13,17 @@
 #include "common/result.h"
 #include "slice/spec.h"
 
-namespace vgpu::cli {
+namespace vgpu::slice {
 
 // The limits file text of a slice (key=value lines, see docs/intercept.md and docs/compute.md).
-std::string LimitsText(const slice::SliceSpec& spec, const std::string& dir, bool sim,
+std::string LimitsText(const SliceSpec& spec, const std::string& dir, bool sim,
                        const std::string& arbiter_dir, const std::string& comment);
 
 // A slice directory that lives as long as this object.
 class SliceDir {
  public:
   // Creates <state>/slices/<name>-XXXXXX with its limits file, region and meta file.
-  static Result<SliceDir> Create(const std::string& name, const slice::SliceSpec& spec, bool sim,
+  static Result<SliceDir> Create(const std::string& name, const SliceSpec& spec, bool sim,
                                  const std::string& command_text);
   SliceDir() = default;
   ~SliceDir();
@@ -44,11 +44,11 @@ class SliceDir {
 
  private:
   std::string path_;
-  slice::SliceSpec spec_;
+  SliceSpec spec_;
   bool sim_ = false;
 };
 
 // A safe slice name from a command or tenant name.
 std::string SliceName(const std::string& text);
 
-}  // namespace vgpu::cli
+}  // namespace vgpu::slice
