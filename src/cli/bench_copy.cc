@@ -24,7 +24,6 @@
 
 #include "cli/bench_child.h"
 #include "cli/bench_copy.h"
-#include "cli/cli_util.h"
 #include "common/units.h"
 #include "slice/slice_dir.h"
 
@@ -86,24 +85,33 @@ Status WaitAll(std::vector<Child>* children, const std::vector<CopyTenant>& tena
   return Status::Ok();
 }
 
-struct CopyOptions {
-  bool sim = false;
-  bool json = false;
-  double seconds = 5;
-  double window = 1;
-  std::string link;
-  std::vector<std::string> tenant_texts;
-};
+}  // namespace
 
-int RunCopyScenario(const CopyOptions& o, CopyReport* report, const std::string& work) {
-  Result<Libraries> libs = FindLibraries(o.sim, "vgpu bench copy");
-  if (!libs.has_value()) return ReportStatus("bench copy", libs.error());
+Result<CopyReport> RunCopy(const CopyRun& o) {
+  CopyReport report;
+  report.sim = o.sim;
+  report.seconds = o.seconds;
+  report.window_s = o.window_s;
+  report.link[0] = o.link[0];
+  report.link[1] = o.link[1];
+  report.tenants = o.tenants;
+  char tmpl[] = "/tmp/vgpu-bench-copy-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) return Status::IoError("cannot create a work directory");
+  // The work directory goes on every return.
+  struct Work {
+    std::string dir;
+    ~Work() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } work_dir{tmpl};
+  const std::string& work = work_dir.dir;
   std::vector<std::string> extra_env = {"LIBCUDA_LOG_LEVEL=1", "VGPU_SIMGPU_LOG_LEVEL=1"};
   if (o.sim) {
     std::ofstream conf(work + "/simgpu.conf");
-    conf << "model=h100 h2d_bandwidth=" << report->link[0] << " d2h_bandwidth=" << report->link[1]
+    conf << "model=h100 h2d_bandwidth=" << report.link[0] << " d2h_bandwidth=" << report.link[1]
          << "\n";
-    if (!conf) return ReportStatus("bench copy", Status::IoError("cannot write " + work));
+    if (!conf) return Status::IoError("cannot write " + work);
     extra_env.push_back("VGPU_SIMGPU_CONFIG=" + work + "/simgpu.conf");
     extra_env.push_back("VGPU_SIMGPU_STATE=" + work + "/simgpu.state");
   }
@@ -113,10 +121,10 @@ int RunCopyScenario(const CopyOptions& o, CopyReport* report, const std::string&
   std::vector<Child> children;
   auto fail = [&](const Status& st) {
     KillAll(&children);
-    return ReportStatus("bench copy", st);
+    return st;
   };
-  for (size_t i = 0; i < report->tenants.size(); ++i) {
-    const CopyTenant& t = report->tenants[i];
+  for (size_t i = 0; i < report.tenants.size(); ++i) {
+    const CopyTenant& t = report.tenants[i];
     slice::SliceSpec spec;
     spec.copy_h2d = t.cap[0];
     spec.copy_d2h = t.cap[1];
@@ -126,7 +134,7 @@ int RunCopyScenario(const CopyOptions& o, CopyReport* report, const std::string&
         slice::SliceName("bench-copy-" + t.name), spec, o.sim, "vgpu bench copy tenant " + t.name);
     if (!dir.has_value()) return fail(dir.error());
     dirs.push_back(std::move(*dir));
-    std::vector<std::string> env = dirs.back().ChildEnvironment(libs->libvgpu, libs->simgpu_dir);
+    std::vector<std::string> env = dirs.back().ChildEnvironment(o.libvgpu, o.simgpu_dir);
     for (const std::string& e : extra_env) {
       size_t eq = e.find('=');
       SetEnv(&env, e.substr(0, eq), e.substr(eq + 1));
@@ -152,7 +160,7 @@ int RunCopyScenario(const CopyOptions& o, CopyReport* report, const std::string&
     if (!c.has_value()) return fail(c.error());
     children.push_back(*c);
   }
-  if (Status st = WaitAll(&children, report->tenants, "ready", MonotonicNs() + 120 * kSec);
+  if (Status st = WaitAll(&children, report.tenants, "ready", MonotonicNs() + 120 * kSec);
       !st.ok()) {
     return fail(st);
   }
@@ -164,11 +172,11 @@ int RunCopyScenario(const CopyOptions& o, CopyReport* report, const std::string&
     }
     close(c.in);
   }
-  if (Status st = WaitAll(&children, report->tenants, "done", t0 + run_ns + 60 * kSec); !st.ok()) {
+  if (Status st = WaitAll(&children, report.tenants, "done", t0 + run_ns + 60 * kSec); !st.ok()) {
     return fail(st);
   }
   uint64_t from = t0, to = t0 + run_ns;
-  for (const CopyTenant& t : report->tenants) {
+  for (const CopyTenant& t : report.tenants) {
     from = std::max(from, t0 + t.start_ns);
     if (t.stop_ns != 0) to = std::min(to, t0 + t.stop_ns);
   }
@@ -176,83 +184,10 @@ int RunCopyScenario(const CopyOptions& o, CopyReport* report, const std::string&
     waitpid(children[i].pid, nullptr, 0);
     children[i].pid = -1;
     close(children[i].out);
-    report->results.push_back(AnalyzeCopies(report->tenants[i],
-                                            ReadCopyRecords(children[i].out_file), from, to,
-                                            static_cast<uint64_t>(o.window * 1e9)));
+    report.results.push_back(AnalyzeCopies(report.tenants[i], ReadCopyRecords(children[i].out_file),
+                                           from, to, static_cast<uint64_t>(o.window_s * 1e9)));
   }
-  std::fputs(o.json ? CopyReportJson(*report).c_str() : CopyReportText(*report).c_str(), stdout);
-  return kExitOk;
-}
-
-}  // namespace
-
-int RunCopyBench(int argc, char** argv) {
-  CopyOptions o;
-  CLI::App app(
-      "Runs tenants that copy between host and device, each a process in its own slice with its "
-      "own copy caps, and prints per tenant and direction the target and achieved rates (over "
-      "the phase in which all run, and per window).\n"
-      "Example: vgpu bench copy --sim --tenant a:h2d=10GB/s --tenant b:h2d=20GB/s,d2h=5GB/s\n"
-      "Tenant keys: " +
-          std::string(kCopyTenantKeys),
-      "vgpu bench copy");
-  app.add_flag("--sim", o.sim, "run on the simulated GPU (a private one for this run)");
-  app.add_option("--seconds", o.seconds, "length of the run (1-600, default 5)");
-  app.add_option("--window", o.window, "window for the per-window rates, seconds (default 1)");
-  app.add_option("--link", o.link,
-                 "with --sim: the simulated host link, H2D[,D2H] (default 55GB/s each way)");
-  app.add_option("--tenant", o.tenant_texts, "NAME[:key=value,...] (repeat; 1-16 tenants)");
-  app.add_flag("--json", o.json, "print the report as JSON");
-  if (auto code = ParseArgs(app, argc, argv)) return *code;
-  auto bad = [](const std::string& m) {
-    return ReportStatus("bench copy", Status::InvalidArgument(m));
-  };
-  if (!(o.seconds >= 1 && o.seconds <= 600)) return bad("--seconds: must be between 1 and 600");
-  if (!(o.window >= 0.1 && o.window <= o.seconds)) {
-    return bad("--window: must be between 0.1 and --seconds");
-  }
-  if (o.tenant_texts.empty() || o.tenant_texts.size() > 16) {
-    return bad("--tenant: give 1 to 16 tenants");
-  }
-  CopyReport report;
-  report.sim = o.sim;
-  report.seconds = o.seconds;
-  report.window_s = o.window;
-  if (!o.link.empty() && !o.sim) return bad("--link: only with --sim");
-  if (o.sim) {
-    report.link[0] = report.link[1] = 55'000'000'000ULL;
-    if (!o.link.empty()) {
-      size_t comma = o.link.find(',');
-      std::string h = o.link.substr(0, comma);
-      std::string d = comma == std::string::npos ? h : o.link.substr(comma + 1);
-      for (int i = 0; i < 2; ++i) {
-        Result<uint64_t> r = slice::ParseCopyCap(i == 0 ? h : d, "--link");
-        if (!r.has_value()) return ReportStatus("bench copy", r.error());
-        if (*r == 0) return bad("--link: \"" + o.link + "\": give a bandwidth, e.g. 10GB/s");
-        report.link[i] = *r;
-      }
-    }
-  }
-  std::set<std::string> names;
-  for (const std::string& text : o.tenant_texts) {
-    Result<CopyTenant> t = ParseCopyTenant(text);
-    if (!t.has_value()) return ReportStatus("bench copy", t.error());
-    if (!names.insert(t->name).second) return bad("--tenant " + t->name + ": given twice");
-    if (t->start_ns >= static_cast<uint64_t>(o.seconds * 1e9) ||
-        t->stop_ns > static_cast<uint64_t>(o.seconds * 1e9)) {
-      return bad("--tenant " + t->name + ": start and stop must lie within --seconds");
-    }
-    report.tenants.push_back(*t);
-  }
-  char tmpl[] = "/tmp/vgpu-bench-copy-XXXXXX";
-  if (mkdtemp(tmpl) == nullptr) {
-    return ReportStatus("bench copy", Status::IoError("cannot create a work directory"));
-  }
-  std::string work = tmpl;
-  int code = RunCopyScenario(o, &report, work);
-  std::error_code ec;
-  fs::remove_all(work, ec);
-  return code;
+  return report;
 }
 
 }  // namespace vgpu::cli

@@ -1,7 +1,8 @@
 // `vgpu bench copy`: tenants that copy between host and device as fast as they may, each a
 // process in its own slice with its own copy caps; reports per tenant and direction the target
 // (its cap) and the achieved rate over the run and over every window (bench_copy.cc runs them,
-// bench_copy_report.cc parses tenants and prints the report, bench_copy_tenant.cc is the tenant).
+// bench_copy_report.cc parses tenants and prints the report, bench_copy_tenant.cc is the tenant;
+// cmd_bench_copy.cc reads the flags).
 #pragma once
 
 #include <cstdint>
@@ -67,12 +68,35 @@ CopyTenantResult AnalyzeCopies(const CopyTenant& t, const std::vector<CopyRecord
 std::string CopyReportText(const CopyReport& report);
 std::string CopyReportJson(const CopyReport& report);
 
-// `vgpu bench copy ...` and the tenant program (`vgpu bench copy-tenant`, internal).
-int RunCopyBench(int argc, char** argv);
-int RunCopyTenant(int argc, char** argv);
-// `vgpu bench oversub-tenant` (bench_oversub_tenant.cc): the oversubscription scenario's tenant.
-int RunOversubTenant(int argc, char** argv);
-// `vgpu bench oversub` (bench_oversub.cc; built with the simulated GPU's core).
-int RunOversubBench(int argc, char** argv);
+// A run of `vgpu bench copy` as its flags give it (checked there): 1 to 16 tenants with distinct
+// names whose start and stop lie within `seconds`, and where the libraries are.
+struct CopyRun {
+  std::vector<CopyTenant> tenants;
+  bool sim = false;           // on a simulated GPU of its own (a private state file)
+  double seconds = 5;         // length of the run
+  double window_s = 1;        // window of the per-window rates
+  uint64_t link[2] = {0, 0};  // with sim: the simulated host link per direction, bytes/s
+  std::string libvgpu;        // libvgpu.so, preloaded into every tenant
+  std::string simgpu_dir;     // the simulated GPU's libraries (with sim)
+};
+
+// Runs the tenants together, each a process in its own slice with its copy caps and this run's
+// own host-link file: this executable as `bench copy-tenant ...` (RunCopyTenant), with its work
+// files in a directory under /tmp that is removed at the end. Returns the report, results in
+// tenant order, or what failed (a tenant that did not start or finish: kInternal).
+Result<CopyReport> RunCopy(const CopyRun& run);
+
+// The tenant program (bench_copy_tenant.cc): copies `size` bytes at a time in direction `dir`
+// (h2d, d2h or both) from the start time read on stdin + offset_ns until start + stop_ns.
+struct CopyTenantOptions {
+  std::string dir = "h2d";
+  uint64_t size = 1 << 20;
+  uint64_t offset_ns = 0;
+  uint64_t stop_ns = 0;
+  std::string out;  // where to write "dir end_ns bytes" per copy
+};
+// Returns the process's exit status: 0 when it ran, 1 when the driver failed it (the reason on
+// stderr).
+int RunCopyTenant(const CopyTenantOptions& options);
 
 }  // namespace vgpu::cli

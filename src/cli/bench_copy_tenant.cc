@@ -15,6 +15,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -22,7 +23,6 @@
 
 #include "cli/bench_child.h"
 #include "cli/bench_copy.h"
-#include "cli/cli_util.h"
 
 namespace vgpu::cli {
 namespace {
@@ -80,7 +80,7 @@ void SleepUntilNs(uint64_t t) {
     CUresult rc_ = (call);                                                         \
     if (rc_ != 0) {                                                                \
       std::fprintf(stderr, "vgpu bench copy-tenant: %s failed: %d\n", #call, rc_); \
-      return kExitFailure;                                                         \
+      return EXIT_FAILURE;                                                         \
     }                                                                              \
   } while (0)
 
@@ -113,32 +113,11 @@ void CopyLoop(const CopyDriver& d, void* ctx, Direction* x, uint64_t size, uint6
 
 }  // namespace
 
-int RunCopyTenant(int argc, char** argv) {
-  std::string dir = "h2d", out;
-  uint64_t size = 1 << 20, offset_ns = 0, stop_ns = 0;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string k = argv[i], v = argv[i + 1];
-    if (k == "--dir") {
-      dir = v;
-    } else if (k == "--size") {
-      size = std::strtoull(v.c_str(), nullptr, 10);
-    } else if (k == "--offset-ns") {
-      offset_ns = std::strtoull(v.c_str(), nullptr, 10);
-    } else if (k == "--stop-ns") {
-      stop_ns = std::strtoull(v.c_str(), nullptr, 10);
-    } else if (k == "--out") {
-      out = v;
-    } else {
-      std::fprintf(stderr, "vgpu bench copy-tenant: unknown option %s\n", k.c_str());
-      return kExitBadInput;
-    }
-  }
-  if (out.empty() || stop_ns == 0 || size == 0 || (dir != "h2d" && dir != "d2h" && dir != "both")) {
-    std::fprintf(stderr, "vgpu bench copy-tenant: --out, --stop-ns, --size, --dir are needed\n");
-    return kExitBadInput;
-  }
+int RunCopyTenant(const CopyTenantOptions& o) {
+  const std::string& dir = o.dir;
+  const uint64_t size = o.size;
   CopyDriver d{};
-  if (!LoadCopyDriver(&d)) return kExitFailure;
+  if (!LoadCopyDriver(&d)) return EXIT_FAILURE;
   int dev = 0;
   void* ctx = nullptr;
   COPY_CHECK(d.cuInit(0));
@@ -158,30 +137,30 @@ int RunCopyTenant(int argc, char** argv) {
   std::printf("ready\n");
   std::fflush(stdout);
   uint64_t t0 = 0;
-  if (std::scanf("%" SCNu64, &t0) != 1) return kExitFailure;
-  SleepUntilNs(t0 + offset_ns);
+  if (std::scanf("%" SCNu64, &t0) != 1) return EXIT_FAILURE;
+  SleepUntilNs(t0 + o.offset_ns);
   std::vector<std::thread> threads;
   for (Direction& x : dirs) {
-    threads.emplace_back(CopyLoop, std::cref(d), ctx, &x, size, t0 + stop_ns);
+    threads.emplace_back(CopyLoop, std::cref(d), ctx, &x, size, t0 + o.stop_ns);
   }
   for (std::thread& t : threads) t.join();
   for (const Direction& x : dirs) {
     if (x.failed_call != nullptr) {
       std::fprintf(stderr, "vgpu bench copy-tenant: %s failed: %d\n", x.failed_call, x.failed_rc);
-      return kExitFailure;
+      return EXIT_FAILURE;
     }
   }
-  FILE* f = std::fopen(out.c_str(), "w");
-  if (f == nullptr) return kExitFailure;
+  FILE* f = std::fopen(o.out.c_str(), "w");
+  if (f == nullptr) return EXIT_FAILURE;
   for (const Direction& x : dirs) {
     for (const CopyRecord& r : x.records) {
       std::fprintf(f, "%d %" PRIu64 " %" PRIu64 "\n", r.dir, r.end_ns, r.bytes);
     }
   }
-  if (std::fclose(f) != 0) return kExitFailure;
+  if (std::fclose(f) != 0) return EXIT_FAILURE;
   std::printf("done\n");
   std::fflush(stdout);
-  return kExitOk;
+  return EXIT_SUCCESS;
 }
 
 #undef COPY_CHECK  // the sources of a unity batch follow

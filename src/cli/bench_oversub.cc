@@ -2,19 +2,18 @@
 // UVM model (simgpu/uvm_model.h), and what a spilling low-priority tenant costs a high-priority
 // one. Pure model: no processes, deterministic (seeded).
 //
-//   vgpu bench oversub --sim [--device-memory SIZE] [--link RATE] [--fault-latency DUR] [--json]
-//
 // For working sets of 0.25x to 3x the device, a streaming pattern (passes over the working set in
 // order) and a random one (uniform page touches) run for three passes after a warm-up pass in
 // order; the slowdown is the time per touch over the time per touch of a resident page. Then a
 // high-priority tenant with half the device and a low-priority one spilling twice the other half
 // touch their pages in turn.
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 #include <string>
 #include <vector>
 
-#include "cli/cli_util.h"
+#include "cli/bench_oversub.h"
 #include "common/rng.h"
 #include "common/units.h"
 #include "simgpu/uvm_model.h"
@@ -57,6 +56,23 @@ struct Priorities {
   double low_slowdown = 0;
 };
 
+// printf into the end of `out`.
+__attribute__((format(printf, 2, 3))) void Appendf(std::string* out, const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  va_list again;
+  va_copy(again, args);
+  int n = std::vsnprintf(nullptr, 0, format, args);
+  va_end(args);
+  if (n > 0) {
+    size_t at = out->size();
+    out->resize(at + static_cast<size_t>(n) + 1);
+    std::vsnprintf(out->data() + at, static_cast<size_t>(n) + 1, format, again);
+    out->resize(at + static_cast<size_t>(n));
+  }
+  va_end(again);
+}
+
 Priorities RunPriorities(const UvmParams& params) {
   UvmModel m(params);
   int high = m.AddOwner(true), low = m.AddOwner(false);
@@ -89,42 +105,11 @@ Priorities RunPriorities(const UvmParams& params) {
 
 }  // namespace
 
-int RunOversubBench(int argc, char** argv) {
-  bool sim = false, json = false;
-  std::string device = "16GiB", link = "55GB/s", latency = "20us";
-  CLI::App app(
-      "Slowdown of managed memory against working set on the simulated GPU's UVM model (2 MiB "
-      "pages, LRU eviction, high-priority pages never evicted), and what a low-priority tenant "
-      "spilling twice its share costs a high-priority one.\n"
-      "Example: vgpu bench oversub --sim --link 25GB/s",
-      "vgpu bench oversub");
-  app.add_flag("--sim", sim, "use the simulated GPU's model (required: no real-GPU mode yet)");
-  app.add_option("--device-memory", device, "device memory of the model (default 16GiB)");
-  app.add_option("--link", link, "host link bandwidth per direction (default 55GB/s)");
-  app.add_option("--fault-latency", latency, "time of one far fault (default 20us)");
-  app.add_flag("--json", json, "print JSON");
-  if (auto code = ParseArgs(app, argc, argv)) return *code;
-  auto bad = [](const std::string& m) {
-    return ReportStatus("bench oversub", Status::InvalidArgument(m));
-  };
-  if (!sim) return bad("--sim: the model runs on the simulated GPU only (give --sim)");
+std::string RunOversub(const OversubModel& model, bool json) {
   UvmParams p;
-  Result<uint64_t> mem = ParseByteSize(device, "--device-memory");
-  if (!mem.has_value()) return ReportStatus("bench oversub", mem.error());
-  if (*mem < (64ULL << 20) || *mem > (256ULL << 30)) {
-    return bad("--device-memory: \"" + device + "\": must be between 64MiB and 256GiB");
-  }
-  Result<uint64_t> rate = ParseRate(link, "--link");
-  if (!rate.has_value()) return ReportStatus("bench oversub", rate.error());
-  if (*rate < 1'000'000 || *rate > 10'000'000'000'000ULL) {
-    return bad("--link: \"" + link + "\": must be between 1MB/s and 10TB/s");
-  }
-  Result<int64_t> lat = ParseDuration(latency, "--fault-latency");
-  if (!lat.has_value()) return ReportStatus("bench oversub", lat.error());
-  if (*lat > 1'000'000'000) return bad("--fault-latency: \"" + latency + "\": at most 1s");
-  p.device_bytes = *mem;
-  p.link_bytes_per_s = *rate;
-  p.fault_latency_ns = static_cast<uint64_t>(*lat);
+  p.device_bytes = model.device_bytes;
+  p.link_bytes_per_s = model.link_bytes_per_s;
+  p.fault_latency_ns = model.fault_latency_ns;
   const double ratios[] = {0.25, 0.5, 0.75, 0.9, 1.0, 1.05, 1.1, 1.25, 1.5, 2.0, 3.0};
   std::vector<double> stream, random;
   for (double r : ratios) {
@@ -152,23 +137,25 @@ int RunOversubBench(int argc, char** argv) {
                   pr.high_slowdown, static_cast<unsigned long long>(pr.high_evicted),
                   pr.low_slowdown, static_cast<unsigned long long>(pr.low_evicted));
     out += b;
-    std::fputs(out.c_str(), stdout);
-    return kExitOk;
+    return out;
   }
-  std::printf(
-      "UVM model: %s device, 2 MiB pages, device %.2f TB/s, host link %.1f GB/s, fault %.1f us\n",
-      FormatBytes(p.device_bytes).c_str(), static_cast<double>(p.device_bytes_per_s) / 1e12,
-      static_cast<double>(p.link_bytes_per_s) / 1e9, static_cast<double>(p.fault_latency_ns) / 1e3);
-  std::printf("%-12s %-10s %-10s\n", "working set", "stream", "random");
+  std::string out;
+  Appendf(&out,
+          "UVM model: %s device, 2 MiB pages, device %.2f TB/s, host link %.1f GB/s, fault %.1f "
+          "us\n",
+          FormatBytes(p.device_bytes).c_str(), static_cast<double>(p.device_bytes_per_s) / 1e12,
+          static_cast<double>(p.link_bytes_per_s) / 1e9,
+          static_cast<double>(p.fault_latency_ns) / 1e3);
+  Appendf(&out, "%-12s %-10s %-10s\n", "working set", "stream", "random");
   for (size_t i = 0; i < stream.size(); ++i) {
-    std::printf("%-12.2f %-10.2f %-10.2f\n", ratios[i], stream[i], random[i]);
+    Appendf(&out, "%-12.2f %-10.2f %-10.2f\n", ratios[i], stream[i], random[i]);
   }
-  std::printf(
-      "high priority (half the device) beside a low one spilling twice its share: high slowdown "
-      "%.4f, high pages evicted %llu; low slowdown %.2f, low pages evicted %llu\n",
-      pr.high_slowdown, static_cast<unsigned long long>(pr.high_evicted), pr.low_slowdown,
-      static_cast<unsigned long long>(pr.low_evicted));
-  return kExitOk;
+  Appendf(&out,
+          "high priority (half the device) beside a low one spilling twice its share: high "
+          "slowdown %.4f, high pages evicted %llu; low slowdown %.2f, low pages evicted %llu\n",
+          pr.high_slowdown, static_cast<unsigned long long>(pr.high_evicted), pr.low_slowdown,
+          static_cast<unsigned long long>(pr.low_evicted));
+  return out;
 }
 
 }  // namespace vgpu::cli

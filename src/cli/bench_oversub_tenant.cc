@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "cli/bench_child.h"
-#include "cli/cli_util.h"
+#include "cli/bench_oversub.h"
 
 namespace vgpu::cli {
 namespace {
@@ -82,42 +82,16 @@ uint64_t RealtimeNs() {
     CUresult rc_ = (call);                                                            \
     if (rc_ != 0) {                                                                   \
       std::fprintf(stderr, "vgpu bench oversub-tenant: %s failed: %d\n", #call, rc_); \
-      return kExitFailure;                                                            \
+      return EXIT_FAILURE;                                                            \
     }                                                                                 \
   } while (0)
 
 }  // namespace
 
-int RunOversubTenant(int argc, char** argv) {
-  uint64_t bytes = 0, chunk = 64ULL << 20, kernel_ns = 1'000'000, start_at = 0, depth = 4;
-  double seconds = 1;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string k = argv[i], v = argv[i + 1];
-    if (k == "--bytes") {
-      bytes = std::strtoull(v.c_str(), nullptr, 10);
-    } else if (k == "--chunk") {
-      chunk = std::strtoull(v.c_str(), nullptr, 10);
-    } else if (k == "--kernel-ns") {
-      kernel_ns = std::strtoull(v.c_str(), nullptr, 10);
-    } else if (k == "--start-at-ns") {
-      start_at = std::strtoull(v.c_str(), nullptr, 10);
-    } else if (k == "--depth") {
-      depth = std::strtoull(v.c_str(), nullptr, 10);
-    } else if (k == "--seconds") {
-      seconds = std::strtod(v.c_str(), nullptr);
-    } else {
-      std::fprintf(stderr, "vgpu bench oversub-tenant: unknown option %s\n", k.c_str());
-      return kExitBadInput;
-    }
-  }
-  if (bytes == 0 || chunk == 0 || depth == 0 || depth > 1000 || !(seconds > 0 && seconds <= 600)) {
-    std::fprintf(stderr,
-                 "vgpu bench oversub-tenant: --bytes N (>0), --chunk N, --seconds (0-600s] "
-                 "[--kernel-ns N] [--depth 1-1000] [--start-at-ns REALTIME_NS] are needed\n");
-    return kExitBadInput;
-  }
+int RunOversubTenant(const OversubTenantOptions& o) {
+  uint64_t bytes = o.bytes, chunk = o.chunk, kernel_ns = o.kernel_ns, depth = o.depth;
   TouchDriver d{};
-  if (!LoadTouchDriver(&d)) return kExitFailure;
+  if (!LoadTouchDriver(&d)) return EXIT_FAILURE;
   int dev = 0;
   void* ctx = nullptr;
   void* module = nullptr;
@@ -139,17 +113,17 @@ int RunOversubTenant(int argc, char** argv) {
     (is_managed != 0 ? managed : device) += n;
     chunks.push_back(p);
   }
-  if (start_at != 0) {
+  if (o.start_at_ns != 0) {
     uint64_t now = RealtimeNs();
-    if (start_at > now) {
-      uint64_t wait = start_at - now;
+    if (o.start_at_ns > now) {
+      uint64_t wait = o.start_at_ns - now;
       timespec ts{static_cast<time_t>(wait / 1'000'000'000ULL),
                   static_cast<long>(wait % 1'000'000'000ULL)};
       nanosleep(&ts, nullptr);
     }
   }
   uint64_t t0 = MonotonicNs();
-  uint64_t end = t0 + static_cast<uint64_t>(seconds * 1e9);
+  uint64_t end = t0 + static_cast<uint64_t>(o.seconds * 1e9);
   uint64_t rounds = 0;
   while (MonotonicNs() < end) {
     for (size_t i = 0; i < chunks.size(); ++i) {
@@ -165,7 +139,7 @@ int RunOversubTenant(int argc, char** argv) {
   std::printf("rounds=%" PRIu64 " device_bytes=%" PRIu64 " managed_bytes=%" PRIu64
               " seconds=%.3f rate=%.2f\n",
               rounds, device, managed, took, static_cast<double>(rounds) / took);
-  return kExitOk;
+  return EXIT_SUCCESS;
 }
 
 #undef TOUCH_CHECK  // the sources of a unity batch follow

@@ -1,5 +1,5 @@
-// `vgpu bench share`: the tenants, their results and the report (cmd_bench.cc runs them,
-// share_report.cc prints them).
+// `vgpu bench share`: the tenants, the run, their results and the report (bench_share.cc runs
+// them, share_report.cc parses the tenants and prints the report).
 #pragma once
 
 #include <cstdint>
@@ -70,5 +70,33 @@ struct BenchReport {
 
 std::string ReportText(const BenchReport& report);
 std::string ReportJson(const BenchReport& report);
+
+// A run of `vgpu bench share` as its flags give it (checked there): the tenants (ParseTenant,
+// each with its kernel_ns set), the settings and where the libraries are.
+struct ShareRun {
+  std::vector<BenchTenant> tenants;
+  bool sim = false;            // on the simulated GPU (a private one with its own registry)
+  double seconds = 10;         // length of the run
+  double window_s = 10;        // window of the worst deviation (at most the shared phase)
+  uint64_t kernel_ns = 0;      // the run's kernel duration (reported)
+  uint64_t time_slice_ns = 0;  // reported
+  bool baseline = false;       // first run each tenant alone for baseline_seconds
+  double baseline_seconds = 3;
+  std::string module;          // a compiled sim_sleep_ns kernel ("": the built-in one)
+  uint64_t cycles_per_us = 0;  // calibration of the module's clock64 kernel
+  std::string state_dir;       // registry and arbiters ("": private with sim, else the machine's)
+  std::string libvgpu;         // libvgpu.so, preloaded into every tenant
+  std::string simgpu_dir;      // the simulated GPU's libraries (with sim)
+};
+
+// Runs the tenants together (with `baseline`, first each alone), each a process in its own slice:
+// this executable as `bench tenant ...` (RunBenchTenant), with its work files in a directory
+// under /tmp that is removed at the end. Sets VGPU_STATE_DIR (with sim, a private one, and
+// VGPU_SIMGPU_STATE) in this process's environment, which the tenants inherit. Returns the report,
+// results in tenant order, or what failed (a tenant that did not start or finish: kInternal).
+Result<BenchReport> RunShare(const ShareRun& run);
+
+// Writes one "call_ns start_ns end_ns" line per kernel to `path`; false when it cannot.
+bool WriteKernelRecords(const std::string& path, const std::vector<KernelRecord>& records);
 
 }  // namespace vgpu::cli

@@ -24,6 +24,7 @@
 #include <array>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <fstream>
@@ -33,7 +34,6 @@
 
 #include "cli/bench_child.h"
 #include "cli/bench_tenant.h"
-#include "cli/cli_util.h"
 
 namespace vgpu::cli {
 namespace {
@@ -162,7 +162,7 @@ bool LoadDriver(Driver* d, std::string* error) {
     CUresult rc_ = (call);                                                    \
     if (rc_ != 0) {                                                           \
       std::fprintf(stderr, "vgpu bench tenant: %s failed: %d\n", #call, rc_); \
-      return kExitFailure;                                                    \
+      return EXIT_FAILURE;                                                    \
     }                                                                         \
   } while (0)
 
@@ -175,7 +175,7 @@ int Calibrate(const Driver& d, CUmodule mod, CUfunction f, CUstream stream) {
       d.cuModuleGetGlobal(&global, &size, mod, "vgpu_cycles_per_us") != 0 ||
       size != sizeof(uint64_t)) {
     std::fprintf(stderr, "vgpu bench tenant: the module has no vgpu_cycles_per_us\n");
-    return kExitFailure;
+    return EXIT_FAILURE;
   }
   uint64_t assumed = 1000;
   TENANT_CHECK(d.cuMemcpyHtoD(global, &assumed, sizeof assumed));
@@ -196,11 +196,11 @@ int Calibrate(const Driver& d, CUmodule mod, CUfunction f, CUstream stream) {
   }
   if (best <= 0) {
     std::fprintf(stderr, "vgpu bench tenant: the kernel took no time\n");
-    return kExitFailure;
+    return EXIT_FAILURE;
   }
   double cycles = static_cast<double>(ns) * static_cast<double>(assumed) / 1000.0;
   std::printf("%.0f\n", cycles / (static_cast<double>(best) * 1000.0));
-  return kExitOk;
+  return EXIT_SUCCESS;
 }
 
 }  // namespace
@@ -214,7 +214,7 @@ int RunBenchTenant(const TenantOptions& o) {
   std::string error;
   if (!LoadDriver(&d, &error)) {
     std::fprintf(stderr, "vgpu bench tenant: %s\n", error.c_str());
-    return kExitFailure;
+    return EXIT_FAILURE;
   }
   CUdevice dev;
   CUcontext ctx;
@@ -228,7 +228,7 @@ int RunBenchTenant(const TenantOptions& o) {
     image.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     if (image.empty()) {
       std::fprintf(stderr, "vgpu bench tenant: cannot read %s\n", o.module.c_str());
-      return kExitFailure;
+      return EXIT_FAILURE;
     }
   }
   CUmodule mod;
@@ -256,7 +256,7 @@ int RunBenchTenant(const TenantOptions& o) {
   if (o.launch == "graph") {
     if (d.cuStreamBeginCapture == nullptr || d.cuGraphLaunch == nullptr) {
       std::fprintf(stderr, "vgpu bench tenant: the driver has no graph support\n");
-      return kExitFailure;
+      return EXIT_FAILURE;
     }
     CUgraph graph;
     TENANT_CHECK(d.cuStreamBeginCapture(stream, 0));
@@ -325,7 +325,7 @@ int RunBenchTenant(const TenantOptions& o) {
     std::fflush(stdout);
     if (std::scanf("%" SCNu64, &t0) != 1) {
       std::fprintf(stderr, "vgpu bench tenant: no start time on stdin\n");
-      return kExitFailure;
+      return EXIT_FAILURE;
     }
   }
   uint64_t begin = t0 + o.offset_ns, end_at = t0 + o.stop_ns;
@@ -374,20 +374,20 @@ int RunBenchTenant(const TenantOptions& o) {
   FILE* file = std::fopen(o.out.c_str(), "w");
   if (file == nullptr) {
     std::fprintf(stderr, "vgpu bench tenant: cannot write %s\n", o.out.c_str());
-    return kExitFailure;
+    return EXIT_FAILURE;
   }
   for (const auto& r : out) {
     std::fprintf(file, "%" PRIu64 " %" PRIu64 " %" PRIu64 "\n", r[0], r[1], r[2]);
   }
   std::fclose(file);
-  if (o.start_now) return kExitOk;
+  if (o.start_now) return EXIT_SUCCESS;
   // Stay registered with the GPU until the parent has read the timeline (it closes stdin).
   std::printf("done\n");
   std::fflush(stdout);
   int c;
   while ((c = std::getchar()) != EOF) {
   }
-  return kExitOk;
+  return EXIT_SUCCESS;
 }
 
 #undef TENANT_CHECK  // the sources of a unity batch follow

@@ -21,7 +21,8 @@ struct TenantOptions {
   bool calibrate = false;         // print the cycles per us of --module's kernel and exit
 };
 
-// Runs the tenant (protocol in bench_tenant.cc). Returns the process exit code.
+// Runs the tenant (protocol in bench_tenant.cc). Returns the process's exit status: 0 when it ran,
+// 1 when the driver failed it (the reason on stderr).
 int RunBenchTenant(const TenantOptions& options);
 
 }  // namespace vgpu::cli

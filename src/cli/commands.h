@@ -29,7 +29,11 @@ int RunBench(int argc, char** argv);
 int RunEstimate(int argc, char** argv);
 int RunMig(int argc, char** argv);
 int RunAnalyze(int argc, char** argv);
-int RunBenchMig(int argc, char** argv);  // vgpu bench mig (cmd_bench_mig.cc)
+int RunBenchCopy(int argc, char** argv);           // vgpu bench copy (cmd_bench_copy.cc)
+int RunBenchCopyTenant(int argc, char** argv);     // vgpu bench copy-tenant (cmd_bench_copy.cc)
+int RunBenchOversub(int argc, char** argv);        // vgpu bench oversub (cmd_bench_oversub.cc)
+int RunBenchOversubTenant(int argc, char** argv);  // vgpu bench oversub-tenant (the same)
+int RunBenchMig(int argc, char** argv);            // vgpu bench mig (cmd_bench_mig.cc)
 int RunTopo(int argc, char** argv);
 int RunBenchTopo(int argc, char** argv);  // vgpu bench topo (cmd_bench_topo.cc)
 
