@@ -19,8 +19,8 @@
 #include <system_error>
 #include <vector>
 
-#include "cli/bench_share.h"
-#include "cli/bench_tenant.h"
+#include "bench/share.h"
+#include "bench/share_tenant.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "common/units.h"

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/bench_copy.h"
+#include "bench/copy.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "slice/spec.h"

@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "cli/bench_oversub.h"
+#include "bench/oversub.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
 #include "common/units.h"

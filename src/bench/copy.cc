@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/bench_child.h"
-#include "cli/bench_copy.h"
+#include "bench/child.h"
+#include "bench/copy.h"
 #include "common/units.h"
 #include "slice/slice_dir.h"
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/share_stats.h"
+#include "bench/share_stats.h"
 #include "common/result.h"
 #include "slice/slice_dir.h"
 

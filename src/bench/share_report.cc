@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <string>
 
-#include "cli/bench_share.h"
+#include "bench/share.h"
 #include "common/field_list.h"
 #include "common/json_string.h"
 #include "common/units.h"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/bench_oversub.h"
+#include "bench/oversub.h"
 #include "common/rng.h"
 #include "common/units.h"
 #include "simgpu/uvm_model.h"

@@ -21,8 +21,8 @@
 #include <thread>
 #include <vector>
 
-#include "cli/bench_child.h"
-#include "cli/bench_copy.h"
+#include "bench/child.h"
+#include "bench/copy.h"
 
 namespace vgpu::cli {
 namespace {

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "cli/bench_child.h"
-#include "cli/bench_share.h"
-#include "cli/share_sampler.h"
+#include "bench/child.h"
+#include "bench/share.h"
+#include "bench/share_sampler.h"
 #include "slice/slice_dir.h"
 
 namespace vgpu::cli {

@@ -19,8 +19,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "cli/bench_child.h"
-#include "cli/bench_oversub.h"
+#include "bench/child.h"
+#include "bench/oversub.h"
 
 namespace vgpu::cli {
 namespace {

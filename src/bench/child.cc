@@ -1,4 +1,4 @@
-#include "cli/bench_child.h"
+#include "bench/child.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "cli/share_sampler.h"
+#include "bench/share_sampler.h"
 
 #include <map>
 

@@ -1,4 +1,4 @@
-#include "cli/share_stats.h"
+#include "bench/share_stats.h"
 
 #include <algorithm>
 

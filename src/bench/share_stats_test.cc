@@ -1,10 +1,10 @@
 // Expected shares of the bench (the arbiter's policy as a formula), window statistics, and the
 // parsing of slice flags shared by vgpu run and vgpu bench share.
-#include "cli/share_stats.h"
+#include "bench/share_stats.h"
 
 #include <gtest/gtest.h>
 
-#include "cli/bench_share.h"
+#include "bench/share.h"
 #include "slice/slice_dir.h"
 
 namespace vgpu::cli {

@@ -32,8 +32,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/bench_child.h"
-#include "cli/bench_tenant.h"
+#include "bench/child.h"
+#include "bench/share_tenant.h"
 
 namespace vgpu::cli {
 namespace {

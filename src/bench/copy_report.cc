@@ -2,7 +2,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "cli/bench_copy.h"
+#include "bench/copy.h"
 #include "common/field_list.h"
 #include "common/units.h"
 #include "slice/slice_dir.h"
