@@ -11,7 +11,7 @@
 
 #include "common/clock.h"
 
-namespace vgpu::cli {
+namespace vgpu::bench {
 
 bool Saw(Child& c, const char* word) {
   char buf[256];
@@ -68,4 +68,4 @@ std::string ReadAll(const std::string& path) {
 
 uint64_t MonotonicNs() { return static_cast<uint64_t>(MonotonicClock::Instance().NowNanos()); }
 
-}  // namespace vgpu::cli
+}  // namespace vgpu::bench

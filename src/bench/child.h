@@ -10,7 +10,7 @@
 
 #include "common/result.h"
 
-namespace vgpu::cli {
+namespace vgpu::bench {
 
 struct Child {
   pid_t pid = -1;
@@ -34,4 +34,4 @@ std::string ReadAll(const std::string& path);
 // CLOCK_MONOTONIC in nanoseconds (common/clock.h's MonotonicClock).
 uint64_t MonotonicNs();
 
-}  // namespace vgpu::cli
+}  // namespace vgpu::bench

@@ -27,7 +27,7 @@
 #include "common/units.h"
 #include "slice/slice_dir.h"
 
-namespace vgpu::cli {
+namespace vgpu::bench {
 namespace {
 
 namespace fs = std::filesystem;
@@ -190,4 +190,4 @@ Result<CopyReport> RunCopy(const CopyRun& o) {
   return report;
 }
 
-}  // namespace vgpu::cli
+}  // namespace vgpu::bench

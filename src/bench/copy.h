@@ -1,7 +1,7 @@
 // `vgpu bench copy`: tenants that copy between host and device as fast as they may, each a
 // process in its own slice with its own copy caps; reports per tenant and direction the target
-// (its cap) and the achieved rate over the run and over every window (bench_copy.cc runs them,
-// bench_copy_report.cc parses tenants and prints the report, bench_copy_tenant.cc is the tenant;
+// (its cap) and the achieved rate over the run and over every window (copy.cc runs them,
+// copy_report.cc parses tenants and prints the report, copy_tenant.cc is the tenant; src/cli's
 // cmd_bench_copy.cc reads the flags).
 #pragma once
 
@@ -12,7 +12,7 @@
 
 #include "common/result.h"
 
-namespace vgpu::cli {
+namespace vgpu::bench {
 
 struct CopyTenant {
   std::string name;
@@ -86,7 +86,7 @@ struct CopyRun {
 // tenant order, or what failed (a tenant that did not start or finish: kInternal).
 Result<CopyReport> RunCopy(const CopyRun& run);
 
-// The tenant program (bench_copy_tenant.cc): copies `size` bytes at a time in direction `dir`
+// The tenant program (copy_tenant.cc): copies `size` bytes at a time in direction `dir`
 // (h2d, d2h or both) from the start time read on stdin + offset_ns until start + stop_ns.
 struct CopyTenantOptions {
   std::string dir = "h2d";
@@ -99,4 +99,4 @@ struct CopyTenantOptions {
 // stderr).
 int RunCopyTenant(const CopyTenantOptions& options);
 
-}  // namespace vgpu::cli
+}  // namespace vgpu::bench

@@ -5,9 +5,9 @@
 #include "bench/copy.h"
 #include "common/field_list.h"
 #include "common/units.h"
-#include "slice/slice_dir.h"
+#include "slice/spec.h"
 
-namespace vgpu::cli {
+namespace vgpu::bench {
 namespace {
 
 const char* const kDirNames[2] = {"h2d", "d2h"};
@@ -181,4 +181,4 @@ std::string CopyReportJson(const CopyReport& report) {
   return out;
 }
 
-}  // namespace vgpu::cli
+}  // namespace vgpu::bench

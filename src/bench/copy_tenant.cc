@@ -24,7 +24,7 @@
 #include "bench/child.h"
 #include "bench/copy.h"
 
-namespace vgpu::cli {
+namespace vgpu::bench {
 namespace {
 
 using CUresult = int;
@@ -165,4 +165,4 @@ int RunCopyTenant(const CopyTenantOptions& o) {
 
 #undef COPY_CHECK  // the sources of a unity batch follow
 
-}  // namespace vgpu::cli
+}  // namespace vgpu::bench

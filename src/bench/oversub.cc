@@ -18,7 +18,7 @@
 #include "common/units.h"
 #include "simgpu/uvm_model.h"
 
-namespace vgpu::cli {
+namespace vgpu::bench {
 namespace {
 
 using simgpu::UvmModel;
@@ -158,4 +158,4 @@ std::string RunOversub(const OversubModel& model, bool json) {
   return out;
 }
 
-}  // namespace vgpu::cli
+}  // namespace vgpu::bench

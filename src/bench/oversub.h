@@ -1,13 +1,13 @@
 // `vgpu bench oversub`: the slowdown of managed memory against working set on the simulated GPU's
 // UVM model, and what a low-priority tenant spilling twice its share costs a high-priority one
-// (bench_oversub.cc); and the tenant program of the oversubscription scenario
-// (bench_oversub_tenant.cc). cmd_bench_oversub.cc reads the flags of both.
+// (oversub.cc); and the tenant program of the oversubscription scenario (oversub_tenant.cc).
+// src/cli's cmd_bench_oversub.cc reads the flags of both.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-namespace vgpu::cli {
+namespace vgpu::bench {
 
 // The model's device and host link, as the flags give them (checked there).
 struct OversubModel {
@@ -35,4 +35,4 @@ struct OversubTenantOptions {
 // stderr).
 int RunOversubTenant(const OversubTenantOptions& options);
 
-}  // namespace vgpu::cli
+}  // namespace vgpu::bench

@@ -22,7 +22,7 @@
 #include "bench/child.h"
 #include "bench/oversub.h"
 
-namespace vgpu::cli {
+namespace vgpu::bench {
 namespace {
 
 using CUresult = int;
@@ -144,4 +144,4 @@ int RunOversubTenant(const OversubTenantOptions& o) {
 
 #undef TOUCH_CHECK  // the sources of a unity batch follow
 
-}  // namespace vgpu::cli
+}  // namespace vgpu::bench

@@ -20,12 +20,12 @@
 #include "bench/share_sampler.h"
 #include "slice/slice_dir.h"
 
-namespace vgpu::cli {
+namespace vgpu::bench {
 namespace {
 
 namespace fs = std::filesystem;
 
-Result<Child> Spawn(const BenchTenant& t, const slice::SliceDir& dir, const ShareRun& o,
+Result<Child> Spawn(const ShareTenant& t, const slice::SliceDir& dir, const ShareRun& o,
                     uint64_t kernel_ns, uint64_t stop_ns, uint64_t offset_ns,
                     const std::string& work, size_t index) {
   Child c;
@@ -89,7 +89,7 @@ struct RunOutput {
 };
 
 // Runs `tenants` together for `seconds`; each in its own slice.
-Result<RunOutput> RunTenants(const std::vector<BenchTenant>& tenants, const ShareRun& o,
+Result<RunOutput> RunTenants(const std::vector<ShareTenant>& tenants, const ShareRun& o,
                              uint64_t kernel_ns, double seconds, const std::string& work) {
   uint64_t stop_ns = static_cast<uint64_t>(seconds * 1e9);
   std::vector<slice::SliceDir> dirs;
@@ -104,7 +104,7 @@ Result<RunOutput> RunTenants(const std::vector<BenchTenant>& tenants, const Shar
     }
   };
   for (size_t i = 0; i < tenants.size(); ++i) {
-    const BenchTenant& t = tenants[i];
+    const ShareTenant& t = tenants[i];
     Result<slice::SliceDir> dir = slice::SliceDir::Create(
         slice::SliceName("bench-" + t.name), t.spec, o.sim, "vgpu bench share tenant " + t.name);
     if (!dir.has_value()) {
@@ -220,8 +220,8 @@ std::vector<uint64_t> Waits(const std::vector<KernelRecord>& records) {
 
 }  // namespace
 
-Result<BenchReport> RunShare(const ShareRun& o) {
-  BenchReport report;
+Result<ShareReport> RunShare(const ShareRun& o) {
+  ShareReport report;
   report.sim = o.sim;
   report.seconds = o.seconds;
   report.kernel_ns = o.kernel_ns;
@@ -249,7 +249,7 @@ Result<BenchReport> RunShare(const ShareRun& o) {
   std::vector<std::optional<uint64_t>> alone_p99(report.tenants.size());
   if (o.baseline) {
     for (size_t i = 0; i < report.tenants.size(); ++i) {
-      BenchTenant solo = report.tenants[i];
+      ShareTenant solo = report.tenants[i];
       solo.start_ns = 0;
       solo.stop_ns = 0;
       Result<RunOutput> r = RunTenants({solo}, o, report.kernel_ns, o.baseline_seconds, work);
@@ -262,7 +262,7 @@ Result<BenchReport> RunShare(const ShareRun& o) {
   if (!run.has_value()) return run.error();
   std::vector<TenantPolicy> policies;
   uint64_t last_start = 0;
-  for (const BenchTenant& t : report.tenants) {
+  for (const ShareTenant& t : report.tenants) {
     TenantPolicy p;
     p.max = t.spec.cores == 0 ? 100 : t.spec.cores;
     p.guarantee = t.spec.guarantee < 0 ? 0 : t.spec.guarantee;
@@ -290,7 +290,7 @@ Result<BenchReport> RunShare(const ShareRun& o) {
   uint64_t t0 = run->t0, end = run->t0 + static_cast<uint64_t>(o.seconds * 1e9);
   const uint64_t run_end = end;
   // The shared phase: from the last start to the first stop.
-  for (const BenchTenant& t : report.tenants) {
+  for (const ShareTenant& t : report.tenants) {
     if (t.stop_ns != 0) end = std::min(end, t0 + t.stop_ns);
   }
   uint64_t phase = t0 + last_start;
@@ -299,7 +299,7 @@ Result<BenchReport> RunShare(const ShareRun& o) {
   report.window_s = static_cast<double>(window) / 1e9;
   for (size_t i = 0; i < report.tenants.size(); ++i) {
     const std::vector<KernelRecord>& rec = run->records[i];
-    TenantResult x;
+    ShareTenantResult x;
     x.records = rec;
     x.target = targets[i];
     if (policies[i].demand < 100) x.demand = policies[i].demand;
@@ -323,7 +323,7 @@ Result<BenchReport> RunShare(const ShareRun& o) {
     x.wait_p50_ns = Quantile(waits, 0.5);
     x.wait_p99_ns = Quantile(waits, 0.99);
     x.wait_max_ns = Quantile(waits, 1.0);
-    const BenchTenant& bt = report.tenants[i];
+    const ShareTenant& bt = report.tenants[i];
     double active = (bt.stop_ns ? static_cast<double>(bt.stop_ns) / 1e9 : o.seconds) -
                     static_cast<double>(bt.start_ns) / 1e9;
     if (bt.stop_ns != 0 && !rec.empty()) x.idle_after_stop_ns = IdleAfter(run->records, i);
@@ -344,4 +344,4 @@ bool WriteKernelRecords(const std::string& path, const std::vector<KernelRecord>
   return static_cast<bool>(f);
 }
 
-}  // namespace vgpu::cli
+}  // namespace vgpu::bench

@@ -1,5 +1,6 @@
-// `vgpu bench share`: the tenants, the run, their results and the report (bench_share.cc runs
-// them, share_report.cc parses the tenants and prints the report).
+// `vgpu bench share`: the tenants, the run, their results and the report (share.cc runs them,
+// share_report.cc parses the tenants and prints the report; src/cli's cmd_bench.cc reads the
+// flags).
 #pragma once
 
 #include <cstdint>
@@ -9,11 +10,11 @@
 
 #include "bench/share_stats.h"
 #include "common/result.h"
-#include "slice/slice_dir.h"
+#include "slice/spec.h"
 
-namespace vgpu::cli {
+namespace vgpu::bench {
 
-struct BenchTenant {
+struct ShareTenant {
   std::string name;
   slice::SliceFlags flags;
   slice::SliceSpec spec;
@@ -28,8 +29,8 @@ struct BenchTenant {
   int sync = 0;
 };
 
-// The tenant keys ParseTenant accepts, as `vgpu bench share --help` and its errors list them.
-inline constexpr const char* kTenantKeys =
+// The tenant keys ParseShareTenant accepts, as `vgpu bench share --help` and its errors list them.
+inline constexpr const char* kShareTenantKeys =
     "max (or cores), guarantee, weight, priority, elastic (or elastic=true|false), mode "
     "(capped|elastic), time_slice, latency_slack, kernel (duration), gap (host time between "
     "kernels: a latency tenant), start (delay), stop (time it stops launching), launch "
@@ -37,9 +38,9 @@ inline constexpr const char* kTenantKeys =
     "cuStreamSynchronize: launch-then-sync; gap is then the host time after each sync)";
 
 // Parses "name[:key=value,key=value,...]"; errors name the tenant and the key.
-Result<BenchTenant> ParseTenant(const std::string& text);
+Result<ShareTenant> ParseShareTenant(const std::string& text);
 
-struct TenantResult {
+struct ShareTenantResult {
   std::vector<KernelRecord> records;
   std::optional<double> target;          // expected share with all tenants running
   std::optional<double> demand;          // a sync tenant with host time: the most it can use
@@ -58,23 +59,23 @@ struct TenantResult {
   std::optional<uint64_t> idle_after_stop_ns;
 };
 
-struct BenchReport {
+struct ShareReport {
   bool sim = false;
   double seconds = 0;
   double window_s = 0;
   uint64_t kernel_ns = 0;
   uint64_t time_slice_ns = 0;
-  std::vector<BenchTenant> tenants;
-  std::vector<TenantResult> results;
+  std::vector<ShareTenant> tenants;
+  std::vector<ShareTenantResult> results;
 };
 
-std::string ReportText(const BenchReport& report);
-std::string ReportJson(const BenchReport& report);
+std::string ShareReportText(const ShareReport& report);
+std::string ShareReportJson(const ShareReport& report);
 
-// A run of `vgpu bench share` as its flags give it (checked there): the tenants (ParseTenant,
+// A run of `vgpu bench share` as its flags give it (checked there): the tenants (ParseShareTenant,
 // each with its kernel_ns set), the settings and where the libraries are.
 struct ShareRun {
-  std::vector<BenchTenant> tenants;
+  std::vector<ShareTenant> tenants;
   bool sim = false;            // on the simulated GPU (a private one with its own registry)
   double seconds = 10;         // length of the run
   double window_s = 10;        // window of the worst deviation (at most the shared phase)
@@ -90,13 +91,13 @@ struct ShareRun {
 };
 
 // Runs the tenants together (with `baseline`, first each alone), each a process in its own slice:
-// this executable as `bench tenant ...` (RunBenchTenant), with its work files in a directory
+// this executable as `bench tenant ...` (RunShareTenant), with its work files in a directory
 // under /tmp that is removed at the end. Sets VGPU_STATE_DIR (with sim, a private one, and
 // VGPU_SIMGPU_STATE) in this process's environment, which the tenants inherit. Returns the report,
 // results in tenant order, or what failed (a tenant that did not start or finish: kInternal).
-Result<BenchReport> RunShare(const ShareRun& run);
+Result<ShareReport> RunShare(const ShareRun& run);
 
 // Writes one "call_ns start_ns end_ns" line per kernel to `path`; false when it cannot.
 bool WriteKernelRecords(const std::string& path, const std::vector<KernelRecord>& records);
 
-}  // namespace vgpu::cli
+}  // namespace vgpu::bench

@@ -9,7 +9,7 @@
 #include "common/units.h"
 #include "shm/arbiter.h"
 
-namespace vgpu::cli {
+namespace vgpu::bench {
 namespace {
 
 std::string Ms(uint64_t ns) { return FormatFixed(static_cast<double>(ns) / 1e6, 3); }
@@ -22,7 +22,7 @@ std::string Series(const std::vector<double>& v) {
   return s + "]";
 }
 
-std::string Policy(const BenchTenant& t) {
+std::string Policy(const ShareTenant& t) {
   const slice::SliceSpec& s = t.spec;
   std::string p = "max " + std::to_string(s.cores == 0 ? 100 : s.cores);
   if (s.elastic) {
@@ -37,8 +37,8 @@ std::string Policy(const BenchTenant& t) {
 
 }  // namespace
 
-Result<BenchTenant> ParseTenant(const std::string& text) {
-  BenchTenant t;
+Result<ShareTenant> ParseShareTenant(const std::string& text) {
+  ShareTenant t;
   size_t colon = text.find(':');
   t.name = text.substr(0, colon);
   if (t.name.empty()) {
@@ -110,7 +110,7 @@ Result<BenchTenant> ParseTenant(const std::string& text) {
       t.sync = static_cast<int>(*d);
     } else {
       st = Status::InvalidArgument(where + "\"" + item + "\": unknown key (" +
-                                   std::string(kTenantKeys) + ")");
+                                   std::string(kShareTenantKeys) + ")");
     }
     if (!st.ok()) return st;
   }
@@ -124,7 +124,7 @@ Result<BenchTenant> ParseTenant(const std::string& text) {
   return t;
 }
 
-std::string ReportText(const BenchReport& r) {
+std::string ShareReportText(const ShareReport& r) {
   std::string t;
   char line[512];
   std::snprintf(
@@ -138,8 +138,8 @@ std::string ReportText(const BenchReport& r) {
                 "wait p99", "kernels/s", "vs alone");
   t += line;
   for (size_t i = 0; i < r.tenants.size(); ++i) {
-    const BenchTenant& b = r.tenants[i];
-    const TenantResult& x = r.results[i];
+    const ShareTenant& b = r.tenants[i];
+    const ShareTenantResult& x = r.results[i];
     std::string policy = Policy(b);
     if (b.gap_ns > 0) policy += " gap " + Ms(b.gap_ns) + "ms";
     if (b.launch != "kernel") policy += " " + b.launch;
@@ -173,15 +173,15 @@ std::string ReportText(const BenchReport& r) {
   return t;
 }
 
-std::string ReportJson(const BenchReport& r) {
+std::string ShareReportJson(const ShareReport& r) {
   std::string j = "{\"gpu\":" + JsonString(r.sim ? "simulated" : "real") +
                   ",\"seconds\":" + FormatFixed(r.seconds, 3) +
                   ",\"window_s\":" + FormatFixed(r.window_s, 3) +
                   ",\"kernel_ms\":" + Ms(r.kernel_ns) +
                   ",\"time_slice_ms\":" + Ms(r.time_slice_ns) + ",\"tenants\":[";
   for (size_t i = 0; i < r.tenants.size(); ++i) {
-    const BenchTenant& b = r.tenants[i];
-    const TenantResult& x = r.results[i];
+    const ShareTenant& b = r.tenants[i];
+    const ShareTenantResult& x = r.results[i];
     const slice::SliceSpec& s = b.spec;
     j += i ? "," : "";
     j += "{\"name\":" + JsonString(b.name) +
@@ -221,4 +221,4 @@ std::string ReportJson(const BenchReport& r) {
   return j + "]}\n";
 }
 
-}  // namespace vgpu::cli
+}  // namespace vgpu::bench

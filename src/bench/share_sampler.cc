@@ -6,7 +6,7 @@
 #include "simgpu/shared_state.h"
 #include "simgpu/timeline.h"
 
-namespace vgpu::cli {
+namespace vgpu::bench {
 namespace {
 
 constexpr uint64_t kBucket = 10ULL * 1000 * 1000;
@@ -64,4 +64,4 @@ std::unique_ptr<ShareSampler> ShareSampler::Open(const std::vector<pid_t>& pids)
   return std::make_unique<TimelineSampler>(std::move(*state), pids);
 }
 
-}  // namespace vgpu::cli
+}  // namespace vgpu::bench

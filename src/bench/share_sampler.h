@@ -10,7 +10,7 @@
 #include <optional>
 #include <vector>
 
-namespace vgpu::cli {
+namespace vgpu::bench {
 
 class ShareSampler {
  public:
@@ -24,4 +24,4 @@ class ShareSampler {
   virtual std::optional<double> Share(size_t index, uint64_t from, uint64_t to) const = 0;
 };
 
-}  // namespace vgpu::cli
+}  // namespace vgpu::bench

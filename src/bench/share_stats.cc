@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace vgpu::cli {
+namespace vgpu::bench {
 
 std::vector<std::optional<double>> ExpectedShares(const std::vector<TenantPolicy>& tenants) {
   size_t n = tenants.size();
@@ -111,4 +111,4 @@ int ConvergedAfter(const std::vector<double>& per_second, double target, double 
   return last_bad + 1 < n ? last_bad + 1 : -1;
 }
 
-}  // namespace vgpu::cli
+}  // namespace vgpu::bench

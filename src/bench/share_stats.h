@@ -7,7 +7,7 @@
 #include <optional>
 #include <vector>
 
-namespace vgpu::cli {
+namespace vgpu::bench {
 
 struct TenantPolicy {
   int max = 100;      // percent
@@ -56,4 +56,4 @@ uint64_t Quantile(std::vector<uint64_t> values, double p);
 // never.
 int ConvergedAfter(const std::vector<double>& per_second, double target, double tolerance);
 
-}  // namespace vgpu::cli
+}  // namespace vgpu::bench

@@ -7,7 +7,7 @@
 #include "bench/share.h"
 #include "slice/slice_dir.h"
 
-namespace vgpu::cli {
+namespace vgpu::bench {
 namespace {
 
 TenantPolicy Capped(int max) {
@@ -142,43 +142,43 @@ TEST(SliceSpec, MemoryModeIsWrittenAlwaysAndCheckedOnInput) {
             std::string::npos);
 }
 
-// Every key that --help lists (kTenantKeys) is accepted, with the spellings it gives.
-TEST(BenchTenant, EveryListedKeyParses) {
+// Every key that --help lists (kShareTenantKeys) is accepted, with the spellings it gives.
+TEST(ShareTenant, EveryListedKeyParses) {
   for (const char* spec :
        {"a:max=30", "a:cores=30", "a:guarantee=20", "a:weight=2", "a:priority=high", "a:elastic",
         "a:elastic=true", "a:elastic=false", "a:mode=capped", "a:mode=elastic", "a:time_slice=2ms",
         "a:latency_slack=1ms", "a:kernel=2ms", "a:gap=1ms", "a:start=1s", "a:launch=graph",
         "a:depth=4", "a:sync=4", "a:sync=4,gap=1ms"}) {
-    Result<BenchTenant> t = ParseTenant(spec);
+    Result<ShareTenant> t = ParseShareTenant(spec);
     EXPECT_TRUE(t.has_value()) << spec << ": " << t.error().message();
   }
-  std::string listed = kTenantKeys;
+  std::string listed = kShareTenantKeys;
   for (const char* key :
        {"max", "cores", "guarantee", "weight", "priority", "elastic", "mode", "time_slice",
         "latency_slack", "kernel", "gap", "start", "launch", "depth", "sync"}) {
     EXPECT_NE(listed.find(key), std::string::npos) << key;
   }
-  EXPECT_TRUE(ParseTenant("a:elastic=true")->spec.elastic);
-  EXPECT_FALSE(ParseTenant("a:elastic=false")->spec.elastic);
-  EXPECT_EQ(ParseTenant("a:latency_slack=1ms")->spec.latency_slack_ns, 1000000);
-  Result<BenchTenant> bad = ParseTenant("a:elastic=maybe");
+  EXPECT_TRUE(ParseShareTenant("a:elastic=true")->spec.elastic);
+  EXPECT_FALSE(ParseShareTenant("a:elastic=false")->spec.elastic);
+  EXPECT_EQ(ParseShareTenant("a:latency_slack=1ms")->spec.latency_slack_ns, 1000000);
+  Result<ShareTenant> bad = ParseShareTenant("a:elastic=maybe");
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.error().message().find("--tenant a: elastic: \"maybe\""), std::string::npos)
       << bad.error().message();
-  bad = ParseTenant("a:speed=3");
+  bad = ParseShareTenant("a:speed=3");
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.error().message().find("unknown key (max (or cores)"), std::string::npos);
-  bad = ParseTenant("a:mode=fast");
+  bad = ParseShareTenant("a:mode=fast");
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.error().message().find("mode: \"fast\""), std::string::npos);
-  EXPECT_EQ(ParseTenant("a:sync=20")->sync, 20);
+  EXPECT_EQ(ParseShareTenant("a:sync=20")->sync, 20);
   for (const char* spec : {"a:sync=0", "a:sync=2000", "a:sync=x"}) {
-    bad = ParseTenant(spec);
+    bad = ParseShareTenant(spec);
     ASSERT_FALSE(bad.has_value()) << spec;
     EXPECT_NE(bad.error().message().find("--tenant a: sync"), std::string::npos)
         << bad.error().message();
   }
-  bad = ParseTenant("a:sync=4,depth=2");
+  bad = ParseShareTenant("a:sync=4,depth=2");
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.error().message().find("depth and sync"), std::string::npos);
 }
@@ -213,4 +213,4 @@ TEST(ShareStats, ATenantThatCannotUseItsShareLeavesTheRestToTheOthers) {
 }
 
 }  // namespace
-}  // namespace vgpu::cli
+}  // namespace vgpu::bench

@@ -35,7 +35,7 @@
 #include "bench/child.h"
 #include "bench/share_tenant.h"
 
-namespace vgpu::cli {
+namespace vgpu::bench {
 namespace {
 
 using CUresult = int;
@@ -205,7 +205,7 @@ int Calibrate(const Driver& d, CUmodule mod, CUfunction f, CUstream stream) {
 
 }  // namespace
 
-int RunBenchTenant(const TenantOptions& o) {
+int RunShareTenant(const ShareTenantOptions& o) {
   // Sleeps (the simulated GPU's synchronisations, the gap between kernels) end on time rather
   // than up to the default 50 us timer slack late: a CUDA program's synchronisation spins before
   // it blocks, so it sees a kernel's end within microseconds.
@@ -392,4 +392,4 @@ int RunBenchTenant(const TenantOptions& o) {
 
 #undef TENANT_CHECK  // the sources of a unity batch follow
 
-}  // namespace vgpu::cli
+}  // namespace vgpu::bench

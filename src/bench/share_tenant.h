@@ -1,12 +1,12 @@
-// The tenant program of `vgpu bench share` (bench_tenant.cc), run as `vgpu bench tenant`.
+// The tenant program of `vgpu bench share` (share_tenant.cc), run as `vgpu bench tenant`.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-namespace vgpu::cli {
+namespace vgpu::bench {
 
-struct TenantOptions {
+struct ShareTenantOptions {
   uint64_t kernel_ns = 1000000;  // duration of each kernel
   uint64_t gap_ns = 0;           // > 0: one kernel at a time, this long between them
   uint64_t offset_ns = 0;        // start this long after the common start time
@@ -21,8 +21,8 @@ struct TenantOptions {
   bool calibrate = false;         // print the cycles per us of --module's kernel and exit
 };
 
-// Runs the tenant (protocol in bench_tenant.cc). Returns the process's exit status: 0 when it ran,
+// Runs the tenant (protocol in share_tenant.cc). Returns the process's exit status: 0 when it ran,
 // 1 when the driver failed it (the reason on stderr).
-int RunBenchTenant(const TenantOptions& options);
+int RunShareTenant(const ShareTenantOptions& options);
 
-}  // namespace vgpu::cli
+}  // namespace vgpu::bench

@@ -8,7 +8,7 @@
 // On the simulated GPU each run gets a private simulated GPU and registry (a temporary state
 // directory) unless --state-dir is given; on a real GPU the tenants join the machine's arbiter like
 // any slice. `vgpu bench tenant` is the tenant program (internal). The flags are read here; the
-// run and its report are bench_share.h's.
+// run and its report are bench/share.h's.
 #include <unistd.h>
 
 #include <cerrno>
@@ -55,7 +55,7 @@ int RunBenchShare(int argc, char** argv) {
       "target and achieved share of the GPU and its launch-to-start waits.\n"
       "Example: vgpu bench share --sim --seconds 10 --tenant a:max=30 --tenant b:max=70 --json\n"
       "Tenant keys: " +
-          std::string(kTenantKeys) + ".",
+          std::string(bench::kShareTenantKeys) + ".",
       "vgpu bench share");
   app.add_flag("--sim", o.sim, "use the simulated GPU (a private one per run)");
   app.add_option("--seconds", o.seconds, "length of the run (default 10)")
@@ -84,14 +84,14 @@ int RunBenchShare(int argc, char** argv) {
   if (o.tenant_texts.size() > 16) {
     return ReportStatus("bench share", Status::InvalidArgument("--tenant: at most 16 tenants"));
   }
-  ShareRun run;
+  bench::ShareRun run;
   run.sim = o.sim;
   run.seconds = o.seconds;
   run.window_s = o.window;
   run.kernel_ns = static_cast<uint64_t>(*kernel);
   run.time_slice_ns = shm::kDefaultTimeSliceNs;
   for (const std::string& text : o.tenant_texts) {
-    Result<BenchTenant> t = ParseTenant(text);
+    Result<bench::ShareTenant> t = bench::ParseShareTenant(text);
     if (!t.has_value()) return ReportStatus("bench share", t.error());
     if (!o.time_slice.empty() && t->flags.time_slice.empty()) {
       t->flags.time_slice = o.time_slice;
@@ -139,24 +139,26 @@ int RunBenchShare(int argc, char** argv) {
   run.state_dir = o.state_dir;
   run.libvgpu = libs->libvgpu;
   run.simgpu_dir = libs->simgpu_dir;
-  Result<BenchReport> report = RunShare(run);
+  Result<bench::ShareReport> report = bench::RunShare(run);
   if (!report.has_value()) return ReportStatus("bench share", report.error());
   int code = kExitOk;
   if (!o.records_dir.empty()) {
     for (size_t i = 0; i < report->tenants.size(); ++i) {
       std::string path = o.records_dir + "/" + report->tenants[i].name + ".kernels";
-      if (!WriteKernelRecords(path, report->results[i].records)) {
+      if (!bench::WriteKernelRecords(path, report->results[i].records)) {
         std::fprintf(stderr, "vgpu bench share: cannot write %s\n", path.c_str());
         code = kExitFailure;
       }
     }
   }
-  std::fputs(o.json ? ReportJson(*report).c_str() : ReportText(*report).c_str(), stdout);
+  std::fputs(
+      o.json ? bench::ShareReportJson(*report).c_str() : bench::ShareReportText(*report).c_str(),
+      stdout);
   return code;
 }
 
 int RunTenant(int argc, char** argv) {
-  TenantOptions t;
+  bench::ShareTenantOptions t;
   CLI::App app("The tenant program of vgpu bench share (internal).", "vgpu bench tenant");
   app.add_option("--kernel-ns", t.kernel_ns);
   app.add_option("--gap-ns", t.gap_ns);
@@ -175,7 +177,7 @@ int RunTenant(int argc, char** argv) {
   if (!t.calibrate && (t.out.empty() || t.stop_ns == 0)) {
     return ReportStatus("bench tenant", Status::InvalidArgument("--out and --stop-ns are needed"));
   }
-  return RunBenchTenant(t);
+  return bench::RunShareTenant(t);
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 // link has --link bandwidth (default 55GB/s each way), so the rates are those of the simulated
 // timeline. Rates are measured from the completion times of the copies, over the phase in which
 // every tenant runs, and in windows of --window seconds within it. `vgpu bench copy-tenant` is the
-// tenant program (internal). The flags are read here; the run and its report are bench_copy.h's.
+// tenant program (internal). The flags are read here; the run and its report are bench/copy.h's.
 #include <cstdio>
 #include <cstdlib>
 #include <set>
@@ -42,7 +42,7 @@ int RunBenchCopy(int argc, char** argv) {
       "the phase in which all run, and per window).\n"
       "Example: vgpu bench copy --sim --tenant a:h2d=10GB/s --tenant b:h2d=20GB/s,d2h=5GB/s\n"
       "Tenant keys: " +
-          std::string(kCopyTenantKeys),
+          std::string(bench::kCopyTenantKeys),
       "vgpu bench copy");
   app.add_flag("--sim", o.sim, "run on the simulated GPU (a private one for this run)");
   app.add_option("--seconds", o.seconds, "length of the run (1-600, default 5)");
@@ -62,7 +62,7 @@ int RunBenchCopy(int argc, char** argv) {
   if (o.tenant_texts.empty() || o.tenant_texts.size() > 16) {
     return bad("--tenant: give 1 to 16 tenants");
   }
-  CopyRun run;
+  bench::CopyRun run;
   run.sim = o.sim;
   run.seconds = o.seconds;
   run.window_s = o.window;
@@ -83,7 +83,7 @@ int RunBenchCopy(int argc, char** argv) {
   }
   std::set<std::string> names;
   for (const std::string& text : o.tenant_texts) {
-    Result<CopyTenant> t = ParseCopyTenant(text);
+    Result<bench::CopyTenant> t = bench::ParseCopyTenant(text);
     if (!t.has_value()) return ReportStatus("bench copy", t.error());
     if (!names.insert(t->name).second) return bad("--tenant " + t->name + ": given twice");
     if (t->start_ns >= static_cast<uint64_t>(o.seconds * 1e9) ||
@@ -96,14 +96,16 @@ int RunBenchCopy(int argc, char** argv) {
   if (!libs.has_value()) return ReportStatus("bench copy", libs.error());
   run.libvgpu = libs->libvgpu;
   run.simgpu_dir = libs->simgpu_dir;
-  Result<CopyReport> report = RunCopy(run);
+  Result<bench::CopyReport> report = bench::RunCopy(run);
   if (!report.has_value()) return ReportStatus("bench copy", report.error());
-  std::fputs(o.json ? CopyReportJson(*report).c_str() : CopyReportText(*report).c_str(), stdout);
+  std::fputs(
+      o.json ? bench::CopyReportJson(*report).c_str() : bench::CopyReportText(*report).c_str(),
+      stdout);
   return kExitOk;
 }
 
 int RunBenchCopyTenant(int argc, char** argv) {
-  CopyTenantOptions o;
+  bench::CopyTenantOptions o;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
     if (k == "--dir") {
@@ -126,7 +128,7 @@ int RunBenchCopyTenant(int argc, char** argv) {
     std::fprintf(stderr, "vgpu bench copy-tenant: --out, --stop-ns, --size, --dir are needed\n");
     return kExitBadInput;
   }
-  return RunCopyTenant(o);
+  return bench::RunCopyTenant(o);
 }
 
 }  // namespace vgpu::cli

@@ -6,7 +6,7 @@
 //
 // `vgpu bench oversub-tenant` is the tenant program of the oversubscription scenario (internal;
 // tests/oversub/oversub_test.sh). The flags are read here; the model and the tenant are
-// bench_oversub.h's.
+// bench/oversub.h's.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -50,16 +50,16 @@ int RunBenchOversub(int argc, char** argv) {
   Result<int64_t> lat = ParseDuration(latency, "--fault-latency");
   if (!lat.has_value()) return ReportStatus("bench oversub", lat.error());
   if (*lat > 1'000'000'000) return bad("--fault-latency: \"" + latency + "\": at most 1s");
-  OversubModel model;
+  bench::OversubModel model;
   model.device_bytes = *mem;
   model.link_bytes_per_s = *rate;
   model.fault_latency_ns = static_cast<uint64_t>(*lat);
-  std::fputs(RunOversub(model, json).c_str(), stdout);
+  std::fputs(bench::RunOversub(model, json).c_str(), stdout);
   return kExitOk;
 }
 
 int RunBenchOversubTenant(int argc, char** argv) {
-  OversubTenantOptions o;
+  bench::OversubTenantOptions o;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
     if (k == "--bytes") {
@@ -86,7 +86,7 @@ int RunBenchOversubTenant(int argc, char** argv) {
                  "[--kernel-ns N] [--depth 1-1000] [--start-at-ns REALTIME_NS] are needed\n");
     return kExitBadInput;
   }
-  return RunOversubTenant(o);
+  return bench::RunOversubTenant(o);
 }
 
 }  // namespace vgpu::cli
