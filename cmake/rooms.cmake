@@ -24,7 +24,7 @@ set(VGPU_ROOMS
   # TODO: docs/architecture.md says dra links against node and k8s; its code also includes
   # device, mig and common directly (types of node's public interface, linked through node).
   "dra: node k8s slice device mig common"
-  "bench: common mig shm slice simgpu"
+  "bench: common mig topo shm slice simgpu"
   "cli: common hw mig topo shm slice intercept device sched estimate sim k8s analyze node dra bench"
 )
 
