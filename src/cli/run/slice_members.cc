@@ -1,4 +1,4 @@
-#include "cli/slice_members.h"
+#include "cli/run/slice_members.h"
 
 #include <dirent.h>
 

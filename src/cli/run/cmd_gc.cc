@@ -29,7 +29,7 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
-#include "cli/slice_members.h"
+#include "cli/run/slice_members.h"
 #include "common/clock.h"
 #include "shm/arbiter_file.h"
 #include "shm/arbiter_policy.h"

@@ -1,4 +1,4 @@
-#include "cli/run_spill.h"
+#include "cli/run/run_spill.h"
 
 #include <cstdlib>
 

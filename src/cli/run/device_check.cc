@@ -1,4 +1,4 @@
-#include "cli/device_check.h"
+#include "cli/run/device_check.h"
 
 #include <algorithm>
 

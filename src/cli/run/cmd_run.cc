@@ -34,10 +34,10 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
-#include "cli/device_check.h"
-#include "cli/nested_slice.h"
-#include "cli/run_spill.h"
-#include "cli/run_supervisor.h"
+#include "cli/run/device_check.h"
+#include "cli/run/nested_slice.h"
+#include "cli/run/run_spill.h"
+#include "cli/run/run_supervisor.h"
 #include "common/units.h"
 #include "slice/slice_dir.h"
 

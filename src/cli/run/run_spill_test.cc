@@ -1,6 +1,6 @@
 // `vgpu run --memory-mode spill` admission on this machine's GPUs beside its live slices: what
 // they promise and spill counts, dead slices do not, and a refusal names the GPU and the numbers.
-#include "cli/run_spill.h"
+#include "cli/run/run_spill.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "cli/run_supervisor.h"
+#include "cli/run/run_supervisor.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -16,7 +16,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "cli/slice_members.h"
+#include "cli/run/slice_members.h"
 #include "common/clock.h"
 #include "shm/proc_identity.h"
 

@@ -1,4 +1,4 @@
-#include "cli/nested_slice.h"
+#include "cli/run/nested_slice.h"
 
 #include <unistd.h>
 
