@@ -17,7 +17,7 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
-#include "cli/top_sources.h"
+#include "cli/top/top_sources.h"
 #include "common/json_string.h"
 #include "common/units.h"
 #include "shm/arbiter.h"

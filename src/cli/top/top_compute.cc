@@ -1,4 +1,4 @@
-#include "cli/top_compute.h"
+#include "cli/top/top_compute.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "cli/top_keys.h"
+#include "cli/top/top_keys.h"
 
 #include <poll.h>
 #include <unistd.h>

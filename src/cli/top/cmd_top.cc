@@ -33,9 +33,9 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
-#include "cli/top_compute.h"
-#include "cli/top_keys.h"
-#include "cli/top_sources.h"
+#include "cli/top/top_compute.h"
+#include "cli/top/top_keys.h"
+#include "cli/top/top_sources.h"
 #include "common/json_string.h"
 #include "common/units.h"
 #include "node/faults/tenant_levels.h"

@@ -1,4 +1,4 @@
-#include "cli/top_sources.h"
+#include "cli/top/top_sources.h"
 
 #include <algorithm>
 #include <cstdlib>
