@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include "cli/sim_replay.h"
+#include "cli/sim/sim_replay.h"
 #include "mig/profiles.h"
 #include "sim/mig_replay.h"
 #include "sim/options.h"

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "cli/cli_util.h"
-#include "cli/sim_replay.h"
+#include "cli/sim/sim_replay.h"
 #include "sim/options.h"
 #include "sim/progress.h"
 #include "sim/replay_chart.h"

@@ -9,7 +9,7 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
-#include "cli/sim_replay.h"
+#include "cli/sim/sim_replay.h"
 #include "sched/registry.h"
 #include "sim/experiment.h"
 #include "sim/options.h"
