@@ -17,7 +17,7 @@
 
 #include "cli/cli_util.h"
 #include "cli/commands.h"
-#include "cli/mig_commands.h"
+#include "cli/mig/mig_commands.h"
 #include "mig/choice.h"
 #include "mig/layout.h"
 

@@ -11,7 +11,7 @@
 // forced. Exit 0 when every GPU is as the file says, 1 when some GPU was left (busy, pending a
 // reset, a driver error), 2 for a bad file.
 // status lists each GPU's MIG mode and instances (profile, placement, UUID, memory, SMs).
-#include "cli/cmd_mig_apply.h"
+#include "cli/mig/cmd_mig_apply.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -19,7 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_util.h"
-#include "cli/mig_commands.h"
+#include "cli/mig/mig_commands.h"
 #include "device/nvml_backend.h"
 #include "mig/profiles.h"
 #include "node/gpu_mode_setup.h"

@@ -1,6 +1,6 @@
 // The `vgpu mig` command group: its subcommands register themselves, so each lives in its own
-// cmd_mig_<name>.cc (picked up by the cmd_*.cc glob of src/cli/CMakeLists.txt) without editing a
-// shared list:
+// cli/mig/cmd_mig_<name>.cc (picked up by the cmd_*.cc glob of src/cli/CMakeLists.txt) without
+// editing a shared list:
 //
 //   // cmd_mig_apply.cc
 //   namespace vgpu::cli {
