@@ -1,5 +1,6 @@
-// The `vgpu` subcommands. Each lives in its own cmd_<name>.cc and is listed once in kCommands
-// (commands.cc). A command gets argv with argv[0] = "vgpu <name>" and returns the exit code.
+// The `vgpu` subcommands. Each lives in its own cmd_<name>.cc (run/, top/, sim/ and mig/ hold the
+// larger ones with their helpers) and is listed once in kCommands (commands.cc). A command gets
+// argv with argv[0] = "vgpu <name>" and returns the exit code.
 #pragma once
 
 #include <span>
