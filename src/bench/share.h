@@ -92,9 +92,10 @@ struct ShareRun {
 
 // Runs the tenants together (with `baseline`, first each alone), each a process in its own slice:
 // this executable as `bench tenant ...` (RunShareTenant), with its work files in a directory
-// under /tmp that is removed at the end. Sets VGPU_STATE_DIR (with sim, a private one, and
-// VGPU_SIMGPU_STATE) in this process's environment, which the tenants inherit. Returns the report,
-// results in tenant order, or what failed (a tenant that did not start or finish: kInternal).
+// under /tmp that is removed at the end. Sets VGPU_STATE_DIR to state_dir (with sim and none, to
+// a private one) and with sim VGPU_SIMGPU_STATE in this process's environment, which the tenants
+// inherit. Returns the report, results in tenant order, or what failed (a tenant that did not
+// start or finish: kInternal).
 Result<ShareReport> RunShare(const ShareRun& run);
 
 // Writes one "call_ns start_ns end_ns" line per kernel to `path`; false when it cannot.
