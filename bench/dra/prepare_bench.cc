@@ -23,7 +23,7 @@
 #include "dra/resource_slices.h"
 #include "dra_kubelet_emulator.h"
 #include "fake_api_server.h"
-#include "k8s/http_kube_client.h"
+#include "k8s/api/http_kube_client.h"
 #include "mig_minors.h"
 #include "slice_rules.h"
 

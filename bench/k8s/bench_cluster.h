@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "k8s/kube_client.h"
-#include "k8s/placement_state.h"
+#include "k8s/api/kube_client.h"
+#include "k8s/extender/placement_state.h"
 
 namespace vgpu::k8s::bench {
 

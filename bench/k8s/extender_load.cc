@@ -32,7 +32,7 @@
 #include "bench_cluster.h"
 #include "common/log.h"
 #include "harness.h"
-#include "k8s/json_scan.h"
+#include "k8s/api/json_scan.h"
 #include "raw_http.h"
 
 namespace vgpu::k8s::testing {

@@ -18,9 +18,9 @@
 #include "bench_cluster.h"
 #include "common/log.h"
 #include "harness.h"
-#include "k8s/json_scan.h"
-#include "k8s/name_index.h"
-#include "k8s/pod_request_cache.h"
+#include "k8s/api/json_scan.h"
+#include "k8s/extender/name_index.h"
+#include "k8s/extender/pod_request_cache.h"
 
 namespace vgpu::k8s::bench {
 namespace {

@@ -1,5 +1,5 @@
-// The node daemon's online analyses (node/online_analysis.h) on a node with many slices: the cost
-// of one round (ObserveRound + Round, as the daemon calls them) once every series has hours of
+// The node daemon's online analyses (node/rules/online_analysis.h) on a node with many slices: the
+// cost of one round (ObserveRound + Round, as the daemon calls them) once every series has hours of
 // history. Slices are spread over 8 GPUs; each has a bursty utilization (busy stretches among
 // zeros, as two thirds of the bundled pods' samples are) and a memory that is flat between
 // allocation jumps; the rounds are on a simulated clock, one per 60 s slot.
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "node/online_analysis.h"
+#include "node/rules/online_analysis.h"
 
 namespace {
 

@@ -1,8 +1,8 @@
-// The node daemon's /metrics page (node/metrics.h CollectMetrics) on a node with many slices:
-// N slices spread over 8 GPUs, each with its accounting region holding one live process whose
-// counters are set (so every per-slice series is written), the GPUs' samples set. What is timed
-// is one whole scrape: reading every region (its seqlock'ed counters over all 1024 slots), the
-// arbiters and the slices' records, and rendering the text.
+// The node daemon's /metrics page (node/metrics/metrics.h CollectMetrics) on a node with many
+// slices: N slices spread over 8 GPUs, each with its accounting region holding one live process
+// whose counters are set (so every per-slice series is written), the GPUs' samples set. What is
+// timed is one whole scrape: reading every region (its seqlock'ed counters over all 1024 slots),
+// the arbiters and the slices' records, and rendering the text.
 //
 //   bench_node_metrics [Google Benchmark flags]   the benchmark, for 10, 100 and 400 slices
 //   bench_node_metrics --check                    asserts that a scrape of 100 slices takes
@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "node/metrics.h"
+#include "node/metrics/metrics.h"
 #include "node/node_state.h"
 #include "node/slice.h"
 #include "node/slice_region.h"

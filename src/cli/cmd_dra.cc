@@ -19,10 +19,10 @@
 #include "dra/gpu_offers.h"
 #include "dra/kube_api.h"
 #include "dra/plugin_server.h"
-#include "k8s/http_kube_client.h"
-#include "k8s/kube_config.h"
-#include "node/gpu_modes.h"
-#include "node/metrics_server.h"
+#include "k8s/api/http_kube_client.h"
+#include "k8s/api/kube_config.h"
+#include "node/metrics/metrics_server.h"
+#include "node/modes/gpu_modes.h"
 
 namespace vgpu::cli {
 namespace {

@@ -12,10 +12,10 @@
 #include "cli/daemon_setup.h"
 #include "common/log.h"
 #include "common/units.h"
+#include "node/cluster/file_cluster.h"
+#include "node/cluster/kube_cluster.h"
 #include "node/daemon.h"
-#include "node/file_cluster.h"
-#include "node/kube_cluster.h"
-#include "node/unit_id.h"
+#include "node/plugin/unit_id.h"
 
 namespace vgpu::cli {
 namespace {

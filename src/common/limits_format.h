@@ -1,6 +1,6 @@
 // The limits file: the contract between its writers (the node daemon for a container, `vgpu run`
-// for a command) and its reader, libvgpu.so (src/intercept/limits_file.h). docs/intercept.md,
-// "Configuration", describes the keys.
+// for a command) and its reader, libvgpu.so (src/intercept/config/limits_file.cc).
+// docs/intercept.md, "Configuration", describes the keys.
 //
 // Text, UTF-8, one `key=value` per line, every line ended by a newline; `#` starts a comment
 // line. A file written by vgpu opens with kLimitsFileHeader as its first line and closes with

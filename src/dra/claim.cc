@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "k8s/quantity.h"
+#include "k8s/api/quantity.h"
 
 namespace vgpu::dra {
 

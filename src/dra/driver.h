@@ -19,8 +19,8 @@
 // of the GPUs' offers (dra/gpu_offers.h). A MIG device's slice is the instance: its MIG UUID in
 // NVIDIA_VISIBLE_DEVICES and the limits file, the instance's memory, all its SMs, and the device
 // nodes (the parent's /dev/nvidia<minor>, /dev/nvidiactl, the /dev/nvidia-caps nodes of the GPU
-// and compute instance; node/device_list.h) in the CDI spec. On a static (`mig`) GPU that is the
-// instance of the layout; on a `mig-dynamic` GPU the instance at exactly the device's (profile,
+// and compute instance; node/plugin/device_list.h) in the CDI spec. On a static (`mig`) GPU that is
+// the instance of the layout; on a `mig-dynamic` GPU the instance at exactly the device's (profile,
 // start) is created through node::MigManager (journal <state_dir>/mig-claims, keyed by claim
 // UID) and destroyed at Unprepare. A mig-dynamic GPU is switched into MIG mode for a MIG claim,
 // and out of it for a software claim, when no claim of the other kind is prepared on it (the
@@ -45,8 +45,8 @@
 #include "dra/checkpoint.h"
 #include "dra/claim.h"
 #include "dra/gpu_offers.h"
-#include "node/device_list.h"
-#include "node/mig_manager.h"
+#include "node/modes/mig_manager.h"
+#include "node/plugin/device_list.h"
 #include "node/slice.h"
 
 namespace vgpu::dra {
@@ -82,8 +82,8 @@ class Driver {
   Status Init();
 
   // Serves MIG devices: `offers` by GPU position, `backend` (not owned) makes the instances.
-  // Call after Init() and before serving. Recovers the MIG journal (node/mig_manager.h) on the
-  // mig-dynamic GPUs and destroys the instances no prepared claim holds (a crash between
+  // Call after Init() and before serving. Recovers the MIG journal (node/modes/mig_manager.h) on
+  // the mig-dynamic GPUs and destroys the instances no prepared claim holds (a crash between
   // creating one and saving the checkpoint).
   Status EnableMig(device::DeviceBackend* backend, std::vector<GpuOffer> offers);
   // The offers and the backend alone, for PlanCdiSpec: no journal is read, nothing changes.

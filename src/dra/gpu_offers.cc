@@ -4,7 +4,7 @@
 
 #include "common/log.h"
 #include "mig/profiles.h"
-#include "node/gpu_mode_setup.h"
+#include "node/modes/gpu_mode_setup.h"
 #include "node/node_state.h"
 
 namespace vgpu::dra {

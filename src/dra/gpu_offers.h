@@ -1,4 +1,4 @@
-// What `vgpu dra` offers on each GPU, by the GPU's mode (node/gpu_modes.h, `--gpu-modes FILE`):
+// What `vgpu dra` offers on each GPU, by its mode (node/modes/gpu_modes.h, `--gpu-modes FILE`):
 //
 //   shared, whole, mps (and every GPU without a mode file)
 //                 the whole-GPU software device gpu-<i> only;
@@ -11,8 +11,8 @@
 //                 claim needs (dra/driver.h).
 //
 // StaticMigDevices and DynamicMigDevices are pure; PlanGpuOffers only reads; SetUpGpuOffers changes
-// the GPUs (through node/gpu_mode_setup.h: only idle GPUs, each outcome logged) and reads what the
-// driver reports.
+// the GPUs (through node/modes/gpu_mode_setup.h: only idle GPUs, each outcome logged) and reads
+// what the driver reports.
 #pragma once
 
 #include <set>
@@ -21,7 +21,7 @@
 
 #include "device/device_backend.h"
 #include "dra/resource_slices.h"
-#include "node/gpu_modes.h"
+#include "node/modes/gpu_modes.h"
 
 namespace vgpu::dra {
 

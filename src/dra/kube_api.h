@@ -24,7 +24,7 @@
 
 #include "dra/driver.h"
 #include "dra/resource_slices.h"
-#include "k8s/kube_client.h"
+#include "k8s/api/kube_client.h"
 
 namespace vgpu::dra {
 

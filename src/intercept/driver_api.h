@@ -21,14 +21,14 @@ using namespace ::vgpu::cuda;  // NOLINT: the CUDA ABI names are the vocabulary 
 struct DriverApi {
 #define VGPU_CUDA_HOOK(name, base, since, stream, params) CUresult(*name) params = nullptr;
 #define VGPU_CUDA_REAL(name, params) CUresult(*name) params = nullptr;
-#include "intercept/hooks.def"
+#include "intercept/hooks/hooks.def"
 };
 
 // Real NVML entry points; null when the library does not export one.
 struct NvmlApi {
 #define VGPU_NVML_HOOK(name, params) nvmlReturn_t(*name) params = nullptr;
 #define VGPU_NVML_REAL(name, params) nvmlReturn_t(*name) params = nullptr;
-#include "intercept/hooks.def"
+#include "intercept/hooks/hooks.def"
 };
 
 enum class StreamKind : uint8_t { kLegacy, kPerThread };

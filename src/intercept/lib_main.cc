@@ -1,7 +1,7 @@
 // Process exit handling of libvgpu.so (not part of the unit-test library): a process that exits
 // normally gives its slot and charges back at once; one that is killed is reclaimed by the
 // others (region_ops.h).
-#include "intercept/gate.h"
+#include "intercept/gate/gate.h"
 #include "intercept/runtime.h"
 
 namespace {

@@ -7,11 +7,11 @@
 #include <cstring>
 
 #include "common/log.h"
-#include "intercept/gate.h"
-#include "intercept/hooks.h"
-#include "intercept/proc_address.h"
-#include "intercept/spill.h"
-#include "intercept/tenant_control.h"
+#include "intercept/gate/gate.h"
+#include "intercept/gate/tenant_control.h"
+#include "intercept/hooks/hooks.h"
+#include "intercept/hooks/proc_address.h"
+#include "intercept/memory/spill.h"
 #include "shm/region_ops.h"
 
 extern char** environ;

@@ -14,12 +14,12 @@
 #include <atomic>
 #include <type_traits>
 
-#include "intercept/accountant.h"
-#include "intercept/alloc_table.h"
-#include "intercept/config.h"
-#include "intercept/copy_pacer.h"
+#include "intercept/config/config.h"
 #include "intercept/driver_api.h"
-#include "intercept/pool_tracker.h"
+#include "intercept/gate/copy_pacer.h"
+#include "intercept/memory/accountant.h"
+#include "intercept/memory/alloc_table.h"
+#include "intercept/memory/pool_tracker.h"
 
 namespace vgpu::intercept {
 

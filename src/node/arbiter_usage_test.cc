@@ -8,8 +8,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "node/metrics_compute.h"
-#include "node/metrics_text.h"
+#include "node/metrics/metrics_compute.h"
+#include "node/metrics/metrics_text.h"
 #include "shm/arbiter.h"
 #include "shm/arbiter_file.h"
 

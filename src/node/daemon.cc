@@ -11,12 +11,12 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "node/arbiter_usage.h"
-#include "node/metrics.h"
-#include "node/mig_tenant.h"
-#include "node/online_analysis.h"
-#include "node/rule_engine.h"
+#include "node/metrics/metrics.h"
+#include "node/modes/mig_tenant.h"
+#include "node/plugin/unit_id.h"
+#include "node/rules/online_analysis.h"
+#include "node/rules/rule_engine.h"
 #include "node/slice_control.h"
-#include "node/unit_id.h"
 
 namespace vgpu::node {
 namespace {

@@ -37,26 +37,26 @@
 #include "common/clock.h"
 #include "device/device_backend.h"
 #include "device/injecting_backend.h"
-#include "node/allocator.h"
-#include "node/assignment_store.h"
-#include "node/cluster.h"
-#include "node/device_list.h"
+#include "node/cluster/cluster.h"
+#include "node/cluster/pod_sync.h"
 #include "node/faults/tenant_levels.h"
-#include "node/gpu_mode_setup.h"
-#include "node/gpu_modes.h"
 #include "node/health.h"
 #include "node/inventory.h"
-#include "node/metrics_server.h"
-#include "node/mig_manager.h"
-#include "node/mps.h"
+#include "node/metrics/metrics_server.h"
+#include "node/modes/gpu_mode_setup.h"
+#include "node/modes/gpu_modes.h"
+#include "node/modes/mig_manager.h"
+#include "node/modes/mps.h"
 #include "node/node_state.h"
-#include "node/plugin_runner.h"
-#include "node/pod_resources.h"
-#include "node/pod_sync.h"
+#include "node/plugin/allocator.h"
+#include "node/plugin/assignment_store.h"
+#include "node/plugin/device_list.h"
+#include "node/plugin/plugin_runner.h"
+#include "node/plugin/pod_resources.h"
+#include "node/rules/spill_thrash.h"
 #include "node/slice.h"
 #include "node/slice_quarantine.h"
 #include "node/slice_region.h"
-#include "node/spill_thrash.h"
 
 namespace vgpu::node {
 
@@ -68,14 +68,14 @@ struct DaemonOptions {
   HealthRules health;
   // Per-tenant quarantine levels (docs/faults.md).
   faults::TenantLevelRules tenant_levels;
-  // Thrash of spilling slices into `thrash` signals (node/spill_thrash.h).
+  // Thrash of spilling slices into `thrash` signals (node/rules/spill_thrash.h).
   ThrashRules thrash;
-  // Admission of containers in memory mode spill (node/allocator.h; the host's memory is read
-  // from <proc_root>/meminfo).
+  // Admission of containers in memory mode spill (node/plugin/allocator.h; the host's memory is
+  // read from <proc_root>/meminfo).
   slice::SpillPolicy spill;
   std::string metrics_listen = ":9394";
   bool hami_aliases = false;
-  bool dcgm_aliases = false;  // dcgm-exporter's names too (node/metrics_telemetry.h)
+  bool dcgm_aliases = false;  // dcgm-exporter's names too (node/metrics/metrics_telemetry.h)
   int sample_interval_ms = 5000;
   int pod_refresh_ms = 5000;
   // Watch the node's pods (ClusterClient::WatchPodsOnNode) rather than only listing them.
@@ -89,19 +89,20 @@ struct DaemonOptions {
   bool observe_only = false;
   // How Allocate hands a container its GPUs (NVIDIA_VISIBLE_DEVICES, CDI, device nodes).
   DeviceListOptions device_list;
-  // Per-GPU modes (gpu_modes.h; empty: every GPU shared), applied at Start on idle GPUs.
+  // Per-GPU modes (node/modes/gpu_modes.h; empty: every GPU shared), applied at Start on idle GPUs.
   GpuModeConfig gpu_modes;
-  // The MIG manager's claims journal (mig_manager.h); empty: <slice root>/../mig-claims.
+  // The MIG manager's claims journal (node/modes/mig_manager.h); empty: <slice root>/../mig-claims.
   std::string mig_journal;
   MpsOptions mps;
   // Tuning rules (analyze/rules.h, docs/analyze.md) evaluated every evaluation_interval over
-  // the node's signals and carried out on its slices and GPUs (rule_engine.h); empty: none.
+  // the node's signals and carried out on its slices and GPUs (node/rules/rule_engine.h); empty:
+  // none.
   std::string rules_file;
   // The rules' actions are logged and counted, not carried out.
   bool rules_dry_run = false;
-  // The analyses online (online_analysis.h, docs/analyze.md): anomalies per slice and GPU,
-  // utilization forecasts per GPU and for the node, memory right-sizing per slice, on a grid of
-  // analyze_step_ms, fed by the rules' rounds (every evaluation_interval; every step without
+  // The analyses online (node/rules/online_analysis.h, docs/analyze.md): anomalies per slice and
+  // GPU, utilization forecasts per GPU and for the node, memory right-sizing per slice, on a grid
+  // of analyze_step_ms, fed by the rules' rounds (every evaluation_interval; every step without
   // --rules). The step is at least the rules' evaluation_interval.
   bool analyze = false;
   int64_t analyze_step_ms = 60'000;
@@ -166,7 +167,7 @@ class Daemon {
   // An XID that names its process: a signal for that process's slice.
   void AttributeXid(const device::HealthEvent& event);
   // An application or ignore class XID with MIG instance ids and no process: a signal for the
-  // instance's only tenant (node/mig_tenant.h). True when it was attributed.
+  // instance's only tenant (node/modes/mig_tenant.h). True when it was attributed.
   bool AttributeMigXid(const device::HealthEvent& event);
   // The kernel running on GPU `uuid` (where the backend reports it): past the kernel deadline,
   // the GPU is Suspect and the kernel's tenant gets a signal (once per kernel). True when the

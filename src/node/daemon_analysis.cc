@@ -1,4 +1,4 @@
-// The node daemon's online analyses (daemon.h, online_analysis.h, docs/analyze.md): set up at
+// The node daemon's online analyses (daemon.h, rules/online_analysis.h, docs/analyze.md): set up at
 // Start, fed by each round of the rule engine with what it sampled, reported on /metrics and as
 // a Kubernetes Event per new anomaly.
 #include <time.h>
@@ -9,10 +9,10 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "node/daemon.h"
-#include "node/metrics_catalog.h"
-#include "node/metrics_text.h"
-#include "node/online_analysis.h"
-#include "node/rule_engine.h"
+#include "node/metrics/metrics_catalog.h"
+#include "node/metrics/metrics_text.h"
+#include "node/rules/online_analysis.h"
+#include "node/rules/rule_engine.h"
 
 namespace vgpu::node {
 namespace {

@@ -1,12 +1,12 @@
-// The node daemon's tuning rules (daemon.h, rule_engine.h): loading the rule file at Start, the
-// evaluation loop, and what one round reads (slices, arbiters, XID counts, device samples).
+// The node daemon's tuning rules (daemon.h, rules/rule_engine.h): loading the rule file at Start,
+// the evaluation loop, and what one round reads (slices, arbiters, XID counts, device samples).
 #include <algorithm>
 
 #include "common/clock.h"
 #include "common/log.h"
 #include "node/arbiter_usage.h"
 #include "node/daemon.h"
-#include "node/rule_engine.h"
+#include "node/rules/rule_engine.h"
 
 namespace vgpu::node {
 

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "node/assignment.h"
+#include "node/plugin/assignment.h"
 
 namespace vgpu::node {
 

@@ -13,7 +13,7 @@
 #include <mutex>
 #include <string>
 
-#include "node/cluster.h"
+#include "node/cluster/cluster.h"
 #include "node/node_state.h"
 
 namespace vgpu::node {

@@ -2,9 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include "k8s/gpu_inventory.h"
-#include "node/assignment.h"
-#include "node/fake_cluster.h"
+#include "k8s/wire/gpu_inventory.h"
+#include "node/cluster/fake_cluster.h"
+#include "node/plugin/assignment.h"
 
 namespace vgpu::node {
 namespace {

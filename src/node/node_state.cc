@@ -3,7 +3,7 @@
 #include <chrono>
 #include <set>
 
-#include "node/unit_id.h"
+#include "node/plugin/unit_id.h"
 
 namespace vgpu::node {
 namespace {

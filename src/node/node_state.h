@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "device/device_backend.h"
-#include "k8s/gpu_inventory.h"
+#include "k8s/wire/gpu_inventory.h"
 #include "node/health.h"
 
 namespace vgpu::node {

@@ -14,6 +14,7 @@
 #include "common/atomic_file.h"
 #include "common/log.h"
 #include "node/slice_region.h"
+#include "shm/priority.h"
 #include "slice/limits_file.h"
 
 namespace vgpu::node {
@@ -130,8 +131,9 @@ std::string MemoryEnv(uint64_t bytes) {
 
 int ContainerSlice::Level() const {
   if (compute.level >= 0) return compute.level;
-  int hami = slice::LevelOfHamiPriority(priority);
-  return hami >= 0 ? hami : shm::kPriorityNormal;
+  int32_t level = shm::kPriorityNormal;  // nvidia.com/priority not given (or not 0 or 1)
+  shm::HamiPriorityLevel(priority, &level);
+  return level;
 }
 
 bool ContainerSlice::HasComputeSettings() const {

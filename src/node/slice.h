@@ -117,7 +117,7 @@ struct ContainerAllocation {
   std::map<std::string, std::string> envs;
   std::vector<Mount> mounts;
   std::map<std::string, std::string> annotations;
-  std::vector<std::string> cdi_devices;  // fully qualified CDI names (node/device_list.h)
+  std::vector<std::string> cdi_devices;  // fully qualified CDI names (node/plugin/device_list.h)
   std::vector<DeviceNode> devices;       // device nodes, with --pass-device-specs
 };
 

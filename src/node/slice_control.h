@@ -24,7 +24,7 @@ struct SliceProcess {
   uint64_t start_time = 0;
 };
 
-// SpillState::mode of a slice in memory mode spill (intercept/config.h MemoryMode).
+// SpillState::mode of a slice in memory mode spill (intercept/config/config.h MemoryMode).
 inline constexpr uint32_t kRegionModeSpill = 2;
 
 struct SliceControlView {

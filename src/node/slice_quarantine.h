@@ -18,7 +18,7 @@
 #include <map>
 #include <string>
 
-#include "node/cluster.h"
+#include "node/cluster/cluster.h"
 #include "node/faults/quarantine_actions.h"
 #include "node/slice.h"
 

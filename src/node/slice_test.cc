@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "shm/priority.h"
 #include "support/temp_dir.h"
 
 namespace vgpu::node {
@@ -195,6 +196,20 @@ TEST_F(SliceTest, ASliceWithoutComputeSettingsJoinsTheArbiterUnlessToldNot) {
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(ReadFile(r->limits_path).find("weight="), std::string::npos);
   EXPECT_FALSE(r->arbitrated);
+}
+
+TEST(ContainerSliceTest, LevelIsTheComputeLevelElseHamisPriorityElseNormal) {
+  ContainerSlice s;
+  EXPECT_EQ(s.Level(), shm::kPriorityNormal);
+  s.priority = 0;
+  EXPECT_EQ(s.Level(), shm::kPriorityHigh);
+  s.priority = 1;
+  EXPECT_EQ(s.Level(), shm::kPriorityNormal);
+  s.priority = 2;  // not one of HAMi's numbers
+  EXPECT_EQ(s.Level(), shm::kPriorityNormal);
+  s.priority = 0;
+  s.compute.level = shm::kPriorityIdle;
+  EXPECT_EQ(s.Level(), shm::kPriorityIdle);
 }
 
 TEST_F(SliceTest, SlicesOfAnOlderDaemonKeepTheirRegionPath) {

@@ -9,7 +9,7 @@
 // time slice, 5 ms by default) and at most one time slice ahead of now (the first launch of a
 // turn excepted: it may queue behind the previous owner's work). Launches are asynchronous, so
 // the arbiter models the GPU's queue: each admitted launch moves the GPU's estimated busy-until
-// forward by its estimated duration (learnt by the gate, intercept/gate.h) and is charged that
+// forward by its estimated duration (learnt by the gate, intercept/gate/gate.h) and is charged that
 // estimate; the charge is corrected when the launch's real device time is known (Measurement).
 // When an admitted launch uses up its slice's turn (or cap) and another slice waits, the turn is
 // handed over at once, so the next owner queues its work while the last one's still runs.

@@ -29,11 +29,14 @@ bool ParsePriority(std::string_view text, int32_t* level) {
       return true;
     }
   }
-  if (text == "0" || text == "1") {
-    *level = text == "0" ? kPriorityHigh : kPriorityNormal;
-    return true;
-  }
+  if (text == "0" || text == "1") return HamiPriorityLevel(text[0] - '0', level);
   return false;
+}
+
+bool HamiPriorityLevel(int64_t number, int32_t* level) {
+  if (number != 0 && number != 1) return false;
+  *level = number == 0 ? kPriorityHigh : kPriorityNormal;
+  return true;
 }
 
 }  // namespace vgpu::shm

@@ -27,6 +27,11 @@ const char* PriorityName(int32_t level);
 // *level untouched, for anything else.
 bool ParsePriority(std::string_view text, int32_t* level);
 
+// The level of HAMi's priority number (CUDA_TASK_PRIORITY, the nvidia.com/priority resource):
+// 0 kPriorityHigh, 1 kPriorityNormal. False, with *level untouched, for any other number (-1:
+// not given).
+bool HamiPriorityLevel(int64_t number, int32_t* level);
+
 // What ParsePriority accepts, for error messages.
 inline constexpr const char* kPriorityChoices =
     "realtime, high, normal, low or idle (or HAMi's 0 = high, 1 = normal)";

@@ -22,6 +22,19 @@ TEST(Priority, NamesInAnyCaseAndHamisNumbers) {
   }
 }
 
+TEST(Priority, HamisNumbersAreHighAndNormal) {
+  int32_t level = -1;
+  EXPECT_TRUE(HamiPriorityLevel(0, &level));
+  EXPECT_EQ(level, kPriorityHigh);
+  EXPECT_TRUE(HamiPriorityLevel(1, &level));
+  EXPECT_EQ(level, kPriorityNormal);
+  level = -1;
+  for (int64_t bad : {-1, 2, 4}) {
+    EXPECT_FALSE(HamiPriorityLevel(bad, &level)) << bad;
+    EXPECT_EQ(level, -1) << bad;
+  }
+}
+
 TEST(Priority, EveryLevelsNameParsesBackToIt) {
   for (int32_t l = 0; l < kPriorityLevels; ++l) {
     int32_t back = -1;

@@ -39,7 +39,7 @@
 //     spare0               zero (1768..1791)
 //     copy             CopyQosState (minor 3, offsets 1792..2303): the slice's copy-bandwidth
 //                      token buckets, one per direction (0 host-to-device, 1 device-to-host),
-//                      written lock-free with atomics (intercept/copy_pacer.h):
+//                      written lock-free with atomics (intercept/gate/copy_pacer.h):
 //       tat_ns           u64  theoretical arrival time of the bucket (GCRA): the CLOCK_MONOTONIC
 //                             instant at which everything paced so far has been paid for
 //       paced_bytes      u64  bytes that went through the bucket
@@ -100,7 +100,7 @@
 //     spill            SpillState (minor 4, offsets 2880..3007): memory spill of the slice
 //                      (docs/oversubscription.md); atomics only, zero in older minors (= no spill):
 //       mode             u32  the slice's memory mode as libvgpu.so runs it (0 strict,
-//                             1 overcommit, 2 spill; intercept/config.h MemoryMode)
+//                             1 overcommit, 2 spill; intercept/config/config.h MemoryMode)
 //       protected_slice  u32  1: the slice's priority keeps its memory on the GPU (never spilled)
 //       spilled_bytes    u64  bytes of allocations now served from managed memory (all devices)
 //       spilled_peak     u64  the largest spilled_bytes seen

@@ -127,12 +127,6 @@ Result<ComputeSettings> ComputeSettingsOf(const std::map<std::string, std::strin
   return out;
 }
 
-int LevelOfHamiPriority(int priority) {
-  if (priority == 0) return shm::kPriorityHigh;
-  if (priority == 1) return shm::kPriorityNormal;
-  return -1;
-}
-
 std::string FormatTimeSlice(uint64_t ns) {
   if (ns % 1'000'000 == 0) return std::to_string(ns / 1'000'000) + "ms";
   if (ns % 1'000 == 0) return std::to_string(ns / 1'000) + "us";

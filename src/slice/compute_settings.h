@@ -64,9 +64,6 @@ Result<ComputeSettings> ParseComputeSettings(std::string_view text, const std::s
 Result<ComputeSettings> ComputeSettingsOf(const std::map<std::string, std::string>& annotations,
                                           const std::string& container);
 
-// The level of a HAMi priority number (0 high, 1 normal; -1 or anything else: not given, -1).
-int LevelOfHamiPriority(int priority);
-
 // A duration in the limits file's spelling: "5ms", "250us" or "1500ns".
 std::string FormatTimeSlice(uint64_t ns);
 

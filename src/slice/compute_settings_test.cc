@@ -94,10 +94,7 @@ TEST(ComputeSettingsTest, CopyCapsAreCarriedAndOverriddenButAreNotComputeSetting
   EXPECT_FALSE(other->copy_borrow.has_value());
 }
 
-TEST(ComputeSettingsTest, HamiPrioritiesAndNames) {
-  EXPECT_EQ(LevelOfHamiPriority(0), shm::kPriorityHigh);
-  EXPECT_EQ(LevelOfHamiPriority(1), shm::kPriorityNormal);
-  EXPECT_EQ(LevelOfHamiPriority(-1), -1);
+TEST(ComputeSettingsTest, PriorityNamesAndTimeSlices) {
   EXPECT_STREQ(shm::PriorityName(shm::kPriorityIdle), "idle");
   EXPECT_EQ(FormatTimeSlice(5'000'000), "5ms");
   EXPECT_EQ(FormatTimeSlice(750'000), "750us");

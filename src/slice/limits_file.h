@@ -1,7 +1,8 @@
 // The one writer of limits files: every key libvgpu.so reads from a file (its reader is
-// src/intercept/limits_file.cc; the format, markers and memory modes are common/limits_format.h;
-// the keys are described in docs/intercept.md, docs/compute.md and docs/copy-qos.md). The node
-// daemon writes one per container (node/slice.h), `vgpu run` one per command (cli/slice_setup.h).
+// src/intercept/config/limits_file.cc; the format, markers and memory modes are
+// common/limits_format.h; the keys are described in docs/intercept.md, docs/compute.md and
+// docs/copy-qos.md). The node daemon writes one per container (node/slice.h), `vgpu run` one per
+// command (cli/slice_setup.h).
 //
 // A key is written only when it is set, except memory_mode (always: the environment may lower the
 // mode, never raise it) and region. Comments are escaped to printable ASCII (common/printable.h)

@@ -20,7 +20,7 @@
 #include "dra/v1beta1/api.grpc.pb.h"
 #include "dra_kubelet_emulator.h"
 #include "fake_api_server.h"
-#include "k8s/http_kube_client.h"
+#include "k8s/api/http_kube_client.h"
 #include "mig_minors.h"
 #include "slice_rules.h"
 #include "support/temp_dir.h"

@@ -18,7 +18,7 @@
 #include "dra/kube_api.h"
 #include "dra/resource_slices.h"
 #include "fake_api_server.h"
-#include "k8s/http_kube_client.h"
+#include "k8s/api/http_kube_client.h"
 #include "slice_rules.h"
 
 namespace vgpu::dra {

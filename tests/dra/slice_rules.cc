@@ -5,7 +5,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "k8s/quantity.h"
+#include "k8s/api/quantity.h"
 
 namespace vgpu::dra::testing {
 

@@ -32,7 +32,7 @@
 #include "dra_kubelet_emulator.h"
 #include "e2e_util.h"
 #include "fake_api_server.h"
-#include "k8s/http_kube_client.h"
+#include "k8s/api/http_kube_client.h"
 #include "mig_minors.h"
 #include "sanitizer_env.h"
 #include "slice_rules.h"

@@ -37,7 +37,7 @@
 #include "kubelet_emulator.h"
 #include "mig/layout.h"
 #include "mig/profiles.h"
-#include "node/assignment.h"
+#include "node/plugin/assignment.h"
 #include "support/background_process.h"
 
 namespace vgpu::e2e {

@@ -33,8 +33,8 @@
 #include "container_runtime.h"
 #include "e2e_util.h"
 #include "kubelet_emulator.h"
-#include "node/assignment.h"
-#include "node/unit_id.h"
+#include "node/plugin/assignment.h"
+#include "node/plugin/unit_id.h"
 #include "sanitizer_env.h"
 #include "support/background_process.h"
 
@@ -74,7 +74,7 @@ class MultiGpuPodTest : public ::testing::Test {
       std::ofstream conf(root_ + "/devices.conf");
       for (const std::string& uuid : kGpus) conf << "model=h100 memory=8GiB uuid=" << uuid << "\n";
     }
-    // The scheduler extender's decisions, as annotations on the pods (node/assignment.h).
+    // The scheduler extender's decisions, as annotations on the pods (node/plugin/assignment.h).
     json items = json::array();
     int second = 0;
     for (const PodCase* p : {&kMulti, &kSolo}) {

@@ -35,7 +35,7 @@
 #include "container_runtime.h"
 #include "e2e_util.h"
 #include "kubelet_emulator.h"
-#include "node/assignment.h"
+#include "node/plugin/assignment.h"
 #include "sanitizer_env.h"
 #include "support/background_process.h"
 #include "support/run_command.h"
@@ -99,7 +99,7 @@ class PodSlicesTest : public ::testing::Test {
     fs::remove_all(root_);
     fs::create_directories(root_);
     std::ofstream(root_ + "/devices.conf") << "model=h100 memory=16GiB uuid=" << kGpu << "\n";
-    // The scheduler extender's decisions, as annotations on the pods (node/assignment.h).
+    // The scheduler extender's decisions, as annotations on the pods (node/plugin/assignment.h).
     json items = json::array();
     int second = 0;
     for (const PodCase& p : kPods) {

@@ -49,7 +49,7 @@
 #include "container_runtime.h"
 #include "e2e_util.h"
 #include "kubelet_emulator.h"
-#include "node/assignment.h"
+#include "node/plugin/assignment.h"
 #include "sanitizer_env.h"
 #include "shm/region_file.h"
 #include "shm/region_resize.h"

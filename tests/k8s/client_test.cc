@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "fake_api_server.h"
-#include "k8s/http_kube_client.h"
-#include "k8s/informer.h"
+#include "k8s/api/http_kube_client.h"
+#include "k8s/api/informer.h"
 #include "support/wait_for.h"
 
 namespace vgpu::k8s {

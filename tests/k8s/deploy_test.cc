@@ -8,7 +8,7 @@
 #include <set>
 #include <string>
 
-#include "k8s/pod_request.h"
+#include "k8s/wire/pod_request.h"
 
 #ifndef VGPU_SOURCE_DIR
 #define VGPU_SOURCE_DIR "."

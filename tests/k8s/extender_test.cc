@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "harness.h"
-#include "k8s/tls.h"
+#include "k8s/api/tls.h"
 #include "support/temp_dir.h"
 
 namespace vgpu::k8s::testing {

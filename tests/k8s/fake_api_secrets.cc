@@ -1,7 +1,7 @@
 // FakeApiServer: secrets (create, read, whole-object update), as the webhook's certificate Secret
 // uses them.
 #include "fake_api_server.h"
-#include "k8s/encoding.h"
+#include "k8s/api/encoding.h"
 
 namespace vgpu::k8s::testing {
 namespace {

@@ -35,7 +35,7 @@
 #include <thread>
 #include <vector>
 
-#include "k8s/kube_config.h"
+#include "k8s/api/kube_config.h"
 #include "support/temp_dir.h"
 #include "test_pki.h"
 

@@ -3,7 +3,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "k8s/encoding.h"
+#include "k8s/api/encoding.h"
 
 #ifndef VGPU_K8S_FIXTURES
 #define VGPU_K8S_FIXTURES "tests/k8s/fixtures"

@@ -10,10 +10,10 @@
 #include <utility>
 
 #include "fake_api_server.h"
-#include "k8s/extender.h"
-#include "k8s/extender_server.h"
-#include "k8s/http_kube_client.h"
-#include "k8s/scheduler_service.h"
+#include "k8s/api/http_kube_client.h"
+#include "k8s/extender/extender.h"
+#include "k8s/extender/extender_server.h"
+#include "k8s/extender/scheduler_service.h"
 
 namespace vgpu::k8s::testing {
 

@@ -1,6 +1,6 @@
 #include "kubeconfig.h"
 
-#include "k8s/encoding.h"
+#include "k8s/api/encoding.h"
 #include "test_pki.h"
 
 namespace vgpu::k8s::testing {

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "harness.h"
-#include "k8s/encoding.h"
+#include "k8s/api/encoding.h"
 #include "kubeconfig.h"
 #include "support/background_process.h"
 #include "support/run_command.h"

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <unordered_map>
 
-#include "k8s/extender_scores.h"
-#include "k8s/gpu_inventory.h"
+#include "k8s/extender/extender_scores.h"
+#include "k8s/wire/gpu_inventory.h"
 #include "sched/cluster.h"
 #include "sched/scheduler.h"
 

@@ -11,9 +11,9 @@
 #include <filesystem>
 
 #include "harness.h"
-#include "k8s/encoding.h"
-#include "k8s/tls.h"
-#include "k8s/webhook_certs.h"
+#include "k8s/api/encoding.h"
+#include "k8s/api/tls.h"
+#include "k8s/webhook/webhook_certs.h"
 #include "kubeconfig.h"
 #include "support/background_process.h"
 #include "support/run_command.h"

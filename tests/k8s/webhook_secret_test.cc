@@ -1,7 +1,7 @@
 // The webhook's CA and serving certificate kept in a Secret, against the local HTTPS API server:
 // the first start creates the Secret, later starts reuse it (same CA, caBundle untouched), a
 // garbled or expiring Secret is replaced, and replicas starting together end with one CA.
-#include "k8s/webhook_cert_secret.h"
+#include "k8s/webhook/webhook_cert_secret.h"
 
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "fake_api_server.h"
-#include "k8s/encoding.h"
-#include "k8s/http_kube_client.h"
+#include "k8s/api/encoding.h"
+#include "k8s/api/http_kube_client.h"
 
 namespace vgpu::k8s::testing {
 namespace {

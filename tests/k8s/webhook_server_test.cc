@@ -1,7 +1,7 @@
 // The admission webhook over real TLS (httplib client verifying a generated CA), and the
 // publication of that CA into a MutatingWebhookConfiguration's caBundle through the API-server
 // client against the local HTTPS API server.
-#include "k8s/webhook_server.h"
+#include "k8s/webhook/webhook_server.h"
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -9,10 +9,10 @@
 #include <chrono>
 
 #include "fake_api_server.h"
-#include "k8s/encoding.h"
-#include "k8s/http_kube_client.h"
-#include "k8s/tls.h"
-#include "k8s/webhook_certs.h"
+#include "k8s/api/encoding.h"
+#include "k8s/api/http_kube_client.h"
+#include "k8s/api/tls.h"
+#include "k8s/webhook/webhook_certs.h"
 #include "support/wait_for.h"
 
 namespace vgpu::k8s::testing {

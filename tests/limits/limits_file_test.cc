@@ -17,7 +17,7 @@
 
 #include "child_process.h"
 #include "common/limits_format.h"
-#include "intercept/config.h"
+#include "intercept/config/config.h"
 #include "node/slice.h"
 #include "sanitizer_env.h"
 #include "slice/slice_dir.h"

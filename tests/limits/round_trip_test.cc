@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "intercept/config.h"
+#include "intercept/config/config.h"
 #include "shm/arbiter.h"
 #include "slice/limits_file.h"
 

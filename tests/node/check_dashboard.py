@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks that a Grafana dashboard is valid JSON and that every vgpu_* metric its queries use is
-one the node daemon exports (a VGPU_METRIC entry of src/node/metrics_catalog.def)."""
+one the node daemon exports (a VGPU_METRIC entry of src/node/metrics/metrics_catalog.def)."""
 import json
 import re
 import sys

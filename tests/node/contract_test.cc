@@ -6,11 +6,11 @@
 #include <gtest/gtest.h>
 
 #include "device/device_backend.h"
-#include "k8s/gpu_inventory.h"
-#include "k8s/pod_assignment.h"
-#include "node/assignment.h"
+#include "k8s/wire/gpu_inventory.h"
+#include "k8s/wire/pod_assignment.h"
 #include "node/inventory.h"
 #include "node/node_state.h"
+#include "node/plugin/assignment.h"
 
 namespace vgpu::node {
 namespace {

@@ -21,10 +21,10 @@
 #include "common/log.h"
 #include "device/fake_backend.h"
 #include "kubelet_emulator.h"
+#include "node/cluster/fake_cluster.h"
+#include "node/cluster/test_pods.h"
 #include "node/daemon.h"
-#include "node/fake_cluster.h"
-#include "node/gpu_modes.h"
-#include "node/test_pods.h"
+#include "node/modes/gpu_modes.h"
 #include "support/wait_for.h"
 #include "test_daemon.h"
 

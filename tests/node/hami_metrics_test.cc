@@ -22,9 +22,9 @@
 
 #include "device/fake_backend.h"
 #include "kubelet_emulator.h"
+#include "node/cluster/fake_cluster.h"
+#include "node/cluster/test_pods.h"
 #include "node/daemon.h"
-#include "node/fake_cluster.h"
-#include "node/test_pods.h"
 #include "shm/proc_identity.h"
 #include "shm/region_file.h"
 #include "shm/region_ops.h"

@@ -3,7 +3,7 @@
 // the Node object, retries of failing requests, a whole allocation with the kubelet emulator
 // (found by an on-demand list), and the pod watch (a pod placed by HAMi reaches the daemon
 // through its watch, with no list; a dropped watch is resumed).
-#include "node/kube_cluster.h"
+#include "node/cluster/kube_cluster.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -15,10 +15,10 @@
 
 #include "device/fake_backend.h"
 #include "fake_api_server.h"
-#include "k8s/http_kube_client.h"
+#include "k8s/api/http_kube_client.h"
 #include "kubelet_emulator.h"
+#include "node/cluster/test_pods.h"
 #include "node/daemon.h"
-#include "node/test_pods.h"
 #include "support/wait_for.h"
 
 namespace vgpu::node {

@@ -2,7 +2,8 @@
 // every alias on (--hami-metric-aliases --dcgm-metric-aliases): the kubelet emulator allocates the
 // pod, a process with exactly the container's environment (libvgpu.so preloaded, the simulated
 // driver) launches kernels and exits, and the scrapes are checked:
-//   - every family on the page is one of the catalog's (node/metrics_catalog.def), so docs/node.md
+//   - every family on the page is one of the catalog's (node/metrics/metrics_catalog.def), so
+//   docs/node.md
 //     documents it (node_unit_test);
 //   - the seconds since the slice's last kernel (vgpu_slice_compute_idle_seconds, HAMi's
 //     hami_container_last_kernel_elapsed_seconds) are there while the process runs and after it
@@ -29,8 +30,8 @@
 #include "container_runtime.h"
 #include "e2e_util.h"
 #include "kubelet_emulator.h"
-#include "node/assignment.h"
-#include "node/metrics_catalog.h"
+#include "node/metrics/metrics_catalog.h"
+#include "node/plugin/assignment.h"
 #include "sanitizer_env.h"
 #include "support/background_process.h"
 

@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "kubelet_emulator.h"
-#include "node/assignment.h"
+#include "node/plugin/assignment.h"
 #include "support/background_process.h"
 #include "support/run_command.h"
 #include "support/wait_for.h"

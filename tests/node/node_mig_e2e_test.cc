@@ -24,7 +24,7 @@
 #include "e2e_util.h"
 #include "kubelet_emulator.h"
 #include "mig/profiles.h"
-#include "node/assignment.h"
+#include "node/plugin/assignment.h"
 #include "support/background_process.h"
 #include "support/run_command.h"
 #include "support/wait_for.h"

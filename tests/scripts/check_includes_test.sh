@@ -66,6 +66,33 @@ printf 'common:\nhw: common\nshm: common hw\nnode: common\n' >rooms2.txt
 run --rooms rooms2.txt --src src
 want_rc 0 "the room, listed"
 
+# A split folder: each subfolder of src/k8s is a room of its own.
+rm -rf src/hw
+printf '#include "common/log.h"\n' >src/shm/region.h
+mkdir -p src/k8s/api src/k8s/wire
+printf '#pragma once\n' >src/k8s/api/client.h
+printf '#include "k8s/api/client.h"\n' >src/k8s/wire/pod.h
+printf '#include "k8s/wire/pod.h"\n#include "k8s/api/client.h"\n' >src/node/c.cc
+printf 'common:\nshm: common\nk8s/api: common\nk8s/wire: k8s/api\nnode: common k8s/wire\n' >rooms5.txt
+run --rooms rooms5.txt --src src
+want_rc 1 "a split room"
+echo 'src/node/c.cc:2: includes k8s/api/client.h, but node may use only: common, k8s/wire' >want.txt
+diff want.txt out.txt || fail "a split room: wrong message"
+printf '#include "k8s/wire/pod.h"\n' >src/node/c.cc
+printf '#pragma once\n' >src/k8s/stray.h
+mkdir -p src/k8s/extra
+printf '#include "k8s/api/client.h"\n' >src/k8s/extra/x.h
+run --rooms rooms5.txt --src src
+want_rc 1 "a file outside the split rooms"
+cat >want.txt <<'WANT'
+src/k8s/stray.h: k8s is split into rooms; this file is in none of them
+src/k8s/extra: k8s/extra is a folder under src/ that the room table does not list (add its line to cmake/rooms.cmake)
+WANT
+diff want.txt out.txt || fail "a file outside the split rooms: wrong message"
+rm -rf src/k8s/stray.h src/k8s/extra
+run --rooms rooms5.txt --src src
+want_rc 0 "split rooms, every include allowed"
+
 # Bad arguments and bad tables: exit 2.
 run --no-such-flag
 want_rc 2 "an unknown flag"

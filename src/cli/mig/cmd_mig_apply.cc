@@ -4,10 +4,10 @@
 //   vgpu mig apply --config FILE [--sim [--sim-config FILE]] [--nvml-library PATH]
 //   vgpu mig status [--sim [--sim-config FILE]] [--nvml-library PATH] [--json]
 //
-// apply reads the GPU mode file (node/gpu_modes.h) and, per GPU: mode `mig` makes its instances
-// exactly the file's profile counts; `mig-dynamic` enables MIG and leaves the instances to the
-// node daemon; the other modes disable MIG when it is on and no instance is left. Changes are
-// made only on an idle GPU (no process on it); a busy GPU is reported and left as it is, never
+// apply reads the GPU mode file (node/modes/gpu_modes.h) and, per GPU: mode `mig` makes its
+// instances exactly the file's profile counts; `mig-dynamic` enables MIG and leaves the instances
+// to the node daemon; the other modes disable MIG when it is on and no instance is left. Changes
+// are made only on an idle GPU (no process on it); a busy GPU is reported and left as it is, never
 // forced. Exit 0 when every GPU is as the file says, 1 when some GPU was left (busy, pending a
 // reset, a driver error), 2 for a bad file.
 // status lists each GPU's MIG mode and instances (profile, placement, UUID, memory, SMs).
@@ -22,9 +22,9 @@
 #include "cli/mig/mig_commands.h"
 #include "device/nvml_backend.h"
 #include "mig/profiles.h"
-#include "node/gpu_mode_setup.h"
-#include "node/gpu_modes.h"
-#include "node/mig_static.h"
+#include "node/modes/gpu_mode_setup.h"
+#include "node/modes/gpu_modes.h"
+#include "node/modes/mig_static.h"
 
 namespace vgpu::cli {
 namespace {

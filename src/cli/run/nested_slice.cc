@@ -8,7 +8,7 @@
 #include <tuple>
 
 #include "common/units.h"
-#include "intercept/config.h"
+#include "intercept/config/config.h"
 #include "shm/region_file.h"
 #include "shm/region_ops.h"
 

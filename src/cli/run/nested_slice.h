@@ -3,13 +3,13 @@
 //
 // Inside a slice means: VGPU_LIMITS_FILE or CUDA_DEVICE_MEMORY_SHARED_CACHE is set, libvgpu is in
 // LD_PRELOAD, or /etc/vgpu/limits exists (a Kubernetes container). The outer slice is then what
-// libvgpu.so would make of this environment (intercept/config.h): its limits and its region.
+// libvgpu.so would make of this environment (intercept/config/config.h): its limits and its region.
 //
 // The child slice (docs/intercept.md, "Nested slices"):
 //   - memory: its limit is at most the outer limit (a larger --memory is lowered, with a note),
 //     and its region names the outer region as its parent, so every charge of its processes is
-//     made in both regions (intercept/accountant.h): the outer slice's processes and the inner
-//     ones together stay within the outer limit;
+//     made in both regions (intercept/memory/accountant.h): the outer slice's processes and the
+//     inner ones together stay within the outer limit;
 //   - compute: when the outer slice has compute settings, the child takes them and its processes
 //     arbitrate as members of the outer slice (its share is the outer's share, shared with the
 //     outer's processes); compute flags for the child are then refused. Without outer compute

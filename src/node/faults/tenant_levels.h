@@ -11,7 +11,7 @@
 //   kStuckKernel    a kernel of the tenant's ran past the node's kernel deadline (once per
 //                   kernel)
 //   kThrash         the tenant spills (memory mode spill, priority below high) while its GPU's
-//                   host link is busy past the thrash threshold (node/spill_thrash.h); never
+//                   host link is busy past the thrash threshold (node/rules/spill_thrash.h); never
 //                   sent for a high-priority tenant
 // Strikes add up; the level is the highest whose threshold the strikes reach:
 //   normal < warn (metric, event) < limit (compute share lowered to limit_share_pct)
