@@ -30,7 +30,8 @@ set(VGPU_ROOMS
   # TODO: docs/architecture.md says dra links against node and k8s; its code also includes
   # device, mig and common directly (types of node's public interface, linked through node).
   "dra: node k8s/api k8s/wire slice device mig common"
-  "cli: common hw mig topo shm slice intercept simgpu device sched estimate sim k8s/api k8s/wire k8s/extender k8s/webhook analyze node dra"
+  "bench: common mig topo shm slice simgpu"
+  "cli: common hw mig topo shm slice intercept device sched estimate sim k8s/api k8s/wire k8s/extender k8s/webhook analyze node dra bench"
 )
 
 # The room names alone, in order.

@@ -141,6 +141,26 @@ Result<std::string> SimulatedGpuDir(std::string_view flag) {
   return dir;
 }
 
+Result<Libraries> FindLibraries(bool sim, const std::string& who) {
+  (void)who;
+  Libraries l;
+  std::string lib_dir = LibraryDir();
+  l.libvgpu = lib_dir + "/libvgpu.so";
+  if (access(l.libvgpu.c_str(), R_OK) != 0) {
+    return Status::FailedPrecondition(
+        l.libvgpu + " not found (" +
+        (RunsFromBuildTree() ? "build it: cmake --build build"
+                             : "the vgpu installation is incomplete: reinstall the vgpu package") +
+        ")");
+  }
+  if (sim) {
+    Result<std::string> dir = SimulatedGpuDir("--sim");
+    if (!dir.has_value()) return dir.error();
+    l.simgpu_dir = *dir;
+  }
+  return l;
+}
+
 Status UseSimConfig(bool sim, const std::string& path) {
   if (path.empty()) return Status::Ok();
   if (!sim) return Status::InvalidArgument("--sim-config: needs --sim");

@@ -58,6 +58,15 @@ std::string DataDir();
 // what to do: build it (a build tree needs CUDA's headers) or install the vgpu-simgpu package.
 Result<std::string> SimulatedGpuDir(std::string_view flag = "--sim");
 
+// Where the interception library and the simulated GPU are: LibraryDir()/libvgpu.so, and with
+// `sim` SimulatedGpuDir(); kFailedPrecondition, saying what to build or install, when one is
+// missing.
+struct Libraries {
+  std::string libvgpu;
+  std::string simgpu_dir;
+};
+Result<Libraries> FindLibraries(bool sim, const std::string& who);
+
 // --sim-config FILE, the simulated GPU's device configuration (docs/simgpu.md), as every command
 // that takes --sim accepts it: InvalidArgument when it is given without `sim` or names no
 // regular file; otherwise exported as VGPU_SIMGPU_CONFIG for the simulated libraries this

@@ -17,7 +17,7 @@
 #include "analyze/scenarios.h"
 #include "cli/cli_util.h"
 #include "cli/commands.h"
-#include "cli/sim_replay.h"
+#include "cli/sim/sim_replay.h"
 #include "common/atomic_file.h"
 #include "sim/options.h"
 

@@ -1,5 +1,6 @@
-// The `vgpu` subcommands. Each lives in its own cmd_<name>.cc and is listed once in kCommands
-// (commands.cc). A command gets argv with argv[0] = "vgpu <name>" and returns the exit code.
+// The `vgpu` subcommands. Each lives in its own cmd_<name>.cc (run/, top/, sim/ and mig/ hold the
+// larger ones with their helpers) and is listed once in kCommands (commands.cc). A command gets
+// argv with argv[0] = "vgpu <name>" and returns the exit code.
 #pragma once
 
 #include <span>
@@ -29,7 +30,11 @@ int RunBench(int argc, char** argv);
 int RunEstimate(int argc, char** argv);
 int RunMig(int argc, char** argv);
 int RunAnalyze(int argc, char** argv);
-int RunBenchMig(int argc, char** argv);  // vgpu bench mig (cmd_bench_mig.cc)
+int RunBenchCopy(int argc, char** argv);           // vgpu bench copy (cmd_bench_copy.cc)
+int RunBenchCopyTenant(int argc, char** argv);     // vgpu bench copy-tenant (cmd_bench_copy.cc)
+int RunBenchOversub(int argc, char** argv);        // vgpu bench oversub (cmd_bench_oversub.cc)
+int RunBenchOversubTenant(int argc, char** argv);  // vgpu bench oversub-tenant (the same)
+int RunBenchMig(int argc, char** argv);            // vgpu bench mig (cmd_bench_mig.cc)
 int RunTopo(int argc, char** argv);
 int RunBenchTopo(int argc, char** argv);  // vgpu bench topo (cmd_bench_topo.cc)
 

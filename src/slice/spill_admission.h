@@ -1,6 +1,6 @@
 // Admission of a slice in memory mode `spill` (memory beyond the GPU's free memory comes from
 // managed memory whose pages may live on the host): the risk control of
-// docs/oversubscription.md, used by `vgpu run` (cli/run_spill.h) and the node daemon
+// docs/oversubscription.md, used by `vgpu run` (cli/run/run_spill.h) and the node daemon
 // (node/plugin/allocator.h). Pure: the caller reads the host's memory and the GPUs' promises.
 //
 // A spill slice is admitted only when

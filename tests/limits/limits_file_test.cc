@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "child_process.h"
-#include "cli/slice_setup.h"
 #include "common/limits_format.h"
 #include "intercept/config/config.h"
 #include "node/slice.h"
 #include "sanitizer_env.h"
+#include "slice/slice_dir.h"
 #include "support/temp_dir.h"
 
 namespace vgpu {
@@ -144,10 +144,10 @@ class LimitsFileTest : public ::testing::Test {
     auto spec = slice::ParseSliceSpec(flags);
     EXPECT_TRUE(spec.has_value());
     setenv("VGPU_STATE_DIR", (dir_ + "/state").c_str(), 1);
-    auto slice = cli::SliceDir::Create("prog", *spec, true, "prog \x1b[31mred\x07\t\xff");
+    auto made = slice::SliceDir::Create("prog", *spec, true, "prog \x1b[31mred\x07\t\xff");
     unsetenv("VGPU_STATE_DIR");
-    EXPECT_TRUE(slice.has_value()) << slice.error().ToString();
-    return slice.has_value() ? ReadFile(slice->path() + "/limits") : "";
+    EXPECT_TRUE(made.has_value()) << made.error().ToString();
+    return made.has_value() ? ReadFile(made->path() + "/limits") : "";
   }
 
   // Runs the worker with libvgpu.so preloaded on the simulated GPU; returns stdout and stderr
